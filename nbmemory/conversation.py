@@ -1,0 +1,438 @@
+"""``Conversation``: an agent's message history, written through to its MEMORY.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nbmemory import memory_file, search
+from nbmemory.errors import MemoryFormatError
+from nbmemory.memory_file import MemoryFile, format_block, now_iso
+from nbmemory.search import MemoryHit, content_text
+from nbmemory.tokens import TokenCounter
+
+PRELOAD_MARKER = "[Persistent Memory — MEMORY.md]"
+SUMMARY_MARKER = "[Compressed Memory Summary]"
+_PRELOAD_INTRO = (
+    "Messages kept from earlier sessions of this agent, oldest first. "
+    "Treat them as what you remember, not as new requests."
+)
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    """What changed in a conversation: ``kind`` is "add", "compact", "load" or "clear"."""
+
+    kind: str
+    conversation: Conversation
+    message: dict[str, Any] | None = None
+    archive: Path | None = None
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """How full the context is: tokens used of ``context_length``, counted with ``encoding``."""
+
+    used: int
+    context_length: int
+    encoding: str
+
+    @property
+    def fraction(self) -> float:
+        return self.used / self.context_length if self.context_length else 0.0
+
+
+def _check_role(role: object) -> str:
+    if not isinstance(role, str) or not role.strip():
+        raise ValueError(f"role must be a non-empty string, not {role!r}")
+    if "\n" in role or "\r" in role:
+        raise ValueError(f"role must be one line, not {role!r}")
+    return role
+
+
+class Conversation:
+    """A message history that, given ``memory_md_path``, lives on disk as well as in memory.
+
+    With a path, construction creates the file (or preloads it as one system message after the
+    system prompt and rules), every :meth:`add` is appended to it before it returns, and
+    :meth:`compact` archives it and starts it again from a summary. Without a path nothing
+    touches the disk. Constructor arguments follow the swarms ``Conversation``.
+    """
+
+    def __init__(
+        self,
+        id: str | None = None,
+        name: str | None = None,
+        system_prompt: str | None = None,
+        time_enabled: bool = False,
+        autosave: bool = False,
+        save_filepath: str | None = None,
+        load_filepath: str | None = None,
+        context_length: int = 8192,
+        rules: str | None = None,
+        custom_rules_prompt: str | None = None,
+        user: str = "User",
+        tokenizer_model_name: str = "gpt-4o",
+        conversations_dir: str | None = None,
+        export_method: str = "json",
+        memory_md_path: str | os.PathLike[str] | None = None,
+        messages: Iterable[dict[str, Any]] | None = None,
+    ) -> None:
+        self.id = id or uuid.uuid4().hex
+        self.name = name or f"conversation-{self.id[:8]}"
+        self.system_prompt = system_prompt
+        self.time_enabled = time_enabled
+        self.autosave = autosave
+        self.save_filepath = save_filepath
+        self.context_length = context_length
+        self.rules = rules
+        self.custom_rules_prompt = custom_rules_prompt
+        self.user = user
+        self.tokenizer_model_name = tokenizer_model_name
+        self.conversations_dir = conversations_dir
+        self.export_method = export_method
+        self.conversation_history: list[dict[str, Any]] = []
+        self.preloaded_messages: list[dict[str, Any]] = []
+        self.last_archive: Path | None = None
+        self._lock = threading.RLock()
+        self._observers: list[Callable[[ChangeEvent], None]] = []
+        self._counter = TokenCounter(tokenizer_model_name)
+        self._reset_counts()
+        self._memory: MemoryFile | None = None
+
+        self.conversation_history.extend(self._static_messages())
+        self.memory_md_path = memory_md_path
+        if self._memory is not None:
+            self._memory.ensure()
+            self._preload()
+        if load_filepath:
+            self.load(load_filepath)
+        for message in messages or ():
+            self.add(message["role"], message["content"])
+
+    # ------------------------------------------------------------------------------------------
+    # Disk
+
+    @property
+    def memory_md_path(self) -> str | None:
+        """Path of the MEMORY.md written through to; set it to ``None`` to stop writing."""
+        return str(self._memory.path) if self._memory is not None else None
+
+    @memory_md_path.setter
+    def memory_md_path(self, path: str | os.PathLike[str] | None) -> None:
+        with self._lock:
+            if self._memory is not None:
+                self._memory.close()
+            self._memory = MemoryFile(path, self.name) if path is not None else None
+
+    def _preload(self) -> None:
+        assert self._memory is not None
+        self.preloaded_messages = self._memory.messages()
+        if self.preloaded_messages:
+            blocks = "".join(
+                format_block(m["role"], m["content"], m.get("timestamp", ""))
+                for m in self.preloaded_messages
+            )
+            preload = f"{PRELOAD_MARKER}\n{_PRELOAD_INTRO}\n\n{blocks}"
+            self.conversation_history.append(self._message("System", preload))
+
+    def memory_messages(self) -> list[dict[str, Any]]:
+        """The messages in MEMORY.md now, parsed (all processes' writes included)."""
+        return self._memory.messages() if self._memory is not None else []
+
+    def archives(self) -> list[Path]:
+        """The archive files of this memory, oldest first."""
+        return self._memory.archives() if self._memory is not None else []
+
+    def archive_messages(self, archive: str | os.PathLike[str]) -> list[dict[str, Any]]:
+        """The messages of one archive, named by file name or path (it must be one of ours)."""
+        wanted = Path(archive).name
+        for path in self.archives():
+            if path.name == wanted:
+                return memory_file.read_messages(path)
+        raise FileNotFoundError(f"no archive named {wanted!r} for {self.name}")
+
+    def close(self) -> None:
+        """Release the open files of the memory (it reopens them when written again)."""
+        if self._memory is not None:
+            self._memory.close()
+
+    # ------------------------------------------------------------------------------------------
+    # Messages
+
+    def _message(self, role: str, content: Any) -> dict[str, Any]:
+        return {"role": role, "content": content, "timestamp": now_iso()}
+
+    def _static_messages(self) -> list[dict[str, Any]]:
+        static = []
+        if self.system_prompt is not None:
+            static.append(self._message("System", self.system_prompt))
+        for text in (self.rules, self.custom_rules_prompt):
+            if text is not None:
+                static.append(self._message(self.user or "User", text))
+        return static
+
+    def add(
+        self,
+        role: str,
+        content: Any,
+        metadata: dict[str, Any] | None = None,
+        category: str | None = None,
+    ) -> dict[str, Any]:
+        """Add a message; with a memory file it is on disk before this returns.
+
+        Raises ``ValueError`` for a bad role and ``OSError`` if the disk write fails, in which
+        case the message is not added.
+        """
+        message = self._message(_check_role(role), content)
+        if metadata:
+            message["metadata"] = metadata
+        if category:
+            message["category"] = category
+        with self._lock:
+            if self._memory is not None:
+                self._memory.append(format_block(role, content, message["timestamp"]))
+            self.conversation_history.append(message)
+        self._notify(ChangeEvent("add", self, message=message))
+        if self.autosave:
+            self.export()
+        return message
+
+    def compact(self, summary: str, summary_role: str = "System") -> Path | None:
+        """Replace the history with one summary message, archiving MEMORY.md first.
+
+        The system prompt and rules stay; the summary follows them in memory and is the only
+        message in the new MEMORY.md. Returns the archive written (``None`` if there was none).
+        """
+        if not isinstance(summary, str) or not summary.strip():
+            raise ValueError("summary must be a non-empty string")
+        _check_role(summary_role)
+        text = summary if summary.startswith(SUMMARY_MARKER) else f"{SUMMARY_MARKER}\n{summary}"
+        message = self._message(summary_role, text)
+        with self._lock:
+            archive = None
+            if self._memory is not None:
+                block = format_block(summary_role, text, message["timestamp"])
+                archive = self._memory.compact(block)
+            self.conversation_history = [*self._static_messages(), message]
+            self.preloaded_messages = []
+            self._reset_counts()
+            self.last_archive = archive
+        self._notify(ChangeEvent("compact", self, message=message, archive=archive))
+        return archive
+
+    def clear(self) -> None:
+        """Empty the in-memory history (MEMORY.md is left as it is)."""
+        with self._lock:
+            self.conversation_history = []
+            self._reset_counts()
+        self._notify(ChangeEvent("clear", self))
+
+    def __len__(self) -> int:
+        return len(self.conversation_history)
+
+    def __repr__(self) -> str:
+        where = f", memory_md_path={self.memory_md_path!r}" if self._memory is not None else ""
+        return f"Conversation(name={self.name!r}, messages={len(self)}{where})"
+
+    # ------------------------------------------------------------------------------------------
+    # Observers
+
+    def on_change(self, callback: Callable[[ChangeEvent], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` after every change; returns an unsubscriber."""
+        self._observers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._observers:
+                self._observers.remove(callback)
+
+        return unsubscribe
+
+    def _notify(self, event: ChangeEvent) -> None:
+        for callback in list(self._observers):
+            try:
+                callback(event)
+            except Exception as exc:  # an observer must never break a write
+                warnings.warn(f"change observer {callback!r} failed: {exc!r}", stacklevel=3)
+
+    # ------------------------------------------------------------------------------------------
+    # Reading
+
+    @staticmethod
+    def _format_line(message: dict[str, Any], with_time: bool) -> str:
+        line = f"{message['role']}: {content_text(message['content'])}"
+        return (
+            f"[{message['timestamp']}] {line}" if with_time and message.get("timestamp") else line
+        )
+
+    def return_history_as_string(self) -> str:
+        """The history as the model-facing text: one ``role: content`` paragraph per message."""
+        return "\n\n".join(
+            self._format_line(m, self.time_enabled) for m in self.conversation_history
+        )
+
+    get_str = return_history_as_string
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        """The messages as a list of dicts (a copy of the list)."""
+        return list(self.conversation_history)
+
+    def to_json(self) -> str:
+        return json.dumps(self.conversation_history, ensure_ascii=False, default=str)
+
+    def get_final_message_content(self) -> Any:
+        """The content of the last message, or ``""`` when there is none."""
+        return self.conversation_history[-1]["content"] if self.conversation_history else ""
+
+    def get_final_message(self) -> str:
+        """The last message as ``role: content``."""
+        return self._format_line(self.conversation_history[-1], False) if self else ""
+
+    def search(self, keyword: str) -> list[dict[str, Any]]:
+        """Messages of the current history whose content contains ``keyword`` (case-sensitive)."""
+        return [m for m in self.conversation_history if keyword in content_text(m["content"])]
+
+    search_keyword_in_conversation = search
+
+    def search_memory(
+        self, query: str, *, archives: bool = False, case_sensitive: bool = False
+    ) -> list[MemoryHit]:
+        """Search the memory on disk (MEMORY.md, and every archive if asked), else the history.
+
+        Matching ignores case unless ``case_sensitive``. Hits come oldest archive first, then
+        MEMORY.md (``source`` says which file; "history" for a memory kept only in RAM).
+        """
+        sources = [(p.name, search.file_index(p)) for p in self.archives()] if archives else []
+        if self._memory is None:
+            sources.append(("history", search.MessageIndex(self.conversation_history)))
+        elif self._memory.path.exists():
+            memory = self._memory
+            index = search.file_index(memory.path, lambda _path: memory.messages())
+            sources.append((memory.path.name, index))
+        return [
+            MemoryHit(name, i, index.messages[i])
+            for name, index in sources
+            for i in index.search(query, case_sensitive=case_sensitive)
+        ]
+
+    # ------------------------------------------------------------------------------------------
+    # Tokens
+
+    def _reset_counts(self) -> None:
+        self._counts = []
+        self._counted_total = 0
+        self._last_line: tuple[dict[str, Any], int] | None = None
+
+    def count_history_tokens(self) -> int:
+        """Tokens of :meth:`return_history_as_string`, exactly, never capped.
+
+        Each message is counted once (with the blank line that follows it), the first time a
+        total is asked for after it was added; after that a total costs constant time.
+        """
+        with self._lock:
+            history = self.conversation_history
+            if len(self._counts) > len(history):
+                self._reset_counts()
+            for message in history[len(self._counts) :]:
+                count = self._counter.count(self._format_line(message, self.time_enabled) + "\n\n")
+                self._counts.append(count)
+                self._counted_total += count
+            if not history:
+                return 0
+            last = history[-1]
+            if self._last_line is None or self._last_line[0] is not last:
+                # The last message has no blank line after it, and tiktoken may merge that
+                # blank line with the text before it, so its own count can differ.
+                alone = self._counter.count(self._format_line(last, self.time_enabled))
+                self._last_line = (last, alone - self._counts[-1])
+            return self._counted_total + self._last_line[1]
+
+    def token_usage(self) -> TokenUsage:
+        """Tokens used against ``context_length``, and the encoding that counted them."""
+        return TokenUsage(
+            self.count_history_tokens(), self.context_length, self._counter.encoding_name
+        )
+
+    # ------------------------------------------------------------------------------------------
+    # Export and load
+
+    def _default_save_path(self, suffix: str) -> str:
+        if self.save_filepath:
+            return str(Path(self.save_filepath).with_suffix(suffix))
+        folder = self.conversations_dir or os.getcwd()
+        return os.path.join(folder, f"conversation_{self.id}{suffix}")
+
+    def _save(self, text: str, path: str, force: bool) -> str | None:
+        if not (force or self.autosave):
+            warnings.warn("autosave is off; pass force=True to save anyway", stacklevel=3)
+            return None
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        self.save_filepath = str(target)
+        return str(target)
+
+    def save_as_json(self, force: bool = True) -> str | None:
+        """Write the history as JSON (``save_filepath`` with a .json suffix); returns the path."""
+        text = json.dumps(self.conversation_history, indent=2, ensure_ascii=False, default=str)
+        return self._save(text, self._default_save_path(".json"), force)
+
+    def save_as_yaml(self, force: bool = True) -> str | None:
+        """Write the history as YAML (``save_filepath`` with a .yaml suffix); returns the path."""
+        import yaml
+
+        plain = json.loads(json.dumps(self.conversation_history, default=str))
+        text = yaml.safe_dump(plain, allow_unicode=True, sort_keys=False)
+        return self._save(text, self._default_save_path(".yaml"), force)
+
+    def export(self, force: bool = True) -> str | None:
+        """Save in ``export_method`` ("json" or "yaml"); returns the path written."""
+        if self.export_method == "json":
+            return self.save_as_json(force=force)
+        if self.export_method == "yaml":
+            return self.save_as_yaml(force=force)
+        raise ValueError(f"export_method must be 'json' or 'yaml', not {self.export_method!r}")
+
+    def load(self, filename: str | os.PathLike[str]) -> None:
+        """Replace the in-memory history with a JSON or YAML export.
+
+        A file that cannot be read as messages raises ``MemoryFormatError`` and changes nothing.
+        MEMORY.md is not touched.
+        """
+        import yaml
+
+        path = Path(filename)
+        suffix = path.suffix.lower()
+        if suffix not in (".json", ".yaml", ".yml"):
+            raise MemoryFormatError(f"{path}: expected a .json, .yaml or .yml file")
+        text = path.read_text(encoding="utf-8")
+        try:
+            data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise MemoryFormatError(f"{path}: not valid {suffix[1:].upper()}: {exc}") from exc
+        messages = _messages_from(data, path)
+        with self._lock:
+            self.conversation_history = messages
+            self._reset_counts()
+        self._notify(ChangeEvent("load", self))
+
+
+def _messages_from(data: Any, path: Path) -> list[dict[str, Any]]:
+    if isinstance(data, dict) and "conversation_history" in data:
+        data = data["conversation_history"]
+    if not isinstance(data, list):
+        raise MemoryFormatError(f"{path}: expected a list of messages, found {type(data).__name__}")
+    for i, message in enumerate(data):
+        if not isinstance(message, dict) or "role" not in message or "content" not in message:
+            raise MemoryFormatError(f"{path}: message {i} needs a 'role' and a 'content'")
+        _check_role(message["role"])
+    return [dict(message) for message in data]

@@ -1,0 +1,55 @@
+"""A short tour of a persistent memory: write, reload as a restarted process would, compact."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nbmemory.conversation import Conversation
+from nbmemory.workspace import memory_path, workspace_dir
+
+AGENT = "demo-agent"
+TURNS = [
+    ("User", "Our team picked ClickHouse for the analytics warehouse."),
+    (AGENT, "Noted: the analytics warehouse is ClickHouse."),
+    ("User", "Latency budget for dashboards is 200 ms at the 95th percentile."),
+    (AGENT, "Noted: dashboards must answer within 200 ms (p95)."),
+]
+
+
+def run(workspace: str | os.PathLike[str] | None = None) -> Path:
+    """Run the tour in ``workspace`` (default: ``$WORKSPACE_DIR`` or ./agent_workspace)."""
+    root = Path(workspace) if workspace is not None else workspace_dir()
+    path = memory_path(AGENT, root)
+    print(f"Memory file: {path}")
+
+    first = Conversation(
+        name=AGENT, system_prompt="You are a helpful analyst.", memory_md_path=path
+    )
+    print(f"1. Started with {len(first.preloaded_messages)} remembered message(s).")
+    for role, content in TURNS:
+        first.add(role, content)
+    print(f"   Wrote {len(TURNS)} messages through to MEMORY.md.")
+    first.close()
+
+    second = Conversation(
+        name=AGENT, system_prompt="You are a helpful analyst.", memory_md_path=path
+    )
+    print(f"2. A fresh Conversation preloads {len(second.preloaded_messages)} message(s):")
+    for message in second.preloaded_messages[-len(TURNS) :]:
+        print(f"   {message['role']}: {message['content']}")
+    hits = second.search_memory("clickhouse")
+    print(f"   search_memory('clickhouse') finds {len(hits)} message(s).")
+
+    before = second.count_history_tokens()
+    archive = second.compact(
+        "The analytics warehouse is ClickHouse; dashboards must answer within 200 ms (p95)."
+    )
+    after = second.count_history_tokens()
+    print(f"3. Compacted: {before} -> {after} tokens; raw transcript archived to {archive}")
+    print(f"   Archives so far: {len(second.archives())}")
+    second.close()
+
+    print("\nMEMORY.md now reads:\n")
+    print(path.read_text(encoding="utf-8"))
+    return path

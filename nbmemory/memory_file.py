@@ -1,0 +1,444 @@
+"""The MEMORY.md format, and the only code that changes an agent's files on disk.
+
+A memory file is a small header followed by one block per message::
+
+    ### User — 2026-04-20T18:35:04
+
+    Which warehouse is cheapest?
+
+    ---
+
+Content lines that would read as a block heading or a ``---`` separator are written with one
+extra leading backslash, and a string that looks like a fenced JSON block gets one too, so any
+content reloads exactly. Non-string content is written as a fenced JSON block.
+
+Every change happens under one cross-process lock per agent folder. Compaction writes and
+fsyncs the archive before it replaces ``MEMORY.md`` (through a temporary file and
+``os.replace``), so a crash at any point leaves the old memory or the new one, plus the archive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import re
+import secrets
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nbmemory.errors import MemoryWarning
+
+try:
+    import fcntl
+except ImportError:  # Windows: filelock takes over.
+    fcntl = None  # type: ignore[assignment]
+
+
+from nbmemory.workspace import ARCHIVE_DIR, FILE_MODE, MEMORY_FILE, make_private_dir
+
+LOCK_FILE = ".lock"
+LOG_HEADING = "## Interaction Log"
+BLOCK_END = "\n\n---\n\n"
+
+# Line patterns start with a literal "\n" (texts are searched with one prepended), which lets
+# the regex engine skip ahead; "^" with MULTILINE tries every position and is ten times slower.
+_END_OF_LINE = r"[ \t]*(?=\n|\Z)"
+_HEADING = re.compile(rf"\n### (?P<label>[^\n]+) — (?P<ts>\S+){_END_OF_LINE}")
+_SEPARATOR = re.compile(rf"\n---{_END_OF_LINE}")
+_LOG_HEADING = re.compile(rf"\n## Interaction Log{_END_OF_LINE}")
+_HEADER_FIELD = re.compile(r"^\*\*(?P<key>Conversation|Created):\*\* ?(?P<value>.*)$", re.MULTILINE)
+# Lines the parser would take for structure, with or without leading backslashes.
+_STRUCTURAL = rf"\\*(?:### [^\n]* — |---{_END_OF_LINE})"
+_ESCAPE = re.compile(rf"\n(?={_STRUCTURAL})")
+_UNESCAPE = re.compile(rf"\n\\(?={_STRUCTURAL})")
+_FENCED_JSON = re.compile(r"\\*```json\n.*\n```", re.DOTALL)
+_JSON_OPEN = "```json\n"
+_JSON_CLOSE = "\n```"
+
+
+def now_iso() -> str:
+    """The local time, to the second, as block headings show it."""
+    return datetime.datetime.now().isoformat(timespec="seconds")
+
+
+# ----------------------------------------------------------------------------------------------
+# Format
+
+
+def format_header(conversation_name: str, created: str | None = None) -> str:
+    """The header a new MEMORY.md starts with."""
+    return (
+        f"# Agent Memory\n\n**Conversation:** {conversation_name}\n"
+        f"**Created:** {created or now_iso()}\n\n---\n\n{LOG_HEADING}\n\n"
+    )
+
+
+def encode_content(content: Any) -> str:
+    """Message content as block text: strings escaped where needed, anything else as JSON."""
+    if isinstance(content, str):
+        text = "\\" + content if _FENCED_JSON.fullmatch(content) else content
+        if "---" in text or "### " in text:
+            text = _ESCAPE.sub("\n\\\\", "\n" + text)[1:]
+        return text
+    return _JSON_OPEN + json.dumps(content, indent=2, ensure_ascii=False) + _JSON_CLOSE
+
+
+def decode_content(text: str) -> Any:
+    """The inverse of :func:`encode_content`."""
+    if "\\" in text:
+        text = _UNESCAPE.sub("\n", "\n" + text)[1:]
+    if text.startswith(_JSON_OPEN) and _FENCED_JSON.fullmatch(text):
+        return json.loads(text[len(_JSON_OPEN) : -len(_JSON_CLOSE)])
+    if text.startswith("\\") and _FENCED_JSON.fullmatch(text):
+        return text[1:]
+    return text
+
+
+def format_block(role: str, content: Any, timestamp: str) -> str:
+    """One message as a MEMORY.md block, separator included."""
+    return f"### {role} — {timestamp}\n\n{encode_content(content)}{BLOCK_END}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Parsing
+
+
+@dataclass
+class ParsedMemory:
+    """What a memory file holds: its header fields, its messages, and any damage found."""
+
+    conversation: str | None = None
+    created: str | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _line_of(padded: str, pos: int) -> int:
+    """The line number of the line that starts after ``padded[pos]``."""
+    return padded.count("\n", 0, pos) + 1
+
+
+def _slow_block(raw: str) -> tuple[str, str, bool]:
+    """Split a block body that is not in the canonical shape: (content, trailing text, closed)."""
+    body = raw[1:] if raw.startswith("\n") else raw
+    if body.startswith("\n"):
+        body = body[1:]
+    sep = _SEPARATOR.search("\n" + body)
+    if sep is None:
+        return re.sub(r"\n+-{0,2}\Z", "", body), "", False
+    content = body[: sep.start()]
+    content = content[:-2] if content.endswith("\n\n") else content.removesuffix("\n")
+    return content, body[sep.end() - 1 :], True
+
+
+def parse(data: bytes | str) -> ParsedMemory:
+    """Read a memory file's text into messages, keeping every readable part.
+
+    Damage (invalid UTF-8, a torn last block, a missing header, stray text) is described in
+    ``problems``; readable text outside any block is kept as a message of role ``"unparsed"``.
+    """
+    result = ParsedMemory()
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            text = data.decode("utf-8", "replace")
+            result.problems.append(
+                f"invalid UTF-8 from byte {exc.start}; unreadable bytes are shown as U+FFFD"
+            )
+    else:
+        text = data
+    text = "\n" + text.removeprefix("\ufeff")
+
+    log = _LOG_HEADING.search(text)
+    start = 0
+    if log is not None:
+        start = log.end()
+        for found in _HEADER_FIELD.finditer(text, 1, log.start()):
+            setattr(result, found["key"].lower(), found["value"].strip())
+    elif text.strip():
+        result.problems.append("the header is missing")
+
+    def keep_stray(stray: str, pos: int) -> None:
+        if stray.strip():
+            result.problems.append(f"text outside any message at line {_line_of(text, pos)}")
+            result.messages.append({"role": "unparsed", "content": stray.strip("\n")})
+
+    headings = list(_HEADING.finditer(text, start))
+    keep_stray(text[start : headings[0].start() + 1 if headings else len(text)], start)
+    messages = result.messages
+    for i, heading in enumerate(headings):
+        end = headings[i + 1].start() + 1 if i + 1 < len(headings) else len(text)
+        raw = text[heading.end() : end]
+        if raw.startswith("\n\n") and raw.endswith(BLOCK_END):
+            body, stray, closed = raw[2 : -len(BLOCK_END)], "", True
+        else:
+            body, stray, closed = _slow_block(raw)
+            if not closed:
+                where = "last message" if end == len(text) else "message"
+                line = _line_of(text, heading.start())
+                result.problems.append(f"the {where} at line {line} has no closing '---'")
+        try:
+            content = decode_content(body)
+        except json.JSONDecodeError:
+            content = body
+            result.problems.append(
+                f"bad JSON in the message at line {_line_of(text, heading.start())}"
+            )
+        messages.append({"role": heading["label"], "content": content, "timestamp": heading["ts"]})
+        if stray:
+            keep_stray(stray, end - len(stray))
+    return result
+
+
+def has_messages(data: bytes) -> bool:
+    """Whether a memory file holds anything beyond its header."""
+    text = "\n" + data.decode("utf-8", "replace")
+    log = _LOG_HEADING.search(text)
+    return bool(text[log.end() if log else 0 :].strip())
+
+
+def _warned(parsed: ParsedMemory, path: Path) -> list[dict[str, Any]]:
+    for problem in parsed.problems:
+        warnings.warn(f"{path}: {problem}", MemoryWarning, stacklevel=3)
+    return parsed.messages
+
+
+def read_messages(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The messages of a memory or archive file, warning (``MemoryWarning``) about any damage."""
+    return _warned(parse(Path(path).read_bytes()), Path(path))
+
+
+# ----------------------------------------------------------------------------------------------
+# Locking
+
+
+class _FolderLock:
+    """An exclusive lock shared by every process that writes one agent folder."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._fd: int | None = None
+        self._fallback: Any = None
+
+    def acquire(self) -> None:
+        if fcntl is None:
+            if self._fallback is None:
+                import filelock
+
+                self._fallback = filelock.FileLock(self._path)
+            self._fallback.acquire()
+            return
+        if self._fd is None:
+            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        if fcntl is None:
+            self._fallback.release()
+        elif self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+# ----------------------------------------------------------------------------------------------
+# The file
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_dir(folder: Path) -> None:
+    if sys.platform == "win32":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_ARCHIVE_NAME = re.compile(r"history_(?P<stamp>.+?)(?:_(?P<n>\d+))?")
+
+
+def archive_sort_key(path: Path) -> tuple[str, int]:
+    """Order archives oldest first, ``history_<stamp>_<n>.md`` after ``history_<stamp>.md``."""
+    found = _ARCHIVE_NAME.fullmatch(path.stem)
+    if found is None:
+        return (path.stem, 0)
+    return (found["stamp"], int(found["n"] or 1))
+
+
+class MemoryFile:
+    """One agent's ``MEMORY.md``: create, append, read, compact, list archives.
+
+    Safe to share between threads, processes and kernels: every write holds the folder lock,
+    and an append that races a compaction lands in the archive or in the new file, never nowhere.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], conversation_name: str) -> None:
+        self.path = Path(path)
+        self.folder = self.path.parent
+        self.archive_dir = self.folder / ARCHIVE_DIR
+        self.conversation_name = conversation_name
+        self._thread_lock = threading.RLock()
+        self._lock = _FolderLock(self.folder / LOCK_FILE)
+        self._fd: int | None = None
+        self._expected_size = -1
+
+    def __repr__(self) -> str:
+        return f"MemoryFile({str(self.path)!r})"
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the agent folder's lock (re-entrant within a thread)."""
+        with self._thread_lock:
+            make_private_dir(self.folder)
+            self._lock.acquire()
+            try:
+                yield
+            finally:
+                self._lock.release()
+
+    def close(self) -> None:
+        """Release the file descriptors this object keeps open."""
+        with self._thread_lock:
+            self._drop_fd()
+            self._lock.close()
+
+    def _drop_fd(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._expected_size = -1
+
+    def _open(self) -> os.stat_result:
+        """Open MEMORY.md for appending (creating it with its header); call under the lock.
+
+        Reopens when the file we hold was replaced or deleted since the last write.
+        """
+        if self._fd is not None:
+            st = os.fstat(self._fd)
+            if st.st_nlink > 0:
+                return st
+            self._drop_fd()
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        st = os.fstat(self._fd)
+        if st.st_size == 0:
+            _write_all(self._fd, format_header(self.conversation_name).encode())
+            st = os.fstat(self._fd)
+            self._expected_size = st.st_size
+        return st
+
+    def ensure(self) -> None:
+        """Create the folder and a MEMORY.md with its header if they do not exist yet."""
+        with self.locked():
+            self._open()
+
+    def append(self, block: str) -> None:
+        """Append one formatted block, after closing any block a crashed writer left torn."""
+        data = block.encode("utf-8")
+        with self.locked():
+            size = self._open().st_size
+            assert self._fd is not None
+            if size != self._expected_size:
+                data = self._closing_bytes(size) + data
+            _write_all(self._fd, data)
+            self._expected_size = size + len(data)
+
+    def _closing_bytes(self, size: int) -> bytes:
+        """What completes a torn last block, so the next heading starts a block of its own."""
+        assert self._fd is not None
+        tail = os.pread(self._fd, len(BLOCK_END), max(0, size - len(BLOCK_END)))
+        end = BLOCK_END.encode()
+        if size == 0 or tail.endswith(b"\n\n"):
+            return b""
+        done = max((k for k in range(1, len(end)) if tail.endswith(end[:k])), default=0)
+        return end[done:]
+
+    def read_bytes(self) -> bytes:
+        """The whole file as it is now, read under the lock (empty if it does not exist)."""
+        with self.locked():
+            try:
+                return self.path.read_bytes()
+            except FileNotFoundError:
+                return b""
+
+    def read(self) -> ParsedMemory:
+        """The file parsed into messages (see :func:`parse`)."""
+        return parse(self.read_bytes())
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The file's messages, read under the lock, warning (``MemoryWarning``) about damage."""
+        return _warned(self.read(), self.path)
+
+    def archives(self) -> list[Path]:
+        """Archive files of this agent, oldest first."""
+        if not self.archive_dir.is_dir():
+            return []
+        return sorted(self.archive_dir.glob("history_*.md"), key=archive_sort_key)
+
+    def _write_archive(self, data: bytes) -> Path:
+        make_private_dir(self.archive_dir)
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        n = 1
+        while True:
+            name = f"history_{stamp}.md" if n == 1 else f"history_{stamp}_{n}.md"
+            target = self.archive_dir / name
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            except FileExistsError:
+                n += 1
+                continue
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _fsync_dir(self.archive_dir)
+            return target
+
+    def compact(self, blocks: str) -> Path | None:
+        """Archive the current file, then replace it with a new header followed by ``blocks``.
+
+        Returns the archive written, or ``None`` when the file held no messages to keep.
+        """
+        with self.locked():
+            for stale in self.folder.glob(f".{MEMORY_FILE}.*.tmp"):  # left by a crash
+                stale.unlink(missing_ok=True)
+            try:
+                old = self.path.read_bytes()
+            except FileNotFoundError:
+                old = b""
+            archive = self._write_archive(old) if has_messages(old) else None
+            new = (format_header(self.conversation_name) + blocks).encode("utf-8")
+            tmp = self.folder / f".{MEMORY_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            try:
+                try:
+                    _write_all(fd, new)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+            _fsync_dir(self.folder)
+            self._drop_fd()
+            return archive

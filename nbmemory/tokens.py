@@ -1,0 +1,147 @@
+"""Token counting and context windows that work with no network.
+
+tiktoken normally downloads its encodings; litellm ships three of them, so nbmemory points
+tiktoken at litellm's folder. Context windows come from litellm's bundled model map, read as a
+data file so that litellm itself (seconds to import) is never imported here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import json
+import math
+import os
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CONTEXT_WINDOW = 16000
+APPROXIMATE = "approximate (4 characters a token)"
+
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+_load_lock = threading.Lock()
+
+
+@functools.cache
+def _litellm_dir() -> Path | None:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _bare_model(model: str) -> str:
+    return model.rsplit("/", 1)[-1].lower()
+
+
+def encoding_name_for_model(model: str | None) -> str:
+    """The tiktoken encoding used for ``model``: o200k for recent OpenAI models, else cl100k.
+
+    For models of other vendors this is an estimate: their tokenizers are not public.
+    """
+    return (
+        "o200k_base" if model and _bare_model(model).startswith(_O200K_PREFIXES) else "cl100k_base"
+    )
+
+
+@contextlib.contextmanager
+def _tiktoken_cache(folder: Path) -> Iterator[None]:
+    keys = ("TIKTOKEN_CACHE_DIR", "CUSTOM_TIKTOKEN_CACHE_DIR")
+    saved = {key: os.environ.get(key) for key in keys}
+    for key in keys:
+        os.environ[key] = str(folder)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@functools.cache
+def get_encoding(name: str) -> Any:
+    """The tiktoken ``Encoding`` called ``name``, loaded from litellm's bundled files.
+
+    Returns ``None`` when the file is not there (counting then falls back to an estimate);
+    never downloads.
+    """
+    import hashlib
+
+    import tiktoken
+    from tiktoken_ext import openai_public
+
+    folder = _litellm_dir()
+    if folder is None:
+        return None
+    folder = folder / "litellm_core_utils" / "tokenizers"
+    url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+    if not (folder / hashlib.sha1(url.encode()).hexdigest()).is_file():
+        return None
+    constructor = openai_public.ENCODING_CONSTRUCTORS.get(name)
+    if constructor is None:
+        return None
+    with _load_lock, _tiktoken_cache(folder):
+        return tiktoken.Encoding(**constructor())
+
+
+class TokenCounter:
+    """Counts tokens of text for one model; ``encoding_name`` says how."""
+
+    def __init__(self, model: str | None = None) -> None:
+        self.model = model
+        self._encoding: Any = None
+        self._encoding_name = encoding_name_for_model(model)
+
+    @property
+    def encoding_name(self) -> str:
+        """The tiktoken encoding used, or ``APPROXIMATE`` when none could be loaded."""
+        self._load()
+        return self._encoding_name
+
+    def _load(self) -> None:
+        if self._encoding is None and self._encoding_name != APPROXIMATE:
+            self._encoding = get_encoding(self._encoding_name)
+            if self._encoding is None:
+                warnings.warn(
+                    f"tiktoken encoding {self._encoding_name} is not available offline; "
+                    "token counts are estimated from text length",
+                    stacklevel=3,
+                )
+                self._encoding_name = APPROXIMATE
+
+    def count(self, text: str) -> int:
+        """The number of tokens in ``text``; special-token text is counted as ordinary text."""
+        self._load()
+        if self._encoding is None:
+            return math.ceil(len(text) / 4)
+        return len(self._encoding.encode_ordinary(text))
+
+
+@functools.cache
+def _model_map() -> dict[str, Any]:
+    folder = _litellm_dir()
+    if folder is None:
+        return {}
+    try:
+        with open(folder / "model_prices_and_context_window_backup.json", encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def context_window(model: str | None) -> int:
+    """The input context window of ``model`` in tokens, from litellm's bundled map, else 16000."""
+    if not model:
+        return DEFAULT_CONTEXT_WINDOW
+    table = _model_map()
+    for key in (model, model.split("/", 1)[-1], _bare_model(model)):
+        window = table.get(key, {}).get("max_input_tokens")
+        if isinstance(window, int) and window > 0:
+            return window
+    return DEFAULT_CONTEXT_WINDOW

@@ -1,0 +1,38 @@
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def run_demo(workspace):
+    return subprocess.run(
+        [sys.executable, "-m", "nbmemory", "demo", "--workspace", str(workspace)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
+
+
+def test_the_demo_writes_reloads_and_compacts(tmp_path):
+    first = run_demo(tmp_path)
+    assert "1. Started with 0 remembered message(s)." in first
+    assert "2. A fresh Conversation preloads 4 message(s):" in first
+    assert "search_memory('clickhouse') finds 2 message(s)." in first
+    assert "Archives so far: 1" in first
+    assert "[Compressed Memory Summary]" in (tmp_path / "agents/demo-agent/MEMORY.md").read_text()
+
+
+def test_a_second_demo_run_resumes_from_the_summary(tmp_path):
+    run_demo(tmp_path)
+    second = run_demo(tmp_path)
+    assert "1. Started with 1 remembered message(s)." in second
+    assert "Archives so far: 2" in second
+
+
+def test_an_unknown_command_is_a_usage_error():
+    result = subprocess.run(
+        [sys.executable, "-m", "nbmemory", "frobnicate"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert result.returncode == 2
+    assert "invalid choice: 'frobnicate'" in result.stderr
