@@ -16,7 +16,7 @@ from nbmemory import memory_file, search
 from nbmemory.errors import MemoryFormatError
 from nbmemory.memory_file import MemoryFile, format_block, now_iso
 from nbmemory.search import MemoryHit, content_text
-from nbmemory.tokens import TokenCounter
+from nbmemory.tokens import TokenCounter, context_window
 
 PRELOAD_MARKER = "[Persistent Memory — MEMORY.md]"
 SUMMARY_MARKER = "[Compressed Memory Summary]"
@@ -63,7 +63,8 @@ class Conversation:
     With a path, construction creates the file (or preloads it as one system message after the
     system prompt and rules), every :meth:`add` is appended to it before it returns, and
     :meth:`compact` archives it and starts it again from a summary. Without a path nothing
-    touches the disk. Constructor arguments follow the swarms ``Conversation``.
+    touches the disk. Constructor arguments follow the swarms ``Conversation``;
+    ``context_length=None`` means the window of ``tokenizer_model_name`` (16000 if unknown).
     """
 
     def __init__(
@@ -75,7 +76,7 @@ class Conversation:
         autosave: bool = False,
         save_filepath: str | None = None,
         load_filepath: str | None = None,
-        context_length: int = 8192,
+        context_length: int | None = 8192,
         rules: str | None = None,
         custom_rules_prompt: str | None = None,
         user: str = "User",
@@ -91,7 +92,7 @@ class Conversation:
         self.time_enabled = time_enabled
         self.autosave = autosave
         self.save_filepath = save_filepath
-        self.context_length = context_length
+        self.context_length = context_length or context_window(tokenizer_model_name)
         self.rules = rules
         self.custom_rules_prompt = custom_rules_prompt
         self.user = user
@@ -134,14 +135,18 @@ class Conversation:
 
     def _preload(self) -> None:
         assert self._memory is not None
-        self.preloaded_messages = self._memory.messages()
-        if self.preloaded_messages:
+        parsed = self._memory.read()
+        self.preloaded_messages = memory_file.report(parsed, self._memory.path)
+        if not parsed.messages:
+            return
+        blocks = parsed.log
+        if parsed.problems:  # show the model what was read, not the damage
             blocks = "".join(
                 format_block(m["role"], m["content"], m.get("timestamp", ""))
-                for m in self.preloaded_messages
+                for m in parsed.messages
             )
-            preload = f"{PRELOAD_MARKER}\n{_PRELOAD_INTRO}\n\n{blocks}"
-            self.conversation_history.append(self._message("System", preload))
+        preload = f"{PRELOAD_MARKER}\n{_PRELOAD_INTRO}\n\n{blocks}"
+        self.conversation_history.append(self._message("System", preload))
 
     def memory_messages(self) -> list[dict[str, Any]]:
         """The messages in MEMORY.md now, parsed (all processes' writes included)."""
@@ -200,7 +205,8 @@ class Conversation:
             if self._memory is not None:
                 self._memory.append(format_block(role, content, message["timestamp"]))
             self.conversation_history.append(message)
-        self._notify(ChangeEvent("add", self, message=message))
+        if self._observers:
+            self._notify(ChangeEvent("add", self, message=message))
         if self.autosave:
             self.export()
         return message

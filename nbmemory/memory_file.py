@@ -27,8 +27,8 @@ import re
 import secrets
 import sys
 import threading
+import time
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,11 +46,12 @@ from nbmemory.workspace import ARCHIVE_DIR, FILE_MODE, MEMORY_FILE, make_private
 LOCK_FILE = ".lock"
 LOG_HEADING = "## Interaction Log"
 BLOCK_END = "\n\n---\n\n"
+_BLOCK_TAIL = BLOCK_END[:-1]
 
 # Line patterns start with a literal "\n" (texts are searched with one prepended), which lets
 # the regex engine skip ahead; "^" with MULTILINE tries every position and is ten times slower.
 _END_OF_LINE = r"[ \t]*(?=\n|\Z)"
-_HEADING = re.compile(rf"\n### (?P<label>[^\n]+) — (?P<ts>\S+){_END_OF_LINE}")
+_HEADING = re.compile(rf"\n### ([^\n]+) — (\S+){_END_OF_LINE}")
 _SEPARATOR = re.compile(rf"\n---{_END_OF_LINE}")
 _LOG_HEADING = re.compile(rf"\n## Interaction Log{_END_OF_LINE}")
 _HEADER_FIELD = re.compile(r"^\*\*(?P<key>Conversation|Created):\*\* ?(?P<value>.*)$", re.MULTILINE)
@@ -63,9 +64,16 @@ _JSON_OPEN = "```json\n"
 _JSON_CLOSE = "\n```"
 
 
+_clock: tuple[int, str] = (0, "")
+
+
 def now_iso() -> str:
     """The local time, to the second, as block headings show it."""
-    return datetime.datetime.now().isoformat(timespec="seconds")
+    global _clock
+    second = int(time.time())
+    if second != _clock[0]:  # formatting costs more than the rest of an append
+        _clock = (second, datetime.datetime.fromtimestamp(second).isoformat())
+    return _clock[1]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -118,11 +126,8 @@ class ParsedMemory:
     created: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-
-
-def _line_of(padded: str, pos: int) -> int:
-    """The line number of the line that starts after ``padded[pos]``."""
-    return padded.count("\n", 0, pos) + 1
+    log: str = ""
+    """The text after the header: the message blocks as they are on disk."""
 
 
 def _slow_block(raw: str) -> tuple[str, str, bool]:
@@ -155,46 +160,58 @@ def parse(data: bytes | str) -> ParsedMemory:
             )
     else:
         text = data
-    text = "\n" + text.removeprefix("\ufeff")
+    # [text before the first heading, label, timestamp, block body, label, timestamp, ...]
+    text = text.removeprefix("\ufeff")
+    # Headings are matched with the newline before them; only the first line has none.
+    padded = "\n" + text if text.startswith("### ") else text
+    parts = _HEADING.split(padded)
 
-    log = _LOG_HEADING.search(text)
-    start = 0
-    if log is not None:
-        start = log.end()
-        for found in _HEADER_FIELD.finditer(text, 1, log.start()):
-            setattr(result, found["key"].lower(), found["value"].strip())
-    elif text.strip():
-        result.problems.append("the header is missing")
+    def line_of_block(k: int) -> int:
+        return 1 + parts[0].count("\n") + sum(1 + parts[j].count("\n") for j in range(3, k, 3))
 
-    def keep_stray(stray: str, pos: int) -> None:
+    def keep_stray(stray: str, line: int) -> None:
         if stray.strip():
-            result.problems.append(f"text outside any message at line {_line_of(text, pos)}")
+            result.problems.append(f"text outside any message near line {line}")
             result.messages.append({"role": "unparsed", "content": stray.strip("\n")})
 
-    headings = list(_HEADING.finditer(text, start))
-    keep_stray(text[start : headings[0].start() + 1 if headings else len(text)], start)
-    messages = result.messages
-    for i, heading in enumerate(headings):
-        end = headings[i + 1].start() + 1 if i + 1 < len(headings) else len(text)
-        raw = text[heading.end() : end]
-        if raw.startswith("\n\n") and raw.endswith(BLOCK_END):
-            body, stray, closed = raw[2 : -len(BLOCK_END)], "", True
+    head = "\n" + parts[0]
+    log = _LOG_HEADING.search(head)
+    if log is not None:
+        for found in _HEADER_FIELD.finditer(head, 0, log.start()):
+            setattr(result, found["key"].lower(), found["value"].strip())
+        keep_stray(head[log.end() :], head.count("\n", 0, log.end()))
+        result.log = padded[log.end() - 1 :].lstrip("\n")
+    elif text.strip():
+        result.problems.append("the header is missing")
+        keep_stray(parts[0], 1)
+        result.log = text
+
+    last = len(parts) - 1
+    if last > 0 and parts[last].endswith(BLOCK_END):
+        # Blocks end "\n\n---\n" here: the newline after that starts the next heading's match.
+        parts[last] = parts[last][:-1]
+    append = result.messages.append
+    tail = len(_BLOCK_TAIL)
+    for k in range(3, len(parts), 3):
+        raw = parts[k]
+        if raw[:2] == "\n\n" and raw.endswith(_BLOCK_TAIL) and len(raw) >= 2 + tail:
+            body, stray = raw[2:-tail], ""
         else:
             body, stray, closed = _slow_block(raw)
             if not closed:
-                where = "last message" if end == len(text) else "message"
-                line = _line_of(text, heading.start())
-                result.problems.append(f"the {where} at line {line} has no closing '---'")
-        try:
-            content = decode_content(body)
-        except json.JSONDecodeError:
-            content = body
-            result.problems.append(
-                f"bad JSON in the message at line {_line_of(text, heading.start())}"
-            )
-        messages.append({"role": heading["label"], "content": content, "timestamp": heading["ts"]})
+                where = "last message" if k == last else "message"
+                result.problems.append(
+                    f"the {where} at line {line_of_block(k)} has no closing '---'"
+                )
+        content = body
+        if "\\" in body or body[:1] == "`":
+            try:
+                content = decode_content(body)
+            except json.JSONDecodeError:
+                result.problems.append(f"bad JSON in the message at line {line_of_block(k)}")
+        append({"role": parts[k - 2], "content": content, "timestamp": parts[k - 1]})
         if stray:
-            keep_stray(stray, end - len(stray))
+            keep_stray(stray, line_of_block(k + 3) - stray.count("\n"))
     return result
 
 
@@ -205,7 +222,8 @@ def has_messages(data: bytes) -> bool:
     return bool(text[log.end() if log else 0 :].strip())
 
 
-def _warned(parsed: ParsedMemory, path: Path) -> list[dict[str, Any]]:
+def report(parsed: ParsedMemory, path: Path) -> list[dict[str, Any]]:
+    """Warn (``MemoryWarning``) about each problem found in ``path``; returns its messages."""
     for problem in parsed.problems:
         warnings.warn(f"{path}: {problem}", MemoryWarning, stacklevel=3)
     return parsed.messages
@@ -213,7 +231,7 @@ def _warned(parsed: ParsedMemory, path: Path) -> list[dict[str, Any]]:
 
 def read_messages(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The messages of a memory or archive file, warning (``MemoryWarning``) about any damage."""
-    return _warned(parse(Path(path).read_bytes()), Path(path))
+    return report(parse(Path(path).read_bytes()), Path(path))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -221,26 +239,58 @@ def read_messages(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 
 class _FolderLock:
-    """An exclusive lock shared by every process that writes one agent folder."""
+    """An exclusive lock on one agent folder, shared by threads and processes.
+
+    Re-entrant within a thread. Creates the folder when first taken.
+    """
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._fd: int | None = None
         self._fallback: Any = None
+        self._depth = 0
+        self.thread_lock = threading.RLock()
 
-    def acquire(self) -> None:
+    def __enter__(self) -> None:
+        self.thread_lock.acquire()
+        self._depth += 1
+        if self._depth == 1:
+            try:
+                self._acquire()
+            except BaseException:
+                self._depth -= 1
+                self.thread_lock.release()
+                raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._depth -= 1
+        try:
+            if self._depth == 0:
+                self._release()
+        finally:
+            self.thread_lock.release()
+
+    def _acquire(self) -> None:
         if fcntl is None:
             if self._fallback is None:
                 import filelock
 
+                make_private_dir(self._path.parent)
                 self._fallback = filelock.FileLock(self._path)
             self._fallback.acquire()
             return
         if self._fd is None:
+            make_private_dir(self._path.parent)
             self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, FILE_MODE)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
 
-    def release(self) -> None:
+    def renew_if_deleted(self) -> None:
+        """While held: if the folder was deleted, recreate it and lock its new lock file."""
+        if fcntl is not None and self._fd is not None and os.fstat(self._fd).st_nlink == 0:
+            self.close()
+            self._acquire()
+
+    def _release(self) -> None:
         if fcntl is None:
             self._fallback.release()
         elif self._fd is not None:
@@ -295,7 +345,6 @@ class MemoryFile:
         self.folder = self.path.parent
         self.archive_dir = self.folder / ARCHIVE_DIR
         self.conversation_name = conversation_name
-        self._thread_lock = threading.RLock()
         self._lock = _FolderLock(self.folder / LOCK_FILE)
         self._fd: int | None = None
         self._expected_size = -1
@@ -303,20 +352,13 @@ class MemoryFile:
     def __repr__(self) -> str:
         return f"MemoryFile({str(self.path)!r})"
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the agent folder's lock (re-entrant within a thread)."""
-        with self._thread_lock:
-            make_private_dir(self.folder)
-            self._lock.acquire()
-            try:
-                yield
-            finally:
-                self._lock.release()
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """The agent folder's lock, to hold while reading or changing its files."""
+        return self._lock
 
     def close(self) -> None:
         """Release the file descriptors this object keeps open."""
-        with self._thread_lock:
+        with self._lock.thread_lock:
             self._drop_fd()
             self._lock.close()
 
@@ -336,6 +378,7 @@ class MemoryFile:
             if st.st_nlink > 0:
                 return st
             self._drop_fd()
+        self._lock.renew_if_deleted()
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
         st = os.fstat(self._fd)
         if st.st_size == 0:
@@ -352,7 +395,7 @@ class MemoryFile:
     def append(self, block: str) -> None:
         """Append one formatted block, after closing any block a crashed writer left torn."""
         data = block.encode("utf-8")
-        with self.locked():
+        with self._lock:
             size = self._open().st_size
             assert self._fd is not None
             if size != self._expected_size:
@@ -384,7 +427,7 @@ class MemoryFile:
 
     def messages(self) -> list[dict[str, Any]]:
         """The file's messages, read under the lock, warning (``MemoryWarning``) about damage."""
-        return _warned(self.read(), self.path)
+        return report(self.read(), self.path)
 
     def archives(self) -> list[Path]:
         """Archive files of this agent, oldest first."""

@@ -274,3 +274,27 @@ def test_load_accepts_the_wrapped_shape(tmp_path):
     convo = Conversation()
     convo.load(path)
     assert convo.to_dict() == [{"role": "User", "content": "hi"}]
+
+
+def test_the_preload_is_the_memory_as_written_and_only_what_was_readable_when_damaged():
+    convo = agent_conversation()
+    convo.add("User", "Research warehouses.")
+    convo.add("ResearchAgent", "a line\n---\nthat looks like structure")
+    text = memory_path("ResearchAgent").read_text()
+    preload = agent_conversation().to_dict()[1]["content"]
+    assert preload.endswith("\n\n" + text.split("## Interaction Log\n\n", 1)[1])
+    with open(memory_path("ResearchAgent"), "a") as f:
+        f.write("### User — 2026-04-20T18:36:00\n\ntorn")
+    with pytest.warns(MemoryWarning, match="no closing"):
+        damaged = agent_conversation().to_dict()[1]["content"]
+    assert damaged.endswith("### User — 2026-04-20T18:36:00\n\ntorn\n\n---\n\n")
+
+
+def test_an_unset_context_length_is_the_models_window():
+    assert (
+        Conversation(context_length=None, tokenizer_model_name="gpt-4o").context_length == 128_000
+    )
+    assert (
+        Conversation(context_length=None, tokenizer_model_name="mystery").context_length == 16_000
+    )
+    assert Conversation(context_length=32_000).context_length == 32_000

@@ -1,6 +1,7 @@
 import datetime
 import os
 import re
+import shutil
 
 import pytest
 from hypothesis import given, settings
@@ -212,6 +213,15 @@ def test_a_file_replaced_behind_our_back_is_reopened(tmp_path):
     parsed = memory.read()
     assert parsed.conversation == "agent"
     assert [m["content"] for m in parsed.messages] == ["two"]
+
+
+def test_a_deleted_agent_folder_is_recreated_on_the_next_write(tmp_path):
+    memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    memory.append(format_block("User", "one", "t"))
+    shutil.rmtree(memory.folder)
+    memory.append(format_block("User", "two", "t"))
+    assert [m["content"] for m in memory.read().messages] == ["two"]
+    assert (memory.folder / ".lock").exists()
 
 
 def test_compaction_archives_then_replaces(tmp_path):

@@ -1,0 +1,148 @@
+"""The memory workloads, runnable against nbmemory or swarms (same Conversation API).
+
+Usage: python workloads.py nbmemory|swarms REPEATS
+Prints one JSON object: workload name -> median seconds (per message where the name says so).
+Run by run.py, once in this environment and once in the swarms venv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MESSAGES = 10_000
+CHARS = 200
+ARCHIVES = 10
+
+
+def text(i: int) -> str:
+    """A 200-character message; every 1000th mentions a rare keyword."""
+    word = "zeppelin" if i % 1000 == 7 else "latency"
+    return f"message {i} about {word} budgets ".ljust(CHARS, "x")
+
+
+def memory_file_text(n: int, conversation: str) -> str:
+    from nbmemory.memory_file import format_block, format_header
+
+    blocks = (
+        format_block("User" if i % 2 else conversation, text(i), "2026-04-20T18:35:04")
+        for i in range(n)
+    )
+    return format_header(conversation, "2026-04-20T18:33:12") + "".join(blocks)
+
+
+def median_of(repeats: int, run) -> float:
+    return statistics.median(run() for _ in range(repeats))
+
+
+def bench(library: str, repeats: int) -> dict[str, float | None]:
+    if library == "swarms":
+        from swarms.structs.conversation import Conversation
+    else:
+        from nbmemory import Conversation
+
+    results: dict[str, float | None] = {}
+    root = Path(tempfile.mkdtemp(prefix=f"bench-{library}-"))
+
+    def add_per_message() -> float:
+        path = root / "agents" / f"add-{time.perf_counter_ns()}" / "MEMORY.md"
+        convo = Conversation(name="bench", memory_md_path=str(path))
+        contents = [text(i) for i in range(MESSAGES)]
+        start = time.perf_counter()
+        for content in contents:
+            convo.add("User", content)
+        return (time.perf_counter() - start) / MESSAGES
+
+    results["add, per message (persistent)"] = median_of(repeats, add_per_message)
+
+    convo = Conversation(name="bench", tokenizer_model_name="gpt-4o")
+    for i in range(MESSAGES):
+        convo.add("User", text(i))
+    convo.count_history_tokens()
+
+    def budget_check() -> float:
+        start = time.perf_counter()
+        convo.count_history_tokens()
+        return time.perf_counter() - start
+
+    results["token-budget check at 10,000 messages"] = median_of(repeats * 20, budget_check)
+
+    def search() -> float:
+        start = time.perf_counter()
+        found = convo.search("zeppelin")
+        elapsed = time.perf_counter() - start
+        assert len(found) == MESSAGES // 1000
+        return elapsed
+
+    results["keyword search, 10,000 messages"] = median_of(repeats * 4, search)
+
+    resume_path = root / "agents" / "resume" / "MEMORY.md"
+    resume_path.parent.mkdir(parents=True)
+    resume_path.write_text(memory_file_text(MESSAGES, "resume"), encoding="utf-8")
+
+    def resume() -> float:
+        start = time.perf_counter()
+        Conversation(name="resume", memory_md_path=str(resume_path))
+        return time.perf_counter() - start
+
+    results["resume over a 10,000-message MEMORY.md"] = median_of(repeats, resume)
+    results["MEMORY.md size (MB)"] = resume_path.stat().st_size / 1e6
+
+    results["search 100,000 messages in archives, warm"] = None
+    results["search 100,000 messages in archives, cold"] = None
+    if library == "nbmemory":
+        results.update(archive_search(root, repeats, Conversation))
+
+    results[f"import {library}"] = median_of(repeats, lambda: import_time(library))
+    return results
+
+
+def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, float]:
+    from nbmemory import search as search_module
+
+    folder = root / "agents" / "archived"
+    (folder / "archive").mkdir(parents=True)
+    chunk = memory_file_text(MESSAGES, "archived")
+    for n in range(ARCHIVES):
+        (folder / "archive" / f"history_2026-04-20_14-30-{n:02d}.md").write_text(chunk)
+    convo = conversation_class(name="archived", memory_md_path=str(folder / "MEMORY.md"))
+
+    def search(cold: bool) -> float:
+        if cold:
+            search_module._cache.clear()
+        start = time.perf_counter()
+        hits = convo.search_memory("ZEPPELIN", archives=True)
+        elapsed = time.perf_counter() - start
+        assert len(hits) == ARCHIVES * MESSAGES // 1000
+        return elapsed
+
+    return {
+        "search 100,000 messages in archives, cold": median_of(repeats, lambda: search(True)),
+        "search 100,000 messages in archives, warm": median_of(repeats * 4, lambda: search(False)),
+    }
+
+
+def import_time(library: str) -> float:
+    """Seconds to import the library in a fresh interpreter, measured inside it."""
+    module = "swarms" if library == "swarms" else "nbmemory"
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    with tempfile.TemporaryDirectory() as cwd:
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "WORKSPACE_DIR": cwd},
+        )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    print(json.dumps(bench(sys.argv[1], int(sys.argv[2]))))

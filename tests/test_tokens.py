@@ -1,0 +1,94 @@
+import json
+import os
+
+import pytest
+
+from conftest import run_python
+from nbmemory import tokens
+from nbmemory.tokens import TokenCounter, context_window, encoding_name_for_model
+
+
+@pytest.mark.parametrize(
+    ("model", "encoding"),
+    [
+        ("gpt-4o", "o200k_base"),
+        ("openai/gpt-4o-mini", "o200k_base"),
+        ("gpt-5.4", "o200k_base"),
+        ("o3-mini", "o200k_base"),
+        ("gpt-4", "cl100k_base"),
+        ("claude-sonnet-4-6", "cl100k_base"),
+        ("ollama/llama3", "cl100k_base"),
+        (None, "cl100k_base"),
+    ],
+)
+def test_the_encoding_follows_the_model(model, encoding):
+    assert encoding_name_for_model(model) == encoding
+    assert TokenCounter(model).encoding_name == encoding
+
+
+def test_counts_are_real_tiktoken_counts():
+    assert TokenCounter("gpt-4o").count("hello world") == 2
+    assert TokenCounter("gpt-4").count("tiktoken is great!") == 6
+    assert TokenCounter("gpt-4o").count("<|endoftext|>") > 1
+
+
+OFFLINE = """
+import json, os
+from nbmemory.tokens import TokenCounter
+counter = TokenCounter("gpt-4o")
+print(json.dumps([counter.count("offline counting works"), counter.encoding_name,
+                  os.environ.get("TIKTOKEN_CACHE_DIR")]))
+"""
+
+
+def test_counting_never_downloads_and_leaves_the_environment_alone(tmp_path):
+    dead_proxy = "http://127.0.0.1:9"
+    env = {
+        "HTTPS_PROXY": dead_proxy,
+        "HTTP_PROXY": dead_proxy,
+        "TIKTOKEN_CACHE_DIR": str(tmp_path / "empty-cache"),
+    }
+    result = run_python(OFFLINE, env=env)
+    count, encoding, cache_dir = json.loads(result.stdout)
+    assert (count, encoding) == (3, "o200k_base")
+    assert cache_dir == str(tmp_path / "empty-cache")
+    assert not (tmp_path / "empty-cache").exists()
+
+
+def test_without_the_bundled_files_counts_are_estimated_with_a_warning(monkeypatch):
+    monkeypatch.setattr(tokens, "get_encoding", lambda name: None)
+    counter = TokenCounter("gpt-4o")
+    with pytest.warns(UserWarning, match="estimated"):
+        assert counter.count("x" * 10) == 3
+    assert counter.encoding_name == tokens.APPROXIMATE
+
+
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [
+        ("gpt-4o", 128_000),
+        ("openai/gpt-4o", 128_000),
+        ("claude-sonnet-4-5", 200_000),
+        ("anthropic/claude-sonnet-4-5", 200_000),
+        ("ollama/llama3", 8192),
+        ("no-such-model", 16_000),
+        (None, 16_000),
+    ],
+)
+def test_context_windows_come_from_the_bundled_model_map(model, window):
+    assert context_window(model) == window
+
+
+def test_context_windows_need_no_litellm_import():
+    code = (
+        "import sys; from nbmemory.tokens import context_window; "
+        "print(context_window('gpt-4o'), 'litellm' in sys.modules)"
+    )
+    assert run_python(code).stdout.split() == ["128000", "False"]
+
+
+def test_no_network_variable_is_needed(monkeypatch):
+    for key in ("TIKTOKEN_CACHE_DIR", "CUSTOM_TIKTOKEN_CACHE_DIR"):
+        monkeypatch.delenv(key, raising=False)
+    TokenCounter("gpt-4").count("x")
+    assert "TIKTOKEN_CACHE_DIR" not in os.environ
