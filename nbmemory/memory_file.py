@@ -180,7 +180,10 @@ def parse(data: bytes | str) -> ParsedMemory:
         for found in _HEADER_FIELD.finditer(head, 0, log.start()):
             setattr(result, found["key"].lower(), found["value"].strip())
         keep_stray(head[log.end() :], head.count("\n", 0, log.end()))
-        result.log = padded[log.end() - 1 :].lstrip("\n")
+        blocks_start = log.end() - 1
+        while padded[blocks_start : blocks_start + 1] == "\n":  # one copy of the log, not two
+            blocks_start += 1
+        result.log = padded[blocks_start:]
     elif text.strip():
         result.problems.append("the header is missing")
         keep_stray(parts[0], 1)
@@ -355,6 +358,10 @@ class MemoryFile:
     def locked(self) -> contextlib.AbstractContextManager[None]:
         """The agent folder's lock, to hold while reading or changing its files."""
         return self._lock
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
 
     def close(self) -> None:
         """Release the file descriptors this object keeps open."""

@@ -306,3 +306,10 @@ def test_the_portable_lock_works_too(tmp_path, monkeypatch):
     memory.append(format_block("User", "one", "t"))
     memory.compact(format_block("System", "two", "t"))
     assert [m["content"] for m in memory.read().messages] == ["two"]
+
+
+def test_a_forgotten_memory_file_gives_its_descriptors_back(tmp_path):
+    before = len(os.listdir("/proc/self/fd"))
+    for n in range(50):
+        MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent").append(format_block("User", n, "t"))
+    assert len(os.listdir("/proc/self/fd")) <= before + 2
