@@ -303,7 +303,12 @@ class Conversation:
 
     def search(self, keyword: str) -> list[dict[str, Any]]:
         """Messages of the current history whose content contains ``keyword`` (case-sensitive)."""
-        return [m for m in self.conversation_history if keyword in content_text(m["content"])]
+        return [
+            m
+            for m in self.conversation_history
+            if keyword
+            in (m["content"] if type(m["content"]) is str else content_text(m["content"]))
+        ]
 
     search_keyword_in_conversation = search
 
