@@ -4,23 +4,46 @@ This is the public API. Importing it is cheap: litellm, IPython and the widget l
 imported only by the parts that need them, and nothing is written to disk.
 """
 
+from nbmemory import compressor
+from nbmemory.agent import Agent
+from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import ChangeEvent, Conversation, TokenUsage
-from nbmemory.errors import InvalidAgentNameError, MemoryFormatError, MemoryWarning, NbmemoryError
+from nbmemory.errors import (
+    AuthenticationError,
+    InvalidAgentNameError,
+    MemoryFormatError,
+    MemoryWarning,
+    MissingKeyError,
+    ModelError,
+    ModelTimeoutError,
+    NbmemoryError,
+    ProviderError,
+    RateLimitError,
+)
 from nbmemory.search import MemoryHit
 from nbmemory.workspace import list_agents, workspace_dir
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
+    "AuthenticationError",
     "ChangeEvent",
+    "ContextCompressor",
     "Conversation",
     "InvalidAgentNameError",
     "MemoryFormatError",
     "MemoryHit",
     "MemoryWarning",
+    "MissingKeyError",
+    "ModelError",
+    "ModelTimeoutError",
     "NbmemoryError",
+    "ProviderError",
+    "RateLimitError",
     "TokenUsage",
     "__version__",
+    "compressor",
     "list_agents",
     "workspace_dir",
 ]

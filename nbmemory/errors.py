@@ -17,3 +17,38 @@ class MemoryFormatError(NbmemoryError, ValueError):
 
 class MemoryWarning(UserWarning):
     """A memory file was damaged; what could be read was kept and the file was left as it is."""
+
+
+class ModelError(NbmemoryError):
+    """A call to a language model failed; the message keeps what the provider said."""
+
+    def __init__(self, message: str, *, model: str | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+
+
+class MissingKeyError(ModelError):
+    """The model needs an API key that is not set; ``variables`` names what to set."""
+
+    def __init__(self, model: str, variables: list[str]) -> None:
+        names = " and ".join(variables)
+        super().__init__(
+            f"{model} needs {names}: set it in the environment or pass api_key=", model=model
+        )
+        self.variables = variables
+
+
+class AuthenticationError(ModelError):
+    """The provider refused the API key."""
+
+
+class RateLimitError(ModelError):
+    """The provider asked to slow down, and retrying did not help."""
+
+
+class ModelTimeoutError(ModelError, TimeoutError):
+    """The model did not answer in time."""
+
+
+class ProviderError(ModelError):
+    """Any other failure reported by the provider or on the way to it."""

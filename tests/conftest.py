@@ -37,3 +37,12 @@ def run_python(code: str, *args: str, cwd: Path | None = None, check: bool = Tru
         timeout=120,
         **popen,
     )
+
+
+@pytest.fixture
+def openai_server():
+    """A loopback OpenAI-compatible server; script replies with ``reply()``, read ``requests``."""
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        yield server

@@ -1,0 +1,241 @@
+"""``Agent``: a model, its memory, its tools, and the loop that runs a task.
+
+The model receives, in order: the system prompt, the rules, the custom rules, the memory
+preloaded from MEMORY.md, the history of this session, and the task. The compression check
+runs at the top of every loop iteration, before the request is built.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from nbmemory import llm, workspace
+from nbmemory.compressor import ContextCompressor
+from nbmemory.conversation import Conversation
+from nbmemory.tokens import TokenCounter, context_window
+from nbmemory.tools import Tool, ToolBox
+
+DEFAULT_AGENT_NAME = "swarm-worker-01"
+AUTO_LOOP_LIMIT = 25
+"""With ``max_loops="auto"``, the most model calls one ``run`` makes (a guard against loops)."""
+TOOL_ROLE = "Tool"
+
+
+class Agent:
+    """An LLM agent whose memory can persist in ``$WORKSPACE_DIR/agents/<agent_name>/MEMORY.md``.
+
+    ``model_name`` defaults to ``$NBMEMORY_MODEL``, else the offline model. ``max_loops`` is
+    the number of model calls per ``run``, or ``"auto"``: until the model answers without
+    calling a tool (at most ``AUTO_LOOP_LIMIT`` calls). ``context_length=None`` resolves to the
+    model's window. ``long_term_memory`` is only stored, and saved with ``.save(path)`` on
+    autosave; give the agent a retrieval tool for knowledge it must read.
+    """
+
+    def __init__(
+        self,
+        agent_name: str = DEFAULT_AGENT_NAME,
+        agent_description: str | None = None,
+        system_prompt: str | None = None,
+        model_name: str | None = None,
+        max_loops: int | Literal["auto"] = 1,
+        persistent_memory: bool = False,
+        context_compression: bool = True,
+        context_length: int | None = None,
+        tools: Sequence[Callable[..., Any] | Tool] | None = None,
+        rules: str | None = None,
+        custom_rules_prompt: str | None = None,
+        long_term_memory: Any = None,
+        autosave: bool = False,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = 600,
+        max_retries: int = 2,
+        user_name: str = "User",
+        streaming_callback: Callable[[str], None] | None = None,
+        workspace_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        workspace.validate_agent_name(agent_name)
+        if max_loops != "auto" and (not isinstance(max_loops, int) or max_loops < 1):
+            raise ValueError(f'max_loops must be a positive int or "auto", not {max_loops!r}')
+        if persistent_memory and agent_name == DEFAULT_AGENT_NAME:
+            warnings.warn(
+                f"persistent_memory=True with the default agent_name {DEFAULT_AGENT_NAME!r}: every "
+                "agent left unnamed shares that memory; pass agent_name=",
+                stacklevel=2,
+            )
+        self.agent_name = agent_name
+        self.agent_description = agent_description
+        self.system_prompt = system_prompt
+        self.model_name = model_name or llm.default_model()
+        self.max_loops = max_loops
+        self.persistent_memory = persistent_memory
+        self.context_length = context_length or context_window(self.model_name)
+        self.rules = rules
+        self.custom_rules_prompt = custom_rules_prompt
+        self.long_term_memory = long_term_memory
+        self.autosave = autosave
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.api_base = api_base
+        self.api_key = api_key
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.user_name = user_name
+        self.streaming_callback = streaming_callback
+        self.workspace_dir = workspace_dir
+        self.tools = ToolBox(tools or ())
+        self._tool_schemas = self.tools.schemas()
+        self._overhead: int | None = None
+        path = workspace.memory_path(agent_name, workspace_dir) if persistent_memory else None
+        self.short_memory = Conversation(
+            name=agent_name,
+            system_prompt=system_prompt,
+            rules=rules,
+            custom_rules_prompt=custom_rules_prompt,
+            user=user_name,
+            tokenizer_model_name=self.model_name,
+            context_length=self.context_length,
+            memory_md_path=path,
+        )
+        self._context_compressor = ContextCompressor() if context_compression else None
+
+    def __repr__(self) -> str:
+        return f"Agent(agent_name={self.agent_name!r}, model_name={self.model_name!r})"
+
+    # ------------------------------------------------------------------------------------------
+    # What the model sees
+
+    def request_messages(self) -> list[dict[str, Any]]:
+        """The conversation as the OpenAI messages of the next request."""
+        return [self._wire(message) for message in self.short_memory.conversation_history]
+
+    def _wire(self, message: dict[str, Any]) -> dict[str, Any]:
+        role, content = message["role"], message["content"]
+        if role.lower() == "system":
+            return {"role": "system", "content": _text(content)}
+        if role in (self.agent_name, "assistant"):
+            if isinstance(content, dict) and "tool_calls" in content:
+                return {
+                    "role": "assistant",
+                    "content": content.get("content") or None,
+                    "tool_calls": content["tool_calls"],
+                }
+            return {"role": "assistant", "content": _text(content)}
+        if role == TOOL_ROLE and isinstance(content, dict) and "tool_call_id" in content:
+            return {
+                "role": "tool",
+                "tool_call_id": content["tool_call_id"],
+                "content": _text(content.get("content")),
+            }
+        return {"role": "user", "content": _text(content)}
+
+    def request_overhead_tokens(self) -> int:
+        """Tokens a request needs besides the history: tool schemas and room for the reply."""
+        if self._overhead is None:
+            schemas = TokenCounter(self.model_name).count(json.dumps(self._tool_schemas))
+            reply_room = self.max_tokens or min(4096, self.context_length // 8)
+            self._overhead = (schemas if self._tool_schemas else 0) + reply_room
+        return self._overhead
+
+    # ------------------------------------------------------------------------------------------
+    # Running
+
+    def run(self, task: str, streaming_callback: Callable[[str], None] | None = None) -> str:
+        """Run ``task`` and return the final answer; text streams to ``streaming_callback``.
+
+        Every message (task, answers, tool calls and results) is added to memory as it happens,
+        so an interrupted run leaves a memory that holds everything said up to that point.
+        """
+        if not isinstance(task, str):
+            raise TypeError(f"task must be a string, not {type(task).__name__}")
+        on_delta = streaming_callback or self.streaming_callback
+        self.short_memory.add(self.user_name, task)
+        loops = AUTO_LOOP_LIMIT if self.max_loops == "auto" else self.max_loops
+        answer = ""
+        for _ in range(loops):
+            if self._context_compressor is not None and self._context_compressor.should_compress(
+                self
+            ):
+                self._context_compressor.compress(self)
+            reply = llm.complete(
+                self.model_name,
+                self.request_messages(),
+                tools=self._tool_schemas or None,
+                on_delta=on_delta,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+                api_base=self.api_base,
+                api_key=self.api_key,
+            )
+            if reply.tool_calls:
+                answer = self._run_tools(reply)
+                continue
+            self.short_memory.add(self.agent_name, reply.content)
+            answer = reply.content
+            if self.max_loops == "auto":
+                break
+        if self.autosave:
+            self.save()
+        return answer
+
+    def _run_tools(self, reply: llm.Reply) -> str:
+        """Record the model's tool calls, run them, record their results; returns the results."""
+        call_message = reply.message()
+        self.short_memory.add(
+            self.agent_name,
+            {"content": reply.content, "tool_calls": call_message["tool_calls"]},
+        )
+        results = []
+        for call in reply.tool_calls:
+            result = self.tools.call(call.name, call.arguments)
+            self.short_memory.add(
+                TOOL_ROLE, {"tool_call_id": call.id, "name": call.name, "content": result}
+            )
+            results.append(result)
+        return "\n\n".join(results)
+
+    # ------------------------------------------------------------------------------------------
+    # Saving
+
+    def save(self) -> Path:
+        """Write the agent's settings and history to ``agent_state.json`` in its folder.
+
+        ``long_term_memory.save(path)`` is called too, when the object has such a method.
+        """
+        folder = (
+            workspace.agent_dir(self.agent_name, self.workspace_dir)
+            if self.persistent_memory
+            else workspace.agents_root(self.workspace_dir).parent / "states" / self.agent_name
+        )
+        workspace.make_private_dir(folder)
+        state = {
+            "agent_name": self.agent_name,
+            "agent_description": self.agent_description,
+            "model_name": self.model_name,
+            "max_loops": self.max_loops,
+            "context_length": self.context_length,
+            "history": self.short_memory.to_dict(),
+        }
+        path = folder / "agent_state.json"
+        tmp = folder / ".agent_state.json.tmp"
+        tmp.write_text(json.dumps(state, indent=2, ensure_ascii=False, default=str))
+        os.replace(tmp, path)
+        saver = getattr(self.long_term_memory, "save", None)
+        if callable(saver):
+            saver(str(folder / "long_term_memory"))
+        return path
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "" if content is None else json.dumps(content, ensure_ascii=False)

@@ -1,0 +1,181 @@
+"""``ContextCompressor``: summarize an agent's history before it overflows the context window.
+
+The check is constant-time (the conversation keeps a running token total). A summary replaces
+the history through ``Conversation.compact``, which archives the raw transcript first, so nothing
+said is lost. When the summarizer fails, nothing is compacted, one warning says why, and the
+compressor waits until the history has grown before it tries again.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from nbmemory import llm
+from nbmemory.errors import ModelError
+from nbmemory.search import content_text
+from nbmemory.tokens import TokenCounter, context_window
+
+_INSTRUCTIONS = (
+    "You compress the working memory of an AI agent. Keep every fact, number, name, decision, "
+    "preference and open question; drop greetings and repetition. Write plain sentences."
+)
+_REQUEST = "Summarize the conversation below so that the agent can continue from the summary."
+_MERGE = "Summarize these partial summaries of one conversation into one summary."
+_RETRY_GROWTH = 1.1
+
+
+class ContextCompressor:
+    """Compacts an agent's memory once it fills ``threshold`` of the agent's context window.
+
+    ``summarizer_model`` defaults to the agent's own model (and its endpoint and key).
+    """
+
+    def __init__(
+        self,
+        threshold: float = 0.9,
+        summarizer_model: str | None = None,
+        summarizer_temperature: float | None = None,
+        summarizer_max_tokens: int = 4000,
+    ) -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], not {threshold}")
+        if summarizer_max_tokens <= 0:
+            raise ValueError("summarizer_max_tokens must be positive")
+        self.threshold = threshold
+        self.summarizer_model = summarizer_model
+        self.summarizer_temperature = summarizer_temperature
+        self.summarizer_max_tokens = summarizer_max_tokens
+        self._failed_at: int | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"ContextCompressor(threshold={self.threshold}, "
+            f"summarizer_model={self.summarizer_model!r})"
+        )
+
+    def tokens_used(self, agent: Any) -> int:
+        """What the next request costs: history, tool schemas, and room for the reply."""
+        return agent.short_memory.count_history_tokens() + agent.request_overhead_tokens()
+
+    def should_compress(self, agent: Any) -> bool:
+        """Whether the agent's context is at or past the threshold (constant time)."""
+        window = getattr(agent, "context_length", None)
+        if not window:
+            return False
+        used = self.tokens_used(agent)
+        if used < self.threshold * window:
+            return False
+        return self._failed_at is None or used >= self._failed_at * _RETRY_GROWTH
+
+    def compress(self, agent: Any) -> str | None:
+        """Summarize the history and compact the memory; returns the summary, or ``None``.
+
+        The turn in progress (the latest task and what followed it) is not summarized: it is
+        carried over word for word after the summary, so the model still sees its task.
+        """
+        memory = agent.short_memory
+        history = memory.conversation_history[len(memory._static_messages()) :]
+        turn = _turn_start(history, agent.user_name)
+        earlier, current = history[:turn], history[turn:]
+        if not earlier:
+            return self._give_up(agent, "only the turn in progress is left to compress")
+        lines = [f"{m['role']}: {content_text(m['content'])}" for m in earlier]
+        try:
+            summary = self._summarize(agent, lines).strip()
+        except ModelError as exc:
+            return self._give_up(agent, f"the summarizer failed: {exc}")
+        if not summary:
+            return self._give_up(agent, "the summarizer returned no text")
+        memory.compact(summary)
+        for message in current:
+            memory.add(message["role"], message["content"])
+        self._failed_at = None
+        if self.should_compress(agent):
+            self._give_up(agent, "it is still above the threshold after compaction")
+        return summary
+
+    def _give_up(self, agent: Any, reason: str) -> None:
+        """Warn once and wait for the history to grow before the next attempt."""
+        self._failed_at = self.tokens_used(agent)
+        warnings.warn(
+            f"{agent.agent_name}: context compression skipped ({reason}); memory is left as it "
+            "is and compression waits until the history has grown",
+            stacklevel=3,
+        )
+
+    # ------------------------------------------------------------------------------------------
+
+    def _model(self, agent: Any) -> tuple[str, dict[str, Any]]:
+        if self.summarizer_model and self.summarizer_model != agent.model_name:
+            return self.summarizer_model, {}
+        return agent.model_name, {"api_base": agent.api_base, "api_key": agent.api_key}
+
+    def _window(self, agent: Any, model: str) -> int:
+        return agent.context_length if model == agent.model_name else context_window(model)
+
+    def _summary_tokens(self, agent: Any) -> int:
+        """The summary's length: ``summarizer_max_tokens``, at most a quarter of the window."""
+        return min(self.summarizer_max_tokens, max(64, agent.context_length // 4))
+
+    def _ask(self, agent: Any, request: str, text: str) -> str:
+        model, endpoint = self._model(agent)
+        reply = llm.complete(
+            model,
+            [
+                {"role": "system", "content": _INSTRUCTIONS},
+                {"role": "user", "content": f"{request}\n\n{text}"},
+            ],
+            temperature=self.summarizer_temperature,
+            max_tokens=self._summary_tokens(agent),
+            timeout=agent.timeout,
+            max_retries=agent.max_retries,
+            **endpoint,
+        )
+        return reply.content
+
+    def _summarize(self, agent: Any, lines: list[str]) -> str:
+        """Summarize ``lines`` in chunks that fit the summarizer's window, never truncating."""
+        model, _ = self._model(agent)
+        counter = TokenCounter(model)
+        budget = max(self._window(agent, model) - self._summary_tokens(agent) - 200, 200)
+        summaries = [self._ask(agent, _REQUEST, chunk) for chunk in _chunks(lines, counter, budget)]
+        while len(summaries) > 1:
+            merged = _chunks(summaries, counter, budget)
+            if len(merged) >= len(summaries):  # each summary fills a window: keep them all
+                return "\n\n".join(summaries)
+            summaries = [self._ask(agent, _MERGE, chunk) for chunk in merged]
+        return summaries[0]
+
+
+def _turn_start(history: list[dict[str, Any]], user: str) -> int:
+    """Where the turn in progress starts: the last message from the user."""
+    for i in range(len(history) - 1, -1, -1):
+        if history[i]["role"] == user:
+            return i
+    return len(history)
+
+
+def _chunks(lines: list[str], counter: TokenCounter, budget: int) -> list[str]:
+    """Group lines into texts of at most ``budget`` tokens; a longer line is cut into pieces."""
+    chunks: list[str] = []
+    current: list[str] = []
+    used = 0
+    for line in lines:
+        size = counter.count(line)
+        pieces = [line] if size <= budget else _split(line, counter, budget)
+        for piece in pieces:
+            size = counter.count(piece)
+            if current and used + size > budget:
+                chunks.append("\n".join(current))
+                current, used = [], 0
+            current.append(piece)
+            used += size
+    if current:
+        chunks.append("\n".join(current))
+    return chunks
+
+
+def _split(text: str, counter: TokenCounter, budget: int) -> list[str]:
+    step = max(1, len(text) * budget // max(counter.count(text), 1) - 1)
+    return [text[i : i + step] for i in range(0, len(text), step)]

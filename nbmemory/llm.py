@@ -1,0 +1,182 @@
+"""Chat completions through litellm, so any provider works; the only module that imports it.
+
+litellm takes seconds to import and by default fetches its price list over the network, so it
+is imported on the first call, with the variables that keep it offline set beforehand (a user
+who sets them first keeps their own values). Failures come back as nbmemory's own exceptions,
+each keeping the provider's message.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nbmemory import errors
+
+OFFLINE_MODEL = "nbmemory/offline"
+_import_lock = threading.Lock()
+
+
+def default_model() -> str:
+    """``$NBMEMORY_MODEL`` if set, else the offline model: never a paid model by surprise."""
+    return os.environ.get("NBMEMORY_MODEL") or OFFLINE_MODEL
+
+
+@functools.cache
+def litellm() -> Any:
+    """litellm, imported once, offline by default, with nbmemory's offline model registered."""
+    with _import_lock:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+        import litellm as module
+
+        from nbmemory import offline
+
+        module.suppress_debug_info = True
+        # pydantic complains about litellm's own types the first time they are used: noise in
+        # a notebook cell that the user can do nothing about.
+        warnings.filterwarnings("ignore", message=".*`ReadOnly` qualifier", category=UserWarning)
+        module.custom_provider_map = [
+            *[p for p in module.custom_provider_map if p.get("provider") != "nbmemory"],
+            {"provider": "nbmemory", "custom_handler": offline.provider()},
+        ]
+        return module
+
+
+@dataclass
+class ToolCall:
+    """A model's request to run a tool; ``arguments`` is the JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Reply:
+    """What the model answered: text, tool calls, and why it stopped."""
+
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+
+    def message(self) -> dict[str, Any]:
+        """The reply as an OpenAI assistant message, ready to send back with tool results."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in self.tool_calls
+            ]
+        return message
+
+
+def missing_keys(model: str) -> list[str]:
+    """The environment variables ``model`` needs that are not set (empty for local models)."""
+    if model.startswith("nbmemory/"):
+        return []
+    try:
+        found = litellm().validate_environment(model)
+    except Exception:  # an unknown provider: let the call itself say what is wrong
+        return []
+    return list(found.get("missing_keys") or [])
+
+
+def _translate(exc: Exception, model: str) -> errors.ModelError:
+    lib = litellm()
+    message = f"{model}: {getattr(exc, 'message', None) or exc}"
+    if isinstance(exc, lib.AuthenticationError):
+        return errors.AuthenticationError(message, model=model)
+    if isinstance(exc, lib.RateLimitError):
+        return errors.RateLimitError(message, model=model)
+    if isinstance(exc, lib.Timeout):
+        return errors.ModelTimeoutError(message, model=model)
+    return errors.ProviderError(message, model=model)
+
+
+def complete(
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    on_delta: Callable[[str], None] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    timeout: float | None = 600,
+    max_retries: int = 2,
+    api_base: str | None = None,
+    api_key: str | None = None,
+) -> Reply:
+    """One chat completion. With ``on_delta`` the reply streams, each text piece passed on.
+
+    Rate limits and server errors are retried ``max_retries`` times with backoff. Raises
+    ``MissingKeyError`` before any request when a key is missing, else a ``ModelError``.
+    """
+    if api_key is None and (missing := missing_keys(model)):
+        raise errors.MissingKeyError(model, missing)
+    lib = litellm()
+    options: dict[str, Any] = {
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "api_base": api_base,
+        "api_key": api_key,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "tools": tools or None,
+    }
+    options = {k: v for k, v in options.items() if v is not None}
+    try:
+        if on_delta is None:
+            response = lib.completion(model=model, messages=messages, **options)
+            return _reply(response.choices[0])
+        stream = lib.completion(model=model, messages=messages, stream=True, **options)
+        return _collect(stream, on_delta)
+    except errors.NbmemoryError:
+        raise
+    except Exception as exc:
+        raise _translate(exc, model) from exc
+
+
+def _reply(choice: Any) -> Reply:
+    message = choice.message
+    calls = [
+        ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "{}")
+        for i, c in enumerate(message.tool_calls or [])
+    ]
+    return Reply(message.content or "", calls, choice.finish_reason)
+
+
+def _collect(stream: Any, on_delta: Callable[[str], None]) -> Reply:
+    """Join a stream of chunks into a reply, passing text on as it arrives."""
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish = None
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        choice = chunk.choices[0]
+        delta = choice.delta
+        if delta.content:
+            text.append(delta.content)
+            on_delta(delta.content)
+        for piece in delta.tool_calls or []:
+            call = calls.setdefault(piece.index or 0, {"id": None, "name": "", "arguments": ""})
+            call["id"] = call["id"] or piece.id
+            if piece.function is not None:
+                call["name"] = call["name"] or piece.function.name or ""
+                call["arguments"] += piece.function.arguments or ""
+        finish = choice.finish_reason or finish
+    tool_calls = [
+        ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
+        for i, c in sorted(calls.items())
+    ]
+    return Reply("".join(text), tool_calls, finish)

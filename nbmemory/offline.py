@@ -1,0 +1,293 @@
+"""``nbmemory/offline``: a small deterministic model that runs with no key and no network.
+
+It does real work with its context, so demos and tests show memory reaching the model:
+it answers by quoting the earlier messages most relevant to the task (BM25), calls a tool
+when the task asks for what the tool offers and then answers from the tool's result, and
+summarizes extractively when asked to. It is registered with litellm as a custom provider.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from nbmemory.llm import Reply, ToolCall
+
+_WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_BLOCK = re.compile(r"^### (.+?) — \S+[ \t]*\n\n(.*?)(?=\n\n---\n|\Z)", re.MULTILINE | re.DOTALL)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have how i if in
+    into is it its me my no not of on or our so than that the their them then there these they
+    this to up us was we were what when where which who why will with would you your about
+    please tell say said just also any all some more most very""".split()
+)
+# Words that ask for stored knowledge, and the words a retrieval tool describes itself with.
+_LOOKUP_ASKS = frozenset(
+    "document docs file files note notes record records database knowledge source sources".split()
+)
+_LOOKUP_TOOLS = frozenset("search find lookup look retrieve query knowledge fetch".split())
+_RECALLED = "From what I remember:"
+_SUMMARY = "[Compressed Memory Summary]"
+_NOTHING = "I have nothing earlier about this yet; noted:"
+_DERIVED = (_RECALLED, _NOTHING, '```json\n{\n  "content"')
+
+
+def words(text: str) -> list[str]:
+    """Lower-case content words, plurals folded ("documents" -> "document")."""
+    found = []
+    for word in _WORD.findall(text.lower()):
+        if word in _STOPWORDS:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        found.append(word)
+    return found
+
+
+def bm25(
+    query: list[str], documents: list[list[str]], k1: float = 1.5, b: float = 0.75
+) -> list[float]:
+    """The BM25 score of each document for the query."""
+    if not documents:
+        return []
+    average = sum(len(d) for d in documents) / len(documents) or 1.0
+    frequency = Counter(term for d in documents for term in set(d))
+    scores = []
+    for document in documents:
+        counts = Counter(document)
+        score = 0.0
+        for term in set(query):
+            if counts[term]:
+                idf = math.log(
+                    1 + (len(documents) - frequency[term] + 0.5) / (frequency[term] + 0.5)
+                )
+                tf = counts[term] * (k1 + 1)
+                score += idf * tf / (counts[term] + k1 * (1 - b + b * len(document) / average))
+        scores.append(score)
+    return scores
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return json.dumps(content, ensure_ascii=False) if content is not None else ""
+
+
+def _memories(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Earlier messages as (speaker, text), the preloaded memory split into its messages.
+
+    Requests to call tools and this model's own recollections are left out: they repeat
+    what is already there.
+    """
+    found = []
+    for message in messages:
+        text = _text(message.get("content"))
+        blocks = _BLOCK.findall(text) if text.startswith("[Persistent Memory") else []
+        if blocks:
+            found += [(label, body.strip()) for label, body in blocks]
+        elif text.startswith(_SUMMARY) or (
+            message.get("role") != "system" and not message.get("tool_calls") and text.strip()
+        ):
+            found.append((message.get("role", ""), text.strip()))
+    kept = []
+    for who, text in found:
+        if text.startswith(_SUMMARY):  # a summary is many facts: recall them one by one
+            kept += [("summary", s.strip()) for s in _SENTENCE.split(text[len(_SUMMARY) :])]
+        elif not text.startswith(_DERIVED):
+            kept.append((who, _unwrap(text)))
+    return [(who, text) for who, text in kept if text]
+
+
+def _unwrap(text: str) -> str:
+    """A tool result stored as JSON, reduced to the result itself."""
+    if text.startswith("```json\n"):
+        try:
+            value = json.loads(text[8:].removesuffix("```"))
+        except json.JSONDecodeError:
+            return text
+        if isinstance(value, dict) and isinstance(value.get("content"), str):
+            return value["content"]
+    return text
+
+
+def summarize(text: str, max_words: int = 300) -> str:
+    """An extractive summary: the sentences that carry the most of the text's vocabulary."""
+    sentences = list(dict.fromkeys(s.strip() for s in _SENTENCE.split(text) if len(words(s)) >= 2))
+    if not sentences:
+        return text.strip()[: max_words * 6]
+    vocabulary = Counter(w for s in sentences for w in set(words(s)))
+
+    def weight(sentence: str) -> float:
+        terms = set(words(sentence))
+        facts = sum(ch.isdigit() for ch in sentence) > 0
+        return sum(vocabulary[t] for t in terms) / (1 + len(terms)) ** 0.5 + (2 if facts else 0)
+
+    ranked = sorted(range(len(sentences)), key=lambda i: (-weight(sentences[i]), i))
+    chosen, used = [], 0
+    for i in ranked:
+        size = len(sentences[i].split())
+        if used + size > max_words and chosen:
+            continue
+        chosen.append(i)
+        used += size
+    return " ".join(sentences[i] for i in sorted(set(chosen)))
+
+
+def _tool_to_call(task: str, tools: list[dict[str, Any]]) -> dict[str, Any] | None:
+    asked = set(words(task))
+    if asked & _LOOKUP_ASKS:
+        asked |= _LOOKUP_TOOLS
+    best, best_score = None, 0
+    for tool in tools:
+        function = tool.get("function", {})
+        described = " ".join(
+            [function.get("name", "").replace("_", " "), function.get("description", "")]
+            + [
+                p.get("description", "")
+                for p in function.get("parameters", {}).get("properties", {}).values()
+            ]
+        )
+        score = len(asked & set(words(described)))
+        if score > best_score:
+            best, best_score = function, score
+    return best
+
+
+def _arguments(task: str, function: dict[str, Any]) -> dict[str, Any]:
+    parameters = function.get("parameters", {})
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", task)
+    arguments: dict[str, Any] = {}
+    for name in parameters.get("required", []):
+        spec = parameters.get("properties", {}).get(name, {})
+        kind = spec.get("type")
+        if "enum" in spec:
+            arguments[name] = spec["enum"][0]
+        elif kind in ("integer", "number"):
+            value = float(numbers.pop(0)) if numbers else 1
+            arguments[name] = int(value) if kind == "integer" else value
+        elif kind == "boolean":
+            arguments[name] = True
+        elif kind == "array":
+            arguments[name] = words(task)
+        else:
+            arguments[name] = task
+    return arguments
+
+
+def respond(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    max_tokens: int | None = None,
+) -> Reply:
+    """The offline model's reply to a conversation (see the module docstring).
+
+    A task whose first line asks to summarize, followed by a text, gets a summary of that text
+    in about ``max_tokens`` (300 words when not given).
+    """
+    last = messages[-1] if messages else {"role": "user", "content": ""}
+    if last.get("role") == "tool":
+        return _answer_from_tools(messages)
+    task = _text(last.get("content")).strip()
+    if tools and (function := _tool_to_call(task, tools)):
+        arguments = json.dumps(_arguments(task, function), ensure_ascii=False)
+        return Reply("", [ToolCall("call_offline_1", function["name"], arguments)], "tool_calls")
+    request, _, text = task.partition("\n")
+    if request.lower().startswith(("summarize", "summarise")) and text.strip():
+        return Reply(
+            summarize(text, max(8, int(0.6 * max_tokens)) if max_tokens else 300), [], "stop"
+        )
+    return Reply(_recall(task, messages[:-1]), [], "stop")
+
+
+def _answer_from_tools(messages: list[dict[str, Any]]) -> Reply:
+    names = {}
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            names[call.get("id")] = call.get("function", {}).get("name", "the tool")
+    results = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        name = names.get(message.get("tool_call_id"), "the tool")
+        results.append(f"{name} returned: {_text(message.get('content')).strip()}")
+    return Reply("\n\n".join(reversed(results)), [], "stop")
+
+
+def _recall(task: str, earlier: list[dict[str, Any]]) -> str:
+    """Quote the earlier message that best matches the task, and the reply that followed it."""
+    memories = _memories(earlier)
+    scores = bm25(words(task), [words(text) for _, text in memories])
+    if not scores or max(scores) <= 0:
+        return f"{_NOTHING} {task}"
+    best = max(range(len(scores)), key=lambda i: (scores[i], i))
+    chosen = [best]
+    if best + 1 < len(memories) and memories[best + 1][0] != memories[best][0]:
+        chosen.append(best + 1)
+    quotes = []
+    for i in chosen:
+        speaker, text = memories[i]
+        quoted = "\n".join(f"> {line}" for line in text.splitlines())
+        quotes.append(f"{speaker} said earlier:\n{quoted}")
+    return f"{_RECALLED}\n\n" + "\n\n".join(quotes)
+
+
+def provider() -> Any:
+    """The litellm custom handler that serves ``nbmemory/offline`` (imports litellm)."""
+    from litellm import CustomLLM, ModelResponse
+
+    def reply_of(messages: list, optional_params: dict) -> Reply:
+        return respond(messages, optional_params.get("tools"), optional_params.get("max_tokens"))
+
+    class OfflineLLM(CustomLLM):
+        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
+            reply = reply_of(messages, kwargs.get("optional_params") or {})
+            return ModelResponse(
+                model="nbmemory/offline",
+                choices=[{"message": reply.message(), "finish_reason": reply.finish_reason}],
+            )
+
+        def streaming(
+            self, model: str, messages: list, *args: Any, **kwargs: Any
+        ) -> Iterator[dict]:
+            reply = reply_of(messages, kwargs.get("optional_params") or {})
+            for piece in re.findall(r"\S+\s*|\s+", reply.content):
+                yield {
+                    "text": piece,
+                    "tool_use": None,
+                    "is_finished": False,
+                    "finish_reason": "",
+                    "usage": None,
+                    "index": 0,
+                }
+            for i, call in enumerate(reply.tool_calls):
+                use = {
+                    "id": call.id,
+                    "type": "function",
+                    "index": i,
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                yield {
+                    "text": "",
+                    "tool_use": use,
+                    "is_finished": False,
+                    "finish_reason": "",
+                    "usage": None,
+                    "index": 0,
+                }
+            yield {
+                "text": "",
+                "tool_use": None,
+                "is_finished": True,
+                "finish_reason": reply.finish_reason or "stop",
+                "usage": None,
+                "index": 0,
+            }
+
+    return OfflineLLM()

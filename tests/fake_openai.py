@@ -1,0 +1,324 @@
+"""A tiny OpenAI-compatible HTTP server for tests, built on the standard library only.
+
+It lets the suite drive litellm (and the openai SDK underneath) over real HTTP on 127.0.0.1::
+
+    with FakeOpenAI() as server:
+        server.reply("Hello there")
+        litellm.completion(model="openai/fake-model", api_base=server.url, api_key="k", ...)
+        assert server.requests[0]["messages"] == [...]
+
+Each ``POST /v1/chat/completions`` pops the next scripted reply (``"ok"`` once the queue is
+empty) and answers in the format the request asks for: a ``chat.completion`` JSON body, or, when
+the request says ``"stream": true``, Server-Sent Events sent with chunked transfer encoding.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_ERRORS: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", "permission_denied"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("rate_limit_exceeded", "rate_limit_exceeded"),
+    500: ("server_error", "server_error"),
+    503: ("server_error", "service_unavailable"),
+}
+
+
+@dataclass
+class Reply:
+    """One scripted answer to a chat completion request."""
+
+    text: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    status: int = 200
+    delay: float = 0.0
+    error_message: str | None = None
+    retry_after: str | None = None
+
+
+def _pieces(text: str) -> list[str]:
+    """Split ``text`` into small pieces (words with their trailing spaces) that join back to it."""
+    return re.findall(r"\S+\s*|\s+", text) or [text]
+
+
+def _halves(text: str) -> list[str]:
+    """Split ``text`` in two (or keep it whole when it is too short to split)."""
+    mid = len(text) // 2
+    return [text[:mid], text[mid:]] if mid else [text]
+
+
+class _Server(ThreadingHTTPServer):
+    """ThreadingHTTPServer that disables Nagle's algorithm on every accepted socket."""
+
+    daemon_threads = True
+    owner: FakeOpenAI
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, addr = super().get_request()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock, addr
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Ignore clients that hang up (timeouts, abandoned streams); report anything else."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Routes requests to the owning :class:`FakeOpenAI`."""
+
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr request log."""
+
+    def do_GET(self) -> None:
+        """``GET /v1/models``: a one-model list."""
+        if self.path.rstrip("/").endswith("/models"):
+            body = {
+                "object": "list",
+                "data": [{"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}],
+            }
+            self._send_json(200, body)
+        else:
+            self._send_json(404, self._error_body(404, f"no route for GET {self.path}"))
+
+    def do_POST(self) -> None:
+        """``POST /v1/chat/completions``: record the request, then send the next scripted reply."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, self._error_body(404, f"no route for POST {self.path}"))
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send_json(400, self._error_body(400, "request body is not valid JSON"))
+            return
+        owner = self.server.owner
+        reply = owner._record(body, {k.lower(): v for k, v in self.headers.items()})
+        if reply.delay and owner._stopping.wait(reply.delay):
+            self.close_connection = True
+            return
+        try:
+            if reply.status != 200:
+                headers = {"retry-after": reply.retry_after} if reply.retry_after else {}
+                error = self._error_body(reply.status, reply.error_message)
+                self._send_json(reply.status, error, headers)
+            elif body.get("stream"):
+                self._send_stream(body, reply)
+            else:
+                self._send_json(200, owner._completion(body, reply))
+        except ConnectionError:
+            self.close_connection = True  # the client gave up (e.g. it timed out)
+
+    @staticmethod
+    def _error_body(status: int, message: str | None) -> dict[str, Any]:
+        kind, code = _ERRORS.get(status, ("invalid_request_error", None))
+        text = message or f"fake error {status}"
+        return {"error": {"message": text, "type": kind, "param": None, "code": code}}
+
+    def _send_json(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        """Send ``payload`` as a JSON body with its Content-Length (the connection stays open)."""
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_stream(self, body: dict[str, Any], reply: Reply) -> None:
+        """Send ``reply`` as SSE events, one HTTP chunk (and one flush) per event."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        # The sync openai SDK stops reading at [DONE] and drops the connection, so never reuse it.
+        self.send_header("Connection", "close")
+        self.close_connection = True
+        self.end_headers()
+        for chunk in self.server.owner._chunks(body, reply):
+            data = f"data: {chunk}\n\n".encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+class FakeOpenAI:
+    """An OpenAI-compatible chat completions server on 127.0.0.1 with scripted replies."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # header names lower-cased
+        self.url = ""
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FakeOpenAI:
+        """Bind a free port on 127.0.0.1 and serve from a daemon thread."""
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.owner = self
+        self._server = server
+        self.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and release the port (pending delays are cut short)."""
+        if self._server is None:
+            return
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = self._thread = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def reply(
+        self,
+        text: str | None = None,
+        *,
+        tool_calls: list[dict[str, Any]] | None = None,
+        status: int = 200,
+        delay: float = 0.0,
+        error_message: str | None = None,
+        retry_after: str | int | float | None = None,
+    ) -> None:
+        """Queue one scripted reply for the next chat completion request.
+
+        ``retry_after`` becomes a ``retry-after`` header. The openai SDK only honours values above
+        zero: ``"0"`` falls back to its ~0.4 s backoff, ``"0.01"`` retries almost at once.
+        """
+        after = None if retry_after is None else str(retry_after)
+        scripted = Reply(text, list(tool_calls or []), status, delay, error_message, after)
+        with self._lock:
+            self._replies.append(scripted)
+
+    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+        """Store the request and pop the reply it gets (``"ok"`` when nothing is scripted)."""
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            return self._replies.popleft() if self._replies else Reply("ok")
+
+    def _wire_calls(self, reply: Reply) -> list[dict[str, Any]]:
+        """Tool calls in OpenAI wire format, each with a fresh ``call_<n>`` id."""
+        with self._lock:
+            ids = [f"call_{next(self._ids)}" for _ in reply.tool_calls]
+        return [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": json.dumps(call.get("arguments", {})),
+                },
+            }
+            for call_id, call in zip(ids, reply.tool_calls, strict=True)
+        ]
+
+    @staticmethod
+    def _usage(body: dict[str, Any], text: str) -> dict[str, int]:
+        """A plausible usage block: about four characters per token."""
+        prompt = max(1, len(json.dumps(body.get("messages", []))) // 4)
+        completion = max(1, len(text) // 4)
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+
+    def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        """A non-streaming ``chat.completion`` body."""
+        calls = self._wire_calls(reply)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if calls:
+            message["tool_calls"] = calls
+        elif reply.text is None:
+            message["content"] = ""
+        generated = (reply.text or "") + "".join(c["function"]["arguments"] for c in calls)
+        return {
+            "id": f"chatcmpl-{id(reply):x}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake-model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                }
+            ],
+            "usage": self._usage(body, generated),
+        }
+
+    def _chunks(self, body: dict[str, Any], reply: Reply) -> list[str]:
+        """The SSE ``data:`` payloads of a streamed answer, ending with ``[DONE]``."""
+        calls = self._wire_calls(reply)
+        base = {
+            "id": f"chatcmpl-{id(reply):x}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model", "fake-model"),
+        }
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            return json.dumps({**base, "choices": [choice]})
+
+        out = [chunk({"role": "assistant"})]
+        if reply.text:
+            out += [chunk({"content": piece}) for piece in _pieces(reply.text)]
+        for index, call in enumerate(calls):
+            fn = call["function"]
+            head = {"index": index, "id": call["id"], "type": "function"}
+            out.append(
+                chunk({"tool_calls": [{**head, "function": {"name": fn["name"], "arguments": ""}}]})
+            )
+            for part in _halves(fn["arguments"]):
+                out.append(
+                    chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+                )
+        out.append(chunk({}, "tool_calls" if calls else "stop"))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            generated = (reply.text or "") + "".join(c["function"]["arguments"] for c in calls)
+            out.append(json.dumps({**base, "choices": [], "usage": self._usage(body, generated)}))
+        out.append("[DONE]")
+        return out

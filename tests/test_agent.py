@@ -1,0 +1,180 @@
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import nbmemory
+from conftest import ROOT, run_python
+from nbmemory import Agent, InvalidAgentNameError
+from nbmemory.compressor import ContextCompressor
+from nbmemory.memory_file import parse
+from nbmemory.workspace import memory_path
+
+KNOWLEDGE = {
+    "storage": "Grid-scale batteries now cover 4-hour peaks at $95/kWh.",
+    "solar": "Utility solar LCOE fell to $29/MWh in 2025.",
+}
+
+
+def search_knowledge_base(query: str) -> str:
+    """Search the internal knowledge base and return matching passages.
+
+    Args:
+        query: Words to look for in the knowledge base.
+    """
+    hits = [text for key, text in KNOWLEDGE.items() if key in query.lower()]
+    return "\n".join(hits) if hits else "No matching documents."
+
+
+def test_the_default_model_is_offline_unless_chosen(monkeypatch):
+    monkeypatch.delenv("NBMEMORY_MODEL", raising=False)
+    assert Agent(agent_name="A").model_name == "nbmemory/offline"
+    monkeypatch.setenv("NBMEMORY_MODEL", "gpt-4o")
+    assert Agent(agent_name="A").model_name == "gpt-4o"
+
+
+@pytest.mark.parametrize(("model", "window"), [("gpt-4o", 128_000), ("mystery-model", 16_000)])
+def test_context_length_resolves_per_model_offline(model, window):
+    assert Agent(agent_name="A", model_name=model).context_length == window
+    assert Agent(agent_name="A", model_name=model, context_length=32_000).context_length == 32_000
+
+
+def test_a_retrieval_tool_is_called_and_its_result_reaches_the_answer_and_memory():
+    agent = Agent(
+        agent_name="KnowledgeAgent",
+        tools=[search_knowledge_base],
+        max_loops=2,
+        persistent_memory=True,
+    )
+    answer = agent.run("Summarize what our renewable energy documents say about storage.")
+    assert "Grid-scale batteries now cover 4-hour peaks at $95/kWh." in answer
+    on_disk = parse(memory_path("KnowledgeAgent").read_bytes()).messages
+    assert [m["role"] for m in on_disk] == ["User", "KnowledgeAgent", "Tool", "KnowledgeAgent"]
+    call = on_disk[1]["content"]["tool_calls"][0]
+    assert call["function"]["name"] == "search_knowledge_base"
+    assert on_disk[2]["content"]["content"] == KNOWLEDGE["storage"]
+
+
+def test_a_tool_that_raises_does_not_end_the_run():
+    def search_documents(query: str) -> str:
+        """Search the documents.
+
+        Args:
+            query: What to look for.
+        """
+        raise ConnectionError("index offline")
+
+    agent = Agent(agent_name="A", tools=[search_documents], max_loops="auto")
+    answer = agent.run("Search the documents for storage")
+    assert answer == (
+        "search_documents returned: Error: search_documents raised ConnectionError: index offline"
+    )
+
+
+def test_streamed_pieces_join_into_the_answer_written_to_memory():
+    agent = Agent(agent_name="Streamer", persistent_memory=True)
+    agent.run("Our warehouse is ClickHouse.")
+    pieces: list[str] = []
+    answer = agent.run("Which warehouse do we use?", streaming_callback=pieces.append)
+    assert len(pieces) > 3
+    assert "".join(pieces) == answer
+    assert parse(memory_path("Streamer").read_bytes()).messages[-1]["content"] == answer
+
+
+RESUME = """
+import sys
+from nbmemory import Agent
+agent = Agent(agent_name="Resumer", persistent_memory=True, system_prompt="Be brief.")
+print(agent.run(sys.argv[1]))
+"""
+
+
+def test_a_restarted_agent_remembers():
+    run_python(RESUME, "Our launch date is 14 March.")
+    answer = run_python(RESUME, "When is our launch date?").stdout
+    assert "> Our launch date is 14 March." in answer
+
+
+def test_an_ephemeral_agent_writes_nothing(workspace, tmp_path):
+    Agent(agent_name="Ephemeral").run("hello")
+    assert not workspace.exists()
+    assert list((tmp_path / "cwd").iterdir()) == []
+
+
+def test_the_default_name_with_persistent_memory_warns():
+    with pytest.warns(UserWarning, match="default agent_name"):
+        Agent(persistent_memory=True)
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", ""])
+def test_a_bad_name_is_refused(name, workspace):
+    with pytest.raises(InvalidAgentNameError):
+        Agent(agent_name=name, persistent_memory=True)
+    assert not workspace.exists()
+
+
+@pytest.mark.parametrize("loops", [0, -1, "forever", 1.5])
+def test_bad_max_loops_is_refused(loops):
+    with pytest.raises(ValueError, match="max_loops"):
+        Agent(agent_name="A", max_loops=loops)
+
+
+def test_long_term_memory_is_only_saved_on_autosave(workspace):
+    class Store:
+        def __init__(self):
+            self.calls = []
+
+        def save(self, path):
+            self.calls.append(path)
+
+        def __getattr__(self, name):
+            raise AssertionError(f"the agent used long_term_memory.{name}")
+
+    store = Store()
+    Agent(agent_name="Quiet", long_term_memory=store).run("hi")
+    assert store.calls == []
+    agent = Agent(agent_name="Saver", long_term_memory=store, autosave=True, persistent_memory=True)
+    agent.run("hi")
+    folder = workspace / "agents" / "Saver"
+    assert store.calls == [str(folder / "long_term_memory")]
+    assert json.loads((folder / "agent_state.json").read_text())["agent_name"] == "Saver"
+
+
+def test_compression_is_attached_only_when_asked():
+    assert isinstance(Agent(agent_name="A")._context_compressor, ContextCompressor)
+    assert Agent(agent_name="A", context_compression=False)._context_compressor is None
+
+
+SPEC = ROOT.parent / "shared" / "reference" / "agent-memory-spec.md"
+
+
+def spec_examples() -> list[str]:
+    if not SPEC.exists():
+        return []
+    return re.findall(r"```python[^\n]*\n(.*?)```", SPEC.read_text(), re.DOTALL)
+
+
+@pytest.mark.skipif(
+    not SPEC.exists(), reason="the reference specification is not beside this clone"
+)
+def test_the_specification_examples_run_unchanged_on_nbmemory(monkeypatch):
+    """Every example runs, in order and in one namespace (later ones use the earlier ``agent``),
+    with ``swarms`` resolving to nbmemory; only model names change."""
+    modules = __import__("sys").modules
+    monkeypatch.setitem(modules, "swarms", nbmemory)
+    monkeypatch.setitem(modules, "swarms.agents", nbmemory)
+    monkeypatch.setitem(modules, "swarms.agents.context_compressor", nbmemory.compressor)
+    Path("conversation_agent-123.json").write_text('[{"role": "User", "content": "hi"}]')
+    namespace: dict = {}
+    examples = spec_examples()
+    assert len(examples) >= 10
+    for number, example in enumerate(examples):
+        code = re.sub(
+            r'model(_name)?="[^"]+"', r'model\1="nbmemory/offline"', textwrap.dedent(example)
+        )
+        exec(compile(code, f"<spec example {number}>", "exec"), namespace)
+    summary = parse(memory_path("ResearchAgent").read_bytes()).messages[0]["content"]
+    assert "Shortlist: BigQuery, AlloyDB, and ClickHouse Cloud." in summary
+    assert namespace["response"].startswith("search_knowledge_base returned:")

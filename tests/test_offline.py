@@ -1,0 +1,105 @@
+import json
+
+from nbmemory import llm
+from nbmemory.offline import bm25, respond, summarize, words
+
+SEARCH_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "search_knowledge_base",
+        "description": "Search the internal knowledge base and return matching passages.",
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "Words to look for."}},
+            "required": ["query"],
+        },
+    },
+}
+PRELOAD = (
+    "[Persistent Memory — MEMORY.md]\nintro\n\n"
+    "### User — 2026-04-20T18:35:04\n\nOur warehouse is ClickHouse.\n\n---\n\n"
+    "### Scout — 2026-04-20T18:35:05\n\nNoted: ClickHouse it is.\n\n---\n\n"
+    "### User — 2026-04-20T18:35:06\n\nThe budget is 40k EUR.\n\n---\n\n"
+)
+
+
+def test_words_fold_plurals_and_drop_stopwords():
+    assert words("What do the Documents say about the notes?") == ["document", "note"]
+
+
+def test_bm25_prefers_the_matching_document():
+    scores = bm25(["warehouse"], [["budget"], ["warehouse", "clickhouse"], []])
+    assert scores[1] > 0 and scores[0] == scores[2] == 0
+
+
+def test_it_answers_by_quoting_the_most_relevant_memory_and_its_reply():
+    reply = respond(
+        [{"role": "system", "content": PRELOAD}, {"role": "user", "content": "Which warehouse?"}]
+    )
+    assert reply.content == (
+        "From what I remember:\n\nUser said earlier:\n> Our warehouse is ClickHouse.\n\n"
+        "Scout said earlier:\n> Noted: ClickHouse it is."
+    )
+    assert reply.finish_reason == "stop"
+
+
+def test_with_nothing_relevant_it_says_so():
+    reply = respond([{"role": "system", "content": PRELOAD}, {"role": "user", "content": "Hello!"}])
+    assert reply.content == "I have nothing earlier about this yet; noted: Hello!"
+
+
+def test_it_calls_a_tool_that_offers_what_the_task_asks_for_then_answers_from_it():
+    task = {
+        "role": "user",
+        "content": "Summarize what our renewable energy documents say about storage.",
+    }
+    first = respond([task], [SEARCH_TOOL])
+    assert first.finish_reason == "tool_calls"
+    assert first.tool_calls[0].name == "search_knowledge_base"
+    assert json.loads(first.tool_calls[0].arguments) == {"query": task["content"]}
+    result = {
+        "role": "tool",
+        "tool_call_id": first.tool_calls[0].id,
+        "content": "Batteries: $95/kWh.",
+    }
+    second = respond([task, first.message(), result], [SEARCH_TOOL])
+    assert second.content == "search_knowledge_base returned: Batteries: $95/kWh."
+
+
+def test_it_leaves_tools_alone_when_the_task_does_not_need_them():
+    assert respond([{"role": "user", "content": "Good morning"}], [SEARCH_TOOL]).tool_calls == []
+
+
+def test_it_summarizes_extractively_within_the_length_asked():
+    text = " ".join(
+        f"Project {i} has a budget of {i * 1000} EUR and is led by Ana." for i in range(40)
+    )
+    reply = respond(
+        [{"role": "user", "content": f"Summarize the conversation below.\n\n{text}"}], max_tokens=50
+    )
+    assert 0 < len(reply.content.split()) <= 30
+    assert all(sentence in text for sentence in reply.content.split(". "))
+    assert summarize("Short.") == "Short."
+
+
+def test_it_is_deterministic():
+    messages = [{"role": "system", "content": PRELOAD}, {"role": "user", "content": "budget?"}]
+    assert respond(messages) == respond(messages)
+
+
+def test_it_is_served_through_litellm_with_streaming():
+    messages = [
+        {"role": "system", "content": PRELOAD},
+        {"role": "user", "content": "Which warehouse?"},
+    ]
+    pieces: list[str] = []
+    streamed = llm.complete("nbmemory/offline", messages, on_delta=pieces.append)
+    assert len(pieces) > 3
+    assert "".join(pieces) == streamed.content == respond(messages).content
+    called = llm.complete(
+        "nbmemory/offline",
+        [{"role": "user", "content": "Search the documents about storage"}],
+        tools=[SEARCH_TOOL],
+        on_delta=pieces.append,
+    )
+    assert called.tool_calls[0].name == "search_knowledge_base"
