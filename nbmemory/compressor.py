@@ -8,6 +8,7 @@ compressor waits until the history has grown before it tries again.
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -115,8 +116,12 @@ class ContextCompressor:
         return agent.context_length if model == agent.model_name else context_window(model)
 
     def _summary_tokens(self, agent: Any) -> int:
-        """The summary's length: ``summarizer_max_tokens``, at most a quarter of the window."""
-        return min(self.summarizer_max_tokens, max(64, agent.context_length // 4))
+        """The summary's length: ``summarizer_max_tokens``, at most a tenth of the window.
+
+        A tenth leaves room for a transcript that fills the threshold, so that it goes to the
+        summarizer in one request instead of chunks.
+        """
+        return min(self.summarizer_max_tokens, max(64, agent.context_length // 10))
 
     def _ask(self, agent: Any, request: str, text: str) -> str:
         model, endpoint = self._model(agent)
@@ -177,5 +182,12 @@ def _chunks(lines: list[str], counter: TokenCounter, budget: int) -> list[str]:
 
 
 def _split(text: str, counter: TokenCounter, budget: int) -> list[str]:
-    step = max(1, len(text) * budget // max(counter.count(text), 1) - 1)
-    return [text[i : i + step] for i in range(0, len(text), step)]
+    """Cut a text too long for one request into pieces of about ``budget`` tokens, between words."""
+    chars = max(1, len(text) * budget // max(counter.count(text), 1) * 9 // 10)
+    pieces, current = [], ""
+    for word in re.findall(r"\S+\s*|\s+", text):
+        if current and len(current) + len(word) > chars:
+            pieces.append(current)
+            current = ""
+        current += word
+    return [*pieces, current] if current else pieces

@@ -178,3 +178,108 @@ def test_the_specification_examples_run_unchanged_on_nbmemory(monkeypatch):
     summary = parse(memory_path("ResearchAgent").read_bytes()).messages[0]["content"]
     assert "Shortlist: BigQuery, AlloyDB, and ClickHouse Cloud." in summary
     assert namespace["response"].startswith("search_knowledge_base returned:")
+
+
+HTTP_RESTART = """
+import sys
+from nbmemory import Agent
+agent = Agent(agent_name="Resumer", persistent_memory=True, model_name="openai/test-model",
+              api_base=sys.argv[1], api_key="test-key", max_retries=0,
+              system_prompt="You are a researcher.", rules="Cite sources.",
+              custom_rules_prompt="Be brief.")
+print(agent.run(sys.argv[2]))
+"""
+
+
+def test_after_a_restart_the_request_carries_the_earlier_conversation_in_order(openai_server):
+    openai_server.reply("BigQuery and ClickHouse.")
+    openai_server.reply("Then BigQuery.")
+    run_python(HTTP_RESTART, openai_server.url, "Which warehouse for low latency?")
+    assert (
+        run_python(HTTP_RESTART, openai_server.url, "Narrow it to GCP.").stdout
+        == "Then BigQuery.\n"
+    )
+    sent = openai_server.requests[1]["messages"]
+    assert [(m["role"], m["content"]) for m in sent[:3]] == [
+        ("system", "You are a researcher."),
+        ("user", "Cite sources."),
+        ("user", "Be brief."),
+    ]
+    assert sent[3]["role"] == "system"
+    memory = sent[3]["content"]
+    assert memory.startswith("[Persistent Memory — MEMORY.md]")
+    assert memory.index("Which warehouse for low latency?") < memory.index(
+        "BigQuery and ClickHouse."
+    )
+    assert sent[4:] == [{"role": "user", "content": "Narrow it to GCP."}]
+
+
+def http_agent(server, **options):
+    return Agent(
+        agent_name="Worker",
+        model_name="openai/test-model",
+        api_base=server.url,
+        api_key="test-key",
+        max_retries=0,
+        persistent_memory=True,
+        **options,
+    )
+
+
+def test_a_tool_round_trip_over_http(openai_server):
+    def explode(reason: str) -> str:
+        """Fail on purpose.
+
+        Args:
+            reason: Why.
+        """
+        raise RuntimeError(reason)
+
+    openai_server.reply(
+        tool_calls=[
+            {"name": "search_knowledge_base", "arguments": {"query": "storage"}},
+            {"name": "explode", "arguments": {"reason": "no luck"}},
+        ]
+    )
+    openai_server.reply("Batteries cover 4-hour peaks.")
+    agent = http_agent(openai_server, tools=[search_knowledge_base, explode], max_loops="auto")
+    assert agent.run("What do we know about storage?") == "Batteries cover 4-hour peaks."
+
+    first, second = openai_server.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["search_knowledge_base", "explode"]
+    assistant, search_result, failure = second["messages"][-3:]
+    ids = [call["id"] for call in assistant["tool_calls"]]
+    assert search_result == {
+        "role": "tool",
+        "tool_call_id": ids[0],
+        "content": KNOWLEDGE["storage"],
+    }
+    assert failure["tool_call_id"] == ids[1]
+    assert failure["content"] == "Error: explode raised RuntimeError: no luck"
+    on_disk = parse(memory_path("Worker").read_bytes()).messages
+    assert [m["role"] for m in on_disk] == ["User", "Worker", "Tool", "Tool", "Worker"]
+    assert on_disk[2]["content"]["content"] == KNOWLEDGE["storage"]
+
+
+def test_an_integer_max_loops_makes_that_many_calls(openai_server):
+    assert http_agent(openai_server, max_loops=3).run("Think it over.") == "ok"
+    assert len(openai_server.requests) == 3
+
+
+def test_streaming_over_http_writes_the_joined_answer(openai_server):
+    text = "Streaming arrives piece by piece and is saved whole."
+    openai_server.reply(text)
+    pieces: list[str] = []
+    agent = http_agent(openai_server, streaming_callback=pieces.append)
+    assert agent.run("Stream please.") == text
+    assert len(pieces) > 3 and "".join(pieces) == text
+    assert parse(memory_path("Worker").read_bytes()).messages[-1]["content"] == text
+
+
+def test_a_failed_call_keeps_the_task_in_memory(openai_server):
+    openai_server.reply(status=500, error_message="upstream exploded")
+    with pytest.raises(nbmemory.ProviderError, match="upstream exploded"):
+        http_agent(openai_server).run("Remember this task.")
+    assert [m["content"] for m in parse(memory_path("Worker").read_bytes()).messages] == [
+        "Remember this task."
+    ]

@@ -1,0 +1,134 @@
+import pytest
+
+from nbmemory import Agent, ContextCompressor
+from nbmemory.compressor import _INSTRUCTIONS
+from nbmemory.conversation import SUMMARY_MARKER
+from nbmemory.memory_file import parse
+from nbmemory.workspace import memory_path
+
+
+def http_agent(server, name="Worker", **options):
+    options.setdefault("max_retries", 0)
+    options.setdefault("context_length", 3000)
+    return Agent(
+        agent_name=name,
+        model_name="openai/test-model",
+        api_base=server.url,
+        api_key="test-key",
+        persistent_memory=True,
+        **options,
+    )
+
+
+LONG_TASK = "Please check every budget line again, one by one, and report totals. " * 5
+
+
+def summary_requests(server):
+    return [r for r in server.requests if r["messages"][0]["content"] == _INSTRUCTIONS]
+
+
+def fill_to_just_below_threshold(agent, prefix="note"):
+    """Add messages until a short task stays below the threshold and a long one crosses it."""
+    compressor = agent._context_compressor
+    limit = compressor.threshold * agent.context_length
+    n = 0
+    while compressor.tokens_used(agent) + 60 < limit:
+        agent.short_memory.add("User", f"{prefix} {n}: the budget line {n} is {n * 7} EUR.")
+        n += 1
+    assert not compressor.should_compress(agent)
+    return n
+
+
+def test_the_threshold_and_its_limits_are_checked():
+    assert ContextCompressor().threshold == 0.9
+    for bad in (0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="threshold"):
+            ContextCompressor(threshold=bad)
+
+
+@pytest.mark.parametrize("max_loops", [1, "auto"])
+def test_compression_fires_at_the_threshold_and_keeps_the_task(openai_server, max_loops):
+    agent = http_agent(openai_server, system_prompt="Be exact.", max_loops=max_loops)
+    count = fill_to_just_below_threshold(agent)
+    agent.run("short task")
+    assert summary_requests(openai_server) == []
+
+    openai_server.reply("Budget lines 0 to N are recorded.")  # the summary
+    openai_server.reply("Done.")  # the answer
+    long_task = LONG_TASK
+    assert agent.run(long_task) == "Done."
+
+    [summarized] = summary_requests(openai_server)
+    transcript = summarized["messages"][1]["content"]
+    assert all(f"note {i}:" in transcript for i in range(count))
+    assert long_task not in transcript
+    summary = f"{SUMMARY_MARKER}\nBudget lines 0 to N are recorded."
+    last_request = openai_server.requests[-1]["messages"]
+    assert [m["content"] for m in last_request] == ["Be exact.", summary, long_task]
+    assert [m["content"] for m in agent.short_memory.to_dict()] == [
+        "Be exact.",
+        summary,
+        long_task,
+        "Done.",
+    ]
+    on_disk = parse(memory_path("Worker").read_bytes()).messages
+    assert [m["content"] for m in on_disk] == [summary, long_task, "Done."]
+    [archive] = agent.short_memory.archives()
+    archived = [m["content"] for m in parse(archive.read_bytes()).messages]
+    assert archived[:count] == [
+        f"note {i}: the budget line {i} is {i * 7} EUR." for i in range(count)
+    ]
+
+    restarted = http_agent(openai_server, system_prompt="Be exact.")
+    assert [m["content"] for m in restarted.short_memory.preloaded_messages] == [
+        summary,
+        long_task,
+        "Done.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        {"status": 500, "error_message": "summarizer down"},
+        {"text": "a summary that comes too late", "delay": 2},
+        {"text": ""},
+    ],
+    ids=["http-500", "timeout", "empty"],
+)
+def test_a_failing_summarizer_loses_nothing_and_waits_before_trying_again(openai_server, failure):
+    agent = http_agent(openai_server, timeout=0.5)
+    count = fill_to_just_below_threshold(agent)
+    openai_server.reply(**failure)
+    openai_server.reply("Answer despite it.")
+    with pytest.warns(UserWarning, match="context compression skipped"):
+        assert agent.run(LONG_TASK) == "Answer despite it."
+    assert len(summary_requests(openai_server)) == 1
+    assert agent.short_memory.archives() == []
+    on_disk = [m["content"] for m in parse(memory_path("Worker").read_bytes()).messages]
+    assert len(on_disk) == count + 2
+    assert not any("summarizer down" in text or "too late" in text for text in on_disk)
+
+    agent.run("one more small question")
+    assert len(summary_requests(openai_server)) == 1  # no retry on every loop
+
+    for n in range(20):
+        agent.short_memory.add("User", f"later note {n}: the budget line is {n} EUR.")
+    openai_server.reply("A summary at last.")
+    agent.run("and now?")
+    assert len(summary_requests(openai_server)) > 1  # tried again once the history grew
+    assert len(agent.short_memory.archives()) == 1
+
+
+def test_a_transcript_larger_than_the_summarizers_window_is_summarized_in_chunks(openai_server):
+    agent = http_agent(openai_server)
+    big = " ".join(f"w{i:04d}" for i in range(2500))
+    for n in range(10):
+        agent.short_memory.add("User", f"note {n}: the budget line {n} is {n * 7} EUR.")
+    agent.short_memory.add("Tool", big)
+    agent.run("Please report totals.")
+    requests = summary_requests(openai_server)
+    assert len(requests) >= 3  # at least two chunks, then their merge
+    sent = " ".join(r["messages"][1]["content"] for r in requests)
+    assert all(f"w{i:04d}" in sent for i in range(2500))
+    assert all(f"note {i}:" in sent for i in range(10))
