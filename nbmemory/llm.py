@@ -12,7 +12,7 @@ import functools
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +92,7 @@ def missing_keys(model: str) -> list[str]:
 
 
 def _translate(exc: Exception, model: str) -> errors.ModelError:
+    """litellm's exception as one of nbmemory's, keeping the provider's message."""
     lib = litellm()
     message = f"{model}: {getattr(exc, 'message', None) or exc}"
     if isinstance(exc, lib.AuthenticationError):
@@ -101,6 +102,14 @@ def _translate(exc: Exception, model: str) -> errors.ModelError:
     if isinstance(exc, lib.Timeout):
         return errors.ModelTimeoutError(message, model=model)
     return errors.ProviderError(message, model=model)
+
+
+def _options(model: str, api_key: str | None, **options: Any) -> dict[str, Any]:
+    if api_key is None and (missing := missing_keys(model)):
+        raise errors.MissingKeyError(model, missing)
+    options["api_key"] = api_key
+    options["tools"] = options.get("tools") or None
+    return {k: v for k, v in options.items() if v is not None}
 
 
 def complete(
@@ -121,29 +130,84 @@ def complete(
     Rate limits and server errors are retried ``max_retries`` times with backoff. Raises
     ``MissingKeyError`` before any request when a key is missing, else a ``ModelError``.
     """
-    if api_key is None and (missing := missing_keys(model)):
-        raise errors.MissingKeyError(model, missing)
-    lib = litellm()
-    options: dict[str, Any] = {
-        "timeout": timeout,
-        "max_retries": max_retries,
-        "api_base": api_base,
-        "api_key": api_key,
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-        "tools": tools or None,
-    }
-    options = {k: v for k, v in options.items() if v is not None}
+    options = dict(
+        tools=tools,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        timeout=timeout,
+        max_retries=max_retries,
+        api_base=api_base,
+    )
+    if on_delta is not None:
+        stream = Stream(model, messages, api_key=api_key, **options)
+        for piece in stream:
+            on_delta(piece)
+        assert stream.reply is not None
+        return stream.reply
+    sent = _options(model, api_key, **options)
     try:
-        if on_delta is None:
-            response = lib.completion(model=model, messages=messages, **options)
-            return _reply(response.choices[0])
-        stream = lib.completion(model=model, messages=messages, stream=True, **options)
-        return _collect(stream, on_delta)
+        response = litellm().completion(model=model, messages=messages, **sent)
     except errors.NbmemoryError:
         raise
     except Exception as exc:
         raise _translate(exc, model) from exc
+    return _reply(response.choices[0])
+
+
+class Stream:
+    """A streamed chat completion: iterate for the text pieces; ``reply`` holds the whole
+    answer, tool calls included, once the iteration is over.
+
+    Takes the options of :func:`complete`; raises the same errors while iterating.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        api_key: str | None = None,
+        **options: Any,
+    ) -> None:
+        self.model = model
+        self.messages = messages
+        self.reply: Reply | None = None
+        self._options = _options(model, api_key, **options)
+
+    def __iter__(self) -> Iterator[str]:
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        finish = None
+        try:
+            chunks = litellm().completion(
+                model=self.model, messages=self.messages, stream=True, **self._options
+            )
+            for chunk in chunks:
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                delta = choice.delta
+                for piece in delta.tool_calls or []:
+                    call = calls.setdefault(
+                        piece.index or 0, {"id": None, "name": "", "arguments": ""}
+                    )
+                    call["id"] = call["id"] or piece.id
+                    if piece.function is not None:
+                        call["name"] = call["name"] or piece.function.name or ""
+                        call["arguments"] += piece.function.arguments or ""
+                finish = choice.finish_reason or finish
+                if delta.content:
+                    text.append(delta.content)
+                    yield delta.content
+        except errors.NbmemoryError:
+            raise
+        except Exception as exc:
+            raise _translate(exc, self.model) from exc
+        tool_calls = [
+            ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
+            for i, c in sorted(calls.items())
+        ]
+        self.reply = Reply("".join(text), tool_calls, finish)
 
 
 def _reply(choice: Any) -> Reply:
@@ -153,30 +217,3 @@ def _reply(choice: Any) -> Reply:
         for i, c in enumerate(message.tool_calls or [])
     ]
     return Reply(message.content or "", calls, choice.finish_reason)
-
-
-def _collect(stream: Any, on_delta: Callable[[str], None]) -> Reply:
-    """Join a stream of chunks into a reply, passing text on as it arrives."""
-    text: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    finish = None
-    for chunk in stream:
-        if not chunk.choices:
-            continue
-        choice = chunk.choices[0]
-        delta = choice.delta
-        if delta.content:
-            text.append(delta.content)
-            on_delta(delta.content)
-        for piece in delta.tool_calls or []:
-            call = calls.setdefault(piece.index or 0, {"id": None, "name": "", "arguments": ""})
-            call["id"] = call["id"] or piece.id
-            if piece.function is not None:
-                call["name"] = call["name"] or piece.function.name or ""
-                call["arguments"] += piece.function.arguments or ""
-        finish = choice.finish_reason or finish
-    tool_calls = [
-        ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
-        for i, c in sorted(calls.items())
-    ]
-    return Reply("".join(text), tool_calls, finish)

@@ -283,3 +283,9 @@ def test_a_failed_call_keeps_the_task_in_memory(openai_server):
     assert [m["content"] for m in parse(memory_path("Worker").read_bytes()).messages] == [
         "Remember this task."
     ]
+
+
+def test_building_an_agent_with_tools_writes_nothing_to_memory():
+    for _ in range(3):
+        Agent(agent_name="Toolful", tools=[search_knowledge_base], persistent_memory=True)
+    assert parse(memory_path("Toolful").read_bytes()).messages == []

@@ -117,3 +117,14 @@ def test_a_users_own_litellm_settings_are_kept():
     )
     env = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
     assert run_python(code, env=env).stdout.strip() == "False"
+
+
+def test_a_stream_can_be_iterated_and_then_read_whole(openai_server):
+    openai_server.reply("Iterate over me, then read me whole.")
+    stream = llm.Stream(
+        "openai/test-model", HELLO, api_base=openai_server.url, api_key="test-key", max_retries=0
+    )
+    assert stream.reply is None
+    pieces = list(stream)
+    assert "".join(pieces) == stream.reply.content == "Iterate over me, then read me whole."
+    assert stream.reply.finish_reason == "stop"
