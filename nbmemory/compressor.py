@@ -76,7 +76,7 @@ class ContextCompressor:
         carried over word for word after the summary, so the model still sees its task.
         """
         memory = agent.short_memory
-        history = memory.conversation_history[len(memory._static_messages()) :]
+        history = memory.conversation_history[len(memory.static_messages()) :]
         turn = _turn_start(history, agent.user_name)
         earlier, current = history[:turn], history[turn:]
         if not earlier:

@@ -108,7 +108,7 @@ class Conversation:
         self._reset_counts()
         self._memory: MemoryFile | None = None
 
-        self.conversation_history.extend(self._static_messages())
+        self.conversation_history.extend(self.static_messages())
         self.memory_md_path = memory_md_path
         if self._memory is not None:
             self._memory.ensure()
@@ -175,7 +175,8 @@ class Conversation:
     def _message(self, role: str, content: Any) -> dict[str, Any]:
         return {"role": role, "content": content, "timestamp": now_iso()}
 
-    def _static_messages(self) -> list[dict[str, Any]]:
+    def static_messages(self) -> list[dict[str, Any]]:
+        """The system prompt and rules as messages: they open the history and are never saved."""
         static = []
         if self.system_prompt is not None:
             static.append(self._message("System", self.system_prompt))
@@ -227,7 +228,7 @@ class Conversation:
             if self._memory is not None:
                 block = format_block(summary_role, text, message["timestamp"])
                 archive = self._memory.compact(block)
-            self.conversation_history = [*self._static_messages(), message]
+            self.conversation_history = [*self.static_messages(), message]
             self.preloaded_messages = []
             self._reset_counts()
             self.last_archive = archive

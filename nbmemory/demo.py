@@ -1,10 +1,12 @@
-"""A short tour of a persistent memory: write, reload as a restarted process would, compact."""
+"""A short tour of a persistent memory: write, reload as a restarted process would, compact,
+then ask an agent (on the offline model unless ``$NBMEMORY_MODEL`` says otherwise)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from nbmemory.agent import Agent
 from nbmemory.conversation import Conversation
 from nbmemory.workspace import memory_path, workspace_dir
 
@@ -49,6 +51,13 @@ def run(workspace: str | os.PathLike[str] | None = None) -> Path:
     print(f"3. Compacted: {before} -> {after} tokens; raw transcript archived to {archive}")
     print(f"   Archives so far: {len(second.archives())}")
     second.close()
+
+    agent = Agent(agent_name=AGENT, persistent_memory=True, workspace_dir=root)
+    question = "Which warehouse did we pick?"
+    print(f"4. An agent on {agent.model_name}, started afresh, is asked: {question}")
+    answer = agent.run(question)
+    print("\n".join(f"   {line}" for line in answer.splitlines()))
+    agent.short_memory.close()
 
     print("\nMEMORY.md now reads:\n")
     print(path.read_text(encoding="utf-8"))

@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -5,28 +6,32 @@ from conftest import ROOT
 
 
 def run_demo(workspace):
+    env = {k: v for k, v in os.environ.items() if k != "NBMEMORY_MODEL"}
     return subprocess.run(
         [sys.executable, "-m", "nbmemory", "demo", "--workspace", str(workspace)],
         capture_output=True,
         text=True,
         check=True,
         cwd=ROOT,
+        env=env,
     ).stdout
 
 
-def test_the_demo_writes_reloads_and_compacts(tmp_path):
+def test_the_demo_writes_reloads_compacts_and_asks_an_agent(tmp_path):
     first = run_demo(tmp_path)
     assert "1. Started with 0 remembered message(s)." in first
     assert "2. A fresh Conversation preloads 4 message(s):" in first
     assert "search_memory('clickhouse') finds 2 message(s)." in first
     assert "Archives so far: 1" in first
+    assert "4. An agent on nbmemory/offline, started afresh, is asked: Which warehouse" in first
+    assert "The analytics warehouse is ClickHouse" in first.split("4. An agent")[1]
     assert "[Compressed Memory Summary]" in (tmp_path / "agents/demo-agent/MEMORY.md").read_text()
 
 
-def test_a_second_demo_run_resumes_from_the_summary(tmp_path):
+def test_a_second_demo_run_resumes_where_the_first_ended(tmp_path):
     run_demo(tmp_path)
     second = run_demo(tmp_path)
-    assert "1. Started with 1 remembered message(s)." in second
+    assert "1. Started with 3 remembered message(s)." in second
     assert "Archives so far: 2" in second
 
 
