@@ -160,10 +160,9 @@ class Agent:
         loops = AUTO_LOOP_LIMIT if self.max_loops == "auto" else self.max_loops
         answer = ""
         for _ in range(loops):
-            if self._context_compressor is not None and self._context_compressor.should_compress(
-                self
-            ):
-                self._context_compressor.compress(self)
+            compressor = self._context_compressor
+            if compressor is not None and compressor.should_compress(self):
+                compressor.compress(self)
             reply = llm.complete(
                 self.model_name,
                 self.request_messages(),

@@ -12,6 +12,24 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).parent.parent
 
+KNOWLEDGE = {
+    "storage": "Grid-scale batteries now cover 4-hour peaks at $95/kWh.",
+    "solar": "Utility solar LCOE fell to $29/MWh in 2025.",
+}
+
+
+def search_knowledge_base(query: str) -> str:
+    """Search the internal knowledge base and return matching passages.
+
+    Args:
+        query: Words to look for in the knowledge base.
+
+    Returns:
+        Matching passages, or a message saying nothing matched.
+    """
+    hits = [text for key, text in KNOWLEDGE.items() if key in query.lower()]
+    return "\n".join(hits) if hits else "No matching documents."
+
 
 @pytest.fixture(autouse=True)
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

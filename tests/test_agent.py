@@ -6,26 +6,11 @@ from pathlib import Path
 import pytest
 
 import nbmemory
-from conftest import ROOT, run_python
+from conftest import KNOWLEDGE, ROOT, run_python, search_knowledge_base
 from nbmemory import Agent, InvalidAgentNameError
 from nbmemory.compressor import ContextCompressor
 from nbmemory.memory_file import parse
 from nbmemory.workspace import memory_path
-
-KNOWLEDGE = {
-    "storage": "Grid-scale batteries now cover 4-hour peaks at $95/kWh.",
-    "solar": "Utility solar LCOE fell to $29/MWh in 2025.",
-}
-
-
-def search_knowledge_base(query: str) -> str:
-    """Search the internal knowledge base and return matching passages.
-
-    Args:
-        query: Words to look for in the knowledge base.
-    """
-    hits = [text for key, text in KNOWLEDGE.items() if key in query.lower()]
-    return "\n".join(hits) if hits else "No matching documents."
 
 
 def test_the_default_model_is_offline_unless_chosen(monkeypatch):

@@ -3,25 +3,8 @@ from typing import Literal, Optional
 
 import pytest
 
+from conftest import search_knowledge_base
 from nbmemory.tools import Tool, ToolBox, parse_docstring
-
-KNOWLEDGE = {
-    "storage": "Grid batteries cover 4-hour peaks.",
-    "solar": "Utility solar is the cheapest new power.",
-}
-
-
-def search_knowledge_base(query: str) -> str:
-    """Search the internal knowledge base and return matching passages.
-
-    Args:
-        query: Words to look for in the knowledge base.
-
-    Returns:
-        Matching passages, or a message saying nothing matched.
-    """
-    hits = [text for key, text in KNOWLEDGE.items() if key in query.lower()]
-    return "\n".join(hits) if hits else "No matching documents."
 
 
 def book_flight(
@@ -91,7 +74,7 @@ def test_docstring_summary_and_arguments():
 def test_calls_are_checked_and_run():
     tools = ToolBox([search_knowledge_base, book_flight])
     assert tools.call("search_knowledge_base", '{"query": "What about storage?"}') == (
-        "Grid batteries cover 4-hour peaks."
+        "Grid-scale batteries now cover 4-hour peaks at $95/kWh."
     )
     result = json.loads(tools.call("book_flight", {"destination": "CDG", "seats": "2"}))
     assert result == {"to": "CDG", "seats": 2, "cabin": "economy", "stops": []}
