@@ -25,6 +25,21 @@ from nbmemory.workspace import list_agents, workspace_dir
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext nbmemory``: the ``%%agent``, ``%memory`` and ``%compact`` magics."""
+    from nbmemory.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    """``%unload_ext nbmemory``."""
+    from nbmemory.magics import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
 __all__ = [
     "Agent",
     "AuthenticationError",

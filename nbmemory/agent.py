@@ -90,9 +90,7 @@ class Agent:
         self.user_name = user_name
         self.streaming_callback = streaming_callback
         self.workspace_dir = workspace_dir
-        self.tools = ToolBox(tools or ())
-        self._tool_schemas = self.tools.schemas()
-        self._overhead: int | None = None
+        self.set_tools(tools or ())
         path = workspace.memory_path(agent_name, workspace_dir) if persistent_memory else None
         self.short_memory = Conversation(
             name=agent_name,
@@ -108,6 +106,12 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent(agent_name={self.agent_name!r}, model_name={self.model_name!r})"
+
+    def set_tools(self, tools: Sequence[Callable[..., Any] | Tool]) -> None:
+        """Replace the tools the model may call."""
+        self.tools = ToolBox(tools)
+        self._tool_schemas = self.tools.schemas()
+        self._overhead: int | None = None
 
     # ------------------------------------------------------------------------------------------
     # What the model sees

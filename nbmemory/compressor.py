@@ -69,15 +69,16 @@ class ContextCompressor:
             return False
         return self._failed_at is None or used >= self._failed_at * _RETRY_GROWTH
 
-    def compress(self, agent: Any) -> str | None:
+    def compress(self, agent: Any, *, keep_turn: bool = True) -> str | None:
         """Summarize the history and compact the memory; returns the summary, or ``None``.
 
-        The turn in progress (the latest task and what followed it) is not summarized: it is
-        carried over word for word after the summary, so the model still sees its task.
+        With ``keep_turn`` (as during a run), the turn in progress (the latest task and what
+        followed it) is not summarized but carried over word for word after the summary, so
+        the model still sees its task.
         """
         memory = agent.short_memory
         history = memory.conversation_history[len(memory.static_messages()) :]
-        turn = _turn_start(history, agent.user_name)
+        turn = _turn_start(history, agent.user_name) if keep_turn else len(history)
         earlier, current = history[:turn], history[turn:]
         if not earlier:
             return self._give_up(agent, "only the turn in progress is left to compress")

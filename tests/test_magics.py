@@ -1,0 +1,254 @@
+"""The magics in a real IPython shell; the model is the loopback server or the offline model."""
+
+import json
+
+import pytest
+from IPython import get_ipython
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import start_ipython
+
+from nbmemory.memory_file import parse
+from nbmemory.render import Answer
+from nbmemory.workspace import memory_path
+
+
+@pytest.fixture
+def ip(monkeypatch):
+    monkeypatch.delenv("NBMEMORY_MODEL", raising=False)
+    shell = start_ipython() or get_ipython()
+    shell.run_line_magic("load_ext", "nbmemory")
+    yield shell
+    shell.run_line_magic("unload_ext", "nbmemory")
+    for name in ("answer", "budget", "search_docs", "explode", "not_a_function"):
+        shell.user_ns.pop(name, None)
+
+
+@pytest.fixture
+def served(ip, openai_server, monkeypatch):
+    """The shell with its magics pointed at the loopback server."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    ip.run_line_magic("config", f"NbMemoryMagics.api_base = {openai_server.url!r}")
+    ip.run_line_magic("config", "NbMemoryMagics.default_model = 'openai/test-model'")
+    yield ip
+    for option in ("api_base", "default_model"):
+        ip.run_line_magic("config", f"NbMemoryMagics.{option} = ''")
+
+
+def agent(ip, line, cell):
+    return ip.run_cell_magic("agent", line, cell)
+
+
+def test_a_cell_reaches_the_model_byte_for_byte(served, openai_server):
+    cell = 'x = {"a": 1}\nprint(f"{x}") $HOME `ls` \'\'\'doc\'\'\' """q""" {{not a template}}\n'
+    openai_server.reply("Seen.")
+    answer = agent(served, "Coder", cell)
+    assert openai_server.requests[0]["messages"][-1] == {"role": "user", "content": cell}
+    assert isinstance(answer, Answer) and answer == "Seen."
+    assert parse(memory_path("Coder").read_bytes()).messages[0]["content"] == cell
+
+
+def test_the_agent_is_kept_between_cells_and_the_answer_is_available(served, openai_server):
+    openai_server.reply("First answer.")
+    openai_server.reply("Second answer.")
+    agent(served, "Scout", "First question")
+    assert agent(served, "Scout --out answer", "Second question") == "Second answer."
+    assert served.user_ns["answer"] == "Second answer."
+    sent = [m["content"] for m in openai_server.requests[1]["messages"]]
+    assert sent == ["First question", "First answer.", "Second question"]
+
+
+def test_options_reach_the_agent(served, openai_server):
+    def search_docs(query: str) -> str:
+        """Search the documents.
+
+        Args:
+            query: What to look for.
+        """
+        return "Batteries: 4-hour peaks."
+
+    served.user_ns["search_docs"] = search_docs
+    served.user_ns["budget"] = {"eur": 40_000}
+    openai_server.reply(tool_calls=[{"name": "search_docs", "arguments": {"query": "storage"}}])
+    openai_server.reply("Within budget.")
+    line = (
+        "Planner --model openai/other-model --max-loops auto --context-length 9000 "
+        '--tools search_docs --system "Be terse." --var budget --no-stream'
+    )
+    assert agent(served, line, "Check storage.") == "Within budget."
+    first, second = openai_server.requests
+    assert first["model"] == "other-model"
+    assert first["messages"][0] == {"role": "system", "content": "Be terse."}
+    assert (
+        first["messages"][-1]["content"] == "Check storage.\n\nbudget =\n```\n{'eur': 40000}\n```"
+    )
+    assert [t["function"]["name"] for t in first["tools"]] == ["search_docs"]
+    assert "stream" not in first
+    assert second["messages"][-1]["content"] == "Batteries: 4-hour peaks."
+    assert served.magics_manager.registry["NbMemoryMagics"].agents["Planner"].context_length == 9000
+
+
+def test_an_ephemeral_agent_writes_nothing(served, workspace):
+    agent(served, "Ghost --ephemeral", "Remember nothing on disk.")
+    assert not (workspace / "agents" / "Ghost").exists()
+
+
+def test_config_sets_the_defaults(ip, workspace, tmp_path):
+    ip.run_line_magic("config", "NbMemoryMagics.persistent = False")
+    try:
+        agent(ip, "Offline", "hello")
+        assert not workspace.exists()
+    finally:
+        ip.run_line_magic("config", "NbMemoryMagics.persistent = True")
+    ip.run_line_magic("config", f"NbMemoryMagics.workspace = {str(tmp_path / 'elsewhere')!r}")
+    try:
+        agent(ip, "Moved", "hello")
+        assert (tmp_path / "elsewhere" / "agents" / "Moved" / "MEMORY.md").exists()
+    finally:
+        ip.run_line_magic("config", "NbMemoryMagics.workspace = ''")
+
+
+def test_the_default_model_is_the_offline_one(ip):
+    assert agent(ip, "Local", "Our office is in Lyon.").startswith("I have nothing earlier")
+    assert "> Our office is in Lyon." in agent(ip, "Local", "Where is our office?")
+
+
+@pytest.mark.parametrize(
+    ("line", "cell", "message"),
+    [
+        ("../escape", "hi", "must not contain '/'"),
+        ("", "hi", "the following arguments are required: name"),
+        ("Scout --frobnicate", "hi", "unrecognized arguments: --frobnicate"),
+        ("Scout --max-loops 0", "hi", '--max-loops must be a positive number or "auto"'),
+        ("Scout --context-length -5", "hi", "--context-length must be a positive"),
+        ("Scout --tools not_a_function", "hi", "no function named 'not_a_function'"),
+        ("Scout --var missing_variable", "hi", "no variable named 'missing_variable'"),
+        ("Scout", "   \n", "the cell is empty"),
+    ],
+)
+def test_mistakes_are_one_line_usage_errors(ip, line, cell, message):
+    ip.user_ns["not_a_function"] = 42
+    with pytest.raises(UsageError, match=message):
+        agent(ip, line, cell)
+
+
+def test_a_missing_key_names_the_variable(ip, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(UsageError, match="gpt-4o needs OPENAI_API_KEY"):
+        agent(ip, "Paid --model gpt-4o", "hi")
+
+
+def test_a_provider_error_is_one_line_and_the_task_is_kept(served, openai_server):
+    for _ in range(3):  # the first try and two retries
+        openai_server.reply(status=500, error_message="upstream exploded")
+    with pytest.raises(UsageError, match="upstream exploded"):
+        agent(served, "Scout", "Keep this task.")
+    assert [m["content"] for m in parse(memory_path("Scout").read_bytes()).messages] == [
+        "Keep this task."
+    ]
+
+
+def test_an_interrupted_run_keeps_memory_whole(ip, capsys):
+    def explode(query: str) -> str:
+        """Search the documents.
+
+        Args:
+            query: What to look for.
+        """
+        raise KeyboardInterrupt
+
+    ip.user_ns["explode"] = explode
+    assert agent(ip, "Stopper --tools explode --max-loops auto", "Search the documents.") is None
+    assert "Interrupted" in capsys.readouterr().out
+    messages = parse(memory_path("Stopper").read_bytes()).messages
+    assert [m["role"] for m in messages] == ["User", "Stopper"]
+    assert messages[1]["content"]["tool_calls"][0]["function"]["name"] == "explode"
+
+
+def memory(ip, line=""):
+    return ip.run_line_magic("memory", line)
+
+
+def test_memory_lists_the_agents_and_shows_one(ip):
+    assert repr(memory(ip)) == "No agents in this workspace yet."
+    agent(ip, "Scout", "The budget is 40k EUR.")
+    agent(ip, "Writer", "Draft the memo.")
+    table = memory(ip)
+    assert repr(table).splitlines()[0].split() == [
+        "agent",
+        "messages",
+        "tokens",
+        "context",
+        "window",
+        "archives",
+        "last",
+        "activity",
+    ]
+    assert [line.split()[:2] for line in repr(table).splitlines()[1:]] == [
+        ["Scout", "2"],
+        ["Writer", "2"],
+    ]
+    assert table._repr_markdown_().startswith("| agent | messages | tokens |")
+    shown = memory(ip, "Scout")
+    assert repr(shown).startswith("Scout: 2 message(s)")
+    assert "The budget is 40k EUR." in shown._repr_markdown_()
+
+
+def test_memory_options(ip, tmp_path):
+    agent(ip, "Scout", "The budget is 40k EUR.")
+    assert repr(memory(ip, "Scout --path")) == str(memory_path("Scout"))
+    assert repr(memory(ip, "Scout --tokens")).startswith("Scout: ")
+    assert "of 16,000 tokens" in repr(memory(ip, "Scout --tokens"))
+    found = memory(ip, "Scout --search BUDGET")
+    assert repr(found).startswith("2 message(s) of Scout contain 'BUDGET'")
+    ip.run_line_magic("compact", 'Scout --summary "Budget: 40k EUR."')
+    assert repr(memory(ip, "Scout --search 40k")).startswith("1 message(s)")
+    assert repr(memory(ip, "Scout --search 40k --archives")).startswith("3 message(s)")
+    [listed] = repr(memory(ip, "Scout --list-archives")).splitlines()
+    assert listed.startswith("history_") and listed.endswith("(2 messages)")
+    archive = listed.split()[0]
+    assert "The budget is 40k EUR." in repr(memory(ip, f"Scout --archive {archive}"))
+    for name, check in [("out.json", json.loads), ("out.yaml", str), ("out.md", parse)]:
+        path = tmp_path / name
+        memory(ip, f"Scout --export {path}")
+        assert "Budget: 40k EUR." in str(
+            check(path.read_text() if name != "out.md" else path.read_bytes())
+        )
+
+
+def test_compact_with_the_agents_model_or_a_given_summary(ip):
+    for n in range(5):
+        agent(ip, "Scout", f"Fact {n}: project {n} costs {n * 10}k EUR.")
+    report = repr(ip.run_line_magic("compact", "Scout"))
+    assert report.startswith("Compacted Scout: ") and "archived to" in report
+    before, after = [
+        int(x.replace(",", "")) for x in report.split(": ")[1].split(" tokens")[0].split(" -> ")
+    ]
+    assert after < before
+    summary = parse(memory_path("Scout").read_bytes()).messages
+    assert len(summary) == 1 and summary[0]["content"].startswith("[Compressed Memory Summary]")
+    ip.run_line_magic("compact", 'Scout --summary "Only this."')
+    assert parse(memory_path("Scout").read_bytes()).messages[0]["content"].endswith("Only this.")
+
+
+@pytest.mark.parametrize(
+    ("magic", "line", "message"),
+    [
+        ("memory", "Nobody", "no agent named 'Nobody'"),
+        ("memory", "../x", "must not contain '/'"),
+        ("memory", "Scout --format pdf", "invalid choice: 'pdf'"),
+        ("memory", "Scout --archive history_none.md", "no archive named 'history_none.md'"),
+        ("compact", "Nobody", "no agent named 'Nobody'"),
+        ("compact", 'Scout --summary ""', "--summary must not be empty"),
+    ],
+)
+def test_memory_and_compact_mistakes(ip, magic, line, message):
+    agent(ip, "Scout", "hello")
+    with pytest.raises(UsageError, match=message):
+        ip.run_line_magic(magic, line)
+
+
+def test_help_is_generated_from_the_options(ip):
+    doc = ip.magics_manager.magics["cell"]["agent"].__doc__
+    assert "%agent [-m MODEL] [-l MAX_LOOPS]" in doc
+    assert "--var VARIABLE" in doc and "sent exactly as written" in doc
+    assert "--archives" in ip.magics_manager.magics["line"]["memory"].__doc__
