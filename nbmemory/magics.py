@@ -119,7 +119,7 @@ class NbMemoryMagics(Magics):
     def _task(self, cell: str, variables: list[str] | None) -> str:
         if not cell.strip():
             raise UsageError("%%agent: the cell is empty; write the task below the %%agent line")
-        parts = [cell]
+        parts = [cell.removesuffix("\n")]  # IPython ends every cell with a line break
         for name in variables or []:
             if name not in self.shell.user_ns:
                 raise UsageError(f"--var: there is no variable named {name!r} in the notebook")
@@ -167,13 +167,15 @@ class NbMemoryMagics(Magics):
     def agent(self, line: str, cell: str) -> Answer | None:
         """Send the cell to agent NAME as its task and show the answer as Markdown.
 
-        The cell is sent exactly as written: braces, quotes, `$` and backticks are not
-        interpreted. To give the agent a notebook value, name it with ``--var``: its text is
-        added to the task under its name. The agent is created on first use and kept for the
-        kernel's life; with persistent memory (the default) it resumes from its MEMORY.md after
-        a kernel restart. The answer is also the cell's result (``_``), and ``--out`` stores it
-        in a variable. Interrupting the kernel stops the run: what was said before stays in
-        memory, the unfinished answer does not.
+        The cell is sent exactly as written (less the line break IPython adds at its end):
+        braces, quotes, `$` and backticks are not interpreted. To give the agent a notebook
+        value, name it with ``--var``: its text is added to the task under its name.
+
+        The agent is created on first use and kept for the kernel's life; with persistent
+        memory (the default) it resumes from its MEMORY.md after a kernel restart. Changing
+        ``--model``, ``--system`` or ``--ephemeral`` starts it afresh. The answer is also the
+        cell's result (``_``), and ``--out`` stores it in a variable. Interrupting the kernel
+        stops the run: what was said before stays in memory, the unfinished answer does not.
 
         Examples::
 

@@ -39,11 +39,15 @@ def agent(ip, line, cell):
 
 
 def test_a_cell_reaches_the_model_byte_for_byte(served, openai_server):
-    cell = 'x = {"a": 1}\nprint(f"{x}") $HOME `ls` \'\'\'doc\'\'\' """q""" {{not a template}}\n'
+    cell = (
+        'x = {"a": 1}\nprint(f"{x}") $HOME `ls` \'\'\'doc\'\'\' """q""" {{not a template}}\n\n  end'
+    )
     openai_server.reply("Seen.")
-    answer = agent(served, "Coder", cell)
+    result = served.run_cell(f"%%agent Coder\n{cell}")
+    assert result.success
     assert openai_server.requests[0]["messages"][-1] == {"role": "user", "content": cell}
-    assert isinstance(answer, Answer) and answer == "Seen."
+    assert isinstance(result.result, Answer) and result.result == "Seen."
+    assert served.user_ns["_"] == "Seen."
     assert parse(memory_path("Coder").read_bytes()).messages[0]["content"] == cell
 
 

@@ -1,0 +1,123 @@
+"""The magics in real kernels (jupyter_client): resuming after a restart, two kernels at once."""
+
+import os
+import threading
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+from conftest import ROOT
+from nbmemory.memory_file import parse
+from nbmemory.workspace import memory_path
+
+
+@pytest.fixture
+def kernel_env(workspace):
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "WORKSPACE_DIR": str(workspace),
+        "OPENAI_API_KEY": "test-key",
+    }
+
+
+def start(env, cwd):
+    manager, client = start_new_kernel(kernel_name="python3", env=env, cwd=str(cwd))
+    return manager, client
+
+
+def execute(client, code, timeout=120):
+    """Run ``code``; returns the text and Markdown it showed, and fails on an error."""
+    shown: list[str] = []
+
+    def collect(message):
+        content = message["content"]
+        kind = message["header"]["msg_type"]
+        if kind == "stream":
+            shown.append(content["text"])
+        elif kind in ("display_data", "update_display_data", "execute_result"):
+            data = content["data"]
+            shown.append(data.get("text/markdown") or data.get("text/plain", ""))
+        elif kind == "error":
+            shown.append("ERROR " + content["ename"] + ": " + content["evalue"])
+
+    reply = client.execute_interactive(code, output_hook=collect, timeout=timeout)
+    text = "\n".join(shown)
+    assert reply["content"]["status"] == "ok", text
+    return text
+
+
+def setup_magics(client, server):
+    execute(client, "%load_ext nbmemory")
+    execute(client, f"%config NbMemoryMagics.api_base = {server.url!r}")
+    execute(client, "%config NbMemoryMagics.default_model = 'openai/test-model'")
+
+
+def test_a_restarted_kernel_resumes_the_agent(kernel_env, openai_server, tmp_path):
+    for answer in ["Noted: ClickHouse.", "Noted: 200 ms.", "ClickHouse, within 200 ms."]:
+        openai_server.reply(answer)
+    manager, client = start(kernel_env, tmp_path)
+    try:
+        setup_magics(client, openai_server)
+        first = execute(client, "%%agent Resumer\nOur warehouse is ClickHouse.")
+        assert first.startswith("**Resumer** · `openai/test-model`")
+        assert "Noted: ClickHouse." in first
+        execute(client, "%%agent Resumer\nDashboards must answer within 200 ms.")
+
+        manager.restart_kernel(now=True)
+        client.wait_for_ready(timeout=60)
+        setup_magics(client, openai_server)
+        assert "ClickHouse, within 200 ms." in execute(
+            client, "%%agent Resumer\nWhat did we decide?"
+        )
+        sent = openai_server.requests[2]["messages"]
+        assert sent[0]["role"] == "system" and sent[0]["content"].startswith("[Persistent Memory")
+        remembered = sent[0]["content"]
+        order = [
+            "Our warehouse is ClickHouse.",
+            "Noted: ClickHouse.",
+            "Dashboards must answer within 200 ms.",
+            "Noted: 200 ms.",
+        ]
+        assert [remembered.index(text) for text in order] == sorted(
+            remembered.index(t) for t in order
+        )
+        assert sent[1:] == [{"role": "user", "content": "What did we decide?"}]
+
+        shown = execute(client, "%memory Resumer")
+        assert "Resumer: 6 message(s)" in shown
+        assert all(text in shown for text in [*order, "What did we decide?"])
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def test_two_kernels_on_one_agent_lose_nothing(kernel_env, tmp_path):
+    env = {k: v for k, v in kernel_env.items() if k != "NBMEMORY_MODEL"}
+    kernels = [start(env, tmp_path) for _ in range(2)]
+    try:
+        for _, client in kernels:
+            execute(client, "%load_ext nbmemory")
+        code = (
+            "for i in range(15):\n"
+            "    get_ipython().run_cell_magic('agent', 'Shared --no-stream', f'{tag} note {i}')\n"
+        )
+        threads = [
+            threading.Thread(target=execute, args=(client, f"tag = 'k{n}'\n" + code))
+            for n, (_, client) in enumerate(kernels)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        messages = parse(memory_path("Shared").read_bytes()).messages
+        tasks = [m["content"] for m in messages if m["role"] == "User"]
+        assert sorted(tasks) == sorted(f"k{n} note {i}" for n in range(2) for i in range(15))
+        assert len(messages) == 60
+        for n in range(2):
+            mine = [t for t in tasks if t.startswith(f"k{n} ")]
+            assert mine == [f"k{n} note {i}" for i in range(15)]
+    finally:
+        for manager, client in kernels:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
