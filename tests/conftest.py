@@ -2,33 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-FIXTURES = Path(__file__).parent / "fixtures"
-ROOT = Path(__file__).parent.parent
-
-KNOWLEDGE = {
-    "storage": "Grid-scale batteries now cover 4-hour peaks at $95/kWh.",
-    "solar": "Utility solar LCOE fell to $29/MWh in 2025.",
-}
-
-
-def search_knowledge_base(query: str) -> str:
-    """Search the internal knowledge base and return matching passages.
-
-    Args:
-        query: Words to look for in the knowledge base.
-
-    Returns:
-        Matching passages, or a message saying nothing matched.
-    """
-    hits = [text for key, text in KNOWLEDGE.items() if key in query.lower()]
-    return "\n".join(hits) if hits else "No matching documents."
 
 
 @pytest.fixture(autouse=True)
@@ -40,21 +16,6 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     return root
-
-
-def run_python(code: str, *args: str, cwd: Path | None = None, check: bool = True, **popen):
-    """Run ``code`` in a new Python process that imports this checkout of nbmemory."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **popen.pop("env", {})}
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=cwd,
-        env=env,
-        check=check,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        **popen,
-    )
 
 
 @pytest.fixture

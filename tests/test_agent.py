@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 import nbmemory
-from conftest import KNOWLEDGE, ROOT, run_python, search_knowledge_base
 from nbmemory import Agent, InvalidAgentNameError
 from nbmemory.compressor import ContextCompressor
 from nbmemory.memory_file import parse
 from nbmemory.workspace import memory_path
+from support import KNOWLEDGE, ROOT, run_python, search_knowledge_base
 
 
 def test_the_default_model_is_offline_unless_chosen(monkeypatch):

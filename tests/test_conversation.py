@@ -2,12 +2,12 @@ import json
 
 import pytest
 
-from conftest import run_python
 from nbmemory import ChangeEvent, Conversation, MemoryFormatError, MemoryWarning
 from nbmemory.conversation import PRELOAD_MARKER, SUMMARY_MARKER
 from nbmemory.memory_file import parse
 from nbmemory.tokens import TokenCounter
 from nbmemory.workspace import memory_path
+from support import run_python
 
 
 def agent_conversation(name="ResearchAgent", **kwargs):

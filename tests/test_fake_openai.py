@@ -13,6 +13,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # after the environment variable above
+
 from fake_openai import FakeOpenAI
 
 MESSAGES = [

@@ -1,7 +1,7 @@
 import json
 
 import nbmemory
-from conftest import run_python
+from support import run_python
 
 HEAVY = ["litellm", "IPython", "anywidget", "jupyter_server", "tornado", "tiktoken", "yaml"]
 

@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from conftest import ROOT
+from support import ROOT
 
 
 def test_ruff_finds_nothing_to_fix():

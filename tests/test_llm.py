@@ -2,7 +2,6 @@ import json
 
 import pytest
 
-from conftest import run_python
 from nbmemory import llm
 from nbmemory.errors import (
     AuthenticationError,
@@ -11,6 +10,7 @@ from nbmemory.errors import (
     ProviderError,
     RateLimitError,
 )
+from support import run_python
 
 HELLO = [{"role": "user", "content": "Say hello."}]
 

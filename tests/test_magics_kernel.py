@@ -6,9 +6,9 @@ import threading
 import pytest
 from jupyter_client.manager import start_new_kernel
 
-from conftest import ROOT
 from nbmemory.memory_file import parse
 from nbmemory.workspace import memory_path
+from support import ROOT
 
 
 @pytest.fixture

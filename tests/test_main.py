@@ -2,7 +2,7 @@ import os
 import subprocess
 import sys
 
-from conftest import ROOT
+from support import ROOT
 
 
 def run_demo(workspace):

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES
 from nbmemory import MemoryWarning
 from nbmemory import memory_file as mf
 from nbmemory.memory_file import MemoryFile, format_block, format_header, parse
+from support import FIXTURES
 
 STRUCTURAL_LINES = [
     "---",

@@ -8,9 +8,9 @@ import sys
 import time
 from collections import Counter
 
-from conftest import ROOT
 from nbmemory.memory_file import parse
 from nbmemory.workspace import agent_dir
+from support import ROOT
 
 WRITER = """
 import sys, time

@@ -1,6 +1,6 @@
 import re
 
-from conftest import ROOT
+from support import ROOT
 
 
 def test_the_readme_examples_run(capsys):

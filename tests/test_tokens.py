@@ -3,9 +3,9 @@ import os
 
 import pytest
 
-from conftest import run_python
 from nbmemory import tokens
 from nbmemory.tokens import TokenCounter, context_window, encoding_name_for_model
+from support import run_python
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,8 @@ from typing import Literal, Optional
 
 import pytest
 
-from conftest import search_knowledge_base
 from nbmemory.tools import Tool, ToolBox, parse_docstring
+from support import search_knowledge_base
 
 
 def book_flight(
