@@ -2,9 +2,12 @@
 
 import os
 import tempfile
+from pathlib import Path
 
 
 def pytest_configure(config):
     """Run everything (notebook kernels too) on a fresh workspace and the offline model."""
     os.environ["WORKSPACE_DIR"] = tempfile.mkdtemp(prefix="nbmemory-tests-")
     os.environ.pop("NBMEMORY_MODEL", None)
+    here = str(Path(__file__).parent)  # so that notebook kernels import this checkout
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))

@@ -107,6 +107,10 @@ class Agent:
     def __repr__(self) -> str:
         return f"Agent(agent_name={self.agent_name!r}, model_name={self.model_name!r})"
 
+    def check_ready(self) -> None:
+        """Raise ``MissingKeyError`` (naming the variable to set) if the model cannot be called."""
+        llm.check_key(self.model_name, self.api_key, self.api_base)
+
     def set_tools(self, tools: Sequence[Callable[..., Any] | Tool]) -> None:
         """Replace the tools the model may call."""
         self.tools = ToolBox(tools)
@@ -159,6 +163,7 @@ class Agent:
         """
         if not isinstance(task, str):
             raise TypeError(f"task must be a string, not {type(task).__name__}")
+        self.check_ready()
         on_delta = streaming_callback or self.streaming_callback
         self.short_memory.add(self.user_name, task)
         loops = AUTO_LOOP_LIMIT if self.max_loops == "auto" else self.max_loops

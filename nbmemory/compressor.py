@@ -13,6 +13,7 @@ import warnings
 from typing import Any
 
 from nbmemory import llm
+from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.errors import ModelError
 from nbmemory.search import content_text
 from nbmemory.tokens import TokenCounter, context_window
@@ -82,7 +83,7 @@ class ContextCompressor:
         earlier, current = history[:turn], history[turn:]
         if not earlier:
             return self._give_up(agent, "only the turn in progress is left to compress")
-        lines = [f"{m['role']}: {content_text(m['content'])}" for m in earlier]
+        lines = [_line(m) for m in earlier]
         try:
             summary = self._summarize(agent, lines).strip()
         except ModelError as exc:
@@ -152,6 +153,14 @@ class ContextCompressor:
                 return "\n\n".join(summaries)
             summaries = [self._ask(agent, _MERGE, chunk) for chunk in merged]
         return summaries[0]
+
+
+def _line(message: dict[str, Any]) -> str:
+    """A message as one transcript line; an earlier summary is marked as such, not nested."""
+    text = content_text(message["content"])
+    if text.startswith(SUMMARY_MARKER):
+        return f"Earlier summary: {text.removeprefix(SUMMARY_MARKER).strip()}"
+    return f"{message['role']}: {text}"
 
 
 def _turn_start(history: list[dict[str, Any]], user: str) -> int:

@@ -80,15 +80,25 @@ class Reply:
         return message
 
 
-def missing_keys(model: str) -> list[str]:
-    """The environment variables ``model`` needs that are not set (empty for local models)."""
+def missing_keys(model: str, api_base: str | None = None) -> list[str]:
+    """The secrets ``model`` needs that are not in the environment (none for local models).
+
+    Endpoint variables (``*_API_BASE``) are not secrets: an ``api_base`` argument, or the
+    provider's own default (Ollama's is this machine), stands in for them.
+    """
     if model.startswith("nbmemory/"):
         return []
     try:
         found = litellm().validate_environment(model)
     except Exception:  # an unknown provider: let the call itself say what is wrong
         return []
-    return list(found.get("missing_keys") or [])
+    return [name for name in found.get("missing_keys") or [] if not name.endswith("_API_BASE")]
+
+
+def check_key(model: str, api_key: str | None = None, api_base: str | None = None) -> None:
+    """Raise ``MissingKeyError`` naming what to set if ``model`` cannot be called as it is."""
+    if api_key is None and (missing := missing_keys(model, api_base)):
+        raise errors.MissingKeyError(model, missing)
 
 
 def _translate(exc: Exception, model: str) -> errors.ModelError:
@@ -105,8 +115,7 @@ def _translate(exc: Exception, model: str) -> errors.ModelError:
 
 
 def _options(model: str, api_key: str | None, **options: Any) -> dict[str, Any]:
-    if api_key is None and (missing := missing_keys(model)):
-        raise errors.MissingKeyError(model, missing)
+    check_key(model, api_key, options.get("api_base"))
     options["api_key"] = api_key
     options["tools"] = options.get("tools") or None
     return {k: v for k, v in options.items() if v is not None}

@@ -189,6 +189,7 @@ class NbMemoryMagics(Magics):
         args.system = _unquoted(args.system)
         agent = self._agent(args)
         task = self._task(cell, args.var)
+        agent.check_ready()
         answer = self._run(agent, task, stream=self.stream and not args.no_stream)
         if answer is None:
             return None
@@ -242,7 +243,10 @@ class NbMemoryMagics(Magics):
         if args.name is None:
             rows = overview.workspace_overview(self._workspace(), self._model(None))
             windows = {name: agent.context_length for name, agent in self.agents.items()}
-            return AgentTable(rows, windows)
+            tokens = {
+                name: a.short_memory.count_history_tokens() for name, a in self.agents.items()
+            }
+            return AgentTable(rows, windows, tokens)
         convo = self._conversation(args.name)
         if args.path:
             return TextBlock(str(convo.memory_md_path or "(kept in RAM only)"))

@@ -32,6 +32,8 @@ _LOOKUP_ASKS = frozenset(
 )
 _LOOKUP_TOOLS = frozenset("search find lookup look retrieve query knowledge fetch".split())
 _RECALLED = "From what I remember:"
+_SPEAKERS = {"user": "User", "assistant": "I", "tool": "A tool"}
+_LINE_ROLE = re.compile(r"^[^\n:]{1,80}: ", re.MULTILINE)
 _SUMMARY = "[Compressed Memory Summary]"
 _NOTHING = "I have nothing earlier about this yet; noted:"
 _DERIVED = (_RECALLED, _NOTHING, '```json\n{\n  "content"')
@@ -95,7 +97,8 @@ def _memories(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
         elif text.startswith(_SUMMARY) or (
             message.get("role") != "system" and not message.get("tool_calls") and text.strip()
         ):
-            found.append((message.get("role", ""), text.strip()))
+            role = message.get("role", "")
+            found.append((_SPEAKERS.get(role, role), text.strip()))
     kept = []
     for who, text in found:
         if text.startswith(_SUMMARY):  # a summary is many facts: recall them one by one
@@ -118,8 +121,16 @@ def _unwrap(text: str) -> str:
 
 
 def summarize(text: str, max_words: int = 300) -> str:
-    """An extractive summary: the sentences that carry the most of the text's vocabulary."""
-    sentences = list(dict.fromkeys(s.strip() for s in _SENTENCE.split(text) if len(words(s)) >= 2))
+    """An extractive summary: the sentences that carry the most of the text's vocabulary.
+
+    Speaker labels ("User: ...") and this model's own recollections are left out.
+    """
+    lines = [_LINE_ROLE.sub("", line, count=1).strip() for line in text.splitlines()]
+    facts = [
+        line.removeprefix(_NOTHING).strip() for line in lines if not line.startswith(_RECALLED)
+    ]
+    pieces = _SENTENCE.split("\n".join(facts))
+    sentences = list(dict.fromkeys(p.strip() for p in pieces if len(words(p)) >= 2))
     if not sentences:
         return text.strip()[: max_words * 6]
     vocabulary = Counter(w for s in sentences for w in set(words(s)))
@@ -221,15 +232,20 @@ def _answer_from_tools(messages: list[dict[str, Any]]) -> Reply:
 
 
 def _recall(task: str, earlier: list[dict[str, Any]]) -> str:
-    """Quote the earlier message that best matches the task, and the reply that followed it."""
+    """Quote the earlier message that best matches the task (and the reply to it, if any)."""
+    asked = set(words(task))
     memories = _memories(earlier)
-    scores = bm25(words(task), [words(text) for _, text in memories])
+    # A memory with nothing the task does not already say (an earlier asking of the same
+    # question) is no answer.
+    candidates = [i for i, (_, text) in enumerate(memories) if not set(words(text)) <= asked]
+    scores = bm25(list(asked), [words(memories[i][1]) for i in candidates])
     if not scores or max(scores) <= 0:
         return f"{_NOTHING} {task}"
-    best = max(range(len(scores)), key=lambda i: (scores[i], i))
+    best = candidates[max(range(len(scores)), key=lambda k: (scores[k], k))]
     chosen = [best]
-    if best + 1 < len(memories) and memories[best + 1][0] != memories[best][0]:
-        chosen.append(best + 1)
+    follows = memories[best + 1][0] if best + 1 < len(memories) else None
+    if memories[best][0] == "User" and follows not in (None, "User", "summary"):
+        chosen.append(best + 1)  # the reply to what the user said
     quotes = []
     for i in chosen:
         speaker, text = memories[i]

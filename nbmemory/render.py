@@ -86,16 +86,23 @@ class AgentTable:
 
     HEADERS = ("agent", "messages", "tokens", "context window", "archives", "last activity")
 
-    def __init__(self, rows: list[AgentOverview], windows: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        rows: list[AgentOverview],
+        windows: Mapping[str, int],
+        tokens: Mapping[str, int] | None = None,
+    ) -> None:
+        """``windows`` and ``tokens`` hold the figures of agents loaded in this kernel."""
         self.rows = rows
         self.windows = windows
+        self.tokens = tokens or {}
 
     def _cells(self) -> list[tuple[str, ...]]:
         return [
             (
                 row.name,
                 f"{row.messages:,}",
-                f"{row.tokens:,}",
+                f"{self.tokens.get(row.name, row.tokens):,}",
                 f"{self.windows[row.name]:,}" if row.name in self.windows else "-",
                 str(row.archives),
                 row.last_activity or "-",

@@ -274,3 +274,11 @@ def test_building_an_agent_with_tools_writes_nothing_to_memory():
     for _ in range(3):
         Agent(agent_name="Toolful", tools=[search_knowledge_base], persistent_memory=True)
     assert parse(memory_path("Toolful").read_bytes()).messages == []
+
+
+def test_a_missing_key_is_reported_before_anything_is_written(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    agent = Agent(agent_name="Keyless", model_name="gpt-4o-mini", persistent_memory=True)
+    with pytest.raises(nbmemory.MissingKeyError, match="OPENAI_API_KEY"):
+        agent.run("Is anyone there?")
+    assert parse(memory_path("Keyless").read_bytes()).messages == []

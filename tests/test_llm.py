@@ -128,3 +128,10 @@ def test_a_stream_can_be_iterated_and_then_read_whole(openai_server):
     pieces = list(stream)
     assert "".join(pieces) == stream.reply.content == "Iterate over me, then read me whole."
     assert stream.reply.finish_reason == "stop"
+
+
+def test_an_endpoint_is_not_a_missing_key(monkeypatch):
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    llm.check_key("ollama/llama3")
+    llm.check_key("ollama/llama3", api_base="http://127.0.0.1:11434")
+    assert llm.missing_keys("nbmemory/offline") == []

@@ -103,3 +103,25 @@ def test_it_is_served_through_litellm_with_streaming():
         on_delta=pieces.append,
     )
     assert called.tool_calls[0].name == "search_knowledge_base"
+
+
+def test_an_earlier_asking_of_the_same_question_is_not_an_answer():
+    messages = [
+        {"role": "user", "content": "Our warehouse is ClickHouse."},
+        {"role": "user", "content": "Which warehouse did we pick?"},
+        {"role": "assistant", "content": "Something unrelated."},
+        {"role": "user", "content": "Which warehouse did we pick?"},
+    ]
+    assert respond(messages).content == (
+        "From what I remember:\n\nUser said earlier:\n> Our warehouse is ClickHouse."
+    )
+
+
+def test_a_summary_keeps_facts_and_drops_speakers_and_recollections():
+    transcript = (
+        "User: Our launch date is 14 March.\n"
+        "Scout: I have nothing earlier about this yet; noted: Our launch date is 14 March.\n"
+        "Scout: From what I remember:\n"
+        "User: The budget is 40k EUR."
+    )
+    assert summarize(transcript) == "Our launch date is 14 March. The budget is 40k EUR."
