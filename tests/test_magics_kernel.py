@@ -2,6 +2,7 @@
 
 import os
 import threading
+import time
 
 import pytest
 from jupyter_client.manager import start_new_kernel
@@ -121,3 +122,42 @@ def test_two_kernels_on_one_agent_lose_nothing(kernel_env, tmp_path):
         for manager, client in kernels:
             client.stop_channels()
             manager.shutdown_kernel(now=True)
+
+
+def test_interrupting_the_kernel_stops_the_run_and_keeps_memory_whole(
+    kernel_env, openai_server, tmp_path
+):
+    openai_server.reply("a reply that never arrives in time", delay=30)
+    manager, client = start(kernel_env, tmp_path)
+    try:
+        setup_magics(client, openai_server)
+        shown: list[str] = []
+
+        def collect(message):
+            data = message["content"].get("data", {})
+            shown.append(data.get("text/markdown", "") + message["content"].get("text", ""))
+
+        done = threading.Event()
+
+        def run():
+            client.execute_interactive(
+                "%%agent Patient\nTake your time.", output_hook=collect, timeout=120
+            )
+            done.set()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not openai_server.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        manager.interrupt_kernel()
+        assert done.wait(30), "the run did not stop"
+        thread.join()
+        assert "Interrupted" in "".join(shown)
+        assert [m["content"] for m in parse(memory_path("Patient").read_bytes()).messages] == [
+            "Take your time."
+        ]
+        assert "ok" in execute(client, "%%agent Patient\nStill there?")  # the kernel goes on
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
