@@ -26,6 +26,14 @@ from nbmemory.workspace import list_agents, workspace_dir
 __version__ = "0.1.0"
 
 
+def __getattr__(name: str) -> object:
+    if name == "MemoryWidget":  # imported on first use: anywidget is a notebook dependency
+        from nbmemory.widget import MemoryWidget
+
+        return MemoryWidget
+    raise AttributeError(f"module 'nbmemory' has no attribute {name!r}")
+
+
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext nbmemory``: the ``%%agent``, ``%memory`` and ``%compact`` magics."""
     from nbmemory.magics import load_ipython_extension as load
@@ -50,6 +58,7 @@ __all__ = [
     "MemoryFormatError",
     "MemoryHit",
     "MemoryWarning",
+    "MemoryWidget",
     "MissingKeyError",
     "ModelError",
     "ModelTimeoutError",

@@ -89,6 +89,8 @@ class Agent:
         self.max_retries = max_retries
         self.user_name = user_name
         self.streaming_callback = streaming_callback
+        self.stream_observers: list[Callable[[str], None]] = []
+        """Also called with each piece of a streamed answer (the widget listens here)."""
         self.workspace_dir = workspace_dir
         self.set_tools(tools or ())
         path = workspace.memory_path(agent_name, workspace_dir) if persistent_memory else None
@@ -164,7 +166,7 @@ class Agent:
         if not isinstance(task, str):
             raise TypeError(f"task must be a string, not {type(task).__name__}")
         self.check_ready()
-        on_delta = streaming_callback or self.streaming_callback
+        on_delta = self._delta_callback(streaming_callback or self.streaming_callback)
         self.short_memory.add(self.user_name, task)
         loops = AUTO_LOOP_LIMIT if self.max_loops == "auto" else self.max_loops
         answer = ""
@@ -194,6 +196,20 @@ class Agent:
         if self.autosave:
             self.save()
         return answer
+
+    def _delta_callback(
+        self, callback: Callable[[str], None] | None
+    ) -> Callable[[str], None] | None:
+        if not self.stream_observers:
+            return callback
+
+        def on_delta(piece: str) -> None:
+            if callback is not None:
+                callback(piece)
+            for observer in list(self.stream_observers):
+                observer(piece)
+
+        return on_delta
 
     def _run_tools(self, reply: llm.Reply) -> str:
         """Record the model's tool calls, run them, record their results; returns the results."""

@@ -126,6 +126,11 @@ class NbMemoryMagics(Magics):
             parts.append(f"{name} =\n```\n{self.shell.user_ns[name]}\n```")
         return "\n\n".join(parts)
 
+    def _widget(self, source: Agent | Conversation) -> Any:
+        from nbmemory.widget import MemoryWidget
+
+        return MemoryWidget(source)
+
     def _known(self, name: str) -> None:
         workspace.validate_agent_name(name)
         if name not in self.agents and name not in workspace.list_agents(self._workspace()):
@@ -161,6 +166,7 @@ class NbMemoryMagics(Magics):
     @argument("-o", "--out", metavar="VARIABLE", help="store the answer in this variable too")
     @argument("-e", "--ephemeral", action="store_true", help="keep this agent's memory in RAM only")
     @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
+    @argument("-w", "--widget", action="store_true", help="show the live memory widget above")
     @no_var_expand
     @cell_magic
     @_usage_errors
@@ -190,6 +196,10 @@ class NbMemoryMagics(Magics):
         agent = self._agent(args)
         task = self._task(cell, args.var)
         agent.check_ready()
+        if args.widget:
+            from IPython.display import display
+
+            display(self._widget(agent))
         answer = self._run(agent, task, stream=self.stream and not args.no_stream)
         if answer is None:
             return None
@@ -222,6 +232,7 @@ class NbMemoryMagics(Magics):
     @argument("--format", choices=["json", "yaml", "md"], help="with --export (default: from PATH)")
     @argument("--list-archives", action="store_true", help="list its archives")
     @argument("--archive", metavar="FILE", help="show the messages of one archive")
+    @argument("-w", "--widget", action="store_true", help="show the live memory widget")
     @no_var_expand
     @line_magic
     @_usage_errors
@@ -237,6 +248,7 @@ class NbMemoryMagics(Magics):
             %memory ResearchAgent --export notes.md
             %memory ResearchAgent --list-archives
             %memory ResearchAgent --archive history_2026-04-20_14-30-45.md
+            %memory ResearchAgent --widget           # live gauge, messages, search
         """
         args = parse_argstring(self.memory, line)
         args.search, args.export = _unquoted(args.search), _unquoted(args.export)
@@ -248,6 +260,8 @@ class NbMemoryMagics(Magics):
             }
             return AgentTable(rows, windows, tokens)
         convo = self._conversation(args.name)
+        if args.widget:
+            return self._widget(self.agents.get(args.name) or convo)
         if args.path:
             return TextBlock(str(convo.memory_md_path or "(kept in RAM only)"))
         if args.tokens:

@@ -256,3 +256,14 @@ def test_help_is_generated_from_the_options(ip):
     assert "%agent [-m MODEL] [-l MAX_LOOPS]" in doc
     assert "--var VARIABLE" in doc and "sent exactly as written" in doc
     assert "--archives" in ip.magics_manager.magics["line"]["memory"].__doc__
+
+
+def test_the_widget_options(ip):
+    from nbmemory.widget import MemoryWidget
+
+    agent(ip, "Scout --widget", "The budget is 40k EUR.")
+    widget = memory(ip, "Scout --widget")
+    assert isinstance(widget, MemoryWidget)
+    assert widget.message_count == 2
+    agent(ip, "Scout", "And the deadline is May.")
+    assert widget.message_count == 4
