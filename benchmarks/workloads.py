@@ -98,6 +98,7 @@ def bench(library: str, repeats: int) -> dict[str, float | None]:
     results["search 100,000 messages in archives, cold"] = None
     if library == "nbmemory":
         results.update(archive_search(root, repeats, Conversation))
+        results.update(widget_figures(repeats))
 
     results[f"import {library}"] = median_of(repeats, lambda: import_time(library))
     return results
@@ -125,6 +126,30 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
     return {
         "search 100,000 messages in archives, cold": median_of(repeats, lambda: search(True)),
         "search 100,000 messages in archives, warm": median_of(repeats * 4, lambda: search(False)),
+    }
+
+
+def widget_figures(repeats: int) -> dict[str, float]:
+    """The widget's cost per add() at 10,000 messages, and what it sends to the browser."""
+    from nbmemory import Conversation
+    from nbmemory.widget import MemoryWidget
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-widget-"))
+    convo = Conversation(name="bench", memory_md_path=folder / "agents" / "bench" / "MEMORY.md")
+    for i in range(10_000):
+        convo.add("User", f"message {i} ".ljust(200, "x"))
+    widget = MemoryWidget(convo)
+
+    def one_add() -> float:
+        start = time.perf_counter()
+        convo.add("User", "x" * 200)
+        return time.perf_counter() - start
+
+    return {
+        "widget: add() until its traits are updated": statistics.median(
+            one_add() for _ in range(repeats * 40)
+        ),
+        "widget: state sent for 10,000 messages (KB)": len(json.dumps(widget.get_state())) / 1000,
     }
 
 

@@ -104,6 +104,8 @@ class MemoryWidget(anywidget.AnyWidget):
 
     def _reload(self) -> None:
         self._history = self._source_messages()
+        self.archives = [p.name for p in self.conversation.archives()]
+        self.archive_count = len(self.archives)
         self._refresh()
 
     def _changed(self, event: ChangeEvent) -> None:
@@ -128,8 +130,6 @@ class MemoryWidget(anywidget.AnyWidget):
             self.context_length = convo.context_length
             self.message_count = len(self._history)
             self.memory_bytes = path.stat().st_size if path and path.exists() else 0
-            self.archives = [p.name for p in convo.archives()]
-            self.archive_count = len(self.archives)
             self._show_page()
 
     @traitlets.observe("page", "page_size", "newest_first")
@@ -143,9 +143,11 @@ class MemoryWidget(anywidget.AnyWidget):
         if self.page > last_page:
             self.page = last_page
             return
-        indexes = range(total)
-        ordered = reversed(indexes) if self.newest_first else indexes
-        chosen = list(ordered)[self.page * size : (self.page + 1) * size]
+        first = self.page * size
+        if self.newest_first:
+            chosen = range(total - 1 - first, max(total - 1 - first - size, -1), -1)
+        else:
+            chosen = range(first, min(total, first + size))
         self.messages = [_item(i, self._history[i]) for i in chosen]
 
     # ------------------------------------------------------------------------------------------
