@@ -99,11 +99,12 @@ function render({ model, el: root }) {
     gauge.setAttribute("data-percent", String(percent));
     fill.style.width = `${Math.min(100, percent)}%`;
     fill.className = used >= threshold * window ? "fill over" : used >= 0.8 * threshold * window ? "fill near" : "fill";
-    mark.style.left = `${Math.min(100, threshold * 100)}%`;
+    mark.style.left = `calc(${Math.min(100, threshold * 100)}% - 2px)`;
     mark.title = `compression at ${Math.round(threshold * 100)}%`;
-    const kib = (model.get("memory_bytes") / 1024).toFixed(1);
+    const bytes = model.get("memory_bytes");
+    const file = bytes ? `MEMORY.md ${(bytes / 1024).toFixed(1)} KiB` : "no MEMORY.md (kept in RAM)";
     const last = model.get("last_compaction");
-    counts.textContent = `${model.get("message_count")} messages · ${model.get("archive_count")} archives · MEMORY.md ${kib} KiB` + (last ? ` · last compaction ${last}` : "");
+    counts.textContent = `${model.get("message_count")} messages · ${model.get("archive_count")} archives · ${file}` + (last ? ` · last compaction ${last}` : "");
     const size = model.get("page_size") || 1;
     const pages = Math.max(1, Math.ceil(model.get("message_count") / size));
     pageText.textContent = `page ${model.get("page") + 1} of ${pages}`;

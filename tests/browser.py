@@ -1,0 +1,261 @@
+"""Real-browser helpers: a throwaway JupyterLab server and Debian's Chromium driven by playwright.
+
+See ``/work/shared/notes/jupyter-build.md``: Lab runs on 127.0.0.1 with a token, in its own
+process group, with isolated settings; Chromium is ``/usr/bin/chromium`` (never
+``playwright install``). Missing tools make the test fail, not skip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from support import ROOT
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator, Page
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT_MS = 30_000
+
+_KERNEL_IDLE = """(path) => {
+    const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const ctx = widget && widget.sessionContext;
+    const kernel = ctx && ctx.session && ctx.session.kernel;
+    return Boolean(
+        ctx && ctx.isReady && kernel && widget.context && widget.context.path.endsWith(path)
+        && kernel.connectionStatus === "connected" && ctx.kernelDisplayStatus === "idle"
+    );
+}"""
+
+_ALL_CELLS_RAN = """() => {
+    const widget = window.jupyterapp.shell.currentWidget;
+    const cells = widget.content.widgets.filter((cell) => cell.model.type === "code");
+    return widget.sessionContext.kernelDisplayStatus === "idle"
+        && cells.every((cell) => cell.model.executionCount !== null);
+}"""
+
+_CELL_ERRORS = """() => window.jupyterapp.shell.currentWidget.content.widgets
+    .filter((cell) => cell.model.type === "code")
+    .flatMap((cell) => cell.model.outputs.toJSON())
+    .filter((output) => output.output_type === "error")
+    .map((output) => `${output.ename}: ${output.evalue}`)"""
+
+_EXECUTE = """async ([code, timeoutMs]) => {
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    const future = kernel.requestExecute({code, store_history: false});
+    const errors = [];
+    future.onIOPub = (msg) => {
+        const {ename, evalue} = msg.content;
+        if (msg.header.msg_type === "error") errors.push(`${ename}: ${evalue}`);
+    };
+    const timeout = new Promise((_, reject) =>
+        setTimeout(() => reject(new Error(`no reply after ${timeoutMs} ms`)), timeoutMs));
+    const reply = await Promise.race([future.done, timeout]);
+    return {status: reply.content.status, errors};
+}"""
+
+
+@dataclass
+class LabServer:
+    """A running JupyterLab: its base URL, token, process and log file."""
+
+    url: str
+    token: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def log_tail(self, chars: int = 3000) -> str:
+        """The end of the server's log, for failure messages."""
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+
+def require(*modules: str) -> None:
+    """Fail (never skip) with a clear message if a browser-test tool is missing."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.fail(f"browser test needs Python packages {missing}: pip install '.[test]'")
+    if not CHROMIUM.exists():
+        pytest.fail(f"browser test needs {CHROMIUM}: apt-get install -y chromium fonts-dejavu-core")
+
+
+def artifacts_dir() -> Path:
+    """``$NBMEMORY_ARTIFACTS`` or ``tests/artifacts`` (created)."""
+    folder = Path(os.environ.get("NBMEMORY_ARTIFACTS") or ROOT / "tests" / "artifacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server (it shuts its kernels down), then kill its process group if needed."""
+    if process.poll() is None:
+        process.terminate()
+        with suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=15)
+    with suppress(ProcessLookupError):  # leftover kernels in the process group we created
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=15)
+
+
+@contextmanager
+def jupyter_lab(root_dir: Path, timeout: float = 60) -> Iterator[LabServer]:
+    """Run ``jupyter lab`` serving ``root_dir`` until the block ends; yields once it answers."""
+    require("jupyterlab")
+    with tempfile.TemporaryDirectory(prefix="nbmemory-lab-") as tmp:
+        state = Path(tmp)
+        settings = state / "settings"
+        notification = settings / "@jupyterlab" / "apputils-extension"
+        notification.mkdir(parents=True)
+        (notification / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
+        env = {
+            **os.environ,  # PYTHONPATH and WORKSPACE_DIR as they are now
+            "JUPYTER_CONFIG_DIR": str(state / "config"),
+            "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
+            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(state / "workspaces"),
+        }
+        token, port = secrets.token_hex(16), _free_port()
+        command = [
+            *(sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser"),
+            *("--ip", "127.0.0.1", "--port", str(port), "--ServerApp.port_retries=0"),
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root_dir}",
+            "--LabApp.expose_app_in_browser=True",
+        ]
+        log = state / "lab.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        server = LabServer(f"http://127.0.0.1:{port}", token, process, log)
+        try:
+            _wait_until_up(server, timeout)
+            yield server
+        finally:
+            _stop(process)
+
+
+def _wait_until_up(server: LabServer, timeout: float) -> None:
+    request = urllib.request.Request(
+        f"{server.url}/api/status", headers={"Authorization": f"token {server.token}"}
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            pytest.fail(f"jupyter lab exited ({server.process.returncode}):\n{server.log_tail()}")
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"jupyter lab did not answer within {timeout} s:\n{server.log_tail()}")
+
+
+def write_notebook(path: Path, *sources: str) -> Path:
+    """Write a notebook of code cells, with a ``python3`` kernelspec so Lab asks nothing."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nbformat.write(notebook, path)
+    return path
+
+
+@contextmanager
+def open_notebook(
+    server: LabServer, notebook: str, height: int = 900, timeout_ms: int = 60_000
+) -> Iterator[Page]:
+    """Open ``notebook`` (relative to the root) in headless Chromium once its kernel is idle.
+
+    The page is 1280 x ``height`` pixels with the left sidebar collapsed (room for outputs).
+    If the block raises, a ``<notebook>-failure.png`` screenshot is saved to the artifacts.
+    """
+    require("playwright")
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    with (
+        tempfile.TemporaryDirectory(prefix="nbmemory-chromium-") as profile,
+        sync_playwright() as p,
+    ):
+        context = p.chromium.launch_persistent_context(
+            profile,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": height},
+        )
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            page.set_default_timeout(WAIT_MS)
+            try:
+                page.goto(f"{server.url}/lab/tree/{notebook}?reset&token={server.token}")
+                try:
+                    page.wait_for_function(_KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
+                except PlaywrightTimeout:
+                    pytest.fail(f"{notebook}: kernel not connected and idle:\n{server.log_tail()}")
+                page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+                yield page
+            except BaseException:
+                with suppress(Exception):
+                    screenshot(page, f"{Path(notebook).stem}-failure.png")
+                raise
+        finally:
+            context.close()
+
+
+def run_all_cells(page: Page, timeout_ms: int = WAIT_MS) -> None:
+    """Run every cell, wait until all have run and the kernel is idle; fail on any error output."""
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(_ALL_CELLS_RAN, timeout=timeout_ms)
+    errors = page.evaluate(_CELL_ERRORS)
+    assert not errors, f"notebook cells raised: {errors}"
+
+
+def execute(page: Page, code: str, timeout_ms: int = WAIT_MS) -> None:
+    """Run ``code`` in the notebook's kernel without touching the notebook; fail on an error."""
+    result: dict[str, Any] = page.evaluate(_EXECUTE, [code, timeout_ms])
+    assert result["status"] == "ok", f"{code!r} failed: {result['errors']}"
+
+
+def screenshot(target: Page | Locator, name: str) -> Path:
+    """Save a screenshot of a page or element as ``name`` in the artifacts folder."""
+    path = artifacts_dir() / name
+    target.screenshot(path=str(path))
+    return path
