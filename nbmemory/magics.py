@@ -22,7 +22,8 @@ from nbmemory import llm, overview, workspace
 from nbmemory.agent import Agent
 from nbmemory.conversation import Conversation
 from nbmemory.errors import NbmemoryError
-from nbmemory.memory_file import format_block, format_header, read_messages
+from nbmemory.export import export_text, format_of
+from nbmemory.memory_file import read_messages
 from nbmemory.render import AgentTable, Answer, MessageList, TextBlock
 
 _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer
@@ -404,19 +405,10 @@ def _max_loops(value: str) -> int | str:
 def _export(convo: Conversation, path: str, form: str | None) -> Path:
     """Write ``convo``'s memory to ``path`` as JSON, YAML or Markdown; returns the path."""
     target = Path(os.path.expanduser(path))
-    form = form or {".json": "json", ".yaml": "yaml", ".yml": "yaml"}.get(target.suffix, "md")
-    if form == "md":
-        messages = convo.memory_messages() if convo.memory_md_path else convo.to_dict()
-        blocks = (format_block(m["role"], m["content"], m.get("timestamp", "")) for m in messages)
-        target.write_text(format_header(convo.name) + "".join(blocks), encoding="utf-8")
-        return target
-    saved = convo.save_filepath
-    convo.save_filepath = str(target)
-    try:
-        written = convo.save_as_json() if form == "json" else convo.save_as_yaml()
-    finally:
-        convo.save_filepath = saved
-    return Path(written or target)
+    messages = convo.memory_messages() if convo.memory_md_path else convo.to_dict()
+    text = export_text(convo.name, messages, form or format_of(target))
+    target.write_text(text, encoding="utf-8")
+    return target
 
 
 def load_ipython_extension(ipython: Any) -> None:

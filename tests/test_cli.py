@@ -1,0 +1,120 @@
+"""The ``nbmemory`` command on a prepared workspace, run as a shell user would."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from nbmemory import Conversation
+from nbmemory.memory_file import parse
+from nbmemory.workspace import memory_path
+from support import ROOT
+
+
+@pytest.fixture
+def prepared(workspace):
+    scout = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    scout.add("User", "The budget is 40k EUR.")
+    scout.add("Scout", "Noted: 40k EUR.")
+    scout.compact("Budget agreed at 40k EUR.")
+    scout.add("User", "The deadline is in May.")
+    writer = Conversation(name="Writer", memory_md_path=memory_path("Writer"))
+    writer.add("User", "Draft the launch memo.")
+    return workspace
+
+
+def nbmemory(*args, workspace=None):
+    options = ["--workspace", str(workspace)] if workspace else []
+    return subprocess.run(
+        [sys.executable, "-m", "nbmemory", *options, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def test_ls_lists_the_agents(prepared):
+    result = nbmemory("ls")
+    assert result.returncode == 0
+    header, *rows = result.stdout.splitlines()
+    assert header.split()[:3] == ["agent", "messages", "tokens"]
+    assert [[*row.split()[:2], row.split()[4]] for row in rows] == [
+        ["Scout", "2", "1"],
+        ["Writer", "1", "0"],
+    ]
+
+
+def test_show_prints_the_memory_and_archives(prepared):
+    shown = nbmemory("show", "Scout").stdout
+    assert shown.startswith("Scout: 2 message(s)")
+    assert "Budget agreed at 40k EUR." in shown and "The deadline is in May." in shown
+    assert nbmemory("show", "Scout", "--last", "1").stdout.startswith("Scout: 1 message(s)")
+    archive = next((prepared / "agents" / "Scout" / "archive").iterdir()).name
+    assert "Noted: 40k EUR." in nbmemory("show", "Scout", "--archive", archive).stdout
+
+
+def test_search_across_agents_and_archives(prepared):
+    lines = nbmemory("search", "40K").stdout.splitlines()
+    assert [line.split("\t")[:2] for line in lines] == [["Scout", "MEMORY.md"]]
+    lines = nbmemory("search", "40k", "--archives", "--agent", "Scout").stdout.splitlines()
+    assert [line.split("\t")[1].startswith("history_") for line in lines] == [True, True, False]
+    assert nbmemory("search", "launch").stdout.split("\t")[0] == "Writer"
+
+
+@pytest.mark.parametrize(("form", "load"), [("json", json.loads), ("yaml", yaml.safe_load)])
+def test_export_loads_back(prepared, tmp_path, form, load):
+    messages = load(nbmemory("export", "Scout", "--format", form).stdout)
+    assert [m["content"] for m in messages][1] == "The deadline is in May."
+    target = tmp_path / f"scout.{form}"
+    assert nbmemory("export", "Scout", "--format", form, "-o", str(target)).returncode == 0
+    convo = Conversation()
+    convo.load(target)
+    assert convo.to_dict()[1]["content"] == "The deadline is in May."
+
+
+def test_export_as_markdown_is_a_memory_file(prepared):
+    text = nbmemory("export", "Writer").stdout
+    assert [m["content"] for m in parse(text).messages] == ["Draft the launch memo."]
+
+
+def test_compact_tokens_and_path(prepared):
+    result = nbmemory("compact", "Writer", "--summary", "Memo drafted.")
+    assert result.returncode == 0 and "raw transcript archived to" in result.stdout
+    assert [m["content"] for m in parse(memory_path("Writer").read_bytes()).messages] == [
+        "[Compressed Memory Summary]\nMemo drafted."
+    ]
+    assert nbmemory("tokens", "Scout").stdout.startswith("Scout: ")
+    assert "in 2 messages (2 archived)" in nbmemory("tokens", "Scout").stdout
+    assert nbmemory("path", "Scout").stdout.strip() == str(memory_path("Scout"))
+
+
+def test_the_workspace_option_wins_over_the_environment(prepared, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    Conversation(name="Far", memory_md_path=memory_path("Far", elsewhere)).add("User", "hi")
+    assert nbmemory("ls", workspace=elsewhere).stdout.splitlines()[1].split()[0] == "Far"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["show", "Nobody"], 1, "no agent named 'Nobody'"),
+        (["search", "zeppelin"], 1, "no message contains 'zeppelin'"),
+        (["path", "../etc"], 2, "must not contain '/'"),
+        (["compact", "Scout"], 2, "the following arguments are required: --summary"),
+        (["compact", "Scout", "--summary", " "], 2, "summary must be a non-empty string"),
+        (["export", "Scout", "--format", "pdf"], 2, "invalid choice: 'pdf'"),
+        (["show", "Scout", "--archive", "history_x.md"], 2, "no archive named 'history_x.md'"),
+    ],
+)
+def test_errors_are_one_line_with_the_usual_exit_codes(prepared, args, code, message):
+    result = nbmemory(*args)
+    assert result.returncode == code
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_ls_on_an_empty_workspace(tmp_path):
+    result = nbmemory("ls", workspace=tmp_path / "empty")
+    assert (result.returncode, result.stdout.strip()) == (0, "No agents in this workspace yet.")
