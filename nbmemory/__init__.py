@@ -34,6 +34,11 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'nbmemory' has no attribute {name!r}")
 
 
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The REST API for the JupyterLab sidebar (see ``nbmemory.server``)."""
+    return [{"module": "nbmemory.server"}]
+
+
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext nbmemory``: the ``%%agent``, ``%memory`` and ``%compact`` magics."""
     from nbmemory.magics import load_ipython_extension as load

@@ -129,7 +129,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def jupyter_lab(root_dir: Path, timeout: float = 60) -> Iterator[LabServer]:
+def jupyter_lab(
+    root_dir: Path, timeout: float = 60, extra_args: tuple[str, ...] = ()
+) -> Iterator[LabServer]:
     """Run ``jupyter lab`` serving ``root_dir`` until the block ends; yields once it answers."""
     require("jupyterlab")
     with tempfile.TemporaryDirectory(prefix="nbmemory-lab-") as tmp:
@@ -154,6 +156,7 @@ def jupyter_lab(root_dir: Path, timeout: float = 60) -> Iterator[LabServer]:
             f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={root_dir}",
             "--LabApp.expose_app_in_browser=True",
+            *extra_args,
         ]
         log = state / "lab.log"
         with log.open("wb") as out:
