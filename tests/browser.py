@@ -262,3 +262,39 @@ def screenshot(target: Page | Locator, name: str) -> Path:
     path = artifacts_dir() / name
     target.screenshot(path=str(path))
     return path
+
+
+@contextmanager
+def open_lab(server: LabServer, height: int = 900, failure_name: str = "lab") -> Iterator[Page]:
+    """Open Lab itself (``/lab?reset``, no document) in headless Chromium once it is restored.
+
+    If the block raises, a ``<failure_name>-failure.png`` screenshot is saved to the artifacts.
+    """
+    require("playwright")
+    from playwright.sync_api import sync_playwright
+
+    with (
+        tempfile.TemporaryDirectory(prefix="nbmemory-chromium-") as profile,
+        sync_playwright() as p,
+    ):
+        context = p.chromium.launch_persistent_context(
+            profile,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": height},
+        )
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            page.set_default_timeout(WAIT_MS)
+            try:
+                page.goto(f"{server.url}/lab?reset&token={server.token}")
+                page.wait_for_function("() => window.jupyterapp !== undefined")
+                page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+                yield page
+            except BaseException:
+                with suppress(Exception):
+                    screenshot(page, f"{failure_name}-failure.png")
+                raise
+        finally:
+            context.close()
