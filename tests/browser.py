@@ -201,16 +201,9 @@ def write_notebook(path: Path, *sources: str) -> Path:
 
 
 @contextmanager
-def open_notebook(
-    server: LabServer, notebook: str, height: int = 900, timeout_ms: int = 60_000
-) -> Iterator[Page]:
-    """Open ``notebook`` (relative to the root) in headless Chromium once its kernel is idle.
-
-    The page is 1280 x ``height`` pixels with the left sidebar collapsed (room for outputs).
-    If the block raises, a ``<notebook>-failure.png`` screenshot is saved to the artifacts.
-    """
+def _chromium_page(height: int, failure_name: str) -> Iterator[Page]:
+    """A page in headless Debian Chromium with a fresh profile; a failure leaves a screenshot."""
     require("playwright")
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     with (
@@ -228,19 +221,34 @@ def open_notebook(
             page = context.pages[0] if context.pages else context.new_page()
             page.set_default_timeout(WAIT_MS)
             try:
-                page.goto(f"{server.url}/lab/tree/{notebook}?reset&token={server.token}")
-                try:
-                    page.wait_for_function(_KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
-                except PlaywrightTimeout:
-                    pytest.fail(f"{notebook}: kernel not connected and idle:\n{server.log_tail()}")
-                page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
                 yield page
             except BaseException:
                 with suppress(Exception):
-                    screenshot(page, f"{Path(notebook).stem}-failure.png")
+                    screenshot(page, f"{failure_name}-failure.png")
                 raise
         finally:
             context.close()
+
+
+@contextmanager
+def open_notebook(
+    server: LabServer, notebook: str, height: int = 900, timeout_ms: int = 60_000
+) -> Iterator[Page]:
+    """Open ``notebook`` (relative to the root) in headless Chromium once its kernel is idle.
+
+    The page is 1280 x ``height`` pixels with the left sidebar collapsed (room for outputs).
+    If the block raises, a ``<notebook>-failure.png`` screenshot is saved to the artifacts.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with _chromium_page(height, Path(notebook).stem) as page:
+        page.goto(f"{server.url}/lab/tree/{notebook}?reset&token={server.token}")
+        try:
+            page.wait_for_function(_KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
+        except PlaywrightTimeout:
+            pytest.fail(f"{notebook}: kernel not connected and idle:\n{server.log_tail()}")
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+        yield page
 
 
 def run_all_cells(page: Page, timeout_ms: int = WAIT_MS) -> None:
@@ -270,31 +278,8 @@ def open_lab(server: LabServer, height: int = 900, failure_name: str = "lab") ->
 
     If the block raises, a ``<failure_name>-failure.png`` screenshot is saved to the artifacts.
     """
-    require("playwright")
-    from playwright.sync_api import sync_playwright
-
-    with (
-        tempfile.TemporaryDirectory(prefix="nbmemory-chromium-") as profile,
-        sync_playwright() as p,
-    ):
-        context = p.chromium.launch_persistent_context(
-            profile,
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": height},
-        )
-        try:
-            page = context.pages[0] if context.pages else context.new_page()
-            page.set_default_timeout(WAIT_MS)
-            try:
-                page.goto(f"{server.url}/lab?reset&token={server.token}")
-                page.wait_for_function("() => window.jupyterapp !== undefined")
-                page.evaluate("() => window.jupyterapp.restored.then(() => true)")
-                yield page
-            except BaseException:
-                with suppress(Exception):
-                    screenshot(page, f"{failure_name}-failure.png")
-                raise
-        finally:
-            context.close()
+    with _chromium_page(height, failure_name) as page:
+        page.goto(f"{server.url}/lab?reset&token={server.token}")
+        page.wait_for_function("() => window.jupyterapp !== undefined")
+        page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+        yield page
