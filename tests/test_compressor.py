@@ -91,13 +91,13 @@ def test_compression_fires_at_the_threshold_and_keeps_the_task(openai_server, ma
     "failure",
     [
         {"status": 500, "error_message": "summarizer down"},
-        {"text": "a summary that comes too late", "delay": 2},
+        {"text": "a summary that comes too late", "delay": 6},
         {"text": ""},
     ],
     ids=["http-500", "timeout", "empty"],
 )
 def test_a_failing_summarizer_loses_nothing_and_waits_before_trying_again(openai_server, failure):
-    agent = http_agent(openai_server, timeout=0.5)
+    agent = http_agent(openai_server, timeout=2)
     count = fill_to_just_below_threshold(agent)
     openai_server.reply(**failure)
     openai_server.reply("Answer despite it.")
