@@ -8,6 +8,7 @@ NbMemoryMagics`` lists them. Each magic's help is its docstring: ``%%agent?``, `
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer
 def _usage_errors(function: Any) -> Any:
     """Turn nbmemory's errors (and bad values) into one-line ``UsageError``s."""
 
+    @functools.wraps(function)
     def wrapper(self: NbMemoryMagics, *args: Any, **kwargs: Any) -> Any:
         try:
             return function(self, *args, **kwargs)
@@ -40,9 +42,6 @@ def _usage_errors(function: Any) -> Any:
         except (NbmemoryError, ValueError, OSError) as exc:
             raise UsageError(str(exc)) from None
 
-    wrapper.__name__ = function.__name__
-    wrapper.__doc__ = function.__doc__
-    wrapper.__dict__.update(function.__dict__)
     return wrapper
 
 

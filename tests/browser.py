@@ -283,3 +283,10 @@ def open_lab(server: LabServer, height: int = 900, failure_name: str = "lab") ->
         page.wait_for_function("() => window.jupyterapp !== undefined")
         page.evaluate("() => window.jupyterapp.restored.then(() => true)")
         yield page
+
+
+def server_extension_on(folder: Path) -> str:
+    """The ``jupyter lab`` argument that turns nbmemory's server extension on, installed or not."""
+    config = folder / "enable_nbmemory.json"
+    config.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"nbmemory": True}}}))
+    return f"--config={config}"

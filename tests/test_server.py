@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from browser import jupyter_lab
+from browser import jupyter_lab, server_extension_on
 from nbmemory import Conversation
 from nbmemory.memory_file import parse
 from nbmemory.workspace import memory_path
@@ -17,11 +17,9 @@ from nbmemory.workspace import memory_path
 def lab(tmp_path_factory):
     """One JupyterLab for the module, with the extension on and its own workspace."""
     root = tmp_path_factory.mktemp("lab")
-    config = root / "enable_nbmemory.json"
-    config.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"nbmemory": True}}}))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("WORKSPACE_DIR", str(root / "workspace"))
-        with jupyter_lab(root, extra_args=(f"--config={config}",)) as server:
+        with jupyter_lab(root, extra_args=(server_extension_on(root),)) as server:
             server.workspace = root / "workspace"
             yield server
 
@@ -40,7 +38,7 @@ def agents(lab, monkeypatch):
     return lab.workspace
 
 
-def call(lab, path, *, token=True, body=None, raw=False):
+def call(lab, path, *, token=True, body=None):
     headers = {"Authorization": f"token {lab.token}"} if token else {}
     data = None
     if body is not None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from browser import WAIT_MS, jupyter_lab, open_lab, require, screenshot
+from browser import WAIT_MS, jupyter_lab, open_lab, require, screenshot, server_extension_on
 from nbmemory import Conversation
 from nbmemory.workspace import memory_path
 from support import ROOT
@@ -36,9 +35,7 @@ def lab_args(tmp_path: Path) -> tuple[str, ...]:
     labextensions = tmp_path / "labextensions"
     labextensions.mkdir()
     (labextensions / "nbmemory").symlink_to(BUILT, target_is_directory=True)
-    config = tmp_path / "enable_nbmemory.json"
-    config.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"nbmemory": True}}}))
-    return (f"--config={config}", f"--LabApp.extra_labextensions_path={labextensions}")
+    return (server_extension_on(tmp_path), f"--LabApp.extra_labextensions_path={labextensions}")
 
 
 def test_the_sidebar_lists_agents_follows_other_processes_and_never_runs_html(
