@@ -132,7 +132,7 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
 def widget_figures(repeats: int) -> dict[str, float]:
     """The widget's cost per add() at 10,000 messages, and what it sends to the browser."""
     from nbmemory import Conversation
-    from nbmemory.widget import MemoryWidget
+    from nbmemory.jupyter.widget import MemoryWidget
 
     folder = Path(tempfile.mkdtemp(prefix="bench-widget-"))
     convo = Conversation(name="bench", memory_md_path=folder / "agents" / "bench" / "MEMORY.md")

@@ -28,27 +28,27 @@ __version__ = "0.1.0"
 
 def __getattr__(name: str) -> object:
     if name == "MemoryWidget":  # imported on first use: anywidget is a notebook dependency
-        from nbmemory.widget import MemoryWidget
+        from nbmemory.jupyter.widget import MemoryWidget
 
         return MemoryWidget
     raise AttributeError(f"module 'nbmemory' has no attribute {name!r}")
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
-    """The REST API for the JupyterLab sidebar (see ``nbmemory.server``)."""
-    return [{"module": "nbmemory.server"}]
+    """The REST API for the JupyterLab sidebar (see ``nbmemory.jupyter.server``)."""
+    return [{"module": "nbmemory.jupyter.server"}]
 
 
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext nbmemory``: the ``%%agent``, ``%memory`` and ``%compact`` magics."""
-    from nbmemory.magics import load_ipython_extension as load
+    from nbmemory.jupyter.magics import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: object) -> None:
     """``%unload_ext nbmemory``."""
-    from nbmemory.magics import unload_ipython_extension as unload
+    from nbmemory.jupyter.magics import unload_ipython_extension as unload
 
     unload(ipython)
 

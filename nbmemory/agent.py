@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nbmemory import llm, workspace
+from nbmemory.atomic import write_atomic
 from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import Conversation
+from nbmemory.run_settings import RunSettings, reply_room, write_settings
 from nbmemory.tokens import TokenCounter, context_window
 from nbmemory.tools import Tool, ToolBox
 
@@ -105,6 +107,8 @@ class Agent:
             memory_md_path=path,
         )
         self._context_compressor = ContextCompressor() if context_compression else None
+        self._recorded: RunSettings | None = None
+        self._record_settings()
 
     def __repr__(self) -> str:
         return f"Agent(agent_name={self.agent_name!r}, model_name={self.model_name!r})"
@@ -117,7 +121,7 @@ class Agent:
         """Replace the tools the model may call."""
         self.tools = ToolBox(tools)
         self._tool_schemas = self.tools.schemas()
-        self._overhead: int | None = None
+        self._schema_tokens: int | None = None
 
     # ------------------------------------------------------------------------------------------
     # What the model sees
@@ -148,11 +152,32 @@ class Agent:
 
     def request_overhead_tokens(self) -> int:
         """Tokens a request needs besides the history: tool schemas and room for the reply."""
-        if self._overhead is None:
+        if self._schema_tokens is None:
             schemas = TokenCounter(self.model_name).count(json.dumps(self._tool_schemas))
-            reply_room = self.max_tokens or min(4096, self.context_length // 8)
-            self._overhead = (schemas if self._tool_schemas else 0) + reply_room
-        return self._overhead
+            self._schema_tokens = schemas if self._tool_schemas else 0
+        return self._schema_tokens + reply_room(self.context_length, self.max_tokens)
+
+    def run_settings(self) -> RunSettings:
+        """The model, window, threshold and fixed token costs this agent runs with now."""
+        compressor = self._context_compressor
+        return RunSettings(
+            model=self.model_name,
+            context_length=self.context_length,
+            threshold=compressor.threshold if compressor is not None else None,
+            encoding=self.short_memory.encoding_name,
+            static_tokens=self.short_memory.static_tokens(),
+            overhead_tokens=self.request_overhead_tokens(),
+        )
+
+    def _record_settings(self) -> None:
+        """Keep ``settings.json`` beside MEMORY.md in step, so views show this agent's figures."""
+        path = self.short_memory.memory_md_path
+        if path is None:
+            return
+        settings = self.run_settings()
+        if settings != self._recorded:
+            write_settings(Path(path).parent, settings)
+            self._recorded = settings
 
     # ------------------------------------------------------------------------------------------
     # Running
@@ -166,6 +191,7 @@ class Agent:
         if not isinstance(task, str):
             raise TypeError(f"task must be a string, not {type(task).__name__}")
         self.check_ready()
+        self._record_settings()
         on_delta = self._delta_callback(streaming_callback or self.streaming_callback)
         self.short_memory.add(self.user_name, task)
         loops = AUTO_LOOP_LIMIT if self.max_loops == "auto" else self.max_loops
@@ -249,10 +275,10 @@ class Agent:
             "context_length": self.context_length,
             "history": self.short_memory.to_dict(),
         }
-        path = folder / "agent_state.json"
-        tmp = folder / ".agent_state.json.tmp"
-        tmp.write_text(json.dumps(state, indent=2, ensure_ascii=False, default=str))
-        os.replace(tmp, path)
+        path = write_atomic(
+            folder / "agent_state.json",
+            json.dumps(state, indent=2, ensure_ascii=False, default=str),
+        )
         saver = getattr(self.long_term_memory, "save", None)
         if callable(saver):
             saver(str(folder / "long_term_memory"))

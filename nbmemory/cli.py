@@ -13,8 +13,8 @@ from nbmemory import overview, workspace
 from nbmemory.conversation import Conversation
 from nbmemory.errors import NbmemoryError
 from nbmemory.export import FORMATS, export_text
+from nbmemory.jupyter.render import AgentTable, MessageList
 from nbmemory.memory_file import read_messages
-from nbmemory.render import AgentTable, MessageList
 from nbmemory.search import MemoryHit, content_text
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from nbmemory import llm
 from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.errors import ModelError
+from nbmemory.run_settings import DEFAULT_THRESHOLD
 from nbmemory.search import content_text
 from nbmemory.tokens import TokenCounter, context_window
 
@@ -35,7 +36,7 @@ class ContextCompressor:
 
     def __init__(
         self,
-        threshold: float = 0.9,
+        threshold: float = DEFAULT_THRESHOLD,
         summarizer_model: str | None = None,
         summarizer_temperature: float | None = None,
         summarizer_max_tokens: int = 4000,
@@ -57,8 +58,12 @@ class ContextCompressor:
         )
 
     def tokens_used(self, agent: Any) -> int:
-        """What the next request costs: history, tool schemas, and room for the reply."""
-        return agent.short_memory.count_history_tokens() + agent.request_overhead_tokens()
+        """What the next request costs: history, tool schemas, and room for the reply.
+
+        The history is counted as MEMORY.md holds it (``Conversation.context_tokens``), the
+        figure the views show against this threshold.
+        """
+        return agent.short_memory.context_tokens() + agent.request_overhead_tokens()
 
     def should_compress(self, agent: Any) -> bool:
         """Whether the agent's context is at or past the threshold (constant time)."""

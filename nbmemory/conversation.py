@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nbmemory import memory_file, search
+from nbmemory.atomic import write_atomic
 from nbmemory.errors import MemoryFormatError
 from nbmemory.memory_file import MemoryFile, format_block, now_iso
 from nbmemory.search import MemoryHit, content_text
@@ -24,6 +25,17 @@ _PRELOAD_INTRO = (
     "Messages kept from earlier sessions of this agent, oldest first. "
     "Treat them as what you remember, not as new requests."
 )
+_PRELOAD_HEAD = f"{PRELOAD_MARKER}\n{_PRELOAD_INTRO}\n\n"
+
+
+def block_tokens(counter: TokenCounter, message: dict[str, Any]) -> int:
+    """Tokens of one message as MEMORY.md holds it (and as a resumed agent's model reads it)."""
+    return counter.count(format_block(message["role"], message["content"], message["timestamp"]))
+
+
+def preload_tokens(counter: TokenCounter) -> int:
+    """Tokens of what the preloaded memory adds besides its blocks: its role and its intro."""
+    return counter.count(f"System: {_PRELOAD_HEAD}")
 
 
 @dataclass(frozen=True)
@@ -105,10 +117,14 @@ class Conversation:
         self._lock = threading.RLock()
         self._observers: list[Callable[[ChangeEvent], None]] = []
         self._counter = TokenCounter(tokenizer_model_name)
+        self._static_count: tuple[tuple[Any, ...], int] = ((), 0)
         self._reset_counts()
         self._memory: MemoryFile | None = None
 
         self.conversation_history.extend(self.static_messages())
+        self._session_start: int | None = len(self.conversation_history)
+        """Where this session's messages start in the history; ``None`` once it no longer
+        mirrors MEMORY.md (after ``clear`` or ``load``)."""
         self.memory_md_path = memory_md_path
         if self._memory is not None:
             self._memory.ensure()
@@ -145,8 +161,8 @@ class Conversation:
                 format_block(m["role"], m["content"], m.get("timestamp", ""))
                 for m in parsed.messages
             )
-        preload = f"{PRELOAD_MARKER}\n{_PRELOAD_INTRO}\n\n{blocks}"
-        self.conversation_history.append(self._message("System", preload))
+        self.conversation_history.append(self._message("System", _PRELOAD_HEAD + blocks))
+        self._session_start += 1
 
     def memory_messages(self) -> list[dict[str, Any]]:
         """The messages in MEMORY.md now, parsed (all processes' writes included)."""
@@ -229,6 +245,7 @@ class Conversation:
                 block = format_block(summary_role, text, message["timestamp"])
                 archive = self._memory.compact(block)
             self.conversation_history = [*self.static_messages(), message]
+            self._session_start = len(self.conversation_history) - 1
             self.preloaded_messages = []
             self._reset_counts()
             self.last_archive = archive
@@ -239,6 +256,7 @@ class Conversation:
         """Empty the in-memory history (MEMORY.md is left as it is)."""
         with self._lock:
             self.conversation_history = []
+            self._session_start = None
             self._reset_counts()
         self._notify(ChangeEvent("clear", self))
 
@@ -341,6 +359,8 @@ class Conversation:
         self._counts = []
         self._counted_total = 0
         self._last_line: tuple[dict[str, Any], int] | None = None
+        self._block_counts: list[int] = []
+        self._block_total = 0
 
     def count_history_tokens(self) -> int:
         """Tokens of :meth:`return_history_as_string`, exactly, never capped.
@@ -366,6 +386,39 @@ class Conversation:
                 self._last_line = (last, alone - self._counts[-1])
             return self._counted_total + self._last_line[1]
 
+    def static_tokens(self) -> int:
+        """Tokens of the system prompt and rules, which open every request."""
+        key = (self.system_prompt, self.rules, self.custom_rules_prompt, self.user)
+        if self._static_count[0] != key:
+            lines = (self._format_line(m, self.time_enabled) for m in self.static_messages())
+            self._static_count = (key, sum(self._counter.count(f"{line}\n\n") for line in lines))
+        return self._static_count[1]
+
+    def context_tokens(self) -> int:
+        """Tokens of the history as an agent resuming from MEMORY.md would send it.
+
+        This is the figure every view shows (they read MEMORY.md, not this process), so it
+        stays the same across a restart: the system prompt and rules, then each message as
+        its block in MEMORY.md. Without a memory file it is :meth:`count_history_tokens`.
+        """
+        with self._lock:
+            if self._memory is None or self._session_start is None:
+                return self.count_history_tokens()
+            session = self.conversation_history[self._session_start :]
+            remembered = len(self.preloaded_messages) + len(session)
+            for i in range(len(self._block_counts), remembered):
+                k = i - len(self.preloaded_messages)
+                message = self.preloaded_messages[i] if k < 0 else session[k]
+                self._block_counts.append(block_tokens(self._counter, message))
+                self._block_total += self._block_counts[-1]
+            memory = preload_tokens(self._counter) + self._block_total if remembered else 0
+            return self.static_tokens() + memory
+
+    @property
+    def encoding_name(self) -> str:
+        """The tokenizer that counts this conversation's tokens (see ``nbmemory.tokens``)."""
+        return self._counter.encoding_name
+
     def token_usage(self) -> TokenUsage:
         """Tokens used against ``context_length``, and the encoding that counted them."""
         return TokenUsage(
@@ -387,9 +440,7 @@ class Conversation:
             return None
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
+        write_atomic(target, text)
         self.save_filepath = str(target)
         return str(target)
 
@@ -434,6 +485,7 @@ class Conversation:
         messages = _messages_from(data, path)
         with self._lock:
             self.conversation_history = messages
+            self._session_start = None
             self._reset_counts()
         self._notify(ChangeEvent("load", self))
 

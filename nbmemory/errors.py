@@ -52,3 +52,11 @@ class ModelTimeoutError(ModelError, TimeoutError):
 
 class ProviderError(ModelError):
     """Any other failure reported by the provider or on the way to it."""
+
+
+class AgentNotFoundError(NbmemoryError, LookupError):
+    """No agent of that name has a memory in the workspace."""
+
+
+class ArchiveNotFoundError(NbmemoryError, LookupError):
+    """The agent has no archive of that name."""

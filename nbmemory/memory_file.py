@@ -24,8 +24,6 @@ import datetime
 import json
 import os
 import re
-import secrets
-import sys
 import threading
 import time
 import warnings
@@ -33,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nbmemory.atomic import fsync_dir, write_all, write_atomic
 from nbmemory.errors import MemoryWarning
 
 try:
@@ -143,11 +142,12 @@ def _slow_block(raw: str) -> tuple[str, str, bool]:
     return content, body[sep.end() - 1 :], True
 
 
-def parse(data: bytes | str) -> ParsedMemory:
+def parse(data: bytes | str, *, header: bool = True) -> ParsedMemory:
     """Read a memory file's text into messages, keeping every readable part.
 
     Damage (invalid UTF-8, a torn last block, a missing header, stray text) is described in
     ``problems``; readable text outside any block is kept as a message of role ``"unparsed"``.
+    ``header=False`` reads blocks alone, such as what was appended after a known point.
     """
     result = ParsedMemory()
     if isinstance(data, bytes):
@@ -175,8 +175,11 @@ def parse(data: bytes | str) -> ParsedMemory:
             result.messages.append({"role": "unparsed", "content": stray.strip("\n")})
 
     head = "\n" + parts[0]
-    log = _LOG_HEADING.search(head)
-    if log is not None:
+    log = _LOG_HEADING.search(head) if header else None
+    if not header:
+        keep_stray(parts[0], 1)
+        result.log = text
+    elif log is not None:
         for found in _HEADER_FIELD.finditer(head, 0, log.start()):
             setattr(result, found["key"].lower(), found["value"].strip())
         keep_stray(head[log.end() :], head.count("\n", 0, log.end()))
@@ -309,22 +312,6 @@ class _FolderLock:
 # The file
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _fsync_dir(folder: Path) -> None:
-    if sys.platform == "win32":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 _ARCHIVE_NAME = re.compile(r"history_(?P<stamp>.+?)(?:_(?P<n>\d+))?")
 
 
@@ -389,7 +376,7 @@ class MemoryFile:
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
         st = os.fstat(self._fd)
         if st.st_size == 0:
-            _write_all(self._fd, format_header(self.conversation_name).encode())
+            write_all(self._fd, format_header(self.conversation_name).encode())
             st = os.fstat(self._fd)
             self._expected_size = st.st_size
         return st
@@ -407,7 +394,7 @@ class MemoryFile:
             assert self._fd is not None
             if size != self._expected_size:
                 data = self._closing_bytes(size) + data
-            _write_all(self._fd, data)
+            write_all(self._fd, data)
             self._expected_size = size + len(data)
 
     def _closing_bytes(self, size: int) -> bytes:
@@ -455,11 +442,11 @@ class MemoryFile:
                 n += 1
                 continue
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            _fsync_dir(self.archive_dir)
+            fsync_dir(self.archive_dir)
             return target
 
     def compact(self, blocks: str) -> Path | None:
@@ -475,20 +462,6 @@ class MemoryFile:
             except FileNotFoundError:
                 old = b""
             archive = self._write_archive(old) if has_messages(old) else None
-            new = (format_header(self.conversation_name) + blocks).encode("utf-8")
-            tmp = self.folder / f".{MEMORY_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-            try:
-                try:
-                    _write_all(fd, new)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                os.replace(tmp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-            _fsync_dir(self.folder)
+            write_atomic(self.path, format_header(self.conversation_name) + blocks)
             self._drop_fd()
             return archive

@@ -7,8 +7,8 @@ from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.testing.globalipapp import start_ipython
 
+from nbmemory.jupyter.render import Answer
 from nbmemory.memory_file import parse
-from nbmemory.render import Answer
 from nbmemory.workspace import memory_path
 
 
@@ -259,7 +259,7 @@ def test_help_is_generated_from_the_options(ip):
 
 
 def test_the_widget_options(ip):
-    from nbmemory.widget import MemoryWidget
+    from nbmemory.jupyter.widget import MemoryWidget
 
     agent(ip, "Scout --widget", "The budget is 40k EUR.")
     widget = memory(ip, "Scout --widget")

@@ -3,7 +3,7 @@
 import json
 
 from nbmemory import Agent, Conversation
-from nbmemory.widget import PAGE_SIZE, PREVIEW_CHARS, MemoryWidget
+from nbmemory.jupyter.widget import PAGE_SIZE, PREVIEW_CHARS, MemoryWidget
 from nbmemory.workspace import memory_path
 
 

@@ -20,7 +20,7 @@ from browser import (
 pytestmark = pytest.mark.browser
 
 CELLS = [
-    "from nbmemory import Conversation\nfrom nbmemory.widget import MemoryWidget",
+    "from nbmemory import Conversation\nfrom nbmemory.jupyter.widget import MemoryWidget",
     'convo = Conversation(name="Viewer", memory_md_path=None, context_length=2000)\n'
     "for i in range(30):\n"
     '    convo.add("User" if i % 2 else "Viewer", f"Message number {i} with **bold** text")',

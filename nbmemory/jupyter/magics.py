@@ -24,8 +24,8 @@ from nbmemory.agent import Agent
 from nbmemory.conversation import Conversation
 from nbmemory.errors import NbmemoryError
 from nbmemory.export import export_text, format_of
+from nbmemory.jupyter.render import AgentTable, Answer, MessageList, TextBlock
 from nbmemory.memory_file import read_messages
-from nbmemory.render import AgentTable, Answer, MessageList, TextBlock
 
 _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer
 
@@ -127,7 +127,7 @@ class NbMemoryMagics(Magics):
         return "\n\n".join(parts)
 
     def _widget(self, source: Agent | Conversation) -> Any:
-        from nbmemory.widget import MemoryWidget
+        from nbmemory.jupyter.widget import MemoryWidget
 
         return MemoryWidget(source)
 

@@ -1,0 +1,61 @@
+"""Writing a whole file atomically: readers see the old file or the new one, never a part."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from nbmemory.workspace import FILE_MODE
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or a new file in ``folder`` durable (a no-op on Windows)."""
+    if sys.platform == "win32":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to ``fd`` (``os.write`` may write less)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def temporary_name(path: Path) -> Path:
+    """A fresh hidden name beside ``path`` for the new content of ``path``."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, durable: bool = True) -> Path:
+    """Replace ``path`` with ``data`` (created ``0600``) through a temporary file and a rename.
+
+    With ``durable`` the data and the rename are fsynced before this returns, so a crash leaves
+    the old file or the new one. Text is written as UTF-8. Returns the path written.
+    """
+    target = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = temporary_name(target)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        try:
+            write_all(fd, payload)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if durable:
+        fsync_dir(target.parent)
+    return target

@@ -1,0 +1,499 @@
+"""The read side: one read-only model of a workspace that every view asks.
+
+The magics, the widget, the server and the CLI never parse files or count tokens on their own;
+they ask here, so the same thing shows the same number everywhere. Nothing here creates,
+changes or locks a file. Each file is followed by its identity and size: when nothing changed
+a read costs a ``stat``; when a writer appended, only the new bytes are read; when the file was
+replaced (a compaction, an editor) or shrank, it is read again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import hashlib
+import os
+import stat
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nbmemory import llm, memory_file, workspace
+from nbmemory.conversation import block_tokens, preload_tokens
+from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
+from nbmemory.memory_file import BLOCK_END, archive_sort_key
+from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
+from nbmemory.search import MessageIndex, content_text
+from nbmemory.tokens import TokenCounter
+
+FOLD_CHARS = 2000
+"""Messages longer than this come folded unless a view asks for another length."""
+_TAIL = 64  # bytes compared before reading an append, to notice a file rewritten in place
+
+
+# ----------------------------------------------------------------------------------------------
+# What the views get
+
+
+@dataclass(frozen=True)
+class Usage:
+    """How full an agent's next request is: ``tokens`` of ``context_length``.
+
+    ``tokens`` is what the next request carries if the agent resumes from its memory now:
+    system prompt and rules, the memory as its model reads it, tool schemas, and the room kept
+    for the reply. The agent compresses once it reaches ``threshold`` (``None``: never).
+    ``recorded`` says whether these settings are the agent's own or the defaults.
+    """
+
+    tokens: int
+    context_length: int
+    threshold: float | None
+    model: str
+    encoding: str
+    recorded: bool
+
+    @property
+    def fraction(self) -> float:
+        return self.tokens / self.context_length if self.context_length else 0.0
+
+    @property
+    def compacts_next(self) -> bool:
+        """Whether the agent's next model call starts with a compaction."""
+        return self.threshold is not None and self.tokens >= self.threshold * self.context_length
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """One agent at a glance."""
+
+    name: str
+    path: Path
+    messages: int
+    size: int
+    archives: int
+    last_activity: str | None
+    usage: Usage
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Item:
+    """A message as views show it: ``text`` is folded to ``FOLD_CHARS`` unless asked otherwise.
+
+    ``length`` is the full text's length; ``source`` names the file it was read from.
+    """
+
+    index: int
+    role: str
+    timestamp: str
+    text: str
+    length: int
+    source: str
+
+    @property
+    def folded(self) -> bool:
+        return len(self.text) < self.length
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "role": self.role,
+            "timestamp": self.timestamp,
+            "text": self.text,
+            "length": self.length,
+            "folded": self.folded,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class Page:
+    """A slice of a file's messages: ``total`` of them, from ``offset`` in the order asked."""
+
+    total: int
+    offset: int
+    newest_first: bool
+    items: list[Item]
+
+
+@dataclass(frozen=True)
+class ArchiveInfo:
+    """One archive: its file name, message count and size in bytes."""
+
+    name: str
+    messages: int
+    size: int
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    """``total`` messages matched ``query``; ``items`` holds those from ``offset`` on."""
+
+    query: str
+    total: int
+    offset: int
+    items: list[Item]
+
+
+# ----------------------------------------------------------------------------------------------
+# Following files
+
+
+@dataclass
+class _Followed:
+    """A file as last read: enough to tell what changed and to read only that."""
+
+    identity: tuple[int, int]
+    size: int
+    mtime_ns: int
+    messages: list[dict[str, Any]]
+    problems: list[str]
+    end: int | None
+    """Where the last whole block ends, when the file ends there (appends are read from it)."""
+    tail: bytes
+    tokens: dict[str, list[int]] = field(default_factory=dict)
+    index: MessageIndex | None = None
+
+
+_followed: dict[str, _Followed] = {}
+_lock = threading.Lock()
+_count_lock = threading.Lock()
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    """The file's status, or ``None`` if it is missing or not a regular file (a FIFO would hang)."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _clean_end(data: bytes, parsed: memory_file.ParsedMemory) -> int | None:
+    if parsed.problems:
+        return None
+    if data.endswith(BLOCK_END.encode()) or (not parsed.messages and data.endswith(b"\n\n")):
+        return len(data)
+    return None
+
+
+def _read_whole(path: Path, st: os.stat_result) -> _Followed:
+    with open(path, "rb") as handle:
+        data = handle.read()
+    parsed = memory_file.parse(data)
+    return _Followed(
+        identity=(st.st_dev, st.st_ino),
+        size=len(data),
+        mtime_ns=st.st_mtime_ns,
+        messages=parsed.messages,
+        problems=parsed.problems,
+        end=_clean_end(data, parsed),
+        tail=data[-_TAIL:],
+    )
+
+
+def _read_appended(path: Path, old: _Followed, st: os.stat_result) -> _Followed | None:
+    """``old`` and what was appended after it, or ``None`` if the file changed otherwise."""
+    assert old.end is not None
+    start = old.end - len(old.tail)
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        data = handle.read()
+    if not data.startswith(old.tail):
+        return None
+    new = data[len(old.tail) :]
+    parsed = memory_file.parse(new, header=False)
+    end = _clean_end(new, parsed)
+    return _Followed(
+        identity=old.identity,
+        size=old.end + len(new),
+        mtime_ns=st.st_mtime_ns,
+        messages=old.messages + parsed.messages,
+        problems=old.problems + parsed.problems,
+        end=None if end is None else old.end + end,
+        tail=data[-_TAIL:],
+        tokens={name: counts.copy() for name, counts in old.tokens.items()},
+    )
+
+
+def _follow(path: Path) -> _Followed | None:
+    """The file's messages as they are now, read as little as possible; ``None`` if absent."""
+    st = _stat(path)
+    if st is None:
+        return None
+    key = str(path)
+    with _lock:
+        old = _followed.get(key)
+    if old is not None and old.identity == (st.st_dev, st.st_ino):
+        if old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+            return old
+        if st.st_size > old.size and old.end == old.size:
+            new = _read_appended(path, old, st)
+            if new is not None:
+                with _lock:
+                    _followed[key] = new
+                return new
+    new = _read_whole(path, st)
+    with _lock:
+        _followed[key] = new
+    return new
+
+
+@functools.lru_cache(maxsize=16)
+def _counter(model: str) -> TokenCounter:
+    return TokenCounter(model)
+
+
+def _tokens(followed: _Followed, counter: TokenCounter) -> int:
+    """The memory's part of a request, each message counted once per encoding."""
+    if not followed.messages:
+        return 0
+    with _count_lock:
+        counts = followed.tokens.setdefault(counter.encoding_name, [])
+        for message in followed.messages[len(counts) :]:
+            counts.append(block_tokens(counter, {"timestamp": "", **message}))
+        return preload_tokens(counter) + sum(counts)
+
+
+def _item(index: int, message: dict[str, Any], source: str, fold: int | None) -> Item:
+    text = content_text(message.get("content"))
+    shown = text if fold is None or len(text) <= fold else text[:fold]
+    return Item(
+        index,
+        str(message.get("role", "")),
+        str(message.get("timestamp", "")),
+        shown,
+        len(text),
+        source,
+    )
+
+
+def _page(
+    messages: Sequence[dict[str, Any]],
+    source: str,
+    offset: int,
+    limit: int,
+    newest_first: bool,
+    fold: int | None,
+) -> Page:
+    total = len(messages)
+    offset = max(0, offset)
+    if newest_first:
+        chosen = range(total - 1 - offset, max(total - 1 - offset - limit, -1), -1)
+    else:
+        chosen = range(offset, min(total, offset + limit))
+    return Page(total, offset, newest_first, [_item(i, messages[i], source, fold) for i in chosen])
+
+
+# ----------------------------------------------------------------------------------------------
+# The model
+
+
+class ReadModel:
+    """What a workspace holds, for views: agents, pages of messages, archives, search, usage.
+
+    ``root`` is the workspace folder; ``None`` means ``$WORKSPACE_DIR`` (else
+    ``./agent_workspace``) as it is at each call. Every method only reads.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self._root = Path(root) if root is not None else None
+
+    @property
+    def root(self) -> Path:
+        return self._root if self._root is not None else workspace.workspace_dir()
+
+    def __repr__(self) -> str:
+        return f"ReadModel({str(self.root)!r})"
+
+    # ------------------------------------------------------------------------------------------
+    # Agents
+
+    def names(self) -> list[str]:
+        """The agents of the workspace, sorted."""
+        return workspace.list_agents(self.root)
+
+    def _folder(self, name: str) -> Path:
+        folder = workspace.agent_dir(name, self.root)
+        if name not in self.names():
+            raise AgentNotFoundError(f"no agent named {name!r} in {self.root}")
+        return folder
+
+    def _memory(self, name: str) -> tuple[Path, _Followed | None]:
+        path = self._folder(name) / workspace.MEMORY_FILE
+        return path, _follow(path)
+
+    def settings(self, name: str) -> tuple[RunSettings, bool]:
+        """The settings agent ``name`` last ran with, and whether they were recorded."""
+        recorded = read_settings(self._folder(name))
+        if recorded is not None:
+            return recorded, True
+        return default_settings(llm.default_model()), False
+
+    def usage(self, name: str) -> Usage:
+        """How full agent ``name``'s next request is (see :class:`Usage`)."""
+        _, followed = self._memory(name)
+        return self._usage(name, followed)
+
+    def _usage(self, name: str, followed: _Followed | None) -> Usage:
+        settings, recorded = self.settings(name)
+        counter = _counter(settings.model)
+        memory = _tokens(followed, counter) if followed is not None else 0
+        return Usage(
+            tokens=settings.static_tokens + memory + settings.overhead_tokens,
+            context_length=settings.context_length,
+            threshold=settings.threshold,
+            model=settings.model,
+            encoding=counter.encoding_name,
+            recorded=recorded,
+        )
+
+    def agent(self, name: str) -> AgentInfo:
+        """The figures of agent ``name``; ``AgentNotFoundError`` if it has no memory here."""
+        path, followed = self._memory(name)
+        messages = followed.messages if followed is not None else []
+        last = messages[-1].get("timestamp") if messages else None
+        if not last and followed is not None:
+            moment = datetime.datetime.fromtimestamp(followed.mtime_ns / 1e9)
+            last = moment.isoformat(timespec="seconds")
+        return AgentInfo(
+            name=name,
+            path=path,
+            messages=len(messages),
+            size=followed.size if followed is not None else 0,
+            archives=len(self._archive_paths(name)),
+            last_activity=last or None,
+            usage=self._usage(name, followed),
+            problems=tuple(followed.problems) if followed is not None else (),
+        )
+
+    def agents(self) -> list[AgentInfo]:
+        """Every agent of the workspace, by name."""
+        return [self.agent(name) for name in self.names()]
+
+    # ------------------------------------------------------------------------------------------
+    # Messages
+
+    def messages(
+        self,
+        name: str,
+        offset: int = 0,
+        limit: int = 20,
+        *,
+        newest_first: bool = True,
+        fold: int | None = FOLD_CHARS,
+    ) -> Page:
+        """A page of agent ``name``'s memory, newest first unless asked otherwise."""
+        path, followed = self._memory(name)
+        messages = followed.messages if followed is not None else []
+        return _page(messages, path.name, offset, limit, newest_first, fold)
+
+    def message(self, name: str, index: int, archive: str | None = None) -> Item:
+        """One whole message of the memory (or of ``archive``), by its index there."""
+        messages = self._file(name, archive).messages
+        if not 0 <= index < len(messages):
+            raise IndexError(f"{name} has no message {index} in {archive or 'MEMORY.md'}")
+        return _item(index, messages[index], archive or workspace.MEMORY_FILE, None)
+
+    # ------------------------------------------------------------------------------------------
+    # Archives
+
+    def _archive_paths(self, name: str) -> list[Path]:
+        folder = workspace.agent_dir(name, self.root) / workspace.ARCHIVE_DIR
+        try:
+            entries = [Path(e.path) for e in os.scandir(folder) if e.is_file()]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        found = [p for p in entries if p.name.startswith("history_") and p.suffix == ".md"]
+        return sorted(found, key=archive_sort_key)
+
+    def archives(self, name: str) -> list[ArchiveInfo]:
+        """Agent ``name``'s archives, oldest first."""
+        self._folder(name)
+        infos = []
+        for path in self._archive_paths(name):
+            followed = _follow(path)
+            if followed is not None:
+                infos.append(ArchiveInfo(path.name, len(followed.messages), followed.size))
+        return infos
+
+    def _file(self, name: str, archive: str | None) -> _Followed:
+        if archive is None:
+            followed = self._memory(name)[1]
+            return followed if followed is not None else _EMPTY
+        for path in self._archive_paths(self._folder(name).name):
+            if path.name == archive:
+                followed = _follow(path)
+                if followed is not None:
+                    return followed
+        raise ArchiveNotFoundError(f"{name} has no archive named {archive!r}")
+
+    def archive_messages(
+        self,
+        name: str,
+        archive: str,
+        offset: int = 0,
+        limit: int = 20,
+        *,
+        newest_first: bool = False,
+        fold: int | None = FOLD_CHARS,
+    ) -> Page:
+        """A page of one archive, oldest first unless asked otherwise."""
+        followed = self._file(name, archive)
+        return _page(followed.messages, archive, offset, limit, newest_first, fold)
+
+    # ------------------------------------------------------------------------------------------
+    # Search
+
+    def search(
+        self,
+        name: str,
+        query: str,
+        *,
+        archives: bool = False,
+        offset: int = 0,
+        limit: int = 50,
+        fold: int | None = FOLD_CHARS,
+    ) -> SearchResults:
+        """Messages of agent ``name`` that contain ``query`` (any case): archives oldest first
+        (if asked), then MEMORY.md; ``total`` counts them all, ``items`` is one page."""
+        sources = [a.name for a in self.archives(name)] if archives else []
+        sources.append(None)
+        hits: list[tuple[str, int, dict[str, Any]]] = []
+        for source in sources:
+            followed = self._file(name, source)
+            if followed.index is None or followed.index.messages is not followed.messages:
+                followed.index = MessageIndex(followed.messages)
+            label = source or workspace.MEMORY_FILE
+            hits.extend((label, i, followed.messages[i]) for i in followed.index.search(query))
+        chosen = hits[max(0, offset) : max(0, offset) + limit]
+        items = [_item(i, message, label, fold) for label, i, message in chosen]
+        return SearchResults(query, len(hits), max(0, offset), items)
+
+    # ------------------------------------------------------------------------------------------
+    # Change tokens
+
+    def version(self, name: str | None = None) -> str:
+        """A short token that changes whenever agent ``name`` (or, without one, any agent of
+        the workspace) changes on disk: a view that saw this token has nothing new to fetch."""
+        names = [name] if name is not None else self.names()
+        parts = []
+        for agent in names:
+            folder = workspace.agent_dir(agent, self.root)
+            for path in (
+                folder / workspace.MEMORY_FILE,
+                folder / workspace.ARCHIVE_DIR,
+                folder / SETTINGS_FILE,
+            ):
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    parts.append(f"{agent}:-")
+                    continue
+                parts.append(f"{agent}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+        return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
+
+
+_EMPTY = _Followed((0, 0), 0, 0, [], [], 0, b"")

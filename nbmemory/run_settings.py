@@ -1,0 +1,72 @@
+"""What an agent last ran with, kept beside its ``MEMORY.md`` so that every view can use it.
+
+A gauge needs the agent's real context window and compression threshold, and a token count
+needs its model's tokenizer, its system prompt and its tools; none of that is in ``MEMORY.md``.
+The agent records them in ``settings.json`` (written atomically, ``0600``) when it is built and
+before each run; a reader that finds no record falls back to the defaults and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from nbmemory.atomic import write_atomic
+from nbmemory.tokens import context_window, encoding_name_for_model
+from nbmemory.workspace import make_private_dir
+
+SETTINGS_FILE = "settings.json"
+DEFAULT_THRESHOLD = 0.9
+"""The compression threshold of an agent built with the defaults."""
+
+
+def reply_room(context_length: int, max_tokens: int | None = None) -> int:
+    """Tokens a request keeps free for the reply: ``max_tokens``, else an eighth of the window."""
+    return max_tokens or min(4096, context_length // 8)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """An agent's model, window and threshold, and the tokens every request carries.
+
+    ``threshold`` is ``None`` when context compression is off. ``static_tokens`` counts the
+    system prompt and rules; ``overhead_tokens`` the tool schemas and the room kept for the reply.
+    """
+
+    model: str
+    context_length: int
+    threshold: float | None
+    encoding: str
+    static_tokens: int = 0
+    overhead_tokens: int = 0
+
+
+def default_settings(model: str) -> RunSettings:
+    """What an agent on ``model`` built with the defaults would record (no prompt, no tools)."""
+    window = context_window(model)
+    return RunSettings(
+        model=model,
+        context_length=window,
+        threshold=DEFAULT_THRESHOLD,
+        encoding=encoding_name_for_model(model),
+        overhead_tokens=reply_room(window),
+    )
+
+
+def read_settings(folder: str | os.PathLike[str]) -> RunSettings | None:
+    """The settings recorded in an agent folder, or ``None`` if there are none (or unreadable)."""
+    path = Path(folder) / SETTINGS_FILE
+    try:
+        data = json.loads(path.read_bytes())
+        return RunSettings(**{key: data[key] for key in RunSettings.__dataclass_fields__})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_settings(folder: str | os.PathLike[str], settings: RunSettings) -> None:
+    """Record ``settings`` in an agent folder, replacing the old record atomically."""
+    make_private_dir(Path(folder))
+    text = json.dumps(asdict(settings), indent=2) + "\n"
+    write_atomic(Path(folder) / SETTINGS_FILE, text, durable=False)
