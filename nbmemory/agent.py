@@ -18,7 +18,7 @@ from nbmemory import llm, workspace
 from nbmemory.atomic import write_atomic
 from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import Conversation
-from nbmemory.run_settings import RunSettings, reply_room, write_settings
+from nbmemory.run_settings import RunSettings, read_settings, reply_room, write_settings
 from nbmemory.tokens import TokenCounter, context_window
 from nbmemory.tools import Tool, ToolBox
 
@@ -108,7 +108,8 @@ class Agent:
         )
         self._context_compressor = ContextCompressor() if context_compression else None
         self._recorded: RunSettings | None = None
-        self._record_settings()
+        if path is not None and read_settings(path.parent) is None:
+            self._record_settings()  # later records are made when it runs
 
     def __repr__(self) -> str:
         return f"Agent(agent_name={self.agent_name!r}, model_name={self.model_name!r})"

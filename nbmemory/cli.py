@@ -9,66 +9,53 @@ import argparse
 import sys
 from pathlib import Path
 
-from nbmemory import overview, workspace
+from nbmemory import workspace
 from nbmemory.conversation import Conversation
-from nbmemory.errors import NbmemoryError
+from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, NbmemoryError
 from nbmemory.export import FORMATS, export_text
-from nbmemory.jupyter.render import AgentTable, MessageList
-from nbmemory.memory_file import read_messages
-from nbmemory.search import MemoryHit, content_text
+from nbmemory.read_model import ReadModel
+from nbmemory.report import AgentTable, MessageList, usage_line
 
 
 class NotFound(Exception):
     """Something the user named does not exist (exit code 1)."""
 
 
-def _workspace(args: argparse.Namespace) -> Path:
-    return Path(args.workspace) if args.workspace else workspace.workspace_dir()
-
-
-def _conversation(args: argparse.Namespace, name: str) -> Conversation:
-    root = _workspace(args)
-    if name not in workspace.list_agents(root):
-        workspace.validate_agent_name(name)
-        raise NotFound(f"no agent named {name!r} in {root}")
-    return Conversation(name=name, memory_md_path=workspace.memory_path(name, root))
+def _reader(args: argparse.Namespace) -> ReadModel:
+    return ReadModel(args.workspace or None)
 
 
 def cmd_ls(args: argparse.Namespace) -> str:
-    return repr(AgentTable(overview.workspace_overview(_workspace(args)), {}))
+    return repr(AgentTable(_reader(args).agents()))
 
 
 def cmd_show(args: argparse.Namespace) -> str:
-    convo = _conversation(args, args.name)
+    reader = _reader(args)
     if args.archive:
-        messages = convo.archive_messages(args.archive)
-        return repr(
-            MessageList(f"{args.archive} ({len(messages)} messages)", [("", m) for m in messages])
-        )
-    messages = convo.memory_messages()[-args.last :] if args.last else convo.memory_messages()
-    return repr(
-        MessageList(f"{args.name}: {len(messages)} message(s)", [("", m) for m in messages])
-    )
+        page = reader.archive_messages(args.name, args.archive, limit=sys.maxsize, fold=None)
+        return repr(MessageList(f"{args.archive} ({page.total} messages)", page.items))
+    total = reader.agent(args.name).messages
+    count = min(args.last, total) if args.last else total
+    page = reader.messages(args.name, 0, count, newest_first=True, fold=None)
+    return repr(MessageList(f"{args.name}: {count} message(s)", reversed(page.items)))
 
 
 def cmd_search(args: argparse.Namespace) -> str:
-    names = [args.agent] if args.agent else workspace.list_agents(_workspace(args))
+    reader = _reader(args)
+    names = [args.agent] if args.agent else reader.names()
     lines = []
     for name in names:
-        convo = _conversation(args, name)
-        hits: list[MemoryHit] = convo.search_memory(args.query, archives=args.archives)
-        for hit in hits:
-            text = " ".join(content_text(hit.message.get("content")).split())
-            stamp = hit.message.get("timestamp", "")
-            lines.append(f"{name}\t{hit.source}\t{hit.message['role']}\t{stamp}\t{text[:200]}")
+        found = reader.search(name, args.query, archives=args.archives, limit=sys.maxsize)
+        for item in found.items:
+            text = " ".join(item.text.split())
+            lines.append(f"{name}\t{item.source}\t{item.role}\t{item.timestamp}\t{text[:200]}")
     if not lines:
         raise NotFound(f"no message contains {args.query!r}")
     return "\n".join(lines)
 
 
 def cmd_export(args: argparse.Namespace) -> str:
-    convo = _conversation(args, args.name)
-    text = export_text(args.name, convo.memory_messages(), args.format)
+    text = export_text(args.name, _reader(args).records(args.name), args.format)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         return f"wrote {args.output}"
@@ -76,23 +63,29 @@ def cmd_export(args: argparse.Namespace) -> str:
 
 
 def cmd_compact(args: argparse.Namespace) -> str:
-    convo = _conversation(args, args.name)
-    before = convo.count_history_tokens()
-    archive = convo.compact(args.summary)
-    after = convo.count_history_tokens()
+    reader = _reader(args)
+    if not args.summary.strip():
+        raise NbmemoryError("--summary must not be empty")
+    before = reader.usage(args.name).tokens
+    path = workspace.memory_path(args.name, reader.root)
+    archive = Conversation(name=args.name, memory_md_path=path).compact(args.summary)
+    after = reader.usage(args.name).tokens
     where = f"; raw transcript archived to {archive}" if archive else ""
     return f"compacted {args.name}: {before:,} -> {after:,} tokens{where}"
 
 
 def cmd_tokens(args: argparse.Namespace) -> str:
-    convo = _conversation(args, args.name)
-    row = overview.agent_overview(args.name, _workspace(args), args.model)
-    archived = sum(len(read_messages(p)) for p in convo.archives())
-    return f"{args.name}: {row.tokens:,} tokens in {row.messages} messages ({archived} archived)"
+    reader = _reader(args)
+    info = reader.agent(args.name)
+    archived = sum(a.messages for a in reader.archives(args.name))
+    return (
+        f"{usage_line(args.name, info.usage)}\n"
+        f"{info.messages} messages in MEMORY.md, {archived} in {info.archives} archive(s)"
+    )
 
 
 def cmd_path(args: argparse.Namespace) -> str:
-    return str(_conversation(args, args.name).memory_md_path)
+    return str(_reader(args).agent(args.name).path)
 
 
 def cmd_demo(args: argparse.Namespace) -> str:
@@ -129,9 +122,8 @@ def parser() -> argparse.ArgumentParser:
     compact = command("compact", cmd_compact, "replace an agent's memory with a summary")
     compact.add_argument("name")
     compact.add_argument("--summary", required=True, help="the summary text")
-    tokens = command("tokens", cmd_tokens, "count the tokens of an agent's memory")
+    tokens = command("tokens", cmd_tokens, "the tokens of an agent's next request, of its window")
     tokens.add_argument("name")
-    tokens.add_argument("--model", help="count as this model does (default: cl100k)")
     path = command("path", cmd_path, "print the path of an agent's MEMORY.md")
     path.add_argument("name")
     demo = command("demo", cmd_demo, "write, reload and compact a sample memory")
@@ -145,10 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     args = arguments.parse_args(argv)
     try:
         output = args.run(args)
-    except NotFound as exc:
+    except (NotFound, AgentNotFoundError, ArchiveNotFoundError) as exc:
         print(f"nbmemory: {exc}", file=sys.stderr)
         return 1
-    except (NbmemoryError, ValueError, OSError) as exc:
+    except (NbmemoryError, OSError) as exc:
         print(f"nbmemory: error: {exc}", file=sys.stderr)
         return 2
     if output:

@@ -28,6 +28,14 @@ _PRELOAD_INTRO = (
 _PRELOAD_HEAD = f"{PRELOAD_MARKER}\n{_PRELOAD_INTRO}\n\n"
 
 
+def preloaded_messages(text: str) -> list[dict[str, Any]] | None:
+    """The messages inside a preloaded-memory system message, or ``None`` if it is not one."""
+    if not text.startswith(PRELOAD_MARKER):
+        return None
+    first = text.find("\n### ")
+    return memory_file.parse(text[first + 1 :], header=False).messages if first >= 0 else []
+
+
 def block_tokens(counter: TokenCounter, message: dict[str, Any]) -> int:
     """Tokens of one message as MEMORY.md holds it (and as a resumed agent's model reads it)."""
     return counter.count(format_block(message["role"], message["content"], message["timestamp"]))

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from nbmemory import errors
+from nbmemory.reply import Reply, ToolCall
 
 OFFLINE_MODEL = "nbmemory/offline"
 _import_lock = threading.Lock()
@@ -35,49 +36,15 @@ def litellm() -> Any:
         os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
         import litellm as module
 
-        from nbmemory import offline
-
         module.suppress_debug_info = True
         # pydantic complains about litellm's own types the first time they are used: noise in
         # a notebook cell that the user can do nothing about.
         warnings.filterwarnings("ignore", message=".*`ReadOnly` qualifier", category=UserWarning)
         module.custom_provider_map = [
             *[p for p in module.custom_provider_map if p.get("provider") != "nbmemory"],
-            {"provider": "nbmemory", "custom_handler": offline.provider()},
+            {"provider": "nbmemory", "custom_handler": _offline_provider()},
         ]
         return module
-
-
-@dataclass
-class ToolCall:
-    """A model's request to run a tool; ``arguments`` is the JSON text the model wrote."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class Reply:
-    """What the model answered: text, tool calls, and why it stopped."""
-
-    content: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    finish_reason: str | None = None
-
-    def message(self) -> dict[str, Any]:
-        """The reply as an OpenAI assistant message, ready to send back with tool results."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in self.tool_calls
-            ]
-        return message
 
 
 def missing_keys(model: str, api_base: str | None = None) -> list[str]:
@@ -226,3 +193,60 @@ def _reply(choice: Any) -> Reply:
         for i, c in enumerate(message.tool_calls or [])
     ]
     return Reply(message.content or "", calls, choice.finish_reason)
+
+
+def _offline_provider() -> Any:
+    """The litellm custom handler that serves ``nbmemory/offline``."""
+    from litellm import CustomLLM, ModelResponse
+
+    from nbmemory.offline import respond
+
+    def reply_of(messages: list, optional_params: dict) -> Reply:
+        return respond(messages, optional_params.get("tools"), optional_params.get("max_tokens"))
+
+    class OfflineLLM(CustomLLM):
+        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
+            reply = reply_of(messages, kwargs.get("optional_params") or {})
+            return ModelResponse(
+                model="nbmemory/offline",
+                choices=[{"message": reply.message(), "finish_reason": reply.finish_reason}],
+            )
+
+        def streaming(
+            self, model: str, messages: list, *args: Any, **kwargs: Any
+        ) -> Iterator[dict]:
+            reply = reply_of(messages, kwargs.get("optional_params") or {})
+            for piece in re.findall(r"\S+\s*|\s+", reply.content):
+                yield {
+                    "text": piece,
+                    "tool_use": None,
+                    "is_finished": False,
+                    "finish_reason": "",
+                    "usage": None,
+                    "index": 0,
+                }
+            for i, call in enumerate(reply.tool_calls):
+                use = {
+                    "id": call.id,
+                    "type": "function",
+                    "index": i,
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                yield {
+                    "text": "",
+                    "tool_use": use,
+                    "is_finished": False,
+                    "finish_reason": "",
+                    "usage": None,
+                    "index": 0,
+                }
+            yield {
+                "text": "",
+                "tool_use": None,
+                "is_finished": True,
+                "finish_reason": reply.finish_reason or "stop",
+                "usage": None,
+                "index": 0,
+            }
+
+    return OfflineLLM()

@@ -12,13 +12,13 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
-from nbmemory.llm import Reply, ToolCall
+from nbmemory.conversation import SUMMARY_MARKER, preloaded_messages
+from nbmemory.reply import Reply, ToolCall
+from nbmemory.search import content_text
 
 _WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
-_BLOCK = re.compile(r"^### (.+?) — \S+[ \t]*\n\n(.*?)(?=\n\n---\n|\Z)", re.MULTILINE | re.DOTALL)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in
@@ -34,9 +34,9 @@ _LOOKUP_TOOLS = frozenset("search find lookup look retrieve query knowledge fetc
 _RECALLED = "From what I remember:"
 _SPEAKERS = {"user": "User", "assistant": "I", "tool": "A tool"}
 _LINE_ROLE = re.compile(r"^[^\n:]{1,80}: ", re.MULTILINE)
-_SUMMARY = "[Compressed Memory Summary]"
+_SUMMARY = SUMMARY_MARKER
 _NOTHING = "I have nothing earlier about this yet; noted:"
-_DERIVED = (_RECALLED, _NOTHING, '```json\n{\n  "content"')
+_DERIVED = (_RECALLED, _NOTHING)
 
 
 def words(text: str) -> list[str]:
@@ -91,9 +91,9 @@ def _memories(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     found = []
     for message in messages:
         text = _text(message.get("content"))
-        blocks = _BLOCK.findall(text) if text.startswith("[Persistent Memory") else []
-        if blocks:
-            found += [(label, body.strip()) for label, body in blocks]
+        remembered = preloaded_messages(text) if message.get("role") == "system" else None
+        if remembered:
+            found += [_remembered(m) for m in remembered if not _is_tool_request(m["content"])]
         elif text.startswith(_SUMMARY) or (
             message.get("role") != "system" and not message.get("tool_calls") and text.strip()
         ):
@@ -104,20 +104,20 @@ def _memories(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
         if text.startswith(_SUMMARY):  # a summary is many facts: recall them one by one
             kept += [("summary", s.strip()) for s in _SENTENCE.split(text[len(_SUMMARY) :])]
         elif not text.startswith(_DERIVED):
-            kept.append((who, _unwrap(text)))
+            kept.append((who, text))
     return [(who, text) for who, text in kept if text]
 
 
-def _unwrap(text: str) -> str:
-    """A tool result stored as JSON, reduced to the result itself."""
-    if text.startswith("```json\n"):
-        try:
-            value = json.loads(text[8:].removesuffix("```"))
-        except json.JSONDecodeError:
-            return text
-        if isinstance(value, dict) and isinstance(value.get("content"), str):
-            return value["content"]
-    return text
+def _is_tool_request(content: Any) -> bool:
+    return isinstance(content, dict) and bool(content.get("tool_calls"))
+
+
+def _remembered(message: dict[str, Any]) -> tuple[str, str]:
+    """A preloaded message as (speaker, text); a tool result is reduced to the result itself."""
+    content = message["content"]
+    if isinstance(content, dict) and isinstance(content.get("content"), str):
+        content = content["content"]
+    return message["role"], content_text(content).strip()
 
 
 def summarize(text: str, max_words: int = 300) -> str:
@@ -252,58 +252,3 @@ def _recall(task: str, earlier: list[dict[str, Any]]) -> str:
         quoted = "\n".join(f"> {line}" for line in text.splitlines())
         quotes.append(f"{speaker} said earlier:\n{quoted}")
     return f"{_RECALLED}\n\n" + "\n\n".join(quotes)
-
-
-def provider() -> Any:
-    """The litellm custom handler that serves ``nbmemory/offline`` (imports litellm)."""
-    from litellm import CustomLLM, ModelResponse
-
-    def reply_of(messages: list, optional_params: dict) -> Reply:
-        return respond(messages, optional_params.get("tools"), optional_params.get("max_tokens"))
-
-    class OfflineLLM(CustomLLM):
-        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
-            reply = reply_of(messages, kwargs.get("optional_params") or {})
-            return ModelResponse(
-                model="nbmemory/offline",
-                choices=[{"message": reply.message(), "finish_reason": reply.finish_reason}],
-            )
-
-        def streaming(
-            self, model: str, messages: list, *args: Any, **kwargs: Any
-        ) -> Iterator[dict]:
-            reply = reply_of(messages, kwargs.get("optional_params") or {})
-            for piece in re.findall(r"\S+\s*|\s+", reply.content):
-                yield {
-                    "text": piece,
-                    "tool_use": None,
-                    "is_finished": False,
-                    "finish_reason": "",
-                    "usage": None,
-                    "index": 0,
-                }
-            for i, call in enumerate(reply.tool_calls):
-                use = {
-                    "id": call.id,
-                    "type": "function",
-                    "index": i,
-                    "function": {"name": call.name, "arguments": call.arguments},
-                }
-                yield {
-                    "text": "",
-                    "tool_use": use,
-                    "is_finished": False,
-                    "finish_reason": "",
-                    "usage": None,
-                    "index": 0,
-                }
-            yield {
-                "text": "",
-                "tool_use": None,
-                "is_finished": True,
-                "finish_reason": reply.finish_reason or "stop",
-                "usage": None,
-                "index": 0,
-            }
-
-    return OfflineLLM()

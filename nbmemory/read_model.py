@@ -15,7 +15,7 @@ import hashlib
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -270,6 +270,13 @@ def _item(index: int, message: dict[str, Any], source: str, fold: int | None) ->
     )
 
 
+def to_items(
+    messages: Iterable[tuple[int, dict[str, Any]]], source: str, fold: int | None = None
+) -> list[Item]:
+    """Items of (index, message) pairs kept elsewhere, such as a memory held in RAM only."""
+    return [_item(index, message, source, fold) for index, message in messages]
+
+
 def _page(
     messages: Sequence[dict[str, Any]],
     source: str,
@@ -389,6 +396,13 @@ class ReadModel:
         path, followed = self._memory(name)
         messages = followed.messages if followed is not None else []
         return _page(messages, path.name, offset, limit, newest_first, fold)
+
+    def records(self, name: str, archive: str | None = None) -> list[dict[str, Any]]:
+        """Every message of the memory (or of ``archive``) as stored: role, content, timestamp.
+
+        Content keeps its structure (tool calls stay dicts): this is what exports write.
+        """
+        return [dict(message) for message in self._file(name, archive).messages]
 
     def message(self, name: str, index: int, archive: str | None = None) -> Item:
         """One whole message of the memory (or of ``archive``), by its index there."""

@@ -40,10 +40,12 @@ def test_ls_lists_the_agents(prepared):
     assert result.returncode == 0
     header, *rows = result.stdout.splitlines()
     assert header.split()[:3] == ["agent", "messages", "tokens"]
-    assert [[*row.split()[:2], row.split()[4]] for row in rows] == [
+    assert [[*row.split()[:2], row.split()[5]] for row in rows[:2]] == [
         ["Scout", "2", "1"],
         ["Writer", "1", "0"],
     ]
+    assert rows[0].split()[3:5] == ["16,000*", "90%"]  # no agent ran: the defaults, marked
+    assert rows[2].startswith("* the agent has not run here yet")
 
 
 def test_show_prints_the_memory_and_archives(prepared):
@@ -85,8 +87,9 @@ def test_compact_tokens_and_path(prepared):
     assert [m["content"] for m in parse(memory_path("Writer").read_bytes()).messages] == [
         "[Compressed Memory Summary]\nMemo drafted."
     ]
-    assert nbmemory("tokens", "Scout").stdout.startswith("Scout: ")
-    assert "in 2 messages (2 archived)" in nbmemory("tokens", "Scout").stdout
+    tokens = nbmemory("tokens", "Scout").stdout
+    assert tokens.startswith("Scout: ") and "of 16,000 tokens" in tokens
+    assert "2 messages in MEMORY.md, 2 in 1 archive(s)" in tokens
     assert nbmemory("path", "Scout").stdout.strip() == str(memory_path("Scout"))
 
 
@@ -103,9 +106,9 @@ def test_the_workspace_option_wins_over_the_environment(prepared, tmp_path):
         (["search", "zeppelin"], 1, "no message contains 'zeppelin'"),
         (["path", "../etc"], 2, "must not contain '/'"),
         (["compact", "Scout"], 2, "the following arguments are required: --summary"),
-        (["compact", "Scout", "--summary", " "], 2, "summary must be a non-empty string"),
+        (["compact", "Scout", "--summary", " "], 2, "--summary must not be empty"),
         (["export", "Scout", "--format", "pdf"], 2, "invalid choice: 'pdf'"),
-        (["show", "Scout", "--archive", "history_x.md"], 2, "no archive named 'history_x.md'"),
+        (["show", "Scout", "--archive", "history_x.md"], 1, "no archive named 'history_x.md'"),
     ],
 )
 def test_errors_are_one_line_with_the_usual_exit_codes(prepared, args, code, message):

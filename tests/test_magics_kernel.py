@@ -135,7 +135,7 @@ def test_interrupting_the_kernel_stops_the_run_and_keeps_memory_whole(
 
         def collect(message):
             data = message["content"].get("data", {})
-            shown.append(data.get("text/markdown", "") + message["content"].get("text", ""))
+            shown.append(data.get("text/plain", "") + message["content"].get("text", ""))
 
         done = threading.Event()
 
@@ -158,6 +158,29 @@ def test_interrupting_the_kernel_stops_the_run_and_keeps_memory_whole(
             "Take your time."
         ]
         assert "ok" in execute(client, "%%agent Patient\nStill there?")  # the kernel goes on
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def test_model_output_reaches_the_notebook_as_inert_html(kernel_env, openai_server, tmp_path):
+    hostile = 'Found: <img src=x onerror="window.__pwned=1"> [go](javascript:alert(1)) **bold**'
+    openai_server.reply(hostile)
+    manager, client = start(kernel_env, tmp_path)
+    try:
+        setup_magics(client, openai_server)
+        bundles: list[dict] = []
+
+        def collect(message):
+            if message["header"]["msg_type"] in ("display_data", "update_display_data"):
+                bundles.append(message["content"]["data"])
+
+        client.execute_interactive("%%agent Reader\nRead the page.", output_hook=collect)
+        assert bundles and all(set(b) == {"text/html", "text/plain"} for b in bundles)
+        final = bundles[-1]["text/html"]
+        assert "<img" not in final and "javascript:" not in final.replace("(javascript:", "")
+        assert "&lt;img src=x onerror=" in final and "<strong>bold</strong>" in final
+        assert hostile in bundles[-1]["text/plain"]
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,19 +20,19 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Unicode
 
-from nbmemory import llm, overview, workspace
+from nbmemory import llm, workspace
 from nbmemory.agent import Agent
-from nbmemory.conversation import Conversation
 from nbmemory.errors import NbmemoryError
 from nbmemory.export import export_text, format_of
-from nbmemory.jupyter.render import AgentTable, Answer, MessageList, TextBlock
-from nbmemory.memory_file import read_messages
+from nbmemory.jupyter.render import Answer, safe_bundle
+from nbmemory.read_model import ReadModel, Usage, to_items
+from nbmemory.report import AgentTable, MessageList, TextBlock, usage_line
 
 _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer
 
 
 def _usage_errors(function: Any) -> Any:
-    """Turn nbmemory's errors (and bad values) into one-line ``UsageError``s."""
+    """Turn nbmemory's errors (and failed file operations) into one-line ``UsageError``s."""
 
     @functools.wraps(function)
     def wrapper(self: NbMemoryMagics, *args: Any, **kwargs: Any) -> Any:
@@ -39,7 +40,7 @@ def _usage_errors(function: Any) -> Any:
             return function(self, *args, **kwargs)
         except UsageError:
             raise
-        except (NbmemoryError, ValueError, OSError) as exc:
+        except (NbmemoryError, OSError) as exc:
             raise UsageError(str(exc)) from None
 
     return wrapper
@@ -126,23 +127,34 @@ class NbMemoryMagics(Magics):
             parts.append(f"{name} =\n```\n{self.shell.user_ns[name]}\n```")
         return "\n\n".join(parts)
 
-    def _widget(self, source: Agent | Conversation) -> Any:
+    def _reader(self) -> ReadModel:
+        return ReadModel(self._workspace())
+
+    def _widget(self, name: str) -> Any:
         from nbmemory.jupyter.widget import MemoryWidget
 
-        return MemoryWidget(source)
+        return MemoryWidget(name, workspace=self._workspace(), agent=self.agents.get(name))
 
-    def _known(self, name: str) -> None:
-        workspace.validate_agent_name(name)
-        if name not in self.agents and name not in workspace.list_agents(self._workspace()):
-            raise UsageError(f"no agent named {name!r}; start one with %%agent {name}")
+    def _in_ram(self, name: str) -> Agent | None:
+        """The kernel's agent ``name`` if its memory is kept in RAM only."""
+        agent = self.agents.get(workspace.validate_agent_name(name))
+        return agent if agent is not None and agent.short_memory.memory_md_path is None else None
 
-    def _conversation(self, name: str) -> Conversation:
-        """The kernel's conversation of agent ``name``, or one opened on its MEMORY.md."""
-        self._known(name)
-        if name in self.agents:
-            return self.agents[name].short_memory
-        path = workspace.memory_path(name, self._workspace())
-        return Conversation(name=name, memory_md_path=path, tokenizer_model_name=self._model(None))
+    def _compactor(self, name: str) -> Agent:
+        """The kernel's agent ``name``, or one built on its memory with its recorded model."""
+        agent = self.agents.get(name)
+        if agent is None:
+            settings, recorded = self._reader().settings(name)
+            agent = Agent(
+                agent_name=name,
+                model_name=settings.model if recorded else self._model(None),
+                context_length=settings.context_length if recorded else None,
+                api_base=self.api_base or None,
+                persistent_memory=True,
+                workspace_dir=self._workspace(),
+            )
+            self.agents[name] = agent
+        return agent
 
     # ------------------------------------------------------------------------------------------
     # %%agent
@@ -199,7 +211,7 @@ class NbMemoryMagics(Magics):
         if args.widget:
             from IPython.display import display
 
-            display(self._widget(agent))
+            display(self._widget(agent.agent_name))
         answer = self._run(agent, task, stream=self.stream and not args.no_stream)
         if answer is None:
             return None
@@ -253,41 +265,37 @@ class NbMemoryMagics(Magics):
         args = parse_argstring(self.memory, line)
         args.search, args.export = _unquoted(args.search), _unquoted(args.export)
         if args.name is None:
-            rows = overview.workspace_overview(self._workspace(), self._model(None))
-            windows = {name: agent.context_length for name, agent in self.agents.items()}
-            tokens = {
-                name: a.short_memory.count_history_tokens() for name, a in self.agents.items()
-            }
-            return AgentTable(rows, windows, tokens)
-        convo = self._conversation(args.name)
+            return AgentTable(self._reader().agents())
+        name = args.name
         if args.widget:
-            return self._widget(self.agents.get(args.name) or convo)
+            workspace.validate_agent_name(name)
+            return self._widget(name)
+        ram = self._in_ram(name)
+        if ram is not None:
+            return _ram_view(ram, args)
+        reader = self._reader()
         if args.path:
-            return TextBlock(str(convo.memory_md_path or "(kept in RAM only)"))
+            return TextBlock(str(reader.agent(name).path))
         if args.tokens:
-            usage = convo.token_usage()
-            return TextBlock(
-                f"{args.name}: {usage.used:,} of {usage.context_length:,} tokens "
-                f"({usage.fraction:.0%}), counted with {usage.encoding}"
-            )
+            return TextBlock(usage_line(name, reader.usage(name)))
         if args.search is not None:
-            hits = convo.search_memory(args.search, archives=args.archives)
-            return MessageList(
-                f"{len(hits)} message(s) of {args.name} contain {args.search!r}",
-                [(hit.source, hit.message) for hit in hits],
+            found = reader.search(
+                name, args.search, archives=args.archives, limit=sys.maxsize, fold=None
             )
+            title = f"{found.total} message(s) of {name} contain {args.search!r}"
+            return MessageList(title, found.items, sources=True)
         if args.export:
-            return TextBlock(f"Wrote {_export(convo, args.export, args.format)}")
-        if args.list_archives:
-            lines = [f"{p.name}  ({len(read_messages(p))} messages)" for p in convo.archives()]
-            return TextBlock("\n".join(lines) or f"{args.name} has no archives yet")
-        if args.archive:
-            messages = convo.archive_messages(args.archive)
-            return MessageList(
-                f"{args.archive} ({len(messages)} messages)", [("", m) for m in messages]
+            return TextBlock(
+                f"Wrote {_export(name, reader.records(name), args.export, args.format)}"
             )
-        messages = convo.memory_messages() if convo.memory_md_path else convo.to_dict()
-        return MessageList(f"{args.name}: {len(messages)} message(s)", [("", m) for m in messages])
+        if args.list_archives:
+            lines = [f"{a.name}  ({a.messages} messages)" for a in reader.archives(name)]
+            return TextBlock("\n".join(lines) or f"{name} has no archives yet")
+        if args.archive:
+            page = reader.archive_messages(name, args.archive, limit=sys.maxsize, fold=None)
+            return MessageList(f"{args.archive} ({page.total} messages)", page.items)
+        page = reader.messages(name, limit=sys.maxsize, newest_first=False, fold=None)
+        return MessageList(f"{name}: {page.total} message(s)", page.items)
 
     # ------------------------------------------------------------------------------------------
     # %compact
@@ -312,18 +320,9 @@ class NbMemoryMagics(Magics):
         summary = _unquoted(args.summary)
         if summary is not None and not summary.strip():
             raise UsageError("--summary must not be empty")
-        self._known(args.name)
-        agent = self.agents.get(args.name)
-        if agent is None:
-            agent = Agent(
-                agent_name=args.name,
-                model_name=self._model(None),
-                api_base=self.api_base or None,
-                persistent_memory=True,
-                workspace_dir=self._workspace(),
-            )
-            self.agents[args.name] = agent
-        before = agent.short_memory.count_history_tokens()
+        reader = self._reader()
+        before = reader.usage(args.name).tokens
+        agent = self._compactor(args.name)
         if summary is not None:
             archive = agent.short_memory.compact(summary)
         else:
@@ -332,7 +331,7 @@ class NbMemoryMagics(Magics):
             if agent._context_compressor.compress(agent, keep_turn=False) is None:
                 raise UsageError(f"{args.name} was not compacted: see the warning above")
             archive = agent.short_memory.last_archive
-        after = agent.short_memory.count_history_tokens()
+        after = reader.usage(args.name).tokens
         where = f"; raw transcript archived to {archive}" if archive else ""
         return TextBlock(f"Compacted {args.name}: {before:,} -> {after:,} tokens{where}")
 
@@ -341,11 +340,10 @@ class _Live:
     """An answer drawn in one notebook display that is redrawn as pieces arrive."""
 
     def __init__(self, header: str) -> None:
-        from IPython.display import Markdown, display
+        from IPython.display import display
 
         self.header = header
-        self.markdown = Markdown
-        self.handle = display(Markdown(header), display_id=True)
+        self.handle = display(self._bundle(""), raw=True, display_id=True)
         self.pieces: list[str] = []
         self.drawn = time.monotonic()
 
@@ -359,8 +357,11 @@ class _Live:
             self.finish(self.text)
             self.drawn = time.monotonic()
 
+    def _bundle(self, text: str) -> dict[str, str]:
+        return safe_bundle(f"{self.header}\n\n{text}")
+
     def finish(self, text: str) -> None:
-        self.handle.update(self.markdown(f"{self.header}\n\n{text}"))
+        self.handle.update(self._bundle(text), raw=True)
 
 
 class _Printed:
@@ -401,13 +402,44 @@ def _max_loops(value: str) -> int | str:
     return loops
 
 
-def _export(convo: Conversation, path: str, form: str | None) -> Path:
-    """Write ``convo``'s memory to ``path`` as JSON, YAML or Markdown; returns the path."""
+def _export(name: str, messages: list[dict[str, Any]], path: str, form: str | None) -> Path:
+    """Write ``messages`` of agent ``name`` to ``path`` as JSON, YAML or Markdown."""
     target = Path(os.path.expanduser(path))
-    messages = convo.memory_messages() if convo.memory_md_path else convo.to_dict()
-    text = export_text(convo.name, messages, form or format_of(target))
-    target.write_text(text, encoding="utf-8")
+    target.write_text(export_text(name, messages, form or format_of(target)), encoding="utf-8")
     return target
+
+
+def _ram_view(agent: Agent, args: Any) -> Any:
+    """What ``%memory`` shows of an agent whose memory is in RAM only (``--ephemeral``)."""
+    convo = agent.short_memory
+    name = agent.agent_name
+    if args.path:
+        return TextBlock("(kept in RAM only)")
+    if args.tokens:
+        settings = agent.run_settings()
+        usage = Usage(
+            tokens=convo.context_tokens() + agent.request_overhead_tokens(),
+            context_length=settings.context_length,
+            threshold=settings.threshold,
+            model=settings.model,
+            encoding=settings.encoding,
+            recorded=True,
+        )
+        return TextBlock(usage_line(name, usage))
+    if args.export:
+        return TextBlock(f"Wrote {_export(name, convo.to_dict(), args.export, args.format)}")
+    if args.search is not None:
+        hits = convo.search_memory(args.search)
+        title = f"{len(hits)} message(s) of {name} contain {args.search!r}"
+        return MessageList(
+            title, to_items(((h.index, h.message) for h in hits), "history"), sources=True
+        )
+    if args.list_archives or args.archive:
+        raise UsageError(f"{name} keeps its memory in RAM only: it has no archives")
+    messages = convo.to_dict()
+    return MessageList(
+        f"{name}: {len(messages)} message(s)", to_items(enumerate(messages), "history")
+    )
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -1,0 +1,128 @@
+"""Reports of what the read model returns, as plain text (a terminal) and as safe Markdown.
+
+The CLI and the magics print these. Message text is data: plain text in a terminal, and inside
+code fences in Markdown, so nothing in a message is ever read as Markdown or HTML.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from nbmemory.read_model import AgentInfo, Item, Usage
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&~])")
+
+
+def fenced(text: str) -> str:
+    """``text`` in a code fence longer than any run of backticks inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+def markdown_escape(text: str) -> str:
+    """``text`` as literal Markdown inside a line: what could start a tag, a link or emphasis
+    is escaped (not what acts only at the start of a line)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
+
+
+def percent(value: float | None) -> str:
+    return "off" if value is None else f"{value:.0%}"
+
+
+def usage_line(name: str, usage: Usage) -> str:
+    """One sentence with every figure of ``usage``, as ``--tokens`` and ``nbmemory tokens`` say."""
+    source = "" if usage.recorded else " (defaults: the agent has not run here yet)"
+    state = "; the next call compacts first" if usage.compacts_next else ""
+    return (
+        f"{name}: {usage.tokens:,} of {usage.context_length:,} tokens ({usage.fraction:.0%}), "
+        f"compression at {percent(usage.threshold)}, model {usage.model}, counted with "
+        f"{usage.encoding}{source}{state}"
+    )
+
+
+class TextBlock:
+    """A short result: shown as preformatted text everywhere."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_markdown_(self) -> str:
+        return fenced(self.text)
+
+
+class MessageList:
+    """Messages with their role, time and (optionally) the file they were found in."""
+
+    def __init__(self, title: str, items: Iterable[Item], *, sources: bool = False) -> None:
+        self.title = title
+        self.items = list(items)
+        self.sources = sources
+
+    def _head(self, item: Item) -> str:
+        parts = [item.role, *([item.timestamp] if item.timestamp else [])]
+        if self.sources:
+            parts.append(item.source)
+        if item.folded:
+            parts.append(f"first {len(item.text):,} of {item.length:,} characters")
+        return " · ".join(parts)
+
+    def __repr__(self) -> str:
+        return "\n\n".join([self.title, *(f"--- {self._head(i)}\n{i.text}" for i in self.items)])
+
+    def _repr_markdown_(self) -> str:
+        parts = [f"**{markdown_escape(self.title)}**"]
+        parts += [f"*{markdown_escape(self._head(i))}*\n\n{fenced(i.text)}" for i in self.items]
+        return "\n\n".join(parts)
+
+
+class AgentTable:
+    """One row per agent of the workspace, with the same figures every view shows."""
+
+    HEADERS = ("agent", "messages", "tokens", "window", "threshold", "archives", "last activity")
+
+    def __init__(self, rows: list[AgentInfo]) -> None:
+        self.rows = rows
+
+    def _cells(self) -> list[tuple[str, ...]]:
+        return [
+            (
+                row.name,
+                f"{row.messages:,}",
+                f"{row.usage.tokens:,}",
+                f"{row.usage.context_length:,}" + ("" if row.usage.recorded else "*"),
+                percent(row.usage.threshold),
+                str(row.archives),
+                row.last_activity or "-",
+            )
+            for row in self.rows
+        ]
+
+    def _note(self) -> str:
+        if all(row.usage.recorded for row in self.rows):
+            return ""
+        return "* the agent has not run here yet: default window and threshold"
+
+    def __repr__(self) -> str:
+        if not self.rows:
+            return "No agents in this workspace yet."
+        table = [self.HEADERS, *self._cells()]
+        widths = [max(len(row[i]) for row in table) for i in range(len(self.HEADERS))]
+        lines = [
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in table
+        ]
+        return "\n".join([*lines, *filter(None, [self._note()])])
+
+    def _repr_markdown_(self) -> str:
+        if not self.rows:
+            return "*No agents in this workspace yet.*"
+        lines = ["| " + " | ".join(self.HEADERS) + " |", "|" + "---|" * len(self.HEADERS)]
+        for cells in self._cells():
+            lines.append("| " + " | ".join(markdown_escape(c) for c in cells) + " |")
+        note = self._note()
+        return "\n".join(lines) + (f"\n\n{markdown_escape(note)}" if note else "")

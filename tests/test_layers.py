@@ -1,0 +1,127 @@
+"""The layers of DESIGN.md, checked on the import graph of the package's source."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from support import ROOT
+
+PACKAGE = ROOT / "nbmemory"
+LAYERS = {
+    "base": ["errors", "workspace", "atomic", "reply", "tokens"],
+    "storage": ["memory_file", "run_settings", "search", "export"],
+    "memory": ["conversation"],
+    "agent": ["llm", "offline", "tools", "compressor", "agent", "demo"],
+    "read model": ["read_model", "report"],
+    "front ends": ["cli", "__main__", "jupyter"],
+}
+RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
+JUPYTER_ONLY = ("IPython", "anywidget", "ipywidgets", "tornado", "jupyter_server", "mistune")
+FILE_READERS = ("memory_file", "search", "tokens")
+"""What a view must not use: it reads through the read model instead."""
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports(path: Path) -> list[tuple[str, bool]]:
+    """(module imported, whether the import is inside a function) for every import in a file."""
+    tree = ast.parse(path.read_text())
+    found = []
+
+    def visit(node: ast.AST, nested: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            if isinstance(child, ast.Import):
+                found.extend((alias.name, nested) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
+                names = [f"{child.module}.{alias.name}" for alias in child.names]
+                found.extend((name, nested) for name in [child.module, *names])
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def layer_of(module: str) -> str:
+    """``nbmemory.jupyter.widget`` -> ``jupyter``; ``nbmemory.read_model`` -> ``read_model``."""
+    return module.split(".")[1] if module.count(".") else module
+
+
+def internal(module: str, known: dict[str, Path]) -> str | None:
+    """The nbmemory module an import names (``nbmemory.llm.Reply`` -> ``nbmemory.llm``)."""
+    while module and module not in known:
+        module = module.rpartition(".")[0]
+    return module or None
+
+
+def test_every_module_has_a_layer():
+    unplaced = {layer_of(m) for m in modules() if m != "nbmemory"} - set(RANK)
+    assert not unplaced, f"add these to LAYERS in this test (and to DESIGN.md): {unplaced}"
+
+
+def test_imports_point_down_the_layers():
+    known = modules()
+    upward = []
+    for module, path in known.items():
+        if module == "nbmemory":  # the public API gathers every layer
+            continue
+        for name, _ in imports(path):
+            target = internal(name, known)
+            if target in (None, "nbmemory") or target == module:
+                continue
+            if RANK[layer_of(target)] > RANK[layer_of(module)]:
+                upward.append(f"{module} imports {target}")
+    assert not upward
+
+
+def test_no_import_cycles_between_modules():
+    known = modules()
+    graph = {
+        module: {internal(name, known) for name, _ in imports(path)} - {None, "nbmemory", module}
+        for module, path in known.items()
+        if module != "nbmemory"
+    }
+    cycles = []
+
+    def walk(node: str, trail: list[str]) -> None:
+        for nxt in graph.get(node, ()):
+            if nxt in trail:
+                cycles.append(" -> ".join([*trail[trail.index(nxt) :], nxt]))
+            elif len(trail) < 12:
+                walk(nxt, [*trail, nxt])
+
+    for module in graph:
+        walk(module, [module])
+    assert not cycles
+
+
+def test_optional_libraries_stay_in_their_corner():
+    misplaced = []
+    for module, path in modules().items():
+        for name, nested in imports(path):
+            root = name.split(".")[0]
+            if root in JUPYTER_ONLY and not module.startswith("nbmemory.jupyter"):
+                misplaced.append(f"{module} imports {name}")
+            if root == "litellm" and (module != "nbmemory.llm" or not nested):
+                misplaced.append(f"{module} imports litellm{'' if nested else ' at import time'}")
+    assert not misplaced
+
+
+def test_views_read_through_the_read_model():
+    known = modules()
+    readers = []
+    for module, path in known.items():
+        if RANK.get(layer_of(module)) != RANK["cli"]:
+            continue
+        for name, _ in imports(path):
+            target = internal(name, known)
+            if target and layer_of(target) in FILE_READERS:
+                readers.append(f"{module} imports {target}")
+    assert not readers

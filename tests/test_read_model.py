@@ -1,0 +1,211 @@
+"""The read model: the figures every view shows, read without writing, following every writer."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from nbmemory import Agent, Conversation
+from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, InvalidAgentNameError
+from nbmemory.memory_file import format_block
+from nbmemory.read_model import ReadModel, _followed
+from nbmemory.run_settings import RunSettings, write_settings
+from nbmemory.workspace import memory_path
+from support import run_python
+
+APPEND = (
+    "import sys\n"
+    "from nbmemory import Conversation\n"
+    "from nbmemory.workspace import memory_path\n"
+    "convo = Conversation(name=sys.argv[1], memory_md_path=memory_path(sys.argv[1]))\n"
+    "for text in sys.argv[2:]:\n"
+    "    convo.add('User', text)\n"
+)
+
+
+def persistent(name: str) -> Conversation:
+    return Conversation(name=name, memory_md_path=memory_path(name))
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every file and folder under ``root`` with its size, mtime and inode."""
+    return {
+        str(path.relative_to(root)): (
+            path.stat().st_size,
+            path.stat().st_mtime_ns,
+            path.stat().st_ino,
+        )
+        for path in sorted(root.rglob("*"))
+    }
+
+
+def test_the_figures_are_the_agents_own_before_and_after_a_restart(workspace):
+    agent = Agent(
+        agent_name="Scout",
+        persistent_memory=True,
+        context_length=3000,
+        system_prompt="Answer in one line.",
+    )
+    agent.run("Our budget is 40k EUR.")
+    agent.run("What is our budget?")
+    usage = ReadModel().usage("Scout")
+    live = agent.short_memory.context_tokens() + agent.request_overhead_tokens()
+    assert (usage.tokens, usage.context_length, usage.threshold) == (live, 3000, 0.9)
+    assert usage.recorded and usage.model == "nbmemory/offline"
+    resumed = run_python(
+        "from nbmemory import Agent\n"
+        "a = Agent(agent_name='Scout', persistent_memory=True, context_length=3000,"
+        " system_prompt='Answer in one line.')\n"
+        "print(a.short_memory.context_tokens() + a.request_overhead_tokens())"
+    )
+    assert int(resumed.stdout) == usage.tokens
+
+
+def test_an_agent_that_never_ran_here_shows_the_defaults_and_says_so(workspace):
+    persistent("Plain").add("User", "hello")
+    usage = ReadModel().usage("Plain")
+    assert (usage.context_length, usage.threshold, usage.recorded) == (16000, 0.9, False)
+    write_settings(memory_path("Plain").parent, RunSettings("gpt-4o", 128_000, None, "o200k_base"))
+    usage = ReadModel().usage("Plain")
+    assert (usage.context_length, usage.threshold, usage.recorded) == (128_000, None, True)
+    assert usage.encoding == "o200k_base" and not usage.compacts_next
+
+
+def test_compacts_next_is_the_compressors_own_test(workspace):
+    agent = Agent(agent_name="Full", persistent_memory=True, context_length=2000)
+    for i in range(60):
+        agent.short_memory.add("User", f"fact {i}: the warehouse in city {i} stores item {i}.")
+    usage = ReadModel().usage("Full")
+    assert usage.compacts_next == agent._context_compressor.should_compress(agent)
+    assert usage.compacts_next
+
+
+def test_pages_in_either_order_with_folding_and_the_full_text(workspace):
+    convo = persistent("Pager")
+    for i in range(50):
+        convo.add("User", f"m{i}")
+    convo.add("Tool", "y" * 5000)
+    reader = ReadModel()
+    page = reader.messages("Pager", offset=1, limit=3)
+    assert page.total == 51 and [i.text for i in page.items] == ["m49", "m48", "m47"]
+    page = reader.messages("Pager", offset=48, limit=5, newest_first=False)
+    assert [i.index for i in page.items] == [48, 49, 50]
+    folded = page.items[-1]
+    assert folded.folded and len(folded.text) == 2000 and folded.length == 5000
+    assert reader.message("Pager", 50).text == "y" * 5000
+    assert not reader.messages("Pager", limit=1, fold=None).items[0].folded
+
+
+def test_archives_search_and_records(workspace):
+    convo = persistent("Scout")
+    for i in range(120):
+        convo.add("User", f"budget note {i}")
+    convo.add("Scout", {"tool_calls": [{"id": "1"}]})
+    convo.compact("Budget notes summarized.")
+    convo.add("User", "The budget is final.")
+    reader = ReadModel()
+    [archive] = reader.archives("Scout")
+    assert archive.messages == 121
+    page = reader.archive_messages("Scout", archive.name, offset=100, limit=50)
+    assert [i.text for i in page.items][:2] == ["budget note 100", "budget note 101"]
+    assert len(page.items) == 21
+    found = reader.search("Scout", "BUDGET", archives=True, offset=110, limit=5)
+    assert found.total == 122 and len(found.items) == 5
+    assert [i.source for i in reader.search("Scout", "final", archives=True).items] == ["MEMORY.md"]
+    assert reader.records("Scout", archive.name)[-1]["content"] == {"tool_calls": [{"id": "1"}]}
+    with pytest.raises(ArchiveNotFoundError):
+        reader.archive_messages("Scout", "history_none.md")
+    with pytest.raises(AgentNotFoundError, match="no agent named 'Nobody'"):
+        reader.agent("Nobody")
+    with pytest.raises(InvalidAgentNameError):
+        reader.messages("../etc")
+
+
+def test_reading_never_creates_changes_or_locks_a_file(workspace):
+    convo = persistent("Gone")
+    convo.add("User", "kept in the archive")
+    convo.compact("summary")
+    memory_path("Gone").unlink()
+    (memory_path("Gone").parent / ".lock").unlink()
+    persistent("Here").add("User", "hello")
+    before = snapshot(workspace)
+    reader = ReadModel()
+    for name in reader.names():
+        reader.agent(name)
+        reader.messages(name)
+        reader.search(name, "e", archives=True)
+        reader.usage(name)
+        reader.version(name)
+        for archive in reader.archives(name):
+            reader.archive_messages(name, archive.name)
+    reader.agents()
+    assert snapshot(workspace) == before
+    assert reader.agent("Gone").messages == 0 and reader.agent("Gone").archives == 1
+
+
+def test_it_follows_appends_from_another_process_reading_only_what_is_new(workspace):
+    persistent("Shared").add("User", "first")
+    reader = ReadModel()
+    assert reader.agent("Shared").messages == 1
+    version = reader.version("Shared")
+    assert reader.version("Shared") == version  # nothing changed, same token
+    run_python(APPEND, "Shared", "second", "third")
+    assert reader.version("Shared") != version
+    assert [i.text for i in reader.messages("Shared", newest_first=False).items] == [
+        "first",
+        "second",
+        "third",
+    ]
+    followed = _followed[str(memory_path("Shared"))]
+    assert followed.end == followed.size == memory_path("Shared").stat().st_size
+    assert reader.usage("Shared").tokens == ReadModel().usage("Shared").tokens
+
+
+def test_it_notices_a_compaction_and_a_hand_edit_in_place(workspace):
+    convo = persistent("Edited")
+    convo.add("User", "alpha")
+    convo.add("User", "beta")
+    reader = ReadModel()
+    assert reader.agent("Edited").messages == 2
+    convo.compact("gamma")
+    assert [i.text for i in reader.messages("Edited").items] == [
+        "[Compressed Memory Summary]\ngamma"
+    ]
+    path = memory_path("Edited")
+    text = path.read_text().replace("gamma", "delta") + format_block("User", "epsilon", "t")
+    with open(path, "r+", encoding="utf-8") as handle:  # same inode, rewritten and grown
+        handle.write(text)
+    assert [i.text for i in reader.messages("Edited", newest_first=False).items] == [
+        "[Compressed Memory Summary]\ndelta",
+        "epsilon",
+    ]
+
+
+def test_a_memory_that_is_not_a_regular_file_is_skipped_not_waited_on(workspace):
+    persistent("Pipe").add("User", "hello")
+    path = memory_path("Pipe")
+    path.unlink()
+    os.mkfifo(path)
+    result: list[int] = []
+    reader = threading.Thread(target=lambda: result.append(ReadModel().agent("Pipe").messages))
+    reader.start()
+    reader.join(timeout=30)
+    assert result == [0]
+
+
+def test_usage_is_counted_once_per_message(workspace):
+    convo = persistent("Counted")
+    for i in range(100):
+        convo.add("User", f"message {i}")
+    reader = ReadModel()
+    first = reader.usage("Counted").tokens
+    followed = _followed[str(memory_path("Counted"))]
+    [counts] = followed.tokens.values()
+    assert len(counts) == 100
+    convo.add("User", "one more")
+    assert reader.usage("Counted").tokens > first
+    [counts] = _followed[str(memory_path("Counted"))].tokens.values()
+    assert len(counts) == 101

@@ -1,0 +1,29 @@
+"""Reports for a terminal and for Markdown: hostile names and text stay literal."""
+
+from nbmemory import Conversation
+from nbmemory.read_model import ReadModel
+from nbmemory.report import AgentTable, MessageList, fenced, markdown_escape
+from nbmemory.workspace import memory_path
+
+
+def test_markdown_escape_leaves_nothing_to_interpret():
+    escaped = markdown_escape("<img src=x> [a](javascript:x) *b* `c` | d")
+    assert "<" not in escaped.replace("\\<", "")
+    assert escaped.startswith("\\<img") and "\\[a\\](javascript:x)" in escaped
+
+
+def test_fences_outgrow_backticks_inside():
+    assert fenced("a ```` b").startswith("`````\n")
+
+
+def test_the_table_and_messages_keep_hostile_text_literal(workspace):
+    name = "<b onclick=x>"
+    convo = Conversation(name=name, memory_md_path=memory_path(name))
+    convo.add("User", "<img src=x onerror=alert(1)>")
+    reader = ReadModel()
+    table = AgentTable(reader.agents())
+    assert "\\<b onclick=x\\>" in table._repr_markdown_()
+    assert repr(table).splitlines()[1].startswith("<b onclick=x>")
+    shown = MessageList("memory", reader.messages(name).items)
+    assert "```\n<img src=x onerror=alert(1)>\n```" in shown._repr_markdown_()
+    assert "<img src=x onerror=alert(1)>" in repr(shown)
