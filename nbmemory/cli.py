@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from nbmemory import workspace
+from nbmemory.atomic import write_atomic
 from nbmemory.conversation import Conversation
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, NbmemoryError
 from nbmemory.export import FORMATS, export_text
@@ -57,7 +58,7 @@ def cmd_search(args: argparse.Namespace) -> str:
 def cmd_export(args: argparse.Namespace) -> str:
     text = export_text(args.name, _reader(args).records(args.name), args.format)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_atomic(Path(args.output), text)
         return f"wrote {args.output}"
     return text.rstrip("\n")
 

@@ -2,9 +2,8 @@
 
 The magics, the widget, the server and the CLI never parse files or count tokens on their own;
 they ask here, so the same thing shows the same number everywhere. Nothing here creates,
-changes or locks a file. Each file is followed by its identity and size: when nothing changed
-a read costs a ``stat``; when a writer appended, only the new bytes are read; when the file was
-replaced (a compaction, an editor) or shrank, it is read again.
+changes or locks a file, and files are followed (``nbmemory.follow``): when nothing changed a
+read costs a ``stat``, and after an append only the new bytes are read.
 """
 
 from __future__ import annotations
@@ -13,24 +12,22 @@ import datetime
 import functools
 import hashlib
 import os
-import stat
-import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nbmemory import llm, memory_file, workspace
+from nbmemory import llm, workspace
 from nbmemory.conversation import block_tokens, preload_tokens
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
-from nbmemory.memory_file import BLOCK_END, archive_sort_key
+from nbmemory.follow import EMPTY, FollowedFile, follow
+from nbmemory.memory_file import archive_sort_key
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import MessageIndex, content_text
 from nbmemory.tokens import TokenCounter
 
 FOLD_CHARS = 2000
 """Messages longer than this come folded unless a view asks for another length."""
-_TAIL = 64  # bytes compared before reading an append, to notice a file rewritten in place
 
 
 # ----------------------------------------------------------------------------------------------
@@ -137,121 +134,17 @@ class SearchResults:
     items: list[Item]
 
 
-# ----------------------------------------------------------------------------------------------
-# Following files
-
-
-@dataclass
-class _Followed:
-    """A file as last read: enough to tell what changed and to read only that."""
-
-    identity: tuple[int, int]
-    size: int
-    mtime_ns: int
-    messages: list[dict[str, Any]]
-    problems: list[str]
-    end: int | None
-    """Where the last whole block ends, when the file ends there (appends are read from it)."""
-    tail: bytes
-    tokens: dict[str, list[int]] = field(default_factory=dict)
-    index: MessageIndex | None = None
-
-
-_followed: dict[str, _Followed] = {}
-_lock = threading.Lock()
-_count_lock = threading.Lock()
-
-
-def _stat(path: Path) -> os.stat_result | None:
-    """The file's status, or ``None`` if it is missing or not a regular file (a FIFO would hang)."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return st if stat.S_ISREG(st.st_mode) else None
-
-
-def _clean_end(data: bytes, parsed: memory_file.ParsedMemory) -> int | None:
-    if parsed.problems:
-        return None
-    if data.endswith(BLOCK_END.encode()) or (not parsed.messages and data.endswith(b"\n\n")):
-        return len(data)
-    return None
-
-
-def _read_whole(path: Path, st: os.stat_result) -> _Followed:
-    with open(path, "rb") as handle:
-        data = handle.read()
-    parsed = memory_file.parse(data)
-    return _Followed(
-        identity=(st.st_dev, st.st_ino),
-        size=len(data),
-        mtime_ns=st.st_mtime_ns,
-        messages=parsed.messages,
-        problems=parsed.problems,
-        end=_clean_end(data, parsed),
-        tail=data[-_TAIL:],
-    )
-
-
-def _read_appended(path: Path, old: _Followed, st: os.stat_result) -> _Followed | None:
-    """``old`` and what was appended after it, or ``None`` if the file changed otherwise."""
-    assert old.end is not None
-    start = old.end - len(old.tail)
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        data = handle.read()
-    if not data.startswith(old.tail):
-        return None
-    new = data[len(old.tail) :]
-    parsed = memory_file.parse(new, header=False)
-    end = _clean_end(new, parsed)
-    return _Followed(
-        identity=old.identity,
-        size=old.end + len(new),
-        mtime_ns=st.st_mtime_ns,
-        messages=old.messages + parsed.messages,
-        problems=old.problems + parsed.problems,
-        end=None if end is None else old.end + end,
-        tail=data[-_TAIL:],
-        tokens={name: counts.copy() for name, counts in old.tokens.items()},
-    )
-
-
-def _follow(path: Path) -> _Followed | None:
-    """The file's messages as they are now, read as little as possible; ``None`` if absent."""
-    st = _stat(path)
-    if st is None:
-        return None
-    key = str(path)
-    with _lock:
-        old = _followed.get(key)
-    if old is not None and old.identity == (st.st_dev, st.st_ino):
-        if old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
-            return old
-        if st.st_size > old.size and old.end == old.size:
-            new = _read_appended(path, old, st)
-            if new is not None:
-                with _lock:
-                    _followed[key] = new
-                return new
-    new = _read_whole(path, st)
-    with _lock:
-        _followed[key] = new
-    return new
-
-
 @functools.lru_cache(maxsize=16)
 def _counter(model: str) -> TokenCounter:
     return TokenCounter(model)
 
 
-def _tokens(followed: _Followed, counter: TokenCounter) -> int:
+def _tokens(followed: FollowedFile, counter: TokenCounter) -> int:
     """The memory's part of a request, each message counted once per encoding."""
     if not followed.messages:
         return 0
-    with _count_lock:
-        counts = followed.tokens.setdefault(counter.encoding_name, [])
+    with followed.lock:
+        counts = followed.per_message.setdefault(f"tokens:{counter.encoding_name}", [])
         for message in followed.messages[len(counts) :]:
             counts.append(block_tokens(counter, {"timestamp": "", **message}))
         return preload_tokens(counter) + sum(counts)
@@ -328,9 +221,9 @@ class ReadModel:
             raise AgentNotFoundError(f"no agent named {name!r} in {self.root}")
         return folder
 
-    def _memory(self, name: str) -> tuple[Path, _Followed | None]:
+    def _memory(self, name: str) -> tuple[Path, FollowedFile | None]:
         path = self._folder(name) / workspace.MEMORY_FILE
-        return path, _follow(path)
+        return path, follow(path)
 
     def settings(self, name: str) -> tuple[RunSettings, bool]:
         """The settings agent ``name`` last ran with, and whether they were recorded."""
@@ -344,7 +237,7 @@ class ReadModel:
         _, followed = self._memory(name)
         return self._usage(name, followed)
 
-    def _usage(self, name: str, followed: _Followed | None) -> Usage:
+    def _usage(self, name: str, followed: FollowedFile | None) -> Usage:
         settings, recorded = self.settings(name)
         counter = _counter(settings.model)
         memory = _tokens(followed, counter) if followed is not None else 0
@@ -428,18 +321,18 @@ class ReadModel:
         self._folder(name)
         infos = []
         for path in self._archive_paths(name):
-            followed = _follow(path)
+            followed = follow(path)
             if followed is not None:
                 infos.append(ArchiveInfo(path.name, len(followed.messages), followed.size))
         return infos
 
-    def _file(self, name: str, archive: str | None) -> _Followed:
+    def _file(self, name: str, archive: str | None) -> FollowedFile:
         if archive is None:
             followed = self._memory(name)[1]
-            return followed if followed is not None else _EMPTY
+            return followed if followed is not None else EMPTY
         for path in self._archive_paths(self._folder(name).name):
             if path.name == archive:
-                followed = _follow(path)
+                followed = follow(path)
                 if followed is not None:
                     return followed
         raise ArchiveNotFoundError(f"{name} has no archive named {archive!r}")
@@ -478,10 +371,10 @@ class ReadModel:
         hits: list[tuple[str, int, dict[str, Any]]] = []
         for source in sources:
             followed = self._file(name, source)
-            if followed.index is None or followed.index.messages is not followed.messages:
-                followed.index = MessageIndex(followed.messages)
+            with followed.lock:
+                index = followed.cache.setdefault("search", MessageIndex(followed.messages))
             label = source or workspace.MEMORY_FILE
-            hits.extend((label, i, followed.messages[i]) for i in followed.index.search(query))
+            hits.extend((label, i, followed.messages[i]) for i in index.search(query))
         chosen = hits[max(0, offset) : max(0, offset) + limit]
         items = [_item(i, message, label, fold) for label, i, message in chosen]
         return SearchResults(query, len(hits), max(0, offset), items)
@@ -508,6 +401,3 @@ class ReadModel:
                     continue
                 parts.append(f"{agent}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
-
-
-_EMPTY = _Followed((0, 0), 0, 0, [], [], 0, b"")

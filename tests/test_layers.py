@@ -10,7 +10,7 @@ from support import ROOT
 PACKAGE = ROOT / "nbmemory"
 LAYERS = {
     "base": ["errors", "workspace", "atomic", "reply", "tokens"],
-    "storage": ["memory_file", "run_settings", "search", "export"],
+    "storage": ["memory_file", "follow", "run_settings", "search", "export"],
     "memory": ["conversation"],
     "agent": ["llm", "offline", "tools", "compressor", "agent", "demo"],
     "read model": ["read_model", "report"],
@@ -18,7 +18,7 @@ LAYERS = {
 }
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
 JUPYTER_ONLY = ("IPython", "anywidget", "ipywidgets", "tornado", "jupyter_server", "mistune")
-FILE_READERS = ("memory_file", "search", "tokens")
+FILE_READERS = ("memory_file", "follow", "search", "tokens")
 """What a view must not use: it reads through the read model instead."""
 
 

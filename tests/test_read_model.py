@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import threading
 from pathlib import Path
 
 import pytest
 
 from nbmemory import Agent, Conversation
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, InvalidAgentNameError
+from nbmemory.follow import follow
 from nbmemory.memory_file import format_block
-from nbmemory.read_model import ReadModel, _followed
+from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.workspace import memory_path
 from support import run_python
@@ -159,8 +158,6 @@ def test_it_follows_appends_from_another_process_reading_only_what_is_new(worksp
         "second",
         "third",
     ]
-    followed = _followed[str(memory_path("Shared"))]
-    assert followed.end == followed.size == memory_path("Shared").stat().st_size
     assert reader.usage("Shared").tokens == ReadModel().usage("Shared").tokens
 
 
@@ -184,28 +181,15 @@ def test_it_notices_a_compaction_and_a_hand_edit_in_place(workspace):
     ]
 
 
-def test_a_memory_that_is_not_a_regular_file_is_skipped_not_waited_on(workspace):
-    persistent("Pipe").add("User", "hello")
-    path = memory_path("Pipe")
-    path.unlink()
-    os.mkfifo(path)
-    result: list[int] = []
-    reader = threading.Thread(target=lambda: result.append(ReadModel().agent("Pipe").messages))
-    reader.start()
-    reader.join(timeout=30)
-    assert result == [0]
-
-
 def test_usage_is_counted_once_per_message(workspace):
     convo = persistent("Counted")
     for i in range(100):
         convo.add("User", f"message {i}")
     reader = ReadModel()
     first = reader.usage("Counted").tokens
-    followed = _followed[str(memory_path("Counted"))]
-    [counts] = followed.tokens.values()
+    [counts] = follow(memory_path("Counted")).per_message.values()
     assert len(counts) == 100
     convo.add("User", "one more")
     assert reader.usage("Counted").tokens > first
-    [counts] = _followed[str(memory_path("Counted"))].tokens.values()
+    [counts] = follow(memory_path("Counted")).per_message.values()
     assert len(counts) == 101

@@ -22,6 +22,7 @@ from traitlets import Bool, Unicode
 
 from nbmemory import llm, workspace
 from nbmemory.agent import Agent
+from nbmemory.atomic import write_atomic
 from nbmemory.errors import NbmemoryError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
@@ -405,8 +406,7 @@ def _max_loops(value: str) -> int | str:
 def _export(name: str, messages: list[dict[str, Any]], path: str, form: str | None) -> Path:
     """Write ``messages`` of agent ``name`` to ``path`` as JSON, YAML or Markdown."""
     target = Path(os.path.expanduser(path))
-    target.write_text(export_text(name, messages, form or format_of(target)), encoding="utf-8")
-    return target
+    return write_atomic(target, export_text(name, messages, form or format_of(target)))
 
 
 def _ram_view(agent: Agent, args: Any) -> Any:

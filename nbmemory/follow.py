@@ -1,0 +1,131 @@
+"""A memory or archive file's messages, followed by reading only what changed since last time.
+
+Readers (the read model, recall) ask for a file's messages often and the file mostly grows by
+appends. A file is known by its identity (device, inode), size and mtime: unchanged, it costs
+a ``stat``; grown by whole blocks, only the new bytes are parsed; replaced (a compaction), cut
+short or rewritten in place, it is read again. Nothing is created, changed or locked.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nbmemory import memory_file
+from nbmemory.memory_file import BLOCK_END
+
+_TAIL = 64  # bytes compared before reading an append, to notice a file rewritten in place
+
+
+@dataclass
+class FollowedFile:
+    """A file's messages as last read, with what readers computed from them.
+
+    ``per_message`` holds lists of values for the first messages (token counts, say): they stay
+    valid when the file grows, so they are carried over and only extended. ``cache`` holds
+    anything else derived from the messages, and starts empty whenever the file changed.
+    """
+
+    identity: tuple[int, int]
+    size: int
+    mtime_ns: int
+    messages: list[dict[str, Any]]
+    problems: list[str]
+    end: int | None
+    """Where the last whole block ends, when the file ends there (appends are read from it)."""
+    tail: bytes
+    per_message: dict[str, list[Any]] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held while a reader extends ``per_message`` or fills ``cache``."""
+
+
+EMPTY = FollowedFile((0, 0), 0, 0, [], [], 0, b"")
+"""What a missing file reads as."""
+
+_followed: dict[str, FollowedFile] = {}
+_lock = threading.Lock()
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    """The file's status, or ``None`` if it is missing or not a regular file (a FIFO would hang)."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _clean_end(data: bytes, parsed: memory_file.ParsedMemory) -> int | None:
+    if parsed.problems:
+        return None
+    if data.endswith(BLOCK_END.encode()) or (not parsed.messages and data.endswith(b"\n\n")):
+        return len(data)
+    return None
+
+
+def _read_whole(path: Path, st: os.stat_result) -> FollowedFile:
+    with open(path, "rb") as handle:
+        data = handle.read()
+    parsed = memory_file.parse(data)
+    return FollowedFile(
+        identity=(st.st_dev, st.st_ino),
+        size=len(data),
+        mtime_ns=st.st_mtime_ns,
+        messages=parsed.messages,
+        problems=parsed.problems,
+        end=_clean_end(data, parsed),
+        tail=data[-_TAIL:],
+    )
+
+
+def _read_appended(path: Path, old: FollowedFile, st: os.stat_result) -> FollowedFile | None:
+    """``old`` and what was appended after it, or ``None`` if the file changed otherwise."""
+    assert old.end is not None
+    start = old.end - len(old.tail)
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        data = handle.read()
+    if not data.startswith(old.tail):
+        return None
+    new = data[len(old.tail) :]
+    parsed = memory_file.parse(new, header=False)
+    end = _clean_end(new, parsed)
+    with old.lock:
+        carried = {key: values.copy() for key, values in old.per_message.items()}
+    return FollowedFile(
+        identity=old.identity,
+        size=old.end + len(new),
+        mtime_ns=st.st_mtime_ns,
+        messages=old.messages + parsed.messages,
+        problems=old.problems + parsed.problems,
+        end=None if end is None else old.end + end,
+        tail=data[-_TAIL:],
+        per_message=carried,
+    )
+
+
+def follow(path: str | os.PathLike[str]) -> FollowedFile | None:
+    """The file's messages as they are now, read as little as possible; ``None`` if absent."""
+    path = Path(path)
+    st = _stat(path)
+    if st is None:
+        return None
+    key = str(path)
+    with _lock:
+        old = _followed.get(key)
+    new = None
+    if old is not None and old.identity == (st.st_dev, st.st_ino):
+        if old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+            return old
+        if st.st_size > old.size and old.end == old.size:
+            new = _read_appended(path, old, st)
+    if new is None:
+        new = _read_whole(path, st)
+    with _lock:
+        _followed[key] = new
+    return new
