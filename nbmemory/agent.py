@@ -18,6 +18,7 @@ from nbmemory import llm, workspace
 from nbmemory.atomic import write_atomic
 from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import Conversation
+from nbmemory.recall import PROMPT_LINE, TOOL_NAME, recall_tool
 from nbmemory.run_settings import RunSettings, read_settings, reply_room, write_settings
 from nbmemory.tokens import TokenCounter, context_window
 from nbmemory.tools import Tool, ToolBox
@@ -26,6 +27,8 @@ DEFAULT_AGENT_NAME = "swarm-worker-01"
 AUTO_LOOP_LIMIT = 25
 """With ``max_loops="auto"``, the most model calls one ``run`` makes (a guard against loops)."""
 TOOL_ROLE = "Tool"
+RECALLS_PER_RUN = 3
+"""Calls of ``recall_memory`` a run makes on top of ``max_loops``."""
 
 
 class Agent:
@@ -62,6 +65,7 @@ class Agent:
         user_name: str = "User",
         streaming_callback: Callable[[str], None] | None = None,
         workspace_dir: str | os.PathLike[str] | None = None,
+        recall: bool = True,
     ) -> None:
         workspace.validate_agent_name(agent_name)
         if max_loops != "auto" and (not isinstance(max_loops, int) or max_loops < 1):
@@ -94,11 +98,13 @@ class Agent:
         self.stream_observers: list[Callable[[str], None]] = []
         """Also called with each piece of a streamed answer (the widget listens here)."""
         self.workspace_dir = workspace_dir
+        self.recall = recall and persistent_memory
+        """Whether the model may search this agent's memory and archives (``recall_memory``)."""
         self.set_tools(tools or ())
         path = workspace.memory_path(agent_name, workspace_dir) if persistent_memory else None
         self.short_memory = Conversation(
             name=agent_name,
-            system_prompt=system_prompt,
+            system_prompt=_with_recall_line(system_prompt) if self.recall else system_prompt,
             rules=rules,
             custom_rules_prompt=custom_rules_prompt,
             user=user_name,
@@ -119,10 +125,15 @@ class Agent:
         llm.check_key(self.model_name, self.api_key, self.api_base)
 
     def set_tools(self, tools: Sequence[Callable[..., Any] | Tool]) -> None:
-        """Replace the tools the model may call."""
-        self.tools = ToolBox(tools)
+        """Replace the tools the model may call (recall stays, when it is on)."""
+        builtin = [recall_tool(self._memory_folder)] if self.recall else []
+        self.tools = ToolBox([*tools, *builtin])
         self._tool_schemas = self.tools.schemas()
         self._schema_tokens: int | None = None
+
+    def _memory_folder(self) -> Path | None:
+        path = self.short_memory.memory_md_path
+        return Path(path).parent if path is not None else None
 
     # ------------------------------------------------------------------------------------------
     # What the model sees
@@ -197,7 +208,8 @@ class Agent:
         self.short_memory.add(self.user_name, task)
         loops = AUTO_LOOP_LIMIT if self.max_loops == "auto" else self.max_loops
         answer = ""
-        for _ in range(loops):
+        done = recalls = 0
+        while done < loops:
             compressor = self._context_compressor
             if compressor is not None and compressor.should_compress(self):
                 compressor.compress(self)
@@ -215,9 +227,14 @@ class Agent:
             )
             if reply.tool_calls:
                 answer = self._run_tools(reply)
+                if recalls < RECALLS_PER_RUN and all(c.name == TOOL_NAME for c in reply.tool_calls):
+                    recalls += 1  # looking back is part of answering: it uses up no loop
+                else:
+                    done += 1
                 continue
             self.short_memory.add(self.agent_name, reply.content)
             answer = reply.content
+            done += 1
             if self.max_loops == "auto":
                 break
         if self.autosave:
@@ -284,6 +301,11 @@ class Agent:
         if callable(saver):
             saver(str(folder / "long_term_memory"))
         return path
+
+
+def _with_recall_line(system_prompt: str | None) -> str:
+    """The system prompt, followed by the line that tells the model it can recall."""
+    return f"{system_prompt}\n\n{PROMPT_LINE}" if system_prompt else PROMPT_LINE
 
 
 def _text(content: Any) -> str:

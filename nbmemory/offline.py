@@ -9,23 +9,17 @@ summarizes extractively when asked to. It is registered with litellm as a custom
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter
 from typing import Any
 
 from nbmemory.conversation import SUMMARY_MARKER, preloaded_messages
+from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.reply import Reply, ToolCall
 from nbmemory.search import content_text
+from nbmemory.terms import bm25_term, idf, words
 
-_WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_STOPWORDS = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have how i if in
-    into is it its me my no not of on or our so than that the their them then there these they
-    this to up us was we were what when where which who why will with would you your about
-    please tell say said just also any all some more most very""".split()
-)
 # Words that ask for stored knowledge, and the words a retrieval tool describes itself with.
 _LOOKUP_ASKS = frozenset(
     "document docs file files note notes record records database knowledge source sources".split()
@@ -37,40 +31,33 @@ _LINE_ROLE = re.compile(r"^[^\n:]{1,80}: ", re.MULTILINE)
 _SUMMARY = SUMMARY_MARKER
 _NOTHING = "I have nothing earlier about this yet; noted:"
 _DERIVED = (_RECALLED, _NOTHING)
+_QUESTION_WORDS = frozenset(
+    "what when where which who whom whose why how do does did is are was were can could "
+    "should would will remind recall".split()
+)
+_PASSAGE = re.compile(
+    r"^\[1\] (?P<speaker>.+?) at (?P<when>\S*) \([^\n]*\):\n(?P<text>.*?)(?=\n\n\[2\] |\Z)",
+    re.MULTILINE | re.DOTALL,
+)
 
 
-def words(text: str) -> list[str]:
-    """Lower-case content words, plurals folded ("documents" -> "document")."""
-    found = []
-    for word in _WORD.findall(text.lower()):
-        if word in _STOPWORDS:
-            continue
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        found.append(word)
-    return found
-
-
-def bm25(
-    query: list[str], documents: list[list[str]], k1: float = 1.5, b: float = 0.75
-) -> list[float]:
+def bm25(query: list[str], documents: list[list[str]]) -> list[float]:
     """The BM25 score of each document for the query."""
     if not documents:
         return []
-    average = sum(len(d) for d in documents) / len(documents) or 1.0
+    average = sum(len(d) for d in documents) / len(documents)
     frequency = Counter(term for d in documents for term in set(d))
+    weights = {term: idf(len(documents), frequency[term]) for term in set(query)}
     scores = []
     for document in documents:
         counts = Counter(document)
-        score = 0.0
-        for term in set(query):
-            if counts[term]:
-                idf = math.log(
-                    1 + (len(documents) - frequency[term] + 0.5) / (frequency[term] + 0.5)
-                )
-                tf = counts[term] * (k1 + 1)
-                score += idf * tf / (counts[term] + k1 * (1 - b + b * len(document) / average))
-        scores.append(score)
+        scores.append(
+            sum(
+                weight * bm25_term(counts[term], len(document), average)
+                for term, weight in weights.items()
+                if counts[term]
+            )
+        )
     return scores
 
 
@@ -93,7 +80,7 @@ def _memories(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
         text = _text(message.get("content"))
         remembered = preloaded_messages(text) if message.get("role") == "system" else None
         if remembered:
-            found += [_remembered(m) for m in remembered if not _is_tool_request(m["content"])]
+            found += [_remembered(m) for m in remembered if not _derived(m["content"])]
         elif text.startswith(_SUMMARY) or (
             message.get("role") != "system" and not message.get("tool_calls") and text.strip()
         ):
@@ -108,8 +95,11 @@ def _memories(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(who, text) for who, text in kept if text]
 
 
-def _is_tool_request(content: Any) -> bool:
-    return isinstance(content, dict) and bool(content.get("tool_calls"))
+def _derived(content: Any) -> bool:
+    """A request to call tools, or what recall returned: neither is something that was said."""
+    return isinstance(content, dict) and bool(
+        content.get("tool_calls") or content.get("name") == RECALL
+    )
 
 
 def _remembered(message: dict[str, Any]) -> tuple[str, str]:
@@ -206,9 +196,14 @@ def respond(
     if last.get("role") == "tool":
         return _answer_from_tools(messages)
     task = _text(last.get("content")).strip()
-    if tools and (function := _tool_to_call(task, tools)):
+    others = [t for t in tools or [] if t.get("function", {}).get("name") != RECALL]
+    if others and (function := _tool_to_call(task, others)):
         arguments = json.dumps(_arguments(task, function), ensure_ascii=False)
         return Reply("", [ToolCall("call_offline_1", function["name"], arguments)], "tool_calls")
+    can_recall = len(others) < len(tools or [])
+    if can_recall and _is_question(task) and not _context_answers(task, messages[:-1]):
+        arguments = json.dumps({"query": task}, ensure_ascii=False)
+        return Reply("", [ToolCall("call_offline_recall", RECALL, arguments)], "tool_calls")
     request, _, text = task.partition("\n")
     if request.lower().startswith(("summarize", "summarise")) and text.strip():
         return Reply(
@@ -227,21 +222,58 @@ def _answer_from_tools(messages: list[dict[str, Any]]) -> Reply:
         if message.get("role") != "tool":
             break
         name = names.get(message.get("tool_call_id"), "the tool")
-        results.append(f"{name} returned: {_text(message.get('content')).strip()}")
+        result = _text(message.get("content")).strip()
+        if name == RECALL:
+            task = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+            results.append(_answer_from_recall(_text(task.get("content")).strip(), result))
+        else:
+            results.append(f"{name} returned: {result}")
     return Reply("\n\n".join(reversed(results)), [], "stop")
 
 
-def _recall(task: str, earlier: list[dict[str, Any]]) -> str:
-    """Quote the earlier message that best matches the task (and the reply to it, if any)."""
+def _best_memory(task: str, memories: list[tuple[str, str]]) -> int | None:
+    """The memory that best matches the task, if any matches at all."""
     asked = set(words(task))
-    memories = _memories(earlier)
     # A memory with nothing the task does not already say (an earlier asking of the same
     # question) is no answer.
     candidates = [i for i, (_, text) in enumerate(memories) if not set(words(text)) <= asked]
     scores = bm25(list(asked), [words(memories[i][1]) for i in candidates])
     if not scores or max(scores) <= 0:
+        return None
+    return candidates[max(range(len(scores)), key=lambda k: (scores[k], k))]
+
+
+def _context_answers(task: str, earlier: list[dict[str, Any]]) -> bool:
+    """Whether a message in context covers at least half of what the task asks about."""
+    memories = _memories(earlier)
+    best = _best_memory(task, memories)
+    if best is None:
+        return False
+    asked = set(words(task))
+    return 2 * len(asked & set(words(memories[best][1]))) >= len(asked)
+
+
+def _is_question(task: str) -> bool:
+    first = task.split(maxsplit=1)[0].lower() if task.split() else ""
+    return task.rstrip().endswith("?") or first in _QUESTION_WORDS
+
+
+def _answer_from_recall(task: str, result: str) -> str:
+    """Quote the best passage recall found (its first), or say that nothing was found."""
+    found = _PASSAGE.search(result)
+    if found is None:
         return f"{_NOTHING} {task}"
-    best = candidates[max(range(len(scores)), key=lambda k: (scores[k], k))]
+    speaker, when, text = found["speaker"], found["when"], found["text"].strip()
+    quoted = "\n".join(f"> {line}" for line in text.splitlines())
+    return f"{_RECALLED}\n\n{speaker} said on {when}:\n{quoted}"
+
+
+def _recall(task: str, earlier: list[dict[str, Any]]) -> str:
+    """Quote the earlier message that best matches the task (and the reply to it, if any)."""
+    memories = _memories(earlier)
+    best = _best_memory(task, memories)
+    if best is None:
+        return f"{_NOTHING} {task}"
     chosen = [best]
     follows = memories[best + 1][0] if best + 1 < len(memories) else None
     if memories[best][0] == "User" and follows not in (None, "User", "summary"):

@@ -9,6 +9,7 @@ import nbmemory
 from nbmemory import Agent, InvalidAgentNameError
 from nbmemory.compressor import ContextCompressor
 from nbmemory.memory_file import parse
+from nbmemory.recall import PROMPT_LINE
 from nbmemory.workspace import memory_path
 from support import KNOWLEDGE, ROOT, run_python, search_knowledge_base
 
@@ -186,7 +187,7 @@ def test_after_a_restart_the_request_carries_the_earlier_conversation_in_order(o
     )
     sent = openai_server.requests[1]["messages"]
     assert [(m["role"], m["content"]) for m in sent[:3]] == [
-        ("system", "You are a researcher."),
+        ("system", f"You are a researcher.\n\n{PROMPT_LINE}"),
         ("user", "Cite sources."),
         ("user", "Be brief."),
     ]
@@ -231,7 +232,11 @@ def test_a_tool_round_trip_over_http(openai_server):
     assert agent.run("What do we know about storage?") == "Batteries cover 4-hour peaks."
 
     first, second = openai_server.requests
-    assert [t["function"]["name"] for t in first["tools"]] == ["search_knowledge_base", "explode"]
+    assert [t["function"]["name"] for t in first["tools"]] == [
+        "search_knowledge_base",
+        "explode",
+        "recall_memory",
+    ]
     assistant, search_result, failure = second["messages"][-3:]
     ids = [call["id"] for call in assistant["tool_calls"]]
     assert search_result == {

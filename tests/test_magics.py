@@ -9,6 +9,7 @@ from IPython.testing.globalipapp import start_ipython
 
 from nbmemory.jupyter.render import Answer
 from nbmemory.memory_file import parse
+from nbmemory.recall import PROMPT_LINE
 from nbmemory.workspace import memory_path
 
 
@@ -58,7 +59,9 @@ def test_the_agent_is_kept_between_cells_and_the_answer_is_available(served, ope
     assert agent(served, "Scout --out answer", "Second question") == "Second answer."
     assert served.user_ns["answer"] == "Second answer."
     sent = [m["content"] for m in openai_server.requests[1]["messages"]]
-    assert sent == ["First question", "First answer.", "Second question"]
+    assert sent == [PROMPT_LINE, "First question", "First answer.", "Second question"]
+    tools = [t["function"]["name"] for t in openai_server.requests[1]["tools"]]
+    assert tools == ["recall_memory"]
 
 
 def test_options_reach_the_agent(served, openai_server):
@@ -76,7 +79,7 @@ def test_options_reach_the_agent(served, openai_server):
     openai_server.reply("Within budget.")
     line = (
         "Planner --model openai/other-model --max-loops auto --context-length 9000 "
-        '--tools search_docs --system "Be terse." --var budget --no-stream'
+        '--tools search_docs --system "Be terse." --var budget --no-stream --no-recall'
     )
     assert agent(served, line, "Check storage.") == "Within budget."
     first, second = openai_server.requests
@@ -103,6 +106,12 @@ def test_config_sets_the_defaults(ip, workspace, tmp_path):
         assert not workspace.exists()
     finally:
         ip.run_line_magic("config", "NbMemoryMagics.persistent = True")
+    ip.run_line_magic("config", "NbMemoryMagics.recall = False")
+    try:
+        agent(ip, "Quiet", "hello")
+        assert not ip.magics_manager.registry["NbMemoryMagics"].agents["Quiet"].recall
+    finally:
+        ip.run_line_magic("config", "NbMemoryMagics.recall = True")
     ip.run_line_magic("config", f"NbMemoryMagics.workspace = {str(tmp_path / 'elsewhere')!r}")
     try:
         agent(ip, "Moved", "hello")

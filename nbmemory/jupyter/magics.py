@@ -1,8 +1,8 @@
 """IPython magics: agents with persistent memory in notebook cells.
 
 Load with ``%load_ext nbmemory``. Defaults come from ``%config NbMemoryMagics.<name> = ...``
-(``default_model``, ``api_base``, ``persistent``, ``workspace``, ``stream``); ``%config
-NbMemoryMagics`` lists them. Each magic's help is its docstring: ``%%agent?``, ``%memory?``,
+(``default_model``, ``api_base``, ``persistent``, ``workspace``, ``stream``, ``recall``);
+``%config NbMemoryMagics`` lists them. Each magic's help is its docstring: ``%%agent?``, ``%memory?``,
 ``%compact?``.
 """
 
@@ -64,6 +64,9 @@ class NbMemoryMagics(Magics):
         "", help="Workspace folder; empty means $WORKSPACE_DIR, else ./agent_workspace."
     ).tag(config=True)
     stream = Bool(True, help="Show answers while they arrive.").tag(config=True)
+    recall = Bool(
+        True, help="Let agents search their own memory and archives (the recall_memory tool)."
+    ).tag(config=True)
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
@@ -85,11 +88,13 @@ class NbMemoryMagics(Magics):
             "model_name": self._model(args.model),
             "persistent_memory": self.persistent and not args.ephemeral,
             "system_prompt": args.system,
+            "recall": self.recall and not args.no_recall,
         }
         agent = self.agents.get(name)
         if agent is not None and (
             agent.model_name != wanted["model_name"]
             or agent.persistent_memory != wanted["persistent_memory"]
+            or agent.recall != (wanted["recall"] and wanted["persistent_memory"])
             or (args.system is not None and agent.system_prompt != args.system)
         ):
             agent.short_memory.close()
@@ -179,6 +184,9 @@ class NbMemoryMagics(Magics):
     @argument("-o", "--out", metavar="VARIABLE", help="store the answer in this variable too")
     @argument("-e", "--ephemeral", action="store_true", help="keep this agent's memory in RAM only")
     @argument("--no-stream", action="store_true", help="show the answer only when it is complete")
+    @argument(
+        "--no-recall", action="store_true", help="do not let it search its memory and archives"
+    )
     @argument("-w", "--widget", action="store_true", help="show the live memory widget above")
     @no_var_expand
     @cell_magic
@@ -195,6 +203,9 @@ class NbMemoryMagics(Magics):
         ``--model``, ``--system`` or ``--ephemeral`` starts it afresh. The answer is also the
         cell's result (``_``), and ``--out`` stores it in a variable. Interrupting the kernel
         stops the run: what was said before stays in memory, the unfinished answer does not.
+
+        An agent with persistent memory can search everything it was told, archives
+        included, with its ``recall_memory`` tool; ``--no-recall`` turns that off for the cell.
 
         Examples::
 

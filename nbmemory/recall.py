@@ -1,0 +1,190 @@
+"""Recall: an agent searching everything it was ever told, its archives included.
+
+Compaction keeps a memory small, but a summary cannot keep every fact. Every raw transcript is
+in ``archive/``, so an agent with persistent memory gets a tool to search them: the passages
+that best match the query (BM25 over MEMORY.md and every archive), each with who said it,
+when, and where it is kept. The index of a file is built once and kept while the file is
+unchanged; a grown MEMORY.md is indexed for its new messages only.
+
+Recall's own results are written to memory like any tool result; they are never recalled,
+nor are requests to call tools: what recall returns is only what was said.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nbmemory.follow import FollowedFile, follow
+from nbmemory.memory_file import archive_sort_key
+from nbmemory.search import content_text
+from nbmemory.terms import bm25_term, idf, words
+from nbmemory.workspace import ARCHIVE_DIR, MEMORY_FILE
+
+TOOL_NAME = "recall_memory"
+PROMPT_LINE = (
+    f"Earlier sessions are archived, not lost: when a question needs something that is not in "
+    f"this conversation (a name, a number, a date, a decision), call {TOOL_NAME} before you "
+    "answer."
+)
+DEFAULT_PASSAGES = 3
+PASSAGE_CHARS = 600
+_FEW = 50
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One message recall found: where it is kept (file and index), who said it, when, what."""
+
+    source: str
+    index: int
+    role: str
+    timestamp: str
+    text: str
+    score: float
+
+
+def _recallable(message: dict[str, Any]) -> str | None:
+    """The text recall may return for a message, or ``None`` for recall's own results and
+    for requests to call tools."""
+    content = message.get("content")
+    if isinstance(content, dict):
+        if content.get("tool_calls") or content.get("name") == TOOL_NAME:
+            return None
+        if isinstance(content.get("content"), str):
+            content = content["content"]
+    text = content_text(content)
+    return text if text.strip() else None
+
+
+class _FileIndex:
+    """The BM25 statistics of one file's messages."""
+
+    def __init__(self, followed: FollowedFile) -> None:
+        with followed.lock:
+            terms = followed.per_message.setdefault("recall_terms", [])
+            for message in followed.messages[len(terms) :]:
+                text = _recallable(message)
+                terms.append(Counter(words(text)) if text is not None else None)
+            terms = list(terms)
+        self.terms = terms
+        self.messages = followed.messages
+        self.lengths = [sum(counts.values()) if counts else 0 for counts in terms]
+        self.documents = sum(counts is not None for counts in terms)
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        for i, counts in enumerate(terms):
+            for term, count in (counts or {}).items():
+                self.postings.setdefault(term, []).append((i, count))
+
+
+def _index(followed: FollowedFile) -> _FileIndex:
+    index = followed.cache.get("recall")
+    if index is None:
+        index = _FileIndex(followed)
+        with followed.lock:
+            followed.cache["recall"] = index
+    return index
+
+
+def sources(folder: Path) -> list[Path]:
+    """The files recall searches in an agent folder: its archives, oldest first, then MEMORY.md."""
+    archive = folder / ARCHIVE_DIR
+    found = sorted(archive.glob("history_*.md"), key=archive_sort_key) if archive.is_dir() else []
+    return [*found, folder / MEMORY_FILE]
+
+
+def recall(folder: str | Path, query: str, limit: int = DEFAULT_PASSAGES) -> list[Passage]:
+    """The passages of an agent's memory and archives that best match ``query``, best first."""
+    asked = set(words(query))
+    indexes = []
+    for path in sources(Path(folder)):
+        followed = follow(path)
+        if followed is not None and followed.messages:
+            indexes.append((path, _index(followed)))
+    documents = sum(index.documents for _, index in indexes)
+    if not asked or not documents:
+        return []
+    average = sum(sum(index.lengths) for _, index in indexes) / documents
+    frequency = {t: sum(len(index.postings.get(t, ())) for _, index in indexes) for t in asked}
+    weights = {term: idf(documents, count) for term, count in frequency.items()}
+    # Words rare enough to pick the candidates: then common words are only looked up in them,
+    # which keeps a query fast on a long history.
+    rare = [t for t, count in frequency.items() if 0 < count <= max(_FEW, documents // 20)]
+    scored: list[tuple[float, int, int, Path, _FileIndex]] = []
+    for rank, (path, index) in enumerate(indexes):
+        scores: dict[int, float] = {}
+        if rare:
+            for i in {i for term in rare for i, _ in index.postings.get(term, ())}:
+                counts, length = index.terms[i], index.lengths[i]
+                scores[i] = sum(
+                    weight * bm25_term(counts[term], length, average)
+                    for term, weight in weights.items()
+                    if counts.get(term)
+                )
+        else:
+            for term, weight in weights.items():
+                for i, count in index.postings.get(term, ()):
+                    gain = weight * bm25_term(count, index.lengths[i], average)
+                    scores[i] = scores.get(i, 0.0) + gain
+        # A message with nothing the query does not already say (the question itself, an
+        # earlier asking of it) answers nothing.
+        scored.extend(
+            (score, rank, i, path, index)
+            for i, score in scores.items()
+            if not index.terms[i].keys() <= asked
+        )
+    # Newer files and messages win ties: a fact restated later is the current one.
+    best = heapq.nlargest(limit, scored, key=lambda item: item[:3])
+    passages = []
+    for score, _, i, path, index in best:
+        message = index.messages[i]
+        passages.append(
+            Passage(
+                source=path.name,
+                index=i,
+                role=str(message.get("role", "")),
+                timestamp=str(message.get("timestamp", "")),
+                text=_recallable(message) or "",
+                score=score,
+            )
+        )
+    return passages
+
+
+def describe(query: str, passages: list[Passage]) -> str:
+    """Passages as the tool's answer to the model: who said what, when, and where it is kept."""
+    if not passages:
+        return f"Nothing said in this agent's memory or archives matches {query!r}."
+    lines = [f"{len(passages)} passage(s) from this agent's memory and archives, best first:"]
+    for n, passage in enumerate(passages, 1):
+        text = passage.text
+        if len(text) > PASSAGE_CHARS:
+            text = text[:PASSAGE_CHARS] + f"… ({len(passage.text):,} characters in all)"
+        where = f"{passage.source}, message {passage.index}"
+        lines.append(f"[{n}] {passage.role} at {passage.timestamp} ({where}):\n{text}")
+    return "\n\n".join(lines)
+
+
+def recall_tool(folder: Callable[[], Path | None]) -> Callable[[str], str]:
+    """The recall tool for the agent whose folder ``folder()`` returns (``None``: no memory)."""
+
+    def recall_memory(query: str) -> str:
+        """Search everything said in this agent's earlier sessions, archived ones included.
+
+        Use it when the conversation does not hold what a question needs: a name, a number,
+        a date, a decision. Returns the best matching passages with who said them and when.
+
+        Args:
+            query: The words to look for, such as names, numbers or topics.
+        """
+        where = folder()
+        if where is None:
+            return "This agent keeps no memory on disk: there is nothing earlier to search."
+        return describe(query, recall(where, query))
+
+    recall_memory.__name__ = TOOL_NAME
+    return recall_memory

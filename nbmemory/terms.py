@@ -1,0 +1,42 @@
+"""Words for ranking text: the content words of a text, and the BM25 weight of one of them.
+
+The offline model and recall rank with these, so that what one finds the other would too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have how i if in
+    into is it its me my no not of on or our so than that the their them then there these they
+    this to up us was we were what when where which who why will with would you your about
+    please tell say said just also any all some more most very""".split()
+)
+K1 = 1.5
+B = 0.75
+
+
+def words(text: str) -> list[str]:
+    """Lower-case content words, plurals folded ("documents" -> "document")."""
+    found = []
+    for word in _WORD.findall(text.lower()):
+        if word in STOPWORDS:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        found.append(word)
+    return found
+
+
+def idf(documents: int, containing: int) -> float:
+    """How telling a word is: rare words weigh more (BM25's inverse document frequency)."""
+    return math.log(1 + (documents - containing + 0.5) / (containing + 0.5))
+
+
+def bm25_term(count: int, length: int, average: float) -> float:
+    """A word's BM25 weight in a document of ``length`` words where it occurs ``count`` times,
+    before the ``idf`` factor."""
+    return count * (K1 + 1) / (count + K1 * (1 - B + B * length / (average or 1.0)))

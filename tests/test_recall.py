@@ -1,0 +1,103 @@
+"""Recall: an agent reaches what it was told before any number of compactions and restarts."""
+
+from __future__ import annotations
+
+from nbmemory import Agent, Conversation
+from nbmemory.memory_file import parse
+from nbmemory.recall import PROMPT_LINE, TOOL_NAME, describe, recall
+from nbmemory.workspace import agent_dir, memory_path
+from support import run_python
+
+FACT = "The code name of project Falcon is BLUEFIN-7."
+QUESTION = "What is the code name of project Falcon?"
+
+SEED = f"""
+from nbmemory import Agent
+agent = Agent(agent_name="Keeper", persistent_memory=True, context_length=2000)
+agent.run({FACT!r})
+for session in range(5):
+    for turn in range(6):
+        agent.run(f"Filler {{session}}-{{turn}}: the weather was mild and lunch ran long.")
+    agent.short_memory.compact(f"Session {{session}}: small talk about weather and lunch.")
+"""
+ASK = f"""
+from nbmemory import Agent
+print(Agent(agent_name="Keeper", persistent_memory=True, context_length=2000).run({QUESTION!r}))
+"""
+
+
+def test_the_best_passages_come_with_who_when_and_where(workspace):
+    convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    convo.add("User", "The budget is 40k EUR.")
+    convo.add("Scout", "Noted: 40k EUR for the warehouse.")
+    convo.compact("Budget discussed.")
+    convo.add("User", "The deadline is in May.")
+    [best, second] = recall(agent_dir("Scout"), "What is the budget in EUR?", limit=2)
+    assert (best.role, best.text) == ("User", "The budget is 40k EUR.")
+    assert best.source.startswith("history_") and best.index == 0 and best.timestamp
+    assert second.text == "Noted: 40k EUR for the warehouse."
+    assert [p.text for p in recall(agent_dir("Scout"), "deadline")] == ["The deadline is in May."]
+    text = describe("budget", [best])
+    assert "[1] User at " in text and best.source in text and "40k EUR" in text
+    assert "Nothing said" in describe("zeppelin", recall(agent_dir("Scout"), "zeppelin"))
+
+
+def test_the_question_itself_and_recalls_own_results_are_never_recalled(workspace):
+    convo = Conversation(name="Echo", memory_md_path=memory_path("Echo"))
+    convo.add("User", FACT)
+    convo.add("User", QUESTION)
+    convo.add("Echo", {"content": None, "tool_calls": [{"id": "1", "function": {}}]})
+    convo.add("Tool", {"tool_call_id": "1", "name": TOOL_NAME, "content": f"[1] {FACT}"})
+    assert [p.text for p in recall(agent_dir("Echo"), QUESTION)] == [FACT]
+
+
+def test_a_fact_from_before_five_compactions_reaches_an_agent_in_a_new_process(workspace):
+    run_python(SEED)
+    archives = list((agent_dir("Keeper") / "archive").iterdir())
+    assert len(archives) == 5
+    memory = memory_path("Keeper").read_text()
+    assert "BLUEFIN-7" not in memory  # only the archives hold it now
+    answer = run_python(ASK).stdout
+    assert "BLUEFIN-7" in answer
+    on_disk = parse(memory_path("Keeper").read_bytes()).messages
+    call, result = on_disk[-3], on_disk[-2]
+    assert call["content"]["tool_calls"][0]["function"]["name"] == TOOL_NAME
+    assert result["content"]["name"] == TOOL_NAME and "BLUEFIN-7" in result["content"]["content"]
+
+
+def test_over_http_the_tool_is_offered_called_and_its_answer_reaches_the_model(openai_server):
+    Conversation(name="Wired", memory_md_path=memory_path("Wired")).add("User", FACT)
+    Conversation(name="Wired", memory_md_path=memory_path("Wired")).compact("Small talk.")
+    openai_server.reply(tool_calls=[{"name": TOOL_NAME, "arguments": {"query": "Falcon"}}])
+    openai_server.reply("It is BLUEFIN-7.")
+    agent = Agent(
+        agent_name="Wired",
+        model_name="openai/test-model",
+        api_base=openai_server.url,
+        api_key="test-key",
+        max_retries=0,
+        persistent_memory=True,
+    )
+    assert agent.run(QUESTION) == "It is BLUEFIN-7."  # max_loops=1: recall uses up no loop
+    first, second = openai_server.requests
+    assert first["messages"][0] == {"role": "system", "content": PROMPT_LINE}
+    [schema] = first["tools"]
+    assert schema["function"]["name"] == TOOL_NAME
+    assert schema["function"]["parameters"]["required"] == ["query"]
+    result = second["messages"][-1]
+    assert result["role"] == "tool" and FACT in result["content"]
+    assert "history_" in result["content"]  # where it was found
+    roles = [m["role"] for m in parse(memory_path("Wired").read_bytes()).messages]
+    assert roles[-4:] == ["User", "Wired", "Tool", "Wired"]
+
+
+def test_recall_is_off_for_ephemeral_agents_and_on_request(openai_server):
+    options = {"model_name": "openai/test-model", "api_base": openai_server.url, "api_key": "k"}
+    for agent in [
+        Agent(agent_name="Air", persistent_memory=False, **options),
+        Agent(agent_name="Mute", persistent_memory=True, recall=False, **options),
+    ]:
+        agent.run("hello")
+        request = openai_server.requests[-1]
+        assert "tools" not in request
+        assert all(PROMPT_LINE not in str(m["content"]) for m in request["messages"])
