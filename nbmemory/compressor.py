@@ -13,8 +13,9 @@ import warnings
 from typing import Any
 
 from nbmemory import llm
-from nbmemory.conversation import SUMMARY_MARKER
+from nbmemory.conversation import SUMMARY_MARKER, preloaded_messages
 from nbmemory.errors import ModelError
+from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.run_settings import DEFAULT_THRESHOLD
 from nbmemory.search import content_text
 from nbmemory.tokens import TokenCounter, context_window
@@ -88,7 +89,7 @@ class ContextCompressor:
         earlier, current = history[:turn], history[turn:]
         if not earlier:
             return self._give_up(agent, "only the turn in progress is left to compress")
-        lines = [_line(m) for m in earlier]
+        lines = [line for message in earlier for line in _lines(message)]
         try:
             summary = self._summarize(agent, lines).strip()
         except ModelError as exc:
@@ -160,12 +161,26 @@ class ContextCompressor:
         return summaries[0]
 
 
-def _line(message: dict[str, Any]) -> str:
-    """A message as one transcript line; an earlier summary is marked as such, not nested."""
-    text = content_text(message["content"])
+def _lines(message: dict[str, Any]) -> list[str]:
+    """A message as plain ``Role: text`` transcript lines, never file markup.
+
+    The preloaded memory becomes one line per message it holds; an earlier summary is marked
+    as such, not nested; requests to call tools and what recall returned are left out (the
+    results of other tools stay: they are what the tools said).
+    """
+    content = message["content"]
+    if isinstance(content, dict):
+        if content.get("tool_calls") or content.get("name") == RECALL:
+            return []
+        if isinstance(content.get("content"), str):
+            content = content["content"]
+    text = content_text(content)
+    remembered = preloaded_messages(text) if message["role"] == "System" else None
+    if remembered is not None:
+        return [line for m in remembered for line in _lines(m)]
     if text.startswith(SUMMARY_MARKER):
-        return f"Earlier summary: {text.removeprefix(SUMMARY_MARKER).strip()}"
-    return f"{message['role']}: {text}"
+        return [f"Earlier summary: {text.removeprefix(SUMMARY_MARKER).strip()}"]
+    return [f"{message['role']}: {text}"] if text.strip() else []
 
 
 def _turn_start(history: list[dict[str, Any]], user: str) -> int:

@@ -17,7 +17,7 @@ from nbmemory.conversation import SUMMARY_MARKER, preloaded_messages
 from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.reply import Reply, ToolCall
 from nbmemory.search import content_text
-from nbmemory.terms import bm25_term, idf, words
+from nbmemory.terms import bm25_term, idf, is_question, words
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Words that ask for stored knowledge, and the words a retrieval tool describes itself with.
@@ -31,10 +31,6 @@ _LINE_ROLE = re.compile(r"^[^\n:]{1,80}: ", re.MULTILINE)
 _SUMMARY = SUMMARY_MARKER
 _NOTHING = "I have nothing earlier about this yet; noted:"
 _DERIVED = (_RECALLED, _NOTHING)
-_QUESTION_WORDS = frozenset(
-    "what when where which who whom whose why how do does did is are was were can could "
-    "should would will remind recall".split()
-)
 _PASSAGE = re.compile(
     r"^\[1\] (?P<speaker>.+?) at (?P<when>\S*) \([^\n]*\):\n(?P<text>.*?)(?=\n\n\[2\] |\Z)",
     re.MULTILINE | re.DOTALL,
@@ -72,11 +68,19 @@ def _text(content: Any) -> str:
 def _memories(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """Earlier messages as (speaker, text), the preloaded memory split into its messages.
 
-    Requests to call tools and this model's own recollections are left out: they repeat
-    what is already there.
+    Requests to call tools, what recall returned and this model's own recollections are left
+    out: they repeat what is already there.
     """
     found = []
+    recalls = {
+        call.get("id")
+        for message in messages
+        for call in message.get("tool_calls") or []
+        if call.get("function", {}).get("name") == RECALL
+    }
     for message in messages:
+        if message.get("role") == "tool" and message.get("tool_call_id") in recalls:
+            continue
         text = _text(message.get("content"))
         remembered = preloaded_messages(text) if message.get("role") == "system" else None
         if remembered:
@@ -201,7 +205,7 @@ def respond(
         arguments = json.dumps(_arguments(task, function), ensure_ascii=False)
         return Reply("", [ToolCall("call_offline_1", function["name"], arguments)], "tool_calls")
     can_recall = len(others) < len(tools or [])
-    if can_recall and _is_question(task) and not _context_answers(task, messages[:-1]):
+    if can_recall and is_question(task) and not _context_answers(task, messages[:-1]):
         arguments = json.dumps({"query": task}, ensure_ascii=False)
         return Reply("", [ToolCall("call_offline_recall", RECALL, arguments)], "tool_calls")
     request, _, text = task.partition("\n")
@@ -234,9 +238,12 @@ def _answer_from_tools(messages: list[dict[str, Any]]) -> Reply:
 def _best_memory(task: str, memories: list[tuple[str, str]]) -> int | None:
     """The memory that best matches the task, if any matches at all."""
     asked = set(words(task))
-    # A memory with nothing the task does not already say (an earlier asking of the same
-    # question) is no answer.
-    candidates = [i for i, (_, text) in enumerate(memories) if not set(words(text)) <= asked]
+    # A question is no answer, nor is a memory with nothing the task does not already say.
+    candidates = [
+        i
+        for i, (who, text) in enumerate(memories)
+        if not set(words(text)) <= asked and not (who == "User" and is_question(text))
+    ]
     scores = bm25(list(asked), [words(memories[i][1]) for i in candidates])
     if not scores or max(scores) <= 0:
         return None
@@ -244,18 +251,17 @@ def _best_memory(task: str, memories: list[tuple[str, str]]) -> int | None:
 
 
 def _context_answers(task: str, earlier: list[dict[str, Any]]) -> bool:
-    """Whether a message in context covers at least half of what the task asks about."""
+    """Whether a message in context covers most of what the task asks about, rare words
+    weighing more (a message sharing only common words answers another question)."""
     memories = _memories(earlier)
     best = _best_memory(task, memories)
     if best is None:
         return False
     asked = set(words(task))
-    return 2 * len(asked & set(words(memories[best][1]))) >= len(asked)
-
-
-def _is_question(task: str) -> bool:
-    first = task.split(maxsplit=1)[0].lower() if task.split() else ""
-    return task.rstrip().endswith("?") or first in _QUESTION_WORDS
+    documents = [set(words(text)) for _, text in memories]
+    weight = {t: idf(len(documents), sum(t in d for d in documents)) for t in asked}
+    covered = sum(weight[t] for t in asked & documents[best])
+    return 2 * covered >= sum(weight.values())
 
 
 def _answer_from_recall(task: str, result: str) -> str:

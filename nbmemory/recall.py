@@ -22,7 +22,7 @@ from typing import Any
 from nbmemory.follow import FollowedFile, follow
 from nbmemory.memory_file import archive_sort_key
 from nbmemory.search import content_text
-from nbmemory.terms import bm25_term, idf, words
+from nbmemory.terms import bm25_term, idf, is_question, words
 from nbmemory.workspace import ARCHIVE_DIR, MEMORY_FILE
 
 TOOL_NAME = "recall_memory"
@@ -49,8 +49,8 @@ class Passage:
 
 
 def _recallable(message: dict[str, Any]) -> str | None:
-    """The text recall may return for a message, or ``None`` for recall's own results and
-    for requests to call tools."""
+    """The text recall may return for a message, or ``None`` for recall's own results, for
+    requests to call tools, and for questions (a question is no answer)."""
     content = message.get("content")
     if isinstance(content, dict):
         if content.get("tool_calls") or content.get("name") == TOOL_NAME:
@@ -58,7 +58,7 @@ def _recallable(message: dict[str, Any]) -> str | None:
         if isinstance(content.get("content"), str):
             content = content["content"]
     text = content_text(content)
-    return text if text.strip() else None
+    return text if text.strip() and not is_question(text) else None
 
 
 class _FileIndex:

@@ -9,11 +9,16 @@ import math
 import re
 
 _WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S|\n\s*\n")
 STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in
     into is it its me my no not of on or our so than that the their them then there these they
     this to up us was we were what when where which who why will with would you your about
     please tell say said just also any all some more most very""".split()
+)
+QUESTION_WORDS = frozenset(
+    "what when where which who whom whose why how do does did is are was were can could "
+    "should would will remind recall".split()
 )
 K1 = 1.5
 B = 0.75
@@ -29,6 +34,17 @@ def words(text: str) -> list[str]:
             word = word[:-1]
         found.append(word)
     return found
+
+
+def is_question(text: str) -> bool:
+    """Whether a text only asks: one sentence ending with "?" or opening with a question word.
+
+    A longer text that ends with a question ("The code is X. Can you confirm?") also tells.
+    """
+    text = text.strip()
+    if not text or _SENTENCE_BREAK.search(text):
+        return False
+    return text.endswith("?") or text.split(maxsplit=1)[0].lower() in QUESTION_WORDS
 
 
 def idf(documents: int, containing: int) -> float:

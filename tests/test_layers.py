@@ -9,10 +9,10 @@ from support import ROOT
 
 PACKAGE = ROOT / "nbmemory"
 LAYERS = {
-    "base": ["errors", "workspace", "atomic", "reply", "tokens"],
+    "base": ["errors", "workspace", "atomic", "reply", "tokens", "terms"],
     "storage": ["memory_file", "follow", "run_settings", "search", "export"],
     "memory": ["conversation"],
-    "agent": ["llm", "offline", "tools", "compressor", "agent", "demo"],
+    "agent": ["llm", "recall", "offline", "tools", "compressor", "agent", "demo"],
     "read model": ["read_model", "report"],
     "front ends": ["cli", "__main__", "jupyter"],
 }

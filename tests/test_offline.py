@@ -1,7 +1,8 @@
 import json
 
 from nbmemory import llm
-from nbmemory.offline import bm25, respond, summarize, words
+from nbmemory.offline import bm25, respond, summarize
+from nbmemory.terms import words
 
 SEARCH_TOOL = {
     "type": "function",

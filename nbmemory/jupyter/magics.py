@@ -2,8 +2,8 @@
 
 Load with ``%load_ext nbmemory``. Defaults come from ``%config NbMemoryMagics.<name> = ...``
 (``default_model``, ``api_base``, ``persistent``, ``workspace``, ``stream``, ``recall``);
-``%config NbMemoryMagics`` lists them. Each magic's help is its docstring: ``%%agent?``, ``%memory?``,
-``%compact?``.
+``%config NbMemoryMagics`` lists them. Each magic's help is its docstring: ``%%agent?``,
+``%memory?``, ``%compact?``.
 """
 
 from __future__ import annotations
