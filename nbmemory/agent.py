@@ -18,7 +18,13 @@ from nbmemory import llm, workspace
 from nbmemory.atomic import write_atomic
 from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import Conversation
-from nbmemory.recall import PROMPT_LINE, TOOL_NAME, recall_tool
+from nbmemory.notes import MARKER as NOTES_MARKER
+from nbmemory.notes import PROMPT_LINE as NOTES_LINE
+from nbmemory.notes import TOOL_NAME as NOTES_TOOL
+from nbmemory.notes import Notes, notes_tool
+from nbmemory.recall import PROMPT_LINE as RECALL_LINE
+from nbmemory.recall import TOOL_NAME as RECALL_TOOL
+from nbmemory.recall import recall_tool
 from nbmemory.run_settings import RunSettings, read_settings, reply_room, write_settings
 from nbmemory.tokens import TokenCounter, context_window
 from nbmemory.tools import Tool, ToolBox
@@ -27,8 +33,9 @@ DEFAULT_AGENT_NAME = "swarm-worker-01"
 AUTO_LOOP_LIMIT = 25
 """With ``max_loops="auto"``, the most model calls one ``run`` makes (a guard against loops)."""
 TOOL_ROLE = "Tool"
-RECALLS_PER_RUN = 3
-"""Calls of ``recall_memory`` a run makes on top of ``max_loops``."""
+MEMORY_TOOLS = (RECALL_TOOL, NOTES_TOOL)
+MEMORY_CALLS_PER_RUN = 3
+"""Model calls that only recall or edit notes a run makes on top of ``max_loops``."""
 
 
 class Agent:
@@ -66,6 +73,7 @@ class Agent:
         streaming_callback: Callable[[str], None] | None = None,
         workspace_dir: str | os.PathLike[str] | None = None,
         recall: bool = True,
+        pinned_notes: bool = True,
     ) -> None:
         workspace.validate_agent_name(agent_name)
         if max_loops != "auto" and (not isinstance(max_loops, int) or max_loops < 1):
@@ -100,11 +108,20 @@ class Agent:
         self.workspace_dir = workspace_dir
         self.recall = recall and persistent_memory
         """Whether the model may search this agent's memory and archives (``recall_memory``)."""
-        self.set_tools(tools or ())
         path = workspace.memory_path(agent_name, workspace_dir) if persistent_memory else None
+        self.notes = Notes(path.parent, model=self.model_name) if path is not None else None
+        """The pinned notes every request carries (``None`` without persistent memory)."""
+        self.pinned_notes = pinned_notes and self.notes is not None
+        """Whether the model may edit its notes (``edit_notes``)."""
+        self.set_tools(tools or ())
+        lines = [
+            *([system_prompt] if system_prompt else []),
+            *([RECALL_LINE] if self.recall else []),
+            *([NOTES_LINE] if self.pinned_notes else []),
+        ]
         self.short_memory = Conversation(
             name=agent_name,
-            system_prompt=_with_recall_line(system_prompt) if self.recall else system_prompt,
+            system_prompt="\n\n".join(lines) if lines else None,
             rules=rules,
             custom_rules_prompt=custom_rules_prompt,
             user=user_name,
@@ -127,6 +144,8 @@ class Agent:
     def set_tools(self, tools: Sequence[Callable[..., Any] | Tool]) -> None:
         """Replace the tools the model may call (recall stays, when it is on)."""
         builtin = [recall_tool(self._memory_folder)] if self.recall else []
+        if self.pinned_notes:
+            builtin.append(notes_tool(lambda: self.notes))
         self.tools = ToolBox([*tools, *builtin])
         self._tool_schemas = self.tools.schemas()
         self._schema_tokens: int | None = None
@@ -139,8 +158,25 @@ class Agent:
     # What the model sees
 
     def request_messages(self) -> list[dict[str, Any]]:
-        """The conversation as the OpenAI messages of the next request."""
-        return [self._wire(message) for message in self.short_memory.conversation_history]
+        """The conversation as the OpenAI messages of the next request.
+
+        The pinned notes, as the file holds them, follow the system prompt and rules.
+        """
+        messages = [self._wire(message) for message in self.short_memory.conversation_history]
+        pinned = self.notes.text() if self.notes is not None else ""
+        if pinned.strip():
+            at = len(self.short_memory.static_messages())
+            messages.insert(at, {"role": "system", "content": f"{NOTES_MARKER}\n{pinned}"})
+        return messages
+
+    def next_request_tokens(self) -> int:
+        """What the next request costs: history, pinned notes, tool schemas, room for the reply.
+
+        The history is counted as MEMORY.md holds it (``Conversation.context_tokens``): the
+        figure every view shows, and the one compression compares with its threshold.
+        """
+        notes = self.notes.tokens() if self.notes is not None else 0
+        return self.short_memory.context_tokens() + notes + self.request_overhead_tokens()
 
     def _wire(self, message: dict[str, Any]) -> dict[str, Any]:
         role, content = message["role"], message["content"]
@@ -208,7 +244,7 @@ class Agent:
         self.short_memory.add(self.user_name, task)
         loops = AUTO_LOOP_LIMIT if self.max_loops == "auto" else self.max_loops
         answer = ""
-        done = recalls = 0
+        done = extra = 0
         while done < loops:
             compressor = self._context_compressor
             if compressor is not None and compressor.should_compress(self):
@@ -227,8 +263,9 @@ class Agent:
             )
             if reply.tool_calls:
                 answer = self._run_tools(reply)
-                if recalls < RECALLS_PER_RUN and all(c.name == TOOL_NAME for c in reply.tool_calls):
-                    recalls += 1  # looking back is part of answering: it uses up no loop
+                memory_only = all(c.name in MEMORY_TOOLS for c in reply.tool_calls)
+                if memory_only and extra < MEMORY_CALLS_PER_RUN:
+                    extra += 1  # looking back or taking a note is part of answering: no loop
                 else:
                     done += 1
                 continue
@@ -301,11 +338,6 @@ class Agent:
         if callable(saver):
             saver(str(folder / "long_term_memory"))
         return path
-
-
-def _with_recall_line(system_prompt: str | None) -> str:
-    """The system prompt, followed by the line that tells the model it can recall."""
-    return f"{system_prompt}\n\n{PROMPT_LINE}" if system_prompt else PROMPT_LINE
 
 
 def _text(content: Any) -> str:

@@ -12,8 +12,14 @@ from pathlib import Path
 from nbmemory import workspace
 from nbmemory.atomic import write_atomic
 from nbmemory.conversation import Conversation
-from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, NbmemoryError
+from nbmemory.errors import (
+    AgentNotFoundError,
+    ArchiveNotFoundError,
+    NbmemoryError,
+    NoteNotFoundError,
+)
 from nbmemory.export import FORMATS, export_text
+from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.report import AgentTable, MessageList, usage_line
 
@@ -85,6 +91,19 @@ def cmd_tokens(args: argparse.Namespace) -> str:
     )
 
 
+def cmd_notes(args: argparse.Namespace) -> str:
+    reader = _reader(args)
+    if args.pin is not None or args.unpin is not None:
+        notes = Notes(reader.agent(args.name).path.parent)
+        if args.unpin is not None:
+            notes.remove(args.unpin)
+        if args.pin is not None:
+            notes.add(args.pin)
+    pinned = reader.notes(args.name)
+    listed = "\n".join(f"{n}. {note}" for n, note in enumerate(pinned, 1))
+    return listed or f"{args.name} has no pinned notes"
+
+
 def cmd_path(args: argparse.Namespace) -> str:
     return str(_reader(args).agent(args.name).path)
 
@@ -125,6 +144,10 @@ def parser() -> argparse.ArgumentParser:
     compact.add_argument("--summary", required=True, help="the summary text")
     tokens = command("tokens", cmd_tokens, "the tokens of an agent's next request, of its window")
     tokens.add_argument("name")
+    notes = command("notes", cmd_notes, "show, pin or unpin an agent's pinned notes")
+    notes.add_argument("name")
+    notes.add_argument("--pin", metavar="NOTE", help="pin a note: every request carries it")
+    notes.add_argument("--unpin", metavar="NOTE", help="a note's number, or words found in it")
     path = command("path", cmd_path, "print the path of an agent's MEMORY.md")
     path.add_argument("name")
     demo = command("demo", cmd_demo, "write, reload and compact a sample memory")
@@ -138,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     args = arguments.parse_args(argv)
     try:
         output = args.run(args)
-    except (NotFound, AgentNotFoundError, ArchiveNotFoundError) as exc:
+    except (NotFound, AgentNotFoundError, ArchiveNotFoundError, NoteNotFoundError) as exc:
         print(f"nbmemory: {exc}", file=sys.stderr)
         return 1
     except (NbmemoryError, OSError) as exc:

@@ -24,6 +24,10 @@ _INSTRUCTIONS = (
     "You compress the working memory of an AI agent. Keep every fact, number, name, decision, "
     "preference and open question; drop greetings and repetition. Write plain sentences."
 )
+_NOTES = (
+    "The agent's pinned notes below stay in every request, word for word, apart from the "
+    "summary: do not repeat what they say."
+)
 _REQUEST = "Summarize the conversation below so that the agent can continue from the summary."
 _MERGE = "Summarize these partial summaries of one conversation into one summary."
 _RETRY_GROWTH = 1.1
@@ -59,12 +63,9 @@ class ContextCompressor:
         )
 
     def tokens_used(self, agent: Any) -> int:
-        """What the next request costs: history, tool schemas, and room for the reply.
-
-        The history is counted as MEMORY.md holds it (``Conversation.context_tokens``), the
-        figure the views show against this threshold.
-        """
-        return agent.short_memory.context_tokens() + agent.request_overhead_tokens()
+        """What the agent's next request costs (``Agent.next_request_tokens``): the figure the
+        views show against this threshold."""
+        return agent.next_request_tokens()
 
     def should_compress(self, agent: Any) -> bool:
         """Whether the agent's context is at or past the threshold (constant time)."""
@@ -136,7 +137,7 @@ class ContextCompressor:
         reply = llm.complete(
             model,
             [
-                {"role": "system", "content": _INSTRUCTIONS},
+                {"role": "system", "content": _instructions(agent)},
                 {"role": "user", "content": f"{request}\n\n{text}"},
             ],
             temperature=self.summarizer_temperature,
@@ -159,6 +160,13 @@ class ContextCompressor:
                 return "\n\n".join(summaries)
             summaries = [self._ask(agent, _MERGE, chunk) for chunk in merged]
         return summaries[0]
+
+
+def _instructions(agent: Any) -> str:
+    """What the summarizer is told: what to keep, and what the pinned notes already hold."""
+    notes = getattr(agent, "notes", None)
+    pinned = notes.text().strip() if notes is not None else ""
+    return f"{_INSTRUCTIONS}\n\n{_NOTES}\n\n{pinned}" if pinned else _INSTRUCTIONS
 
 
 def _lines(message: dict[str, Any]) -> list[str]:

@@ -60,3 +60,15 @@ class AgentNotFoundError(NbmemoryError, LookupError):
 
 class ArchiveNotFoundError(NbmemoryError, LookupError):
     """The agent has no archive of that name."""
+
+
+class NotesFullError(NbmemoryError):
+    """Pinned notes would go over their token budget; nothing was written."""
+
+
+class NoteNotFoundError(NbmemoryError, LookupError):
+    """No pinned note matches what was asked for."""
+
+
+class InvalidNoteError(NbmemoryError, ValueError):
+    """A note that cannot be pinned, such as an empty one."""

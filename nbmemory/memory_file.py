@@ -27,6 +27,7 @@ import re
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -306,6 +307,18 @@ class _FolderLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold the lock of an agent folder, the one ``MemoryFile`` writes under (creates the
+    folder), for a change to another of its files."""
+    lock = _FolderLock(Path(folder) / LOCK_FILE)
+    try:
+        with lock:
+            yield
+    finally:
+        lock.close()
 
 
 # ----------------------------------------------------------------------------------------------

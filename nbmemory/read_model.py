@@ -22,6 +22,7 @@ from nbmemory.conversation import block_tokens, preload_tokens
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
 from nbmemory.follow import EMPTY, FollowedFile, follow
 from nbmemory.memory_file import archive_sort_key
+from nbmemory.notes import Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import MessageIndex, content_text
 from nbmemory.tokens import TokenCounter
@@ -39,9 +40,10 @@ class Usage:
     """How full an agent's next request is: ``tokens`` of ``context_length``.
 
     ``tokens`` is what the next request carries if the agent resumes from its memory now:
-    system prompt and rules, the memory as its model reads it, tool schemas, and the room kept
-    for the reply. The agent compresses once it reaches ``threshold`` (``None``: never).
-    ``recorded`` says whether these settings are the agent's own or the defaults.
+    system prompt and rules, pinned notes, the memory as its model reads it, tool schemas,
+    and the room kept for the reply. The agent compresses once it reaches ``threshold``
+    (``None``: never). ``recorded`` says whether these settings are the agent's own or the
+    defaults.
     """
 
     tokens: int
@@ -137,6 +139,11 @@ class SearchResults:
 @functools.lru_cache(maxsize=16)
 def _counter(model: str) -> TokenCounter:
     return TokenCounter(model)
+
+
+@functools.lru_cache(maxsize=256)
+def _notes(folder: Path, model: str) -> Notes:
+    return Notes(folder, model=model)
 
 
 def _tokens(followed: FollowedFile, counter: TokenCounter) -> int:
@@ -241,8 +248,9 @@ class ReadModel:
         settings, recorded = self.settings(name)
         counter = _counter(settings.model)
         memory = _tokens(followed, counter) if followed is not None else 0
+        notes = _notes(workspace.agent_dir(name, self.root), settings.model).tokens()
         return Usage(
-            tokens=settings.static_tokens + memory + settings.overhead_tokens,
+            tokens=settings.static_tokens + notes + memory + settings.overhead_tokens,
             context_length=settings.context_length,
             threshold=settings.threshold,
             model=settings.model,
@@ -289,6 +297,10 @@ class ReadModel:
         path, followed = self._memory(name)
         messages = followed.messages if followed is not None else []
         return _page(messages, path.name, offset, limit, newest_first, fold)
+
+    def notes(self, name: str) -> list[str]:
+        """Agent ``name``'s pinned notes, in order (see ``nbmemory.notes``)."""
+        return _notes(self._folder(name), self.settings(name)[0].model).items()
 
     def records(self, name: str, archive: str | None = None) -> list[dict[str, Any]]:
         """Every message of the memory (or of ``archive``) as stored: role, content, timestamp.

@@ -9,7 +9,8 @@ import nbmemory
 from nbmemory import Agent, InvalidAgentNameError
 from nbmemory.compressor import ContextCompressor
 from nbmemory.memory_file import parse
-from nbmemory.recall import PROMPT_LINE
+from nbmemory.notes import PROMPT_LINE as NOTES_LINE
+from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.workspace import memory_path
 from support import KNOWLEDGE, ROOT, run_python, search_knowledge_base
 
@@ -187,7 +188,7 @@ def test_after_a_restart_the_request_carries_the_earlier_conversation_in_order(o
     )
     sent = openai_server.requests[1]["messages"]
     assert [(m["role"], m["content"]) for m in sent[:3]] == [
-        ("system", f"You are a researcher.\n\n{PROMPT_LINE}"),
+        ("system", "\n\n".join(["You are a researcher.", RECALL_LINE, NOTES_LINE])),
         ("user", "Cite sources."),
         ("user", "Be brief."),
     ]
@@ -236,6 +237,7 @@ def test_a_tool_round_trip_over_http(openai_server):
         "search_knowledge_base",
         "explode",
         "recall_memory",
+        "edit_notes",
     ]
     assistant, search_result, failure = second["messages"][-3:]
     ids = [call["id"] for call in assistant["tool_calls"]]

@@ -4,7 +4,8 @@ from nbmemory import Agent, ContextCompressor
 from nbmemory.compressor import _INSTRUCTIONS
 from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.memory_file import parse
-from nbmemory.recall import PROMPT_LINE
+from nbmemory.notes import PROMPT_LINE as NOTES_LINE
+from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.workspace import memory_path
 
 
@@ -65,7 +66,7 @@ def test_compression_fires_at_the_threshold_and_keeps_the_task(openai_server, ma
     assert long_task not in transcript
     summary = f"{SUMMARY_MARKER}\nBudget lines 0 to N are recorded."
     last_request = openai_server.requests[-1]["messages"]
-    prompt = f"Be exact.\n\n{PROMPT_LINE}"
+    prompt = "\n\n".join(["Be exact.", RECALL_LINE, NOTES_LINE])
     assert [m["content"] for m in last_request] == [prompt, summary, long_task]
     assert [m["content"] for m in agent.short_memory.to_dict()] == [
         prompt,

@@ -12,7 +12,7 @@ LAYERS = {
     "base": ["errors", "workspace", "atomic", "reply", "tokens", "terms"],
     "storage": ["memory_file", "follow", "run_settings", "search", "export"],
     "memory": ["conversation"],
-    "agent": ["llm", "recall", "offline", "tools", "compressor", "agent", "demo"],
+    "agent": ["llm", "recall", "notes", "offline", "tools", "compressor", "agent", "demo"],
     "read model": ["read_model", "report"],
     "front ends": ["cli", "__main__", "jupyter"],
 }

@@ -9,7 +9,8 @@ from IPython.testing.globalipapp import start_ipython
 
 from nbmemory.jupyter.render import Answer
 from nbmemory.memory_file import parse
-from nbmemory.recall import PROMPT_LINE
+from nbmemory.notes import PROMPT_LINE as NOTES_LINE
+from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.workspace import memory_path
 
 
@@ -59,9 +60,10 @@ def test_the_agent_is_kept_between_cells_and_the_answer_is_available(served, ope
     assert agent(served, "Scout --out answer", "Second question") == "Second answer."
     assert served.user_ns["answer"] == "Second answer."
     sent = [m["content"] for m in openai_server.requests[1]["messages"]]
-    assert sent == [PROMPT_LINE, "First question", "First answer.", "Second question"]
+    memory_lines = f"{RECALL_LINE}\n\n{NOTES_LINE}"
+    assert sent == [memory_lines, "First question", "First answer.", "Second question"]
     tools = [t["function"]["name"] for t in openai_server.requests[1]["tools"]]
-    assert tools == ["recall_memory"]
+    assert tools == ["recall_memory", "edit_notes"]
 
 
 def test_options_reach_the_agent(served, openai_server):
@@ -84,11 +86,11 @@ def test_options_reach_the_agent(served, openai_server):
     assert agent(served, line, "Check storage.") == "Within budget."
     first, second = openai_server.requests
     assert first["model"] == "other-model"
-    assert first["messages"][0] == {"role": "system", "content": "Be terse."}
+    assert first["messages"][0] == {"role": "system", "content": f"Be terse.\n\n{NOTES_LINE}"}
     assert (
         first["messages"][-1]["content"] == "Check storage.\n\nbudget =\n```\n{'eur': 40000}\n```"
     )
-    assert [t["function"]["name"] for t in first["tools"]] == ["search_docs"]
+    assert [t["function"]["name"] for t in first["tools"]] == ["search_docs", "edit_notes"]
     assert "stream" not in first
     assert second["messages"][-1]["content"] == "Batteries: 4-hour peaks."
     assert served.magics_manager.registry["NbMemoryMagics"].agents["Planner"].context_length == 9000
@@ -226,6 +228,17 @@ def test_memory_options(ip, tmp_path):
         assert "Budget: 40k EUR." in str(
             check(path.read_text() if name != "out.md" else path.read_bytes())
         )
+
+
+def test_pinned_notes_from_a_cell(ip):
+    agent(ip, "Scout", "The budget is 40k EUR.")
+    assert repr(memory(ip, "Scout --notes")) == "Scout has no pinned notes"
+    memory(ip, 'Scout --pin "Budget: 40k EUR, fixed."')
+    shown = memory(ip, 'Scout --pin "Deadline: May."')
+    assert repr(shown) == "1. Budget: 40k EUR, fixed.\n2. Deadline: May."
+    assert repr(memory(ip, "Scout --unpin 1")) == "1. Deadline: May."
+    with pytest.raises(UsageError, match="no note"):
+        memory(ip, "Scout --unpin zeppelin")
 
 
 def test_compact_with_the_agents_model_or_a_given_summary(ip):

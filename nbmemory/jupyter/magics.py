@@ -26,6 +26,7 @@ from nbmemory.atomic import write_atomic
 from nbmemory.errors import NbmemoryError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
+from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel, Usage, to_items
 from nbmemory.report import AgentTable, MessageList, TextBlock, usage_line
 
@@ -256,6 +257,9 @@ class NbMemoryMagics(Magics):
     @argument("--format", choices=["json", "yaml", "md"], help="with --export (default: from PATH)")
     @argument("--list-archives", action="store_true", help="list its archives")
     @argument("--archive", metavar="FILE", help="show the messages of one archive")
+    @argument("--notes", action="store_true", help="show its pinned notes")
+    @argument("--pin", metavar="NOTE", help="pin a note: every request carries it")
+    @argument("--unpin", metavar="NOTE", help="unpin a note: its number, or words found in it")
     @argument("-w", "--widget", action="store_true", help="show the live memory widget")
     @no_var_expand
     @line_magic
@@ -273,6 +277,9 @@ class NbMemoryMagics(Magics):
             %memory ResearchAgent --list-archives
             %memory ResearchAgent --archive history_2026-04-20_14-30-45.md
             %memory ResearchAgent --widget           # live gauge, messages, search
+            %memory ResearchAgent --pin "Budget: 40k EUR, fixed."
+            %memory ResearchAgent --notes            # pinned notes, never compacted
+            %memory ResearchAgent --unpin 1
         """
         args = parse_argstring(self.memory, line)
         args.search, args.export = _unquoted(args.search), _unquoted(args.export)
@@ -286,6 +293,17 @@ class NbMemoryMagics(Magics):
         if ram is not None:
             return _ram_view(ram, args)
         reader = self._reader()
+        if args.pin is not None or args.unpin is not None:
+            notes = Notes(reader.agent(name).path.parent)
+            if args.unpin is not None:
+                notes.remove(_unquoted(args.unpin))
+            if args.pin is not None:
+                notes.add(_unquoted(args.pin))
+            args.notes = True
+        if args.notes:
+            pinned = reader.notes(name)
+            listed = "\n".join(f"{n}. {note}" for n, note in enumerate(pinned, 1))
+            return TextBlock(listed or f"{name} has no pinned notes")
         if args.path:
             return TextBlock(str(reader.agent(name).path))
         if args.tokens:

@@ -1,0 +1,177 @@
+"""Pinned notes: a short Markdown file per agent that every request carries word for word.
+
+Compaction summarizes MEMORY.md; it never touches ``NOTES.md``. What must outlive every
+summary (a name, a budget, a standing instruction) is pinned here by the model (its
+``edit_notes`` tool) or by a person (``%memory NAME --pin``, the CLI, or an editor). The file is
+a heading and one bullet per note; changes are made under the agent folder's lock and written
+atomically. Notes have a token budget: an edit that would go over it is refused, never cut.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from nbmemory.atomic import write_atomic
+from nbmemory.errors import InvalidNoteError, NoteNotFoundError, NotesFullError
+from nbmemory.memory_file import folder_lock
+from nbmemory.tokens import TokenCounter
+
+NOTES_FILE = "NOTES.md"
+HEADING = "# Pinned notes"
+DEFAULT_BUDGET = 500
+"""Tokens the notes may take in every request."""
+TOOL_NAME = "edit_notes"
+PROMPT_LINE = (
+    f"Your pinned notes come with every request and survive every compaction: keep lasting "
+    f"facts and instructions there with {TOOL_NAME}."
+)
+MARKER = "[Pinned notes — NOTES.md]"
+
+
+def parse(text: str) -> list[str]:
+    """The notes of a notes file: bullets, with their indented continuation lines; any other
+    line a person wrote is a note of its own."""
+    notes: list[str] = []
+    continuing = False
+    for line in text.splitlines():
+        if line.strip() == HEADING or not line.strip():
+            continuing = False
+        elif line.startswith("- "):
+            notes.append(line[2:])
+            continuing = True
+        elif continuing and line.startswith("  "):
+            notes[-1] += "\n" + line[2:]
+        else:
+            notes.append(line.strip())
+            continuing = False
+    return notes
+
+
+def render(notes: list[str]) -> str:
+    """The notes file for ``notes`` (empty when there are none)."""
+    if not notes:
+        return ""
+    bullets = "".join("- " + note.strip().replace("\n", "\n  ") + "\n" for note in notes)
+    return f"{HEADING}\n\n{bullets}"
+
+
+class Notes:
+    """The pinned notes of the agent whose folder is ``folder``."""
+
+    def __init__(
+        self, folder: str | os.PathLike[str], budget: int = DEFAULT_BUDGET, model: str = "gpt-4o"
+    ) -> None:
+        self.path = Path(folder) / NOTES_FILE
+        self.budget = budget
+        self._counter = TokenCounter(model)
+        self._counted: tuple[tuple[int, int], int] | None = None
+
+    def __repr__(self) -> str:
+        return f"Notes({str(self.path)!r})"
+
+    def text(self) -> str:
+        """The file as it is (empty if there is none): what every request carries."""
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            return ""
+
+    def items(self) -> list[str]:
+        return parse(self.text())
+
+    def tokens(self) -> int:
+        """Tokens the notes add to a request (counted again only when the file changed)."""
+        try:
+            st = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return 0
+        stamp = (st.st_size, st.st_mtime_ns)
+        if self._counted is None or self._counted[0] != stamp:
+            self._counted = (stamp, self.message_tokens(self.text()))
+        return self._counted[1]
+
+    def message_tokens(self, text: str) -> int:
+        return self._counter.count(f"System: {MARKER}\n{text}\n\n") if text.strip() else 0
+
+    def _change(self, edit: Callable[[list[str]], list[str]]) -> list[str]:
+        with folder_lock(self.path.parent):
+            notes = edit(self.items())
+            text = render(notes)
+            used = self.message_tokens(text)
+            if used > self.budget:
+                raise NotesFullError(
+                    f"the notes would take {used:,} tokens, over their budget of "
+                    f"{self.budget:,}: remove or shorten a note first"
+                )
+            if text:
+                write_atomic(self.path, text)
+            else:
+                self.path.unlink(missing_ok=True)
+        return notes
+
+    def find(self, match: str) -> int:
+        """The index of the note ``match`` names: its number (1 first), its text, or a piece of
+        text found in exactly one note."""
+        notes = self.items()
+        if match.strip().isdigit() and 1 <= int(match) <= len(notes):
+            return int(match) - 1
+        exact = [i for i, note in enumerate(notes) if note.strip() == match.strip()]
+        found = exact or [i for i, note in enumerate(notes) if match.lower() in note.lower()]
+        if len(found) != 1:
+            what = "no note" if not found else f"{len(found)} notes"
+            raise NoteNotFoundError(f"{what} of {self.path} match {match!r}")
+        return found[0]
+
+    def add(self, note: str) -> list[str]:
+        """Pin ``note``; returns the notes."""
+        if not note.strip():
+            raise InvalidNoteError("a note must not be empty")
+        return self._change(lambda notes: [*notes, note.strip()])
+
+    def remove(self, match: str) -> list[str]:
+        """Unpin the note ``match`` names (see :meth:`find`); returns the notes left."""
+        index = self.find(match)
+        return self._change(lambda notes: notes[:index] + notes[index + 1 :])
+
+    def replace(self, match: str, note: str) -> list[str]:
+        """Put ``note`` in place of the note ``match`` names; returns the notes."""
+        if not note.strip():
+            raise InvalidNoteError("a note must not be empty")
+        index = self.find(match)
+        return self._change(lambda notes: [*notes[:index], note.strip(), *notes[index + 1 :]])
+
+
+def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:
+    """The tool through which a model edits the notes ``notes()`` returns."""
+
+    def edit_notes(add: str = "", remove: str = "") -> str:
+        """Change your pinned notes, which every request carries and no compaction removes.
+
+        Pin lasting facts and instructions (names, numbers, decisions, preferences). To
+        correct a note, remove it and add the corrected one in the same call.
+
+        Args:
+            add: A note to pin.
+            remove: The note to unpin: its number, or words found in it alone.
+        """
+        target = notes()
+        if target is None:
+            return "This agent keeps no memory on disk, so it has no pinned notes."
+        if not add.strip() and not remove.strip():
+            return "Nothing to do: give a note to add, one to remove, or both."
+        try:
+            if remove.strip() and add.strip():
+                current = target.replace(remove, add)
+            elif remove.strip():
+                current = target.remove(remove)
+            else:
+                current = target.add(add)
+        except (NotesFullError, NoteNotFoundError) as exc:
+            return f"Notes unchanged: {exc}"
+        listed = "\n".join(f"{n}. {note}" for n, note in enumerate(current, 1))
+        return f"Notes saved ({len(current)}):\n{listed}" if current else "Notes are now empty."
+
+    edit_notes.__name__ = TOOL_NAME
+    return edit_notes
