@@ -29,6 +29,9 @@ GOALS = {
     "import nbmemory": "<= 100 ms",
     "%load_ext nbmemory, fresh kernel": "<= 150 ms",
     "widget: state sent for 10,000 messages (KB)": "a page, not the history",
+    "widget: first page, 10,000 messages (cold)": "<= 0.3 s",
+    "widget: first page + token figures, 10,000 messages (cold)": "<= 0.3 s",
+    "widget: first render, 10,000 messages (read model warm)": "<= 0.3 s",
 }
 
 

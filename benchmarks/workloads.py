@@ -130,27 +130,68 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
 
 
 def widget_figures(repeats: int) -> dict[str, float]:
-    """The widget's cost per add() at 10,000 messages, and what it sends to the browser."""
-    from nbmemory import Conversation
+    """The widget at 10,000 messages: first render, cost per add(), what it sends to the browser.
+
+    First render is construction until the first page and the figures are set, cold (the read
+    model has not read the file yet: ``nbmemory.follow``'s cache is emptied before each run) and
+    warm (the read model already follows the file, as after ``%memory`` or the sidebar).
+    """
+    from nbmemory import Conversation, follow
     from nbmemory.jupyter.widget import MemoryWidget
 
     folder = Path(tempfile.mkdtemp(prefix="bench-widget-"))
-    convo = Conversation(name="bench", memory_md_path=folder / "agents" / "bench" / "MEMORY.md")
-    for i in range(10_000):
-        convo.add("User", f"message {i} ".ljust(200, "x"))
+    path = folder / "agents" / "bench" / "MEMORY.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(memory_file_text(MESSAGES, "bench"), encoding="utf-8")
+
+    def settled(widget: MemoryWidget) -> None:
+        while widget.counting:  # the token figure comes from the widget's thread
+            time.sleep(0.001)
+
+    def first_render(cold: bool) -> tuple[float, float]:
+        if cold:
+            follow._followed.clear()
+        start = time.perf_counter()
+        widget = MemoryWidget("bench", workspace=folder)
+        page = time.perf_counter() - start
+        settled(widget)
+        figures = time.perf_counter() - start
+        assert len(widget.messages) == 20 and widget.tokens_used > 0
+        widget.close()
+        return page, figures
+
+    first_render(True)  # loads the tokenizer once, as any earlier count in a kernel would
+    cold = [first_render(True) for _ in range(repeats)]
+    warm = [first_render(False) for _ in range(repeats)]
+
+    convo = Conversation(name="bench", memory_md_path=path)
     widget = MemoryWidget(convo)
+    settled(widget)
 
     def one_add() -> float:
         start = time.perf_counter()
         convo.add("User", "x" * 200)
         return time.perf_counter() - start
 
-    return {
+    results = {
+        "widget: first page, 10,000 messages (cold)": statistics.median(p for p, _ in cold),
+        "widget: first page + token figures, 10,000 messages (cold)": statistics.median(
+            f for _, f in cold
+        ),
+        "widget: first render, 10,000 messages (read model warm)": statistics.median(
+            f for _, f in warm
+        ),
         "widget: add() until its traits are updated": statistics.median(
             one_add() for _ in range(repeats * 40)
         ),
-        "widget: state sent for 10,000 messages (KB)": len(json.dumps(widget.get_state())) / 1000,
+        "widget: state sent for 10,000 messages (KB)": len(
+            json.dumps(widget.get_state(key=[k for k in widget.keys if k not in ("_esm", "_css")]))
+        )
+        / 1000,
+        "widget: its module, sent once per view (KB)": len(widget._esm) / 1000,
     }
+    widget.close()
+    return results
 
 
 def import_time(library: str) -> float:

@@ -34,9 +34,11 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'nbmemory' has no attribute {name!r}")
 
 
-def _jupyter_server_extension_points() -> list[dict[str, str]]:
+def _jupyter_server_extension_points() -> list[dict[str, object]]:
     """The REST API for the JupyterLab sidebar (see ``nbmemory.jupyter.server``)."""
-    return [{"module": "nbmemory.jupyter.server"}]
+    from nbmemory.jupyter.server import NbMemoryServer
+
+    return [{"module": "nbmemory.jupyter.server", "app": NbMemoryServer}]
 
 
 def load_ipython_extension(ipython: object) -> None:

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from nbmemory.conversation import SUMMARY_MARKER, preloaded_messages
+from nbmemory.notes import TOOL_NAME as NOTES
 from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.reply import Reply, ToolCall
 from nbmemory.search import content_text
@@ -31,6 +32,8 @@ _LINE_ROLE = re.compile(r"^[^\n:]{1,80}: ", re.MULTILINE)
 _SUMMARY = SUMMARY_MARKER
 _NOTHING = "I have nothing earlier about this yet; noted:"
 _DERIVED = (_RECALLED, _NOTHING)
+_BUILTIN = (RECALL, NOTES)  # memory tools: recall is used when context lacks an answer
+_IDENTIFIER = re.compile(r"\b[A-Z][A-Za-z]*[-_]?[A-Z0-9][\w-]*\b")
 _PASSAGE = re.compile(
     r"^\[1\] (?P<speaker>.+?) at (?P<when>\S*) \([^\n]*\):\n(?P<text>.*?)(?=\n\n\[2\] |\Z)",
     re.MULTILINE | re.DOTALL,
@@ -115,7 +118,7 @@ def _remembered(message: dict[str, Any]) -> tuple[str, str]:
 
 
 def summarize(text: str, max_words: int = 300) -> str:
-    """An extractive summary: the sentences that carry the most of the text's vocabulary.
+    """An extractive summary: the sentences with the rarest words, numbers and identifiers.
 
     Speaker labels ("User: ...") and this model's own recollections are left out.
     """
@@ -130,9 +133,11 @@ def summarize(text: str, max_words: int = 300) -> str:
     vocabulary = Counter(w for s in sentences for w in set(words(s)))
 
     def weight(sentence: str) -> float:
+        # Rare words carry facts; words every other sentence repeats carry filler.
         terms = set(words(sentence))
-        facts = sum(ch.isdigit() for ch in sentence) > 0
-        return sum(vocabulary[t] for t in terms) / (1 + len(terms)) ** 0.5 + (2 if facts else 0)
+        rarity = sum(idf(len(sentences), vocabulary[t]) for t in terms)
+        facts = any(ch.isdigit() for ch in sentence) or _IDENTIFIER.search(sentence)
+        return rarity / (1 + len(terms)) ** 0.5 + (2 if facts else 0)
 
     ranked = sorted(range(len(sentences)), key=lambda i: (-weight(sentences[i]), i))
     chosen, used = [], 0
@@ -200,11 +205,11 @@ def respond(
     if last.get("role") == "tool":
         return _answer_from_tools(messages)
     task = _text(last.get("content")).strip()
-    others = [t for t in tools or [] if t.get("function", {}).get("name") != RECALL]
+    others = [t for t in tools or [] if t.get("function", {}).get("name") not in _BUILTIN]
     if others and (function := _tool_to_call(task, others)):
         arguments = json.dumps(_arguments(task, function), ensure_ascii=False)
         return Reply("", [ToolCall("call_offline_1", function["name"], arguments)], "tool_calls")
-    can_recall = len(others) < len(tools or [])
+    can_recall = any(t.get("function", {}).get("name") == RECALL for t in tools or [])
     if can_recall and is_question(task) and not _context_answers(task, messages[:-1]):
         arguments = json.dumps({"query": task}, ensure_ascii=False)
         return Reply("", [ToolCall("call_offline_recall", RECALL, arguments)], "tool_calls")
@@ -251,17 +256,11 @@ def _best_memory(task: str, memories: list[tuple[str, str]]) -> int | None:
 
 
 def _context_answers(task: str, earlier: list[dict[str, Any]]) -> bool:
-    """Whether a message in context covers most of what the task asks about, rare words
-    weighing more (a message sharing only common words answers another question)."""
+    """Whether a message in context says everything the task asks about (else recall can
+    search further: it sees the whole memory and every archive, this context included)."""
     memories = _memories(earlier)
     best = _best_memory(task, memories)
-    if best is None:
-        return False
-    asked = set(words(task))
-    documents = [set(words(text)) for _, text in memories]
-    weight = {t: idf(len(documents), sum(t in d for d in documents)) for t in asked}
-    covered = sum(weight[t] for t in asked & documents[best])
-    return 2 * covered >= sum(weight.values())
+    return best is not None and set(words(task)) <= set(words(memories[best][1]))
 
 
 def _answer_from_recall(task: str, result: str) -> str:

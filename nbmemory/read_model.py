@@ -22,7 +22,7 @@ from nbmemory.conversation import block_tokens, preload_tokens
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
 from nbmemory.follow import EMPTY, FollowedFile, follow
 from nbmemory.memory_file import archive_sort_key
-from nbmemory.notes import Notes
+from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import MessageIndex, content_text
 from nbmemory.tokens import TokenCounter
@@ -405,6 +405,7 @@ class ReadModel:
                 folder / workspace.MEMORY_FILE,
                 folder / workspace.ARCHIVE_DIR,
                 folder / SETTINGS_FILE,
+                folder / NOTES_FILE,
             ):
                 try:
                     st = os.stat(path)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from nbmemory.read_model import AgentInfo, Item, Usage
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&~])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&~]|:(?=//))")
 
 
 def fenced(text: str) -> str:
@@ -22,8 +22,8 @@ def fenced(text: str) -> str:
 
 
 def markdown_escape(text: str) -> str:
-    """``text`` as literal Markdown inside a line: what could start a tag, a link or emphasis
-    is escaped (not what acts only at the start of a line)."""
+    """``text`` as literal Markdown inside a line: what could start a tag, a link (``:`` of a
+    bare URL included) or emphasis is escaped (not what acts only at the start of a line)."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
 
 

@@ -290,3 +290,49 @@ def server_extension_on(folder: Path) -> str:
     config = folder / "enable_nbmemory.json"
     config.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"nbmemory": True}}}))
     return f"--config={config}"
+
+
+@dataclass
+class CountingServer:
+    """A loopback HTTP server that answers every GET with a tiny PNG and records the paths."""
+
+    url: str
+    hits: list[str]
+
+
+@contextmanager
+def counting_server() -> Iterator[CountingServer]:
+    """Run a ``CountingServer`` on 127.0.0.1 (a free port) until the block ends.
+
+    A test points image or link URLs at it to prove that the browser fetched nothing.
+    """
+    import http.server
+    import threading
+
+    hits: list[str] = []
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", str(len(png)))
+            self.end_headers()
+            self.wfile.write(png)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield CountingServer(f"http://127.0.0.1:{server.server_address[1]}", hits)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -71,7 +71,7 @@ def test_a_restarted_kernel_resumes_the_agent(kernel_env, openai_server, tmp_pat
         assert "ClickHouse, within 200 ms." in execute(
             client, "%%agent Resumer\nWhat did we decide?"
         )
-        sent = openai_server.requests[2]["messages"]
+        sent = openai_server.requests[2]["messages"][1:]  # after the system prompt
         assert sent[0]["role"] == "system" and sent[0]["content"].startswith("[Persistent Memory")
         remembered = sent[0]["content"]
         order = [

@@ -31,7 +31,7 @@ def test_the_demo_writes_reloads_compacts_and_asks_an_agent(tmp_path):
 def test_a_second_demo_run_resumes_where_the_first_ended(tmp_path):
     run_demo(tmp_path)
     second = run_demo(tmp_path)
-    assert "1. Started with 3 remembered message(s)." in second
+    assert "1. Started with 5 remembered message(s)." in second  # summary, then a recall
     assert "Archives so far: 2" in second
 
 

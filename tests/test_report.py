@@ -7,9 +7,10 @@ from nbmemory.workspace import memory_path
 
 
 def test_markdown_escape_leaves_nothing_to_interpret():
-    escaped = markdown_escape("<img src=x> [a](javascript:x) *b* `c` | d")
+    escaped = markdown_escape("<img src=x> [a](javascript:x) *b* `c` | d http://t.co/x")
     assert "<" not in escaped.replace("\\<", "")
     assert escaped.startswith("\\<img") and "\\[a\\](javascript:x)" in escaped
+    assert escaped.endswith("http\\://t.co/x")  # a bare URL is not made a link
 
 
 def test_fences_outgrow_backticks_inside():

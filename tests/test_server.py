@@ -1,25 +1,45 @@
 """The REST API, served by a real JupyterLab started for the test."""
 
+from __future__ import annotations
+
 import json
+import os
 import shutil
+import subprocess
+import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
+from traitlets import TraitError
 
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Conversation
+from nbmemory.jupyter.server import NbMemoryServer
 from nbmemory.memory_file import parse
+from nbmemory.read_model import ReadModel
+from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.workspace import memory_path
+
+TESTS = Path(__file__).parent
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """One JupyterLab for the module, with the extension on and its own workspace."""
+    """One JupyterLab for the module, with the extension on and its workspace set.
+
+    The server's own ``$WORKSPACE_DIR`` points elsewhere: the setting comes first.
+    """
     root = tmp_path_factory.mktemp("lab")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WORKSPACE_DIR", str(root / "workspace"))
-        with jupyter_lab(root, extra_args=(server_extension_on(root),)) as server:
+        patch.setenv("WORKSPACE_DIR", str(root / "not-this-one"))
+        args = (
+            server_extension_on(root),
+            "--NbMemoryServer.workspace=workspace",  # relative to the server's root folder
+            "--NbMemoryServer.poll_interval=1.5",
+        )
+        with jupyter_lab(root, extra_args=args) as server:
             server.workspace = root / "workspace"
             yield server
 
@@ -38,58 +58,168 @@ def agents(lab, monkeypatch):
     return lab.workspace
 
 
-def call(lab, path, *, token=True, body=None):
-    headers = {"Authorization": f"token {lab.token}"} if token else {}
+def request(lab, path, *, token=True, body=None, headers=None):
+    """(status, headers, raw body) of one request to the nbmemory API."""
+    sent = {"Authorization": f"token {lab.token}"} if token else {}
+    sent.update(headers or {})
     data = None
     if body is not None:
         data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(f"{lab.url}/nbmemory/api{path}", data=data, headers=headers)
+        sent["Content-Type"] = "application/json"
+    req = urllib.request.Request(f"{lab.url}/nbmemory/api{path}", data=data, headers=sent)
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
+        with urllib.request.urlopen(req, timeout=30) as response:
+            return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        text = error.read()
-        return error.code, (json.loads(text) if text.startswith(b"{") else text)
+        return error.code, error.headers, error.read()
+
+
+def call(lab, path, **kwargs):
+    status, _, raw = request(lab, path, **kwargs)
+    return status, (json.loads(raw) if raw.startswith(b"{") else raw)
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every file and folder under ``root`` with its size, mtime and inode."""
+    return {
+        str(path.relative_to(root)): (
+            path.stat().st_size,
+            path.stat().st_mtime_ns,
+            path.stat().st_ino,
+        )
+        for path in sorted(root.rglob("*"))
+    }
+
+
+GETS = [
+    "/agents",
+    "/agents/Scout",
+    "/agents/Scout?offset=1&limit=1&newest_first=0&fold=3",
+    "/agents/Scout/messages/0",
+    "/agents/Scout/archives",
+    "/agents/Scout/search?q=budget&archives=1",
+]
 
 
 def test_every_endpoint_needs_the_token(lab, agents):
-    for path in ["/agents", "/agents/Scout", "/agents/Scout/archives", "/agents/Scout/search?q=x"]:
+    for path in GETS:
         assert call(lab, path, token=False)[0] == 403
     assert call(lab, "/agents/Scout/compact", token=False, body={"summary": "x"})[0] == 403
     assert len(parse(memory_path("Scout").read_bytes()).messages) == 2
 
 
-def test_agents_are_listed(lab, agents):
+def test_agents_are_listed_with_the_read_models_figures(lab, agents):
+    write_settings(memory_path("Writer").parent, RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
     status, data = call(lab, "/agents")
-    assert status == 200 and data["workspace"] == str(agents)
-    assert [(a["name"], a["messages"], a["archives"]) for a in data["agents"]] == [
-        ("Scout", 2, 1),
-        ("Writer", 1, 0),
-    ]
-    assert all(a["tokens"] > 0 and a["size"] > 0 and a["last_activity"] for a in data["agents"])
+    assert status == 200
+    assert data["workspace"] == str(agents) and data["poll_interval"] == 1.5
+    model = ReadModel(agents)
+    assert [a["name"] for a in data["agents"]] == model.names() == ["Scout", "Writer"]
+    for row, info in zip(data["agents"], model.agents(), strict=True):
+        usage = info.usage
+        assert (row["messages"], row["size"], row["archives"]) == (
+            info.messages,
+            info.size,
+            info.archives,
+        )
+        assert row["last_activity"] == info.last_activity
+        assert (row["tokens"], row["context_length"], row["threshold"], row["model"]) == (
+            usage.tokens,
+            usage.context_length,
+            usage.threshold,
+            usage.model,
+        )
+        assert (row["recorded"], row["compacts_next"]) == (usage.recorded, usage.compacts_next)
+    writer = data["agents"][1]
+    assert (writer["context_length"], writer["threshold"], writer["recorded"]) == (3000, 0.75, True)
+    assert [(a["messages"], a["archives"]) for a in data["agents"]] == [(2, 1), (1, 0)]
 
 
 def test_messages_come_a_page_at_a_time(lab, agents):
-    status, data = call(lab, "/agents/Scout?page_size=1")
-    assert status == 200 and (data["total"], len(data["messages"])) == (2, 1)
-    assert data["messages"][0]["content"] == "<img src=x onerror=alert(1)>"
-    archive = call(lab, "/agents/Scout/archives")[1]["archives"][0]
-    assert archive["messages"] == 30
-    _, page = call(
-        lab, f"/agents/Scout/archives/{archive['name']}?page=1&page_size=10&newest_first=0"
+    status, data = call(lab, "/agents/Scout?limit=1")
+    assert status == 200 and (data["total"], len(data["items"])) == (2, 1)
+    item = data["items"][0]
+    assert item["text"] == "<img src=x onerror=alert(1)>"
+    assert (item["index"], item["role"], item["source"], item["folded"]) == (
+        1,
+        "User",
+        "MEMORY.md",
+        False,
     )
-    assert [m["content"] for m in page["messages"]] == [
+    archive = call(lab, "/agents/Scout/archives")[1]["archives"][0]
+    assert archive["messages"] == 30 and archive["size"] > 0
+    _, page = call(lab, f"/agents/Scout/archives/{archive['name']}?offset=10&limit=10")
+    assert [m["text"] for m in page["items"]] == [
         f"note {i} about the budget" for i in range(10, 20)
     ]
+    assert (page["total"], page["offset"], page["newest_first"]) == (30, 10, False)
+    _, page = call(lab, "/agents/Scout?limit=100000")
+    assert page["limit"] == 200
 
 
-def test_search_within_an_agent_and_its_archives(lab, agents):
+def test_long_messages_come_folded_and_whole_on_request(lab, agents):
+    long = "".join(f"line {i}\n" for i in range(2000))  # ~17 kB
+    Conversation(name="Writer", memory_md_path=memory_path("Writer")).add("Writer", long)
+    _, page = call(lab, "/agents/Writer")
+    newest = page["items"][0]
+    assert newest["folded"] and newest["length"] == len(long)
+    assert newest["text"] == long[:2000]
+    _, page = call(lab, "/agents/Writer?fold=10")
+    assert page["items"][0]["text"] == long[:10]
+    status, whole = call(lab, f"/agents/Writer/messages/{newest['index']}")
+    assert status == 200 and whole["text"] == long and not whole["folded"]
+    archive = call(lab, "/agents/Scout/archives")[1]["archives"][0]["name"]
+    _, first = call(lab, f"/agents/Scout/messages/0?archive={archive}")
+    assert first["text"] == "note 0 about the budget" and first["source"] == archive
+    assert call(lab, "/agents/Writer/messages/99")[0] == 404
+    assert call(lab, "/agents/Writer/messages/x")[0] == 400
+
+
+def test_search_pages_its_hits_and_counts_them_all(lab, agents):
     _, found = call(lab, "/agents/Scout/search?q=BUDGET")
-    assert [h["source"] for h in found["hits"]] == ["MEMORY.md"]
-    _, found = call(lab, "/agents/Scout/search?q=budget&archives=1")
-    assert len(found["hits"]) == 31
+    assert [h["source"] for h in found["items"]] == ["MEMORY.md"] and found["total"] == 1
+    _, found = call(lab, "/agents/Scout/search?q=budget&archives=1&limit=10")
+    assert (found["total"], found["offset"], len(found["items"])) == (31, 0, 10)
+    _, rest = call(lab, "/agents/Scout/search?q=budget&archives=1&offset=30&limit=10")
+    assert (rest["total"], len(rest["items"])) == (31, 1)
+    assert rest["items"][0]["source"] == "MEMORY.md"
     assert call(lab, "/agents/Scout/search?q=")[0] == 400
+
+
+def test_a_poll_when_nothing_changed_is_a_304_with_no_body(lab, agents):
+    for path in GETS:
+        status, headers, body = request(lab, path)
+        etag = headers["ETag"]
+        assert status == 200 and etag, path
+        status, again, body = request(lab, path, headers={"If-None-Match": etag})
+        assert (status, body) == (304, b""), path
+        assert again["ETag"] == etag
+    _, headers, _ = request(lab, "/agents/Scout")
+    assert request(lab, "/agents/Scout?limit=5")[1]["ETag"] != headers["ETag"]  # query counts
+    assert request(lab, "/agents/Scout?1712345678")[1]["ETag"] == headers["ETag"]  # cache buster
+    writer = request(lab, "/agents/Writer")[1]["ETag"]
+    everyone = request(lab, "/agents")[1]["ETag"]
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from nbmemory import Conversation\n"
+            "from nbmemory.workspace import memory_path\n"
+            "Conversation(name='Scout', memory_md_path=memory_path('Scout')).add('User', 'new')\n",
+        ],
+        check=True,
+        timeout=60,
+    )
+    status, changed, body = request(
+        lab, "/agents/Scout", headers={"If-None-Match": headers["ETag"]}
+    )
+    assert status == 200 and json.loads(body)["items"][0]["text"] == "new"
+    assert changed["ETag"] != headers["ETag"]
+    assert request(lab, "/agents", headers={"If-None-Match": everyone})[0] == 200
+    assert request(lab, "/agents/Writer", headers={"If-None-Match": writer})[0] == 304
+    (memory_path("Writer").parent / "NOTES.md").write_text("pinned\n")  # any file beside it
+    assert request(lab, "/agents/Writer", headers={"If-None-Match": writer})[0] == 200
 
 
 def test_compaction_through_the_api_leaves_an_archive(lab, agents):
@@ -101,22 +231,88 @@ def test_compaction_through_the_api_leaves_an_archive(lab, agents):
         parse(memory_path("Writer").read_bytes()).messages[0]["content"].endswith("Memo drafted.")
     )
     assert call(lab, "/agents/Writer/compact", body={"summary": " "})[0] == 400
+    assert call(lab, "/agents/Nobody/compact", body={"summary": "x"})[0] == 404
+
+
+def test_reading_never_creates_a_file(lab, agents):
+    """An agent with only archives: no GET makes a MEMORY.md or changes anything."""
+    memory_path("Scout").unlink()
+    before = snapshot(agents)
+    archive = call(lab, "/agents/Scout/archives")[1]["archives"][0]["name"]
+    paths = [
+        *GETS,
+        f"/agents/Scout/archives/{archive}",
+        f"/agents/Scout/messages/3?archive={archive}",
+        "/agents/Scout/search?q=budget",
+    ]
+    for path in paths:
+        status, data = call(lab, path)
+        assert status in (200, 404), (path, data)
+        assert not memory_path("Scout").exists(), path
+    assert call(lab, "/agents")[1]["agents"][0]["messages"] == 0
+    assert call(lab, "/agents/Scout")[1]["total"] == 0
+    assert call(lab, "/agents/Scout/search?q=budget&archives=1")[1]["total"] == 30
+    assert snapshot(agents) == before
 
 
 @pytest.mark.parametrize(
     ("path", "status"),
     [
         ("/agents/Nobody", 404),
+        ("/agents/Nobody/archives", 404),
         ("/agents/..", 400),
         ("/agents/%2e%2e", 400),
         ("/agents/%2e%2e%2fetc", 400),
         ("/agents/%2Fetc%2Fpasswd", 400),
         ("/agents/Scout/archives/..%2f..%2fMEMORY.md", 404),
         ("/agents/Scout/archives/history_none.md", 404),
-        ("/agents/Scout?page=x", 400),
+        ("/agents/Scout/messages/0?archive=history_none.md", 404),
+        ("/agents/Scout?offset=x", 400),
+        ("/agents/Scout?offset=-1", 400),
+        ("/agents/Scout?limit=0", 400),
+        ("/agents/Scout?fold=0", 400),
+        ("/agents/Scout?newest_first=maybe", 400),
+        ("/agents/Scout/search?q=x&limit=y", 400),
+        ("/agents/Scout/search?q=x&archives=2", 400),
     ],
 )
-def test_bad_names_never_reach_outside_the_workspace(lab, agents, path, status):
+def test_bad_names_and_parameters_are_clear_json_errors(lab, agents, path, status):
     code, data = call(lab, path)
     assert code == status
-    assert isinstance(data, dict) and data["error"]
+    assert isinstance(data, dict) and data["message"]  # what ServerConnection.ResponseError reads
+
+
+def test_the_settings_are_traits_and_are_checked():
+    assert NbMemoryServer(poll_interval=0.5).poll_interval == 0.5
+    for bad in (0.1, 0.0, -1.0, float("nan")):
+        with pytest.raises(TraitError, match=r"at least 0\.5"):
+            NbMemoryServer(poll_interval=bad)
+    help_all = subprocess.run(
+        [sys.executable, "-m", "nbmemory.jupyter.server", "--help-all"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "--NbMemoryServer.workspace=<Unicode>" in help_all
+    assert "--NbMemoryServer.poll_interval=<Float>" in help_all
+
+
+def test_an_authorizer_can_allow_reading_and_deny_compaction(tmp_path, monkeypatch):
+    """Reads are the action "read" and compaction "write" on the resource "nbmemory"."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ["PYTHONPATH"]]))
+    monkeypatch.setenv("WORKSPACE_DIR", str(tmp_path / "shared"))  # no setting: the env var
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "keep me")
+    before = memory_path("Scout").read_bytes()
+    args = (
+        server_extension_on(tmp_path),
+        "--ServerApp.authorizer_class=readonly_authorizer.ReadOnlyAuthorizer",
+    )
+    with jupyter_lab(tmp_path, extra_args=args) as server:
+        status, data = call(server, "/agents")
+        assert status == 200 and data["workspace"] == str(tmp_path / "shared")
+        for path in GETS[1:4]:
+            assert call(server, path)[0] == 200, path
+        status, data = call(server, "/agents/Scout/compact", body={"summary": "gone"})
+        assert status == 403 and "write" in data["message"]
+    assert memory_path("Scout").read_bytes() == before

@@ -1,90 +1,289 @@
-"""The widget's traits follow the conversation, without a browser."""
+"""The widget's traits come from the read model and follow the agent from any process."""
 
+from __future__ import annotations
+
+import gc
 import json
+import os
+import subprocess
+import sys
+import time
+import weakref
+from collections.abc import Callable, Iterator
+
+import mistune
+import pytest
 
 from nbmemory import Agent, Conversation
-from nbmemory.jupyter.widget import PAGE_SIZE, PREVIEW_CHARS, MemoryWidget
+from nbmemory.jupyter.widget import PAGE_SIZE, RAM_SOURCE, MemoryWidget
+from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.workspace import memory_path
+from support import ROOT, run_python
+
+HOSTILE = [
+    '<img src=x onerror="window.__pwned=1">',
+    "<script>window.__pwned=2</script>",
+    '<svg onload="window.__pwned=3"></svg>',
+    "[click](javascript:window.__pwned=4)",
+    "![t](http://127.0.0.1:9/tracker.png)",
+]
 
 
-def persistent(name="Viewer", **kwargs):
+def eventually(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+    """Wait until ``check()`` holds (the widget's thread polls every half second)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout} s: {what}")
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def widgets() -> Iterator[list[MemoryWidget]]:
+    """Widgets made in a test, closed at its end (their threads stop)."""
+    made: list[MemoryWidget] = []
+    yield made
+    for widget in made:
+        widget.close()
+
+
+def persistent(name: str = "Viewer", **kwargs) -> Conversation:
     return Conversation(name=name, memory_md_path=memory_path(name), **kwargs)
 
 
-def test_it_shows_counts_tokens_and_the_newest_page():
-    convo = persistent(context_length=2000)
+def settled(widget: MemoryWidget) -> MemoryWidget:
+    eventually(lambda: not widget.counting, "the first token figure")
+    return widget
+
+
+def add_elsewhere(name: str, *texts: str) -> None:
+    """Append messages to agent ``name``'s memory from another Python process."""
+    code = (
+        "import sys\nfrom nbmemory import Conversation\n"
+        "from nbmemory.workspace import memory_path\n"
+        "convo = Conversation(name=sys.argv[1], memory_md_path=memory_path(sys.argv[1]))\n"
+        "for text in sys.argv[2:]:\n    convo.add('User', text)\n"
+    )
+    run_python(code, name, *texts)
+
+
+def test_the_figures_are_the_read_models(widgets):
+    agent = Agent(agent_name="Scribe", persistent_memory=True, context_length=3000)
     for i in range(45):
-        convo.add("User", f"message {i}")
-    widget = MemoryWidget(convo)
-    assert (widget.name, widget.message_count, widget.context_length) == ("Viewer", 45, 2000)
-    assert widget.tokens_used == convo.count_history_tokens() > 0
-    assert widget.memory_bytes == memory_path("Viewer").stat().st_size
-    assert [m["content"] for m in widget.messages] == [f"message {i}" for i in range(44, 24, -1)]
-    assert widget.messages[0]["role"] == "User" and widget.messages[0]["time"]
+        agent.short_memory.add("User", f"message {i}")
+    widget = settled(MemoryWidget("Scribe"))
+    widgets.append(widget)
+    info = ReadModel().agent("Scribe")
+    usage = info.usage
+    assert (widget.name, widget.exists, widget.settings_recorded) == ("Scribe", True, True)
+    assert widget.tokens_used == usage.tokens > 0
+    assert (widget.context_length, widget.threshold) == (usage.context_length, usage.threshold)
+    assert (widget.model_name, widget.encoding) == (usage.model, usage.encoding)
+    assert widget.compacts_next == usage.compacts_next
+    assert widget.message_count == info.messages == 45
+    assert widget.memory_bytes == info.size == memory_path("Scribe").stat().st_size
+    assert widget.archive_count == 0 and widget.last_activity == info.last_activity
+    page = ReadModel().messages("Scribe", 0, PAGE_SIZE)
+    assert widget.messages == [item.to_json() for item in page.items]
+    assert [m["text"] for m in widget.messages] == [f"message {i}" for i in range(44, 24, -1)]
+    assert widget.following
 
 
-def test_it_follows_adds_and_compactions_live():
-    convo = persistent()
+def test_a_message_from_another_process_shows_up(widgets):
+    convo = persistent("Shared")
+    convo.add("User", "written here")
     widget = MemoryWidget(convo)
-    convo.add("User", "first")
-    assert widget.message_count == 1 and widget.messages[0]["content"] == "first"
+    widgets.append(widget)
+    add_elsewhere("Shared", "written by another process")
+    eventually(lambda: widget.message_count == 2, "the other process's message")
+    assert widget.messages[0]["text"] == "written by another process"
+    assert widget.tokens_used == ReadModel().usage("Shared").tokens
+
+
+def test_a_compaction_by_the_cli_shows_up(widgets):
+    convo = persistent("Compacted")
+    for i in range(6):
+        convo.add("User", f"note {i}")
+    widget = settled(MemoryWidget("Compacted"))
+    widgets.append(widget)
     before = widget.tokens_used
-    convo.add("User", "second")
-    assert widget.messages[0]["content"] == "second" and widget.tokens_used > before
-    convo.compact("Both said.")
-    assert widget.message_count == 1 and widget.archive_count == 1
-    assert widget.archives == [p.name for p in convo.archives()]
-    assert widget.last_compaction
-    assert widget.messages[0]["content"].endswith("Both said.")
+    subprocess.run(
+        [sys.executable, "-m", "nbmemory", "compact", "Compacted", "--summary", "Six notes."],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    eventually(lambda: widget.archive_count == 1, "the CLI's compaction")
+    eventually(lambda: widget.message_count == 1, "the compacted memory")
+    assert widget.messages[0]["text"].endswith("Six notes.")
+    assert widget.tokens_used < before and widget.last_compaction
+    assert widget.archives == [
+        {"name": a.name, "messages": 6, "size": a.size} for a in ReadModel().archives("Compacted")
+    ]
 
 
-def test_paging_and_order():
-    convo = Conversation(name="Pager")
+def test_a_widget_made_before_the_agent_exists_fills_in(widgets):
+    widget = MemoryWidget("Writer")
+    widgets.append(widget)
+    assert not widget.exists and widget.message_count == 0 and widget.messages == []
+    assert "No agent named 'Writer'" in widget.status and repr(widget).endswith("no agent yet)")
+    assert widget._repr_markdown_().startswith("**Writer**: no agent")
+    assert not memory_path("Writer").parent.exists()  # looking creates nothing
+    add_elsewhere("Writer", "the very first message")
+    eventually(lambda: widget.exists and widget.message_count == 1, "the new agent")
+    settled(widget)
+    assert widget.messages[0]["text"] == "the very first message" and widget.status == ""
+    assert widget.tokens_used == ReadModel().usage("Writer").tokens
+
+
+def test_the_compact_button_with_only_a_name(widgets):
+    Agent(agent_name="Named", persistent_memory=True)  # records its settings
+    add_elsewhere("Named", "Our office is in Lyon.", "The budget is 40k EUR.")
+    widget = settled(MemoryWidget("Named"))
+    widgets.append(widget)
+    eventually(lambda: widget.message_count == 2, "the messages")
+    widget._command(widget, {"command": "compact"}, [])
+    assert widget.status.startswith("Compacted: "), widget.status
+    assert widget.archive_count == 1 and widget.message_count == 1
+    assert widget.tokens_used == ReadModel().usage("Named").tokens
+
+
+def test_compact_says_why_not(widgets):
+    widget = MemoryWidget("Nobody")
+    widgets.append(widget)
+    widget.compact()
+    assert widget.status == "Nothing to compact: there is no agent named 'Nobody' yet."
+    ram = MemoryWidget(Conversation(name="Loose"))
+    widgets.append(ram)
+    ram.compact()
+    assert ram.status.startswith("Not compacted: a Conversation alone")
+
+
+def test_pages_in_either_order_at_any_offset(widgets):
+    convo = persistent("Pager")
     for i in range(50):
         convo.add("User", f"m{i}")
     widget = MemoryWidget(convo)
+    widgets.append(widget)
     widget.page = 2
-    assert [m["content"] for m in widget.messages] == [f"m{i}" for i in range(9, -1, -1)]
+    assert [m["text"] for m in widget.messages] == [f"m{i}" for i in range(9, -1, -1)]
     widget.newest_first = False
-    assert [m["content"] for m in widget.messages] == [f"m{i}" for i in range(40, 50)]
+    assert [m["text"] for m in widget.messages] == [f"m{i}" for i in range(40, 50)]
     widget.page = 99
     assert widget.page == 2
+    widget.page_size = 7
+    widget.page = 3
+    assert [m["index"] for m in widget.messages] == list(range(21, 28))
 
 
-def test_a_long_history_sends_a_page_not_the_history():
-    convo = Conversation(name="Big")
+def test_archive_pages_go_past_a_hundred_messages(widgets):
+    convo = persistent("Archivist")
+    for i in range(250):
+        convo.add("User", f"old {i}")
+    convo.compact("All of it.")
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    assert widget.archives[0]["messages"] == 250
+    widget.open_archive = widget.archives[0]["name"]
+    assert widget.archive_total == 250
+    widget.newest_first = False
+    widget.archive_page = 11
+    assert [m["text"] for m in widget.archive_messages] == [f"old {i}" for i in range(220, 240)]
+    widget.archive_page = 99  # clamped to the last page
+    assert widget.archive_page == 12
+    assert [m["text"] for m in widget.archive_messages] == [f"old {i}" for i in range(240, 250)]
+    assert {m["source"] for m in widget.archive_messages} == {widget.open_archive}
+    widget.open_archive = ""
+    assert widget.archive_messages == [] and widget.archive_page == 0
+
+
+def test_search_reports_the_total_and_pages(widgets):
+    convo = persistent("Finder")
+    for i in range(65):
+        convo.add("User", f"budget line {i}" if i % 2 else f"other {i}")
+    convo.compact("The budget was discussed.")
+    convo.add("User", "A new budget.")
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    widget.query = "budget"
+    assert widget.search_total == 2 and len(widget.search_results) == 2
+    assert {r["source"] for r in widget.search_results} == {"MEMORY.md"}
+    widget.search_archives = True
+    assert (
+        widget.search_total == 32 + 2 == ReadModel().search("Finder", "budget", archives=True).total
+    )
+    assert len(widget.search_results) == PAGE_SIZE
+    widget.search_page = 1
+    assert len(widget.search_results) == 14
+    assert widget.search_results[-1]["text"] == "A new budget."
+    widget.query = "BUDGET LINE"  # a new query starts on the first page
+    assert widget.search_page == 0 and widget.search_total == 32
+    widget.query = ""
+    assert widget.search_results == [] and widget.search_total == 0
+
+
+def test_folded_messages_and_their_full_text(widgets):
+    convo = persistent("Long")
+    convo.add("Tool", "y" * (FOLD_CHARS * 3))
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    item = widget.messages[0]
+    assert item["folded"] and len(item["text"]) == FOLD_CHARS and item["length"] == FOLD_CHARS * 3
+    whole = widget.full_text(item["index"], item["source"])
+    assert whole.text == "y" * (FOLD_CHARS * 3) and not whole.folded
+    convo.compact("Long output seen.")
+    archive = widget.archives[0]["name"]
+    assert widget.full_text(0, archive).length == FOLD_CHARS * 3
+
+
+def test_a_long_history_sends_a_page_not_the_history(widgets):
+    convo = persistent("Big")
     for i in range(10_000):
         convo.add("User", f"message {i} " + "x" * 190)
+    widget = settled(MemoryWidget("Big"))
+    widgets.append(widget)
+    assert len(widget.messages) == PAGE_SIZE and widget.message_count == 10_000
+    assert len(json.dumps(widget.get_state(key=[k for k in widget.keys if k != "_esm"]))) < 50_000
+
+
+def test_a_memory_kept_in_ram(widgets):
+    convo = Conversation(name="Pager", context_length=1000)
+    for i in range(50):
+        convo.add("User", f"m{i}")
     widget = MemoryWidget(convo)
-    assert len(widget.messages) == PAGE_SIZE
-    assert len(json.dumps(widget.get_state())) < 50_000
+    widgets.append(widget)
+    assert widget.in_ram and not widget.following and widget.message_count == 50
+    assert widget.tokens_used == convo.context_tokens() and widget.context_length == 1000
+    assert [m["text"] for m in widget.messages[:2]] == ["m49", "m48"]
+    assert widget.messages[0]["source"] == RAM_SOURCE
+    convo.add("User", "one more")
+    assert widget.messages[0]["text"] == "one more" and widget.message_count == 51
+    widget.query = "m4"
+    assert widget.search_total == 11
+    assert widget.full_text(50, RAM_SOURCE).text == "one more"
 
 
-def test_long_messages_are_folded():
-    convo = Conversation(name="Long")
-    convo.add("Tool", "y" * (PREVIEW_CHARS * 3))
-    item = MemoryWidget(convo).messages[0]
-    assert item["folded"] and len(item["content"]) == PREVIEW_CHARS
-
-
-def test_search_and_archives_on_the_python_side():
+def test_it_follows_in_process_changes_at_once(widgets):
     convo = persistent()
-    convo.add("User", "The budget is 40k EUR.")
-    convo.compact("Budget agreed.")
     widget = MemoryWidget(convo)
-    widget.query = "budget"
-    assert [r["source"] for r in widget.search_results] == ["MEMORY.md"]
-    widget.search_archives = True
-    assert len(widget.search_results) == 2
-    widget.query = ""
-    assert widget.search_results == []
-    widget.open_archive = widget.archives[0]
-    assert [m["content"] for m in widget.archive_messages] == ["The budget is 40k EUR."]
+    widgets.append(widget)
+    convo.add("User", "first")  # no waiting: the change hook refreshes the view
+    assert widget.message_count == 1 and widget.messages[0]["text"] == "first"
+    assert not widget.counting
+    before = widget.tokens_used
+    convo.add("User", "second")
+    assert widget.messages[0]["text"] == "second" and widget.tokens_used > before
+    convo.compact("Both said.")
+    assert widget.message_count == 1 and widget.archive_count == 1
+    assert [a["name"] for a in widget.archives] == [p.name for p in convo.archives()]
+    assert widget.messages[0]["text"].endswith("Both said.")
 
 
-def test_an_agents_stream_and_the_compact_button():
+def test_an_agents_stream_and_the_compact_button(widgets):
     agent = Agent(agent_name="Talker", persistent_memory=True)
-    widget = MemoryWidget(agent)
+    widget = MemoryWidget("Talker", agent=agent)
+    widgets.append(widget)
     seen = []
     widget.observe(lambda change: seen.append(change["new"]), "streaming")
     agent.run("Our office is in Lyon.")
@@ -92,15 +291,63 @@ def test_an_agents_stream_and_the_compact_button():
     assert widget.streaming == ""
     assert widget.message_count == 2 and widget.model_name == "nbmemory/offline"
     widget._command(widget, {"command": "compact"}, [])
-    assert widget.status == "Compacted."
+    assert widget.status.startswith("Compacted: ")
     assert widget.archive_count == 1 and widget.message_count == 1
 
 
-def test_outside_a_widget_front_end_it_is_a_readable_summary():
-    convo = Conversation(name="Quiet", context_length=1000)
-    convo.add("User", "<img src=x onerror=alert(1)>")
-    widget = MemoryWidget(convo)
-    assert repr(widget) == f"MemoryWidget('Quiet': 1 messages, {widget.tokens_used}/1000 tokens)"
+def test_the_thread_stops_on_close_on_comm_close_and_when_collected():
+    persistent("Stopper").add("User", "hello")
+    closed = MemoryWidget("Stopper")
+    thread = closed._thread
+    closed.close()
+    thread.join(5)
+    assert not thread.is_alive()
+
+    by_front_end = MemoryWidget("Stopper")
+    thread = by_front_end._thread
+    by_front_end.comm.handle_close({"content": {"data": {}}})  # the browser closed the view
+    thread.join(5)
+    assert not thread.is_alive() and by_front_end.comm is None
+
+    agent = Agent(agent_name="Stopper", persistent_memory=True)
+    collected = MemoryWidget("Stopper", agent=agent)
+    thread, ref = collected._thread, weakref.ref(collected)
+    collected.close()
+    thread.join(5)
+    del collected
+    gc.collect()
+    assert ref() is None  # neither its thread nor the agent's hooks keep it alive
+    assert not thread.is_alive() and agent.stream_observers == []
+
+
+def _rendered(markdown: str) -> str:
+    """The fallback as a permissive Markdown renderer shows it (raw HTML passed through)."""
+    return mistune.create_markdown(escape=False, plugins=["url"])(markdown)
+
+
+def test_the_markdown_fallback_never_emits_tags_or_live_script_links(widgets):
+    convo = persistent("Quiet", context_length=1000)
+    for text in HOSTILE:
+        convo.add("User", text)
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    markdown = widget._repr_markdown_()
+    html = _rendered(markdown)
+    for tag in ("<img", "<script", "<svg", "<a "):
+        assert tag not in html.lower(), (tag, markdown)
+    assert "javascript:" not in html.replace("javascript:window.__pwned=4", "")
+    assert "window.__pwned=1" in html and "&lt;script&gt;" in html  # readable as text
+    window = ReadModel().usage("Quiet").context_length
+    assert (
+        repr(widget) == f"MemoryWidget('Quiet': 5 messages, {widget.tokens_used}/{window} tokens)"
+    )
     data, _ = widget._repr_mimebundle_()
-    assert data["text/markdown"].startswith("**Quiet** memory:")
+    assert data["text/markdown"] == markdown
     assert "application/vnd.jupyter.widget-view+json" in data
+
+
+def test_a_hostile_name_in_the_fallback_is_escaped(widgets):
+    name = "<img src=x onerror=alert(1)>"
+    widget = MemoryWidget(Conversation(name=name))
+    widgets.append(widget)
+    assert "<img" not in _rendered(widget._repr_markdown_())

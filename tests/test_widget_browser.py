@@ -1,4 +1,5 @@
-"""The memory widget in real JupyterLab and Chromium: rendering, live updates, no HTML injection."""
+"""The memory widget in real JupyterLab and Chromium: hostile memory stays text, nothing is
+fetched or run, Markdown renders, and the view follows an agent written by another process."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from browser import (
     WAIT_MS,
+    counting_server,
     execute,
     jupyter_lab,
     open_notebook,
@@ -16,55 +18,152 @@ from browser import (
     screenshot,
     write_notebook,
 )
+from nbmemory import Conversation
+from nbmemory.workspace import memory_path
 
 pytestmark = pytest.mark.browser
 
-CELLS = [
-    "from nbmemory import Conversation\nfrom nbmemory.jupyter.widget import MemoryWidget",
-    'convo = Conversation(name="Viewer", memory_md_path=None, context_length=2000)\n'
-    "for i in range(30):\n"
-    '    convo.add("User" if i % 2 else "Viewer", f"Message number {i} with **bold** text")',
-    "widget = MemoryWidget(convo)\nwidget",
-]
-HOSTILE = '<img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script>'
+IMPORT = "from nbmemory.jupyter.widget import MemoryWidget"
+TABLE = "| city | budget |\n|------|-------:|\n| Lyon | 40k |\n| Oslo | 55k |"
+NUMBERED = "Plan:\n\n1. first step\n2. second step\n   - a nested point\n3. third step"
+LONG = "Long tool output. " + "z" * 3000 + " THE END"
 
 
-def test_the_widget_renders_updates_live_and_never_runs_message_html(tmp_path: Path) -> None:
+def hostile(tracker: str) -> list[str]:
+    return [
+        '<img src=x onerror="window.__pwned=1">',
+        "<script>window.__pwned=2</script>",
+        '<svg onload="window.__pwned=3"></svg>',
+        "[click](javascript:window.__pwned=4)",
+        f"![t]({tracker}/tracker.png)",
+    ]
+
+
+def write_memory(name: str, *texts: str) -> Conversation:
+    convo = Conversation(name=name, memory_md_path=memory_path(name))
+    for text in texts:
+        convo.add("User", text)
+    return convo
+
+
+def test_hostile_memory_is_shown_as_text_and_nothing_runs_or_loads(tmp_path: Path) -> None:
     require("jupyterlab", "playwright", "nbformat")
     from playwright.sync_api import expect
 
     root = tmp_path / "lab"
     root.mkdir()
-    write_notebook(root / "widget.ipynb", *CELLS)
-    with jupyter_lab(root) as server, open_notebook(server, "widget.ipynb", height=1800) as page:
+    with counting_server() as tracker:
+        payloads = hostile(tracker.url)
+        write_memory("Hostile", LONG, TABLE, NUMBERED, "Some **bold** text.", *payloads)
+        write_notebook(root / "hostile.ipynb", IMPORT, 'widget = MemoryWidget("Hostile")\nwidget')
+        with (
+            jupyter_lab(root) as server,
+            open_notebook(server, "hostile.ipynb", height=2400) as page,
+        ):
+            dialogs: list[str] = []
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            run_all_cells(page)
+            widget = page.locator('[data-testid="nbmemory-widget"]')
+            expect(widget).to_be_visible(timeout=WAIT_MS)
+            messages = widget.locator('[data-testid="messages"] [data-testid="message"]')
+            expect(messages).to_have_count(9)
+            expect(widget.locator('[data-testid="usage"]')).to_contain_text(" tokens (")
+            expect(widget.locator('[data-testid="counts"]')).to_contain_text("9 messages")
+
+            # Newest first: the hostile strings, shown as text.
+            contents = [messages.nth(i).locator(".content") for i in range(5)]
+            expect(contents[4]).to_have_text(payloads[0])
+            expect(contents[3]).to_have_text(payloads[1])
+            expect(contents[2]).to_have_text(payloads[2])
+            expect(contents[1]).to_have_text("click")
+            expect(contents[0]).to_have_text("image: t")
+            for tag in ("img", "script", "svg", "iframe", "object", "embed"):
+                expect(widget.locator(tag)).to_have_count(0)
+            hrefs = widget.locator("a").evaluate_all("(links) => links.map((a) => a.href)")
+            assert all(h.startswith(("http:", "https:", "mailto:")) for h in hrefs), hrefs
+            rels = widget.locator("a").evaluate_all("(links) => links.map((a) => a.rel)")
+            assert all(r == "noopener noreferrer nofollow" for r in rels), rels
+
+            # Markdown renders: a table, a numbered list with a nested list, bold.
+            expect(widget.locator(".content table")).to_have_count(1)
+            expect(widget.locator(".content table td").first).to_have_text("Lyon")
+            expect(widget.locator(".content ol > li")).to_have_count(3)
+            expect(widget.locator(".content ol ul > li")).to_have_text("a nested point")
+            expect(widget.locator(".content strong")).to_have_text("bold")
+
+            # A folded message opens in full, fetched from Python.
+            more = widget.locator('[data-testid="full-text"]')
+            expect(more).to_have_count(1)
+            expect(more).to_contain_text("3,026 characters")
+            more.click()
+            expect(messages.last.locator(".content")).to_contain_text("THE END")
+            expect(more).to_have_count(0)
+
+            # Exact text: the stored strings verbatim, for an audit of what memory holds.
+            widget.locator('[data-testid="exact"]').check()
+            exact = widget.locator('[data-testid="exact-text"]')
+            expect(exact).to_have_count(9)
+            for i, payload in enumerate(reversed(payloads)):
+                expect(exact.nth(i)).to_have_text(payload)
+            expect(exact.nth(5)).to_have_text("Some **bold** text.")
+            for tag in ("img", "script", "svg"):
+                expect(widget.locator(tag)).to_have_count(0)
+            widget.locator('[data-testid="exact"]').uncheck()
+            expect(widget.locator(".content table")).to_have_count(1)
+
+            # Controls carry accessible names.
+            for label in ("Previous page", "Next page", "Search memory", "Open an archive"):
+                expect(widget.get_by_label(label, exact=True)).to_have_count(1)
+
+            # A message written by this kernel through another object arrives by polling.
+            execute(
+                page,
+                "from nbmemory import Conversation\nfrom nbmemory.workspace import memory_path\n"
+                "Conversation(name='Hostile', memory_md_path=memory_path('Hostile'))"
+                ".add('User', 'Live <b>message</b> from the kernel')",
+            )
+            expect(messages.first.locator(".content")).to_have_text(
+                "Live <b>message</b> from the kernel", timeout=WAIT_MS
+            )
+            expect(widget.locator("b")).to_have_count(0)
+
+            path = screenshot(widget, "widget.png")
+            assert path.exists() and path.stat().st_size > 0, path
+            assert page.evaluate("() => typeof window.__pwned") == "undefined"
+            assert dialogs == []
+        assert tracker.hits == [], tracker.hits
+
+
+def test_a_widget_shown_before_its_agent_exists_fills_in_from_another_process(
+    tmp_path: Path,
+) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_notebook(root / "late.ipynb", IMPORT, 'MemoryWidget("Latecomer")')
+    with jupyter_lab(root) as server, open_notebook(server, "late.ipynb", height=1200) as page:
         run_all_cells(page)
         widget = page.locator('[data-testid="nbmemory-widget"]')
         expect(widget).to_be_visible(timeout=WAIT_MS)
-
-        gauge = widget.locator('[data-testid="gauge"]')
-        percent = float(gauge.get_attribute("data-percent") or "nan")
-        assert 0 < percent < 100, f"data-percent={percent}"
-        expect(gauge.locator('[data-testid="threshold"]')).to_have_count(1)
-        expect(widget.locator('[data-testid="usage"]')).to_contain_text("/ 2,000 tokens")
-
+        expect(widget.locator('[data-testid="status"]')).to_contain_text(
+            "No agent named 'Latecomer'"
+        )
         messages = widget.locator('[data-testid="messages"] [data-testid="message"]')
-        expect(messages).to_have_count(20)  # one page, not the 30 messages
-        first = messages.first
-        expect(first.locator(".role")).to_have_text("User")
-        expect(first.locator(".time")).not_to_be_empty()
-        expect(first.locator(".content")).to_have_text("Message number 29 with bold text")
-        expect(first.locator(".content strong")).to_have_text("bold")
-        expect(messages.last.locator(".content")).to_contain_text("Message number 10 ")
+        expect(messages).to_have_count(0)
 
-        execute(page, 'convo.add("User", "Live message from Python")')
-        expect(first.locator(".content")).to_have_text("Live message from Python", timeout=WAIT_MS)
-        expect(messages).to_have_count(20)
+        write_memory("Latecomer", "Written by the test process, not the kernel.")  # another process
+        expect(messages).to_have_count(1, timeout=WAIT_MS)
+        expect(messages.first.locator(".content")).to_have_text(
+            "Written by the test process, not the kernel."
+        )
+        expect(widget.locator('[data-testid="status"]')).to_have_text("")
+        expect(widget.locator('[data-testid="usage"]')).to_contain_text(
+            " tokens (", timeout=WAIT_MS
+        )
 
-        execute(page, f"convo.add('User', {HOSTILE!r})")
-        expect(first.locator(".content")).to_contain_text("<img src=x", timeout=WAIT_MS)
-        expect(widget.locator("img")).to_have_count(0)
-        expect(widget.locator("script")).to_have_count(0)
-        assert page.evaluate("() => typeof window.__pwned") == "undefined"
-
-        path = screenshot(widget, "widget.png")
-        assert path.exists() and path.stat().st_size > 0, path
+        write_memory("Latecomer", "And a second one.")
+        expect(messages).to_have_count(2, timeout=WAIT_MS)
+        expect(messages.first.locator(".content")).to_have_text("And a second one.")
+        screenshot(widget, "widget-late.png")

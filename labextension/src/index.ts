@@ -1,6 +1,12 @@
 /**
  * The "Agent Memory" sidebar: nbmemory agents, their messages, archives and search,
  * read from the server extension's REST API (`<base_url>/nbmemory/api`).
+ *
+ * Every figure is the server's (the read model's): each agent's gauge is drawn against its own
+ * context window with its own compression threshold marked. The panel polls at the server's
+ * `poll_interval` with `If-None-Match`, so a poll when nothing changed is a 304 with no body and
+ * leaves the page as it is. Message text is untrusted: it is rendered as Markdown with raw HTML
+ * escaped and no images, or, with "Exact text", shown verbatim in a <pre>.
  */
 import {
   ILayoutRestorer,
@@ -17,72 +23,143 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 const PANEL_ID = 'nbmemory-panel';
-const POLL_MS = 3000;
+/** Until the server says otherwise (`NbMemoryServer.poll_interval`). */
+const DEFAULT_POLL_SECONDS = 3;
 const PAGE_SIZE = 20;
-/** nbmemory's default context window (`nbmemory.tokens.DEFAULT_CONTEXT_WINDOW`): the gauge's scale. */
-const GAUGE_TOKENS = 16000;
-/** Tags Markdown produces; any other tag in a message (raw HTML) is shown as text. */
+const MEMORY_FILE = 'MEMORY.md';
+/** Tags Markdown produces, minus <img>; any other tag in a message (raw HTML) is shown as text. */
 const MARKDOWN_TAGS = [
   'a', 'b', 'blockquote', 'br', 'code', 'del', 'div', 'em', 'h1', 'h2', 'h3', 'h4', 'h5',
   'h6', 'hr', 'i', 'li', 'ol', 'p', 'pre', 's', 'span', 'strong', 'sub', 'sup', 'table',
   'tbody', 'td', 'th', 'thead', 'tr', 'ul'
 ];
 
+/**
+ * Tags never rendered: when a message holds one, it is escaped and shown with all its
+ * attributes (`<img src=x onerror=...>` as text), so a reader sees what the payload was.
+ */
+const SHOWN_AS_TEXT = [
+  'audio', 'base', 'body', 'button', 'details', 'embed', 'form', 'frame', 'frameset', 'head',
+  'html', 'iframe', 'img', 'input', 'link', 'marquee', 'math', 'meta', 'object', 'picture',
+  'script', 'select', 'source', 'style', 'svg', 'template', 'textarea', 'track', 'video'
+];
+/** Attributes kept on rendered tags: no styles (no `url()` fetches), no handlers. */
+const RENDERED_ATTRIBUTES: Record<string, string[]> = {
+  a: ['href', 'title'],
+  ol: ['start'],
+  td: ['align'],
+  th: ['align']
+};
+
 interface IAgent {
   name: string;
   messages: number;
-  tokens: number;
   size: number;
   archives: number;
   last_activity: string | null;
+  tokens: number;
+  context_length: number;
+  threshold: number | null;
+  model: string;
+  recorded: boolean;
+  compacts_next: boolean;
 }
 
-interface IMessage {
+interface IAgents {
+  workspace: string;
+  poll_interval: number;
+  agents: IAgent[];
+}
+
+interface IItem {
   index: number;
   role: string;
   timestamp: string;
-  content: string;
-  source?: string;
+  text: string;
+  length: number;
+  folded: boolean;
+  source: string;
 }
 
 interface IPage {
   total: number;
-  page: number;
-  page_size: number;
-  messages: IMessage[];
+  offset: number;
+  limit: number;
+  items: IItem[];
 }
 
 interface IArchive {
   name: string;
   messages: number;
+  size: number;
 }
 
 /** What the detail area shows for the selected agent. */
 type View =
-  | { kind: 'memory'; page: number }
-  | { kind: 'archive'; file: string; page: number }
-  | { kind: 'search'; query: string; archives: boolean };
+  | { kind: 'memory'; offset: number }
+  | { kind: 'archive'; file: string; offset: number }
+  | { kind: 'search'; query: string; archives: boolean; offset: number };
 
-/** GET `path` under the nbmemory API, with Jupyter's token and XSRF header. */
-async function api<T>(path: string): Promise<T> {
-  const settings = ServerConnection.makeSettings();
-  const url = URLExt.join(settings.baseUrl, 'nbmemory', 'api', path);
-  const response = await ServerConnection.makeRequest(url, {}, settings);
-  if (!response.ok) {
-    throw await ServerConnection.ResponseError.create(response);
-  }
-  return (await response.json()) as T;
+/** An answer of the API, and whether it differs from the last one for the same path. */
+interface IFetched<T> {
+  data: T;
+  fresh: boolean;
 }
 
 /**
- * The app's sanitizer, restricted to the tags Markdown produces: raw HTML in a message
- * (`<img onerror=...>`, `<script>`) is escaped and shown as text, never rendered.
+ * GETs under the nbmemory API, with Jupyter's token and XSRF header. The last answer for each
+ * path is kept with its ETag; the next GET sends `If-None-Match` and a 304 reuses it.
+ */
+class Api {
+  async get<T>(path: string): Promise<IFetched<T>> {
+    const settings = ServerConnection.makeSettings();
+    const url = URLExt.join(settings.baseUrl, 'nbmemory', 'api', path);
+    const cached = this.cache.get(path);
+    const headers: Record<string, string> = cached ? { 'If-None-Match': cached.etag } : {};
+    const response = await ServerConnection.makeRequest(url, { headers }, settings);
+    if (response.status === 304 && cached) {
+      return { data: cached.data as T, fresh: false };
+    }
+    if (!response.ok) {
+      throw await ServerConnection.ResponseError.create(response);
+    }
+    const data = (await response.json()) as T;
+    const etag = response.headers.get('ETag');
+    this.cache.delete(path);
+    if (etag) {
+      this.cache.set(path, { etag, data });
+      while (this.cache.size > 64) {
+        this.cache.delete(this.cache.keys().next().value as string);
+      }
+    }
+    return { data, fresh: true };
+  }
+
+  private readonly cache = new Map<string, { etag: string; data: unknown }>();
+}
+
+/**
+ * The app's sanitizer, restricted to the tags Markdown produces, without images or styles:
+ * raw HTML in a message (`<img onerror=...>`, `<script>`, `<svg onload=...>`) is escaped and
+ * shown as text (with its attributes), never rendered; Markdown images are escaped too, so no
+ * tracker is fetched; no style attribute survives (no CSS `url()` fetch); links keep only
+ * http(s) and mailto targets (a `javascript:` link loses its href).
  */
 class MessageSanitizer implements IRenderMime.ISanitizer {
   constructor(private readonly base: IRenderMime.ISanitizer) {}
 
   sanitize(dirty: string, options?: IRenderMime.ISanitizerOptions): string {
-    const strict = { allowedTags: MARKDOWN_TAGS, disallowedTagsMode: 'escape' };
+    const strict = {
+      allowedTags: MARKDOWN_TAGS,
+      disallowedTagsMode: 'escape',
+      allowedAttributes: {
+        ...Object.fromEntries(SHOWN_AS_TEXT.map(tag => [tag, ['*']])),
+        ...RENDERED_ATTRIBUTES
+      },
+      allowedStyles: {},
+      allowedSchemes: ['http', 'https', 'mailto'],
+      allowedSchemesByTag: {}
+    };
     return this.base.sanitize(dirty, { ...options, ...strict } as IRenderMime.ISanitizerOptions);
   }
 
@@ -121,6 +198,17 @@ function button(label: string, title: string, onClick: () => void): HTMLButtonEl
 
 const number = (n: number) => n.toLocaleString();
 const plural = (n: number, word: string) => `${number(n)} ${word}${n === 1 ? '' : 's'}`;
+const percent = (fraction: number) => `${Math.round(fraction * 1000) / 10}%`;
+
+/** One row of the agent list, kept across polls so focus and selection stay put. */
+interface IAgentRow {
+  row: HTMLLIElement;
+  gauge: HTMLElement;
+  bar: HTMLElement;
+  mark: HTMLElement;
+  figures: HTMLElement;
+  key: string;
+}
 
 export class MemoryPanel extends Widget {
   constructor(
@@ -139,8 +227,14 @@ export class MemoryPanel extends Widget {
       el('h2', 'jp-nbmemory-title', 'Agent Memory'),
       button('Refresh', 'Reload agents and messages', () => void this.refresh())
     );
+    this.workspace = el('div', 'jp-nbmemory-workspace', '', {
+      'data-testid': 'nbmemory-workspace'
+    });
     this.status = el('div', 'jp-nbmemory-status', '', { role: 'status' });
-    this.agentList = el('ul', 'jp-nbmemory-agents', undefined, { role: 'listbox' });
+    this.agentList = el('ul', 'jp-nbmemory-agents', undefined, {
+      role: 'listbox',
+      'aria-label': 'Agents'
+    });
 
     this.search = el('input', 'jp-nbmemory-search-input', undefined, {
       type: 'search',
@@ -158,18 +252,33 @@ export class MemoryPanel extends Widget {
       const query = this.search.value.trim();
       this.setView(
         query
-          ? { kind: 'search', query, archives: this.searchArchives.checked }
-          : { kind: 'memory', page: 0 }
+          ? { kind: 'search', query, archives: this.searchArchives.checked, offset: 0 }
+          : { kind: 'memory', offset: 0 }
       );
     });
+
+    this.exact = el('input', '', undefined, {
+      type: 'checkbox',
+      'data-testid': 'nbmemory-exact'
+    });
+    this.exact.addEventListener('change', () => {
+      this.dirty = true;
+      void this.renderMessages();
+    });
+    const exactLabel = el('label', 'jp-nbmemory-exact', undefined, {
+      title: 'Show each message exactly as stored, with no Markdown'
+    });
+    exactLabel.append(this.exact, ' Exact text');
 
     this.detailTitle = el('h3', 'jp-nbmemory-detail-title');
     this.viewBar = el('div', 'jp-nbmemory-viewbar');
     this.messageList = el('ol', 'jp-nbmemory-messages');
     this.archiveList = el('ul', 'jp-nbmemory-archives');
     this.detail = el('div', 'jp-nbmemory-detail');
+    const titleBar = el('div', 'jp-nbmemory-detail-bar');
+    titleBar.append(this.detailTitle, exactLabel);
     this.detail.append(
-      this.detailTitle,
+      titleBar,
       form,
       this.viewBar,
       this.messageList,
@@ -177,26 +286,33 @@ export class MemoryPanel extends Widget {
       this.archiveList
     );
     this.detail.hidden = true;
-    this.node.append(header, this.status, this.agentList, this.detail);
+    this.node.append(header, this.workspace, this.status, this.agentList, this.detail);
   }
 
-  /** Reload the agent list and the selected agent's current view. */
+  /** Reload the agent list and the selected agent's current view (unchanged parts stay). */
   async refresh(): Promise<void> {
     const generation = ++this.generation;
     try {
-      const { agents } = await api<{ agents: IAgent[] }>('agents');
+      const { data } = await this.api.get<IAgents>('agents');
       if (generation !== this.generation) {
         return;
       }
-      this.renderAgents(agents);
-      if (this.selected && !agents.some(a => a.name === this.selected)) {
+      this.setPollInterval(data.poll_interval);
+      this.workspace.textContent = `Workspace: ${data.workspace}`;
+      this.workspace.title = data.workspace;
+      this.renderAgents(data.agents);
+      if (this.selected && !data.agents.some(a => a.name === this.selected)) {
         this.selected = null;
       }
       this.detail.hidden = this.selected === null;
       if (this.selected) {
         await this.loadDetail(this.selected, generation);
       }
-      this.status.textContent = agents.length ? '' : 'No agents in the workspace yet.';
+      if (generation === this.generation) {
+        this.status.textContent = data.agents.length
+          ? ''
+          : `No agents in ${data.workspace} yet.`;
+      }
     } catch (error) {
       if (generation === this.generation) {
         this.status.textContent = `Could not reach the nbmemory server extension: ${error}`;
@@ -207,15 +323,12 @@ export class MemoryPanel extends Widget {
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     void this.refresh();
-    this.timer = window.setInterval(() => {
-      if (this.isVisible && !document.hidden) {
-        void this.refresh();
-      }
-    }, POLL_MS);
+    this.startPolling();
   }
 
   protected onBeforeHide(msg: Message): void {
     window.clearInterval(this.timer);
+    this.timer = 0;
     super.onBeforeHide(msg);
   }
 
@@ -224,160 +337,302 @@ export class MemoryPanel extends Widget {
     super.dispose();
   }
 
+  private startPolling(): void {
+    window.clearInterval(this.timer);
+    this.timer = window.setInterval(() => {
+      if (this.isVisible && !document.hidden) {
+        void this.refresh();
+      }
+    }, this.pollSeconds * 1000);
+  }
+
+  private setPollInterval(seconds: number): void {
+    if (seconds > 0 && seconds !== this.pollSeconds) {
+      this.pollSeconds = seconds;
+      if (this.timer) {
+        this.startPolling();
+      }
+    }
+  }
+
   private select(name: string): void {
+    if (name !== this.selected) {
+      this.search.value = '';
+      this.full.clear();
+    }
     this.selected = name;
-    this.search.value = '';
-    this.view = { kind: 'memory', page: 0 };
-    this.rendered = '';
-    this.renderedArchives = '';
+    this.view = { kind: 'memory', offset: 0 };
+    this.dirty = true;
+    for (const [other, { row }] of this.rows) {
+      row.setAttribute('aria-selected', String(other === name));
+    }
     void this.refresh();
   }
 
   private setView(view: View): void {
     this.view = view;
+    this.dirty = true;
     void this.refresh();
   }
 
+  /** Update the rows in place: a row is made once per agent and changed only when its figures do. */
   private renderAgents(agents: IAgent[]): void {
-    this.agentList.replaceChildren(
-      ...agents.map(agent => {
-        const row = el('li', 'jp-nbmemory-agent', undefined, {
-          role: 'option',
-          tabindex: '0',
-          'aria-selected': String(agent.name === this.selected),
-          'data-testid': 'nbmemory-agent'
-        });
-        const share = Math.min(1, agent.tokens / GAUGE_TOKENS);
-        const gauge = el('div', 'jp-nbmemory-gauge', undefined, {
-          title: `${number(agent.tokens)} of ${number(GAUGE_TOKENS)} tokens (default context window)`
-        });
-        const bar = el('div', 'jp-nbmemory-gauge-bar');
-        bar.style.width = `${(share * 100).toFixed(1)}%`;
-        bar.classList.toggle('jp-mod-full', share >= 0.8);
-        gauge.append(bar);
-        const figures =
-          `${plural(agent.tokens, 'token')} · ${plural(agent.messages, 'message')}` +
-          (agent.archives ? ` · ${plural(agent.archives, 'archive')}` : '');
-        row.append(
-          el('span', 'jp-nbmemory-agent-name', agent.name),
-          gauge,
-          el('span', 'jp-nbmemory-agent-figures', figures)
-        );
-        row.addEventListener('click', () => this.select(agent.name));
-        row.addEventListener('keydown', event => {
-          if (event.key === 'Enter' || event.key === ' ') {
-            event.preventDefault();
-            this.select(agent.name);
-          }
-        });
-        return row;
-      })
-    );
+    const names = new Set(agents.map(a => a.name));
+    for (const [name, { row }] of this.rows) {
+      if (!names.has(name)) {
+        row.remove();
+        this.rows.delete(name);
+      }
+    }
+    agents.forEach((agent, position) => {
+      let entry = this.rows.get(agent.name);
+      if (!entry) {
+        entry = this.makeRow(agent.name);
+        this.rows.set(agent.name, entry);
+      }
+      this.fillRow(entry, agent);
+      if (this.agentList.children[position] !== entry.row) {
+        this.agentList.insertBefore(entry.row, this.agentList.children[position] ?? null);
+      }
+    });
+  }
+
+  private makeRow(name: string): IAgentRow {
+    const row = el('li', 'jp-nbmemory-agent', undefined, {
+      role: 'option',
+      tabindex: '0',
+      'aria-selected': String(name === this.selected),
+      'data-testid': 'nbmemory-agent',
+      'data-name': name
+    });
+    const gauge = el('div', 'jp-nbmemory-gauge', undefined, {
+      role: 'meter',
+      'aria-valuemin': '0',
+      'data-testid': 'nbmemory-gauge'
+    });
+    const bar = el('div', 'jp-nbmemory-gauge-bar');
+    const mark = el('div', 'jp-nbmemory-gauge-threshold', undefined, {
+      'data-testid': 'nbmemory-threshold'
+    });
+    gauge.append(bar, mark);
+    const figures = el('span', 'jp-nbmemory-agent-figures', '', {
+      'data-testid': 'nbmemory-figures'
+    });
+    row.append(el('span', 'jp-nbmemory-agent-name', name), gauge, figures);
+    row.addEventListener('click', () => this.select(name));
+    row.addEventListener('keydown', event => {
+      if (event.key === 'Enter' || event.key === ' ') {
+        event.preventDefault();
+        this.select(name);
+      }
+    });
+    return { row, gauge, bar, mark, figures, key: '' };
+  }
+
+  private fillRow(entry: IAgentRow, agent: IAgent): void {
+    const key = JSON.stringify(agent);
+    if (key === entry.key) {
+      return;
+    }
+    entry.key = key;
+    const { tokens, context_length: window, threshold } = agent;
+    const share = window > 0 ? Math.min(1, tokens / window) : 0;
+    entry.row.dataset.tokens = String(tokens);
+    entry.row.dataset.contextLength = String(window);
+    entry.row.dataset.threshold = threshold === null ? '' : String(threshold);
+    entry.row.dataset.messages = String(agent.messages);
+    entry.bar.style.width = `${(share * 100).toFixed(1)}%`;
+    entry.bar.classList.toggle('jp-mod-full', agent.compacts_next);
+    entry.mark.hidden = threshold === null;
+    entry.mark.style.left = threshold === null ? '' : `${Math.min(100, threshold * 100)}%`;
+    entry.gauge.setAttribute('aria-valuemax', String(window));
+    entry.gauge.setAttribute('aria-valuenow', String(Math.min(tokens, window)));
+    const compresses =
+      threshold === null
+        ? 'compression off'
+        : `compresses at ${percent(threshold)} (${number(Math.ceil(threshold * window))} tokens)`;
+    entry.gauge.title =
+      `${number(tokens)} of ${number(window)} tokens (${percent(tokens / (window || 1))}) ` +
+      `for ${agent.model}; ${compresses}` +
+      (agent.recorded ? '' : '; default settings (the agent has not recorded its own)');
+    entry.figures.textContent =
+      `${number(tokens)} / ${number(window)} tokens · ` +
+      (threshold === null ? 'no compression' : `compresses at ${percent(threshold)}`) +
+      ` · ${plural(agent.messages, 'message')}` +
+      (agent.archives ? ` · ${plural(agent.archives, 'archive')}` : '') +
+      (agent.compacts_next ? ' · compacts on next run' : '');
   }
 
   private async loadDetail(name: string, generation: number): Promise<void> {
     const agent = encodeURIComponent(name);
     const view = this.view;
-    let messages: IMessage[];
+    let page: IFetched<IPage>;
     let caption: string;
-    let pager: IPage | null = null;
     if (view.kind === 'search') {
-      const query = `q=${encodeURIComponent(view.query)}&archives=${view.archives ? 1 : 0}`;
-      const data = await api<{ hits: IMessage[] }>(`agents/${agent}/search?${query}`);
-      messages = data.hits;
-      caption = `${data.hits.length} hits for “${view.query}”`;
+      const query =
+        `q=${encodeURIComponent(view.query)}&archives=${view.archives ? 1 : 0}` +
+        `&offset=${view.offset}&limit=${PAGE_SIZE}`;
+      page = await this.api.get<IPage>(`agents/${agent}/search?${query}`);
+      const { total, offset, items } = page.data;
+      const range = items.length ? `, ${offset + 1}–${offset + items.length}` : '';
+      caption = `${plural(total, 'hit')} for “${view.query}”${range}`;
     } else {
-      const paging = `page=${view.page}&page_size=${PAGE_SIZE}&newest_first=1`;
+      const paging = `offset=${view.offset}&limit=${PAGE_SIZE}&newest_first=1`;
       const path =
         view.kind === 'archive'
           ? `agents/${agent}/archives/${encodeURIComponent(view.file)}?${paging}`
           : `agents/${agent}?${paging}`;
-      pager = await api<IPage>(path);
-      messages = pager.messages;
-      const first = pager.page * pager.page_size;
-      const range = pager.total
-        ? `${first + 1}–${first + messages.length} of ${pager.total}, newest first`
+      page = await this.api.get<IPage>(path);
+      const { total, offset, items } = page.data;
+      const range = total
+        ? `${offset + 1}–${offset + items.length} of ${number(total)}, newest first`
         : 'no messages';
       caption = view.kind === 'archive' ? `Archive ${view.file}: ${range}` : `Memory: ${range}`;
     }
-    const { archives } = await api<{ archives: IArchive[] }>(`agents/${agent}/archives`);
+    const archives = await this.api.get<{ archives: IArchive[] }>(`agents/${agent}/archives`);
     if (generation !== this.generation) {
       return;
     }
+    const changed = this.dirty || page.fresh || archives.fresh || name !== this.shownAgent;
+    if (!changed) {
+      return; // a poll when nothing changed: leave the page (and the focus) as it is
+    }
+    this.dirty = false;
+    this.shownAgent = name;
     this.detailTitle.textContent = name;
-    this.renderViewBar(caption, pager);
-    const key = JSON.stringify([name, view, messages]);
-    if (key !== this.rendered) {
-      this.rendered = key;
-      await this.renderMessages(messages);
-    }
-    const archivesKey = JSON.stringify([name, view, archives]);
-    if (archivesKey !== this.renderedArchives) {
-      this.renderedArchives = archivesKey;
-      this.renderArchives(archives);
-    }
+    this.renderViewBar(caption, page.data);
+    this.items = page.data.items;
+    this.itemsAgent = name;
+    await this.renderMessages();
+    this.renderArchives(archives.data.archives);
   }
 
-  private renderViewBar(caption: string, pager: IPage | null): void {
+  private renderViewBar(caption: string, page: IPage): void {
     const view = this.view;
     const controls: HTMLElement[] = [el('span', 'jp-nbmemory-caption', caption)];
     if (view.kind !== 'memory') {
-      controls.push(button('Back to memory', 'Show the live memory', () => {
-        this.search.value = '';
-        this.setView({ kind: 'memory', page: 0 });
-      }));
+      controls.push(
+        button('Back to memory', 'Show the live memory', () => {
+          this.search.value = '';
+          this.setView({ kind: 'memory', offset: 0 });
+        })
+      );
     }
-    if (pager && view.kind !== 'search') {
-      const newer = button('Newer', 'Newer messages', () =>
-        this.setView({ ...view, page: view.page - 1 })
-      );
-      const older = button('Older', 'Older messages', () =>
-        this.setView({ ...view, page: view.page + 1 })
-      );
-      newer.disabled = pager.page === 0;
-      older.disabled = (pager.page + 1) * pager.page_size >= pager.total;
-      controls.push(newer, older);
+    const search = view.kind === 'search';
+    const back = button(search ? 'Previous' : 'Newer', search ? 'Previous hits' : 'Newer messages', () =>
+      this.setView({ ...view, offset: Math.max(0, view.offset - PAGE_SIZE) })
+    );
+    const on = button(search ? 'Next' : 'Older', search ? 'More hits' : 'Older messages', () =>
+      this.setView({ ...view, offset: view.offset + PAGE_SIZE })
+    );
+    back.disabled = page.offset === 0;
+    on.disabled = page.offset + page.items.length >= page.total;
+    if (!(back.disabled && on.disabled)) {
+      controls.push(back, on);
     }
     this.viewBar.replaceChildren(...controls);
   }
 
-  private async renderMessages(messages: IMessage[]): Promise<void> {
-    const items = messages.map(message => {
-      const item = el('li', 'jp-nbmemory-message', undefined, {
-        'data-testid': 'nbmemory-message',
-        'data-role': message.role.toLowerCase()
-      });
-      const meta = el('div', 'jp-nbmemory-message-meta');
-      meta.append(
-        el('span', 'jp-nbmemory-role', message.role),
-        el('span', 'jp-nbmemory-when', `#${message.index} ${message.timestamp}`)
-      );
-      if (message.source) {
-        meta.append(el('span', 'jp-nbmemory-source', message.source));
-      }
-      const body = el('div', 'jp-nbmemory-message-body jp-RenderedMarkdown');
-      item.append(meta, body);
-      return { body, source: message.content };
-    });
-    this.messageList.replaceChildren(...items.map(i => i.body.parentElement!));
-    if (!messages.length) {
+  private fullKey(item: IItem): string {
+    return `${this.itemsAgent}\u0000${item.source}\u0000${item.index}`;
+  }
+
+  private async renderMessages(): Promise<void> {
+    const rendered = ++this.renderGeneration;
+    const cards = this.items.map(item => this.card(item));
+    this.messageList.replaceChildren(...cards.map(c => c.card));
+    if (!this.items.length) {
       this.messageList.append(el('li', 'jp-nbmemory-empty', 'Nothing here.'));
     }
-    await Promise.all(
-      items.map(({ body, source }) =>
-        renderMarkdown({
-          host: body,
-          source,
-          trusted: false,
-          sanitizer: this.sanitizer,
-          resolver: null,
-          linkHandler: null,
-          shouldTypeset: false,
-          latexTypesetter: null,
-          markdownParser: this.markdownParser
-        })
-      )
+    await Promise.all(cards.map(c => c.fill(rendered)));
+  }
+
+  /** A message card; `fill` renders its body (Markdown, or the exact text). */
+  private card(item: IItem): { card: HTMLLIElement; fill: (r: number) => Promise<void> } {
+    const card = el('li', 'jp-nbmemory-message', undefined, {
+      'data-testid': 'nbmemory-message',
+      'data-role': item.role.toLowerCase(),
+      'data-index': String(item.index)
+    });
+    const meta = el('div', 'jp-nbmemory-message-meta');
+    meta.append(
+      el('span', 'jp-nbmemory-role', item.role),
+      el('span', 'jp-nbmemory-when', `#${item.index} ${item.timestamp}`)
     );
+    if (item.source !== MEMORY_FILE || this.view.kind === 'search') {
+      meta.append(el('span', 'jp-nbmemory-source', item.source));
+    }
+    const body = el('div', 'jp-nbmemory-message-body', undefined, {
+      'data-testid': 'nbmemory-message-body'
+    });
+    card.append(meta, body);
+    const full = this.full.get(this.fullKey(item));
+    const text = full ?? item.text;
+    if (item.folded && full === undefined) {
+      const note = el('div', 'jp-nbmemory-fold');
+      note.append(
+        el(
+          'span',
+          'jp-nbmemory-fold-text',
+          `Showing ${number(item.text.length)} of ${number(item.length)} characters.`
+        ),
+        button('Show full text', 'Load the whole message', () => void this.showFull(item, note))
+      );
+      card.append(note);
+    }
+    const fill = async (rendered: number) => {
+      if (rendered === this.renderGeneration) {
+        await this.renderBody(body, text);
+      }
+    };
+    return { card, fill };
+  }
+
+  private async renderBody(body: HTMLElement, text: string): Promise<void> {
+    if (this.exact.checked) {
+      body.classList.remove('jp-RenderedMarkdown');
+      const pre = el('pre', 'jp-nbmemory-exact-text', undefined, {
+        'data-testid': 'nbmemory-exact-text'
+      });
+      pre.textContent = text; // verbatim: what the agent will read, injected instructions and all
+      body.replaceChildren(pre);
+      return;
+    }
+    body.classList.add('jp-RenderedMarkdown');
+    await renderMarkdown({
+      host: body,
+      source: text,
+      trusted: false,
+      sanitizer: this.sanitizer,
+      resolver: null,
+      linkHandler: null,
+      shouldTypeset: false,
+      latexTypesetter: null,
+      markdownParser: this.markdownParser
+    });
+  }
+
+  private async showFull(item: IItem, note: HTMLElement): Promise<void> {
+    const name = this.itemsAgent;
+    const archive = item.source === MEMORY_FILE ? '' : `?archive=${encodeURIComponent(item.source)}`;
+    note.replaceChildren(el('span', 'jp-nbmemory-fold-text', 'Loading the full text…'));
+    try {
+      const { data } = await this.api.get<IItem>(
+        `agents/${encodeURIComponent(name)}/messages/${item.index}${archive}`
+      );
+      if (name !== this.itemsAgent) {
+        return;
+      }
+      this.full.set(this.fullKey(item), data.text);
+      const card = note.parentElement;
+      const body = card?.querySelector<HTMLElement>('.jp-nbmemory-message-body');
+      note.remove();
+      if (body) {
+        await this.renderBody(body, data.text);
+      }
+    } catch (error) {
+      note.replaceChildren(el('span', 'jp-nbmemory-fold-text', `Could not load it: ${error}`));
+    }
   }
 
   private renderArchives(archives: IArchive[]): void {
@@ -390,7 +645,7 @@ export class MemoryPanel extends Widget {
         });
         row.append(
           button(archive.name, 'Show this archive', () =>
-            this.setView({ kind: 'archive', file: archive.name, page: 0 })
+            this.setView({ kind: 'archive', file: archive.name, offset: 0 })
           ),
           el('span', 'jp-nbmemory-agent-figures', plural(archive.messages, 'message'))
         );
@@ -402,8 +657,11 @@ export class MemoryPanel extends Widget {
     }
   }
 
+  private readonly api = new Api();
+  private readonly workspace: HTMLElement;
   private readonly status: HTMLElement;
   private readonly agentList: HTMLUListElement;
+  private readonly rows = new Map<string, IAgentRow>();
   private readonly detail: HTMLElement;
   private readonly detailTitle: HTMLElement;
   private readonly viewBar: HTMLElement;
@@ -411,11 +669,18 @@ export class MemoryPanel extends Widget {
   private readonly archiveList: HTMLUListElement;
   private readonly search: HTMLInputElement;
   private readonly searchArchives: HTMLInputElement;
+  private readonly exact: HTMLInputElement;
+  /** Whole texts loaded with "Show full text", by agent, file and index. */
+  private readonly full = new Map<string, string>();
   private selected: string | null = null;
-  private view: View = { kind: 'memory', page: 0 };
+  private view: View = { kind: 'memory', offset: 0 };
+  private items: IItem[] = [];
+  private itemsAgent = '';
+  private shownAgent = '';
+  private dirty = true;
   private generation = 0;
-  private rendered = '';
-  private renderedArchives = '';
+  private renderGeneration = 0;
+  private pollSeconds = DEFAULT_POLL_SECONDS;
   private timer = 0;
 }
 

@@ -2,206 +2,433 @@
 
 Routes, under ``<base_url>/nbmemory/api``::
 
-    GET  /agents                              every agent: messages, tokens, size, archives
-    GET  /agents/NAME?page=&page_size=&newest_first=
-    GET  /agents/NAME/archives
-    GET  /agents/NAME/archives/FILE?page=&page_size=
-    GET  /agents/NAME/search?q=&archives=1
-    POST /agents/NAME/compact                 {"summary": "..."}
+    GET  /agents                                    workspace, poll interval, every agent's figures
+    GET  /agents/NAME?offset=&limit=&newest_first=&fold=      a page of MEMORY.md
+    GET  /agents/NAME/messages/INDEX?archive=FILE   one whole message ("show full text")
+    GET  /agents/NAME/archives                      the agent's archives
+    GET  /agents/NAME/archives/FILE?offset=&limit=&newest_first=&fold=
+    GET  /agents/NAME/search?q=&archives=1&offset=&limit=&fold=     total and one page of hits
+    POST /agents/NAME/compact                       {"summary": "..."}
 
-Names follow the engine's rules and unknown agents are 404s, so no URL reaches outside the
-workspace. The workspace is ``$WORKSPACE_DIR``, else ``c.NbMemoryServer.workspace``, else
-``agent_workspace`` in the server's root folder.
+Every handler reads through :class:`nbmemory.read_model.ReadModel` (compaction writes through
+:class:`nbmemory.conversation.Conversation`), in a worker thread so the server's event loop
+never waits on a disk. Every GET carries an ``ETag`` built from ``ReadModel.version`` and the
+query, and answers ``304`` with no body to a matching ``If-None-Match``: a poll when nothing
+changed costs a few ``stat`` calls and a few hundred bytes.
+
+Authorization: requests need Jupyter's authentication, then the server's authorizer is asked
+about the resource ``"nbmemory"``, with the action ``"read"`` for GETs and ``"write"`` for a
+compaction. Errors are JSON ``{"message": ..., "reason": ...}`` (``APIHandler``), the shape
+``ServerConnection.ResponseError`` reads: ``400`` for a bad name or parameter, ``404`` for an
+unknown agent, archive or message. Names follow the engine's rules, so no URL reaches outside
+the workspace.
+
+Settings are the traits of :class:`NbMemoryServer` (an ``ExtensionApp``), set like any Jupyter
+option: ``c.NbMemoryServer.workspace = "..."`` in ``jupyter_server_config.py``, or
+``--NbMemoryServer.poll_interval=5`` on the ``jupyter lab`` / ``jupyter server`` command line.
+``python -m nbmemory.jupyter.server --help-all`` lists them. The workspace is, in this order:
+the ``workspace`` setting (relative to the server's root folder), else ``$WORKSPACE_DIR``, else
+``agent_workspace`` in the server's root folder. The server then exports the resolved absolute
+path as ``$WORKSPACE_DIR``, so kernels it starts (whatever folder their notebook is in) write
+where the panel reads.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import tornado.web
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
-from jupyter_server.utils import url_path_join
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Float, TraitError, Unicode, validate
 
-from nbmemory import overview, workspace
+from nbmemory import workspace
 from nbmemory.conversation import Conversation
-from nbmemory.errors import NbmemoryError
-from nbmemory.search import content_text
+from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, InvalidAgentNameError
+from nbmemory.read_model import FOLD_CHARS, AgentInfo, Item, ReadModel
 
-MAX_PAGE = 200
+AUTH_RESOURCE = "nbmemory"
+MAX_LIMIT = 200
+"""The largest page a client gets, whatever ``limit`` it asks for."""
+MAX_FOLD = 100_000
+MIN_POLL_INTERVAL = 0.5
+API_VERSION = "2"
+"""Part of every ETag, so a client never keeps an answer of an older server."""
+
+T = TypeVar("T")
 
 
-def _item(index: int, message: dict[str, Any]) -> dict[str, Any]:
+class NbMemoryServer(ExtensionApp):
+    """nbmemory's server extension: the REST API behind the JupyterLab "Agent Memory" panel."""
+
+    name = "nbmemory"
+    description = "REST API over nbmemory agents' memory, for the JupyterLab sidebar."
+    load_other_extensions = True
+
+    workspace = Unicode(
+        "",
+        help="""Workspace folder the panel reads and the server's kernels write (exported to them
+        as $WORKSPACE_DIR). Empty: $WORKSPACE_DIR of the server, else agent_workspace in the
+        server's root folder. A relative path is taken from the server's root folder.""",
+    ).tag(config=True)
+
+    poll_interval = Float(
+        3.0,
+        help=f"""Seconds between two polls of the sidebar for changes (at least
+        {MIN_POLL_INTERVAL}). A poll when nothing changed is answered 304 with no body.""",
+    ).tag(config=True)
+
+    @validate("poll_interval")
+    def _check_poll_interval(self, proposal: dict[str, Any]) -> float:
+        value = proposal["value"]
+        if not value >= MIN_POLL_INTERVAL:  # also rejects NaN
+            raise TraitError(
+                f"NbMemoryServer.poll_interval must be at least {MIN_POLL_INTERVAL} s, not {value}"
+            )
+        return value
+
+    def resolve_workspace(self, root_dir: str | os.PathLike[str]) -> Path:
+        """The one rule: the setting, else $WORKSPACE_DIR, else ``root_dir/agent_workspace``."""
+        root = Path(root_dir).expanduser()
+        if self.workspace:
+            path = root / Path(self.workspace).expanduser()
+        elif os.environ.get("WORKSPACE_DIR"):
+            path = Path(os.environ["WORKSPACE_DIR"]).expanduser()
+        else:
+            path = root / workspace.DEFAULT_WORKSPACE
+        return Path(os.path.abspath(path))
+
+    def export_workspace(self) -> Path:
+        """Resolve the workspace and export it as $WORKSPACE_DIR for the kernels to come."""
+        assert self.serverapp is not None
+        root = self.resolve_workspace(self.serverapp.root_dir)
+        os.environ["WORKSPACE_DIR"] = str(root)
+        self.resolved_workspace = root
+        return root
+
+    resolved_workspace: Path | None = None
+
+    def _link_jupyter_server_extension(self, serverapp: Any) -> None:
+        super()._link_jupyter_server_extension(serverapp)
+        self.export_workspace()
+
+    def initialize_settings(self) -> None:
+        root = self.resolved_workspace or self.export_workspace()
+        self.settings["nbmemory_model"] = ReadModel(root)
+        self.settings["nbmemory_poll_interval"] = self.poll_interval
+        self.log.info("nbmemory: agents' memory in %s", root)
+
+    def initialize_handlers(self) -> None:
+        base = "/nbmemory/api"
+        name = r"/agents/(?P<name>[^/]+)"
+        self.handlers.extend(
+            [
+                (f"{base}/agents", AgentsHandler),
+                (f"{base}{name}", AgentHandler),
+                (f"{base}{name}/messages/(?P<index>[^/]+)", MessageHandler),
+                (f"{base}{name}/archives", ArchivesHandler),
+                (f"{base}{name}/archives/(?P<archive>[^/]+)", ArchiveHandler),
+                (f"{base}{name}/search", SearchHandler),
+                (f"{base}{name}/compact", CompactHandler),
+            ]
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading (the package's extension point names this module)
+
+_APP_KEY = "_nbmemory_app"
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    """The extension point with its app, for ``jpserver_extensions`` naming this module."""
+    return [{"module": "nbmemory.jupyter.server", "app": NbMemoryServer}]
+
+
+def _link_jupyter_server_extension(serverapp: Any) -> None:
+    """Read the settings and export the workspace before the server starts any kernel."""
+    app = NbMemoryServer()
+    app._link_jupyter_server_extension(serverapp)
+    setattr(serverapp, _APP_KEY, app)
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> NbMemoryServer:
+    """Add the routes to the server's web application."""
+    if getattr(serverapp, _APP_KEY, None) is None:
+        _link_jupyter_server_extension(serverapp)
+    app: NbMemoryServer = getattr(serverapp, _APP_KEY)
+    app.initialize()
+    return app
+
+
+# ----------------------------------------------------------------------------------------------
+# Handlers
+
+
+def _agent_json(info: AgentInfo) -> dict[str, Any]:
+    usage = info.usage
     return {
-        "index": index,
-        "role": str(message.get("role", "")),
-        "timestamp": str(message.get("timestamp", "")),
-        "content": content_text(message.get("content")),
+        "name": info.name,
+        "messages": info.messages,
+        "size": info.size,
+        "archives": info.archives,
+        "last_activity": info.last_activity,
+        "tokens": usage.tokens,
+        "context_length": usage.context_length,
+        "threshold": usage.threshold,
+        "fraction": usage.fraction,
+        "model": usage.model,
+        "encoding": usage.encoding,
+        "recorded": usage.recorded,
+        "compacts_next": usage.compacts_next,
+        "problems": list(info.problems),
     }
 
 
+def _items(items: list[Item]) -> list[dict[str, Any]]:
+    return [item.to_json() for item in items]
+
+
 class _Handler(APIHandler):
-    """Shared pieces: the workspace, name checks, paging, JSON errors."""
+    """Shared pieces: the read model, query parameters, ETags, errors as JSON."""
 
-    def workspace(self) -> Path:
-        if os.environ.get("WORKSPACE_DIR"):
-            return Path(os.environ["WORKSPACE_DIR"])
-        configured = self.settings.get("nbmemory_workspace")
-        if configured:
-            return Path(configured)
-        return (
-            Path(self.settings.get("server_root_dir", ".")).expanduser()
-            / workspace.DEFAULT_WORKSPACE
-        )
+    auth_resource = AUTH_RESOURCE
 
-    def conversation(self, name: str) -> Conversation:
+    @property
+    def model(self) -> ReadModel:
+        return self.settings["nbmemory_model"]
+
+    async def in_thread(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``function`` off the event loop; the engine's errors become HTTP errors."""
         try:
-            workspace.validate_agent_name(name)
-        except NbmemoryError as exc:
+            return await asyncio.to_thread(function, *args, **kwargs)
+        except InvalidAgentNameError as exc:
             raise tornado.web.HTTPError(400, str(exc)) from None
-        root = self.workspace()
-        if name not in workspace.list_agents(root):
-            raise tornado.web.HTTPError(404, f"no agent named {name!r}")
-        return Conversation(name=name, memory_md_path=workspace.memory_path(name, root))
+        except (AgentNotFoundError, ArchiveNotFoundError, IndexError) as exc:
+            raise tornado.web.HTTPError(404, str(exc).strip("'\"")) from None
 
-    def page(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    # Query parameters -------------------------------------------------------------------------
+
+    def int_arg(self, key: str, default: int, lowest: int, highest: int | None = None) -> int:
+        raw = self.get_query_argument(key, str(default))
         try:
-            page = max(0, int(self.get_query_argument("page", "0")))
-            size = min(MAX_PAGE, max(1, int(self.get_query_argument("page_size", "50"))))
+            value = int(raw)
         except ValueError:
-            raise tornado.web.HTTPError(400, "page and page_size must be numbers") from None
-        newest_first = self.get_query_argument("newest_first", "1") not in ("0", "false")
-        indexes = list(range(len(messages)))
-        if newest_first:
-            indexes.reverse()
-        chosen = indexes[page * size : (page + 1) * size]
+            raise tornado.web.HTTPError(400, f"{key} must be a whole number, not {raw!r}") from None
+        if value < lowest:
+            raise tornado.web.HTTPError(400, f"{key} must be at least {lowest}, not {value}")
+        return value if highest is None else min(value, highest)
+
+    def bool_arg(self, key: str, default: bool) -> bool:
+        raw = self.get_query_argument(key, "1" if default else "0").lower()
+        if raw in ("1", "true", "yes"):
+            return True
+        if raw in ("0", "false", "no", ""):
+            return False
+        raise tornado.web.HTTPError(400, f"{key} must be 1 or 0, not {raw!r}")
+
+    def paging(self, newest_first: bool) -> dict[str, Any]:
         return {
-            "total": len(messages),
-            "page": page,
-            "page_size": size,
-            "messages": [_item(i, messages[i]) for i in chosen],
+            "offset": self.int_arg("offset", 0, 0),
+            "limit": self.int_arg("limit", 20, 1, MAX_LIMIT),
+            "newest_first": self.bool_arg("newest_first", newest_first),
+            "fold": self.int_arg("fold", FOLD_CHARS, 1, MAX_FOLD),
         }
+
+    # Conditional GETs -------------------------------------------------------------------------
+
+    async def not_modified(self, name: str | None, *parts: Any) -> bool:
+        """Set the ETag for this answer; ``True`` (and a 304 sent) if the client has it already.
+
+        The tag covers the route and the parsed parameters (``parts``), not the raw query, so a
+        cache-busting parameter does not defeat it. The version is taken before the data is
+        read, so a change in between costs the client one more fetch, never a stale answer.
+        """
+        version = await self.in_thread(self.model.version, name)
+        root = str(self.model.root)
+        key = json.dumps([API_VERSION, root, version, self.request.path, parts], sort_keys=True)
+        etag = '"' + hashlib.blake2b(key.encode(), digest_size=12).hexdigest() + '"'
+        self.set_header("Etag", etag)
+        self.set_header("Cache-Control", "no-cache")
+        match = self.request.headers.get("If-None-Match", "")
+        if etag in (tag.strip() for tag in match.split(",")) or match.strip() == "*":
+            self.set_status(304)
+            self.timing()
+            self.finish()
+            return True
+        return False
 
     def reply(self, data: dict[str, Any]) -> None:
         self.set_header("Content-Type", "application/json")
+        self.timing()
         self.finish(json.dumps(data))
 
-    def write_error(self, status_code: int, **kwargs: Any) -> None:
-        exc = kwargs.get("exc_info", (None, None, None))[1]
-        message = getattr(exc, "log_message", None) or self._reason
-        self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"error": message, "status": status_code}))
+    def timing(self) -> None:
+        """How long the server took, for browsers' dev tools and the benchmark."""
+        elapsed = self.request.request_time() * 1000
+        self.set_header("Server-Timing", f"nbmemory;dur={elapsed:.2f}")
 
 
 class AgentsHandler(_Handler):
     @tornado.web.authenticated
-    def get(self) -> None:
-        root = self.workspace()
-        rows = overview.workspace_overview(root)
+    @authorized("read")
+    async def get(self) -> None:
+        poll = self.settings["nbmemory_poll_interval"]
+        if await self.not_modified(None, poll):
+            return
+        agents = await self.in_thread(self.model.agents)
         self.reply(
             {
-                "workspace": str(root),
-                "agents": [
-                    {
-                        "name": r.name,
-                        "messages": r.messages,
-                        "tokens": r.tokens,
-                        "size": r.size,
-                        "archives": r.archives,
-                        "last_activity": r.last_activity,
-                    }
-                    for r in rows
-                ],
+                "workspace": str(self.model.root),
+                "poll_interval": poll,
+                "agents": [_agent_json(info) for info in agents],
             }
         )
 
 
 class AgentHandler(_Handler):
     @tornado.web.authenticated
-    def get(self, name: str) -> None:
-        convo = self.conversation(name)
-        self.reply({"name": name, **self.page(convo.memory_messages())})
+    @authorized("read")
+    async def get(self, name: str) -> None:
+        paging = self.paging(newest_first=True)
+        if await self.not_modified(name, paging):
+            return
+        page = await self.in_thread(self.model.messages, name, **paging)
+        self.reply(
+            {
+                "name": name,
+                "source": workspace.MEMORY_FILE,
+                "total": page.total,
+                "offset": page.offset,
+                "limit": paging["limit"],
+                "newest_first": page.newest_first,
+                "items": _items(page.items),
+            }
+        )
+
+
+class MessageHandler(_Handler):
+    @tornado.web.authenticated
+    @authorized("read")
+    async def get(self, name: str, index: str) -> None:
+        if not index.isdigit():
+            raise tornado.web.HTTPError(400, f"a message index is a whole number, not {index!r}")
+        archive = self.get_query_argument("archive", None) or None
+        if await self.not_modified(name, archive):
+            return
+        item = await self.in_thread(self.model.message, name, int(index), archive)
+        self.reply({"name": name, "archive": archive, **item.to_json()})
 
 
 class ArchivesHandler(_Handler):
     @tornado.web.authenticated
-    def get(self, name: str) -> None:
-        from nbmemory.memory_file import read_messages
-
-        convo = self.conversation(name)
-        archives = [{"name": p.name, "messages": len(read_messages(p))} for p in convo.archives()]
-        self.reply({"name": name, "archives": archives})
+    @authorized("read")
+    async def get(self, name: str) -> None:
+        if await self.not_modified(name):
+            return
+        archives = await self.in_thread(self.model.archives, name)
+        self.reply(
+            {
+                "name": name,
+                "archives": [
+                    {"name": a.name, "messages": a.messages, "size": a.size} for a in archives
+                ],
+            }
+        )
 
 
 class ArchiveHandler(_Handler):
     @tornado.web.authenticated
-    def get(self, name: str, archive: str) -> None:
-        convo = self.conversation(name)
-        try:
-            messages = convo.archive_messages(archive)
-        except FileNotFoundError as exc:
-            raise tornado.web.HTTPError(404, str(exc)) from None
-        self.reply({"name": name, "archive": archive, **self.page(messages)})
+    @authorized("read")
+    async def get(self, name: str, archive: str) -> None:
+        paging = self.paging(newest_first=False)
+        if await self.not_modified(name, paging):
+            return
+        page = await self.in_thread(self.model.archive_messages, name, archive, **paging)
+        self.reply(
+            {
+                "name": name,
+                "archive": archive,
+                "source": archive,
+                "total": page.total,
+                "offset": page.offset,
+                "limit": paging["limit"],
+                "newest_first": page.newest_first,
+                "items": _items(page.items),
+            }
+        )
 
 
 class SearchHandler(_Handler):
     @tornado.web.authenticated
-    def get(self, name: str) -> None:
-        convo = self.conversation(name)
+    @authorized("read")
+    async def get(self, name: str) -> None:
         query = self.get_query_argument("q", "")
         if not query.strip():
             raise tornado.web.HTTPError(400, "q must not be empty")
-        archives = self.get_query_argument("archives", "0") in ("1", "true")
-        hits = convo.search_memory(query, archives=archives)[:MAX_PAGE]
+        archives = self.bool_arg("archives", False)
+        offset = self.int_arg("offset", 0, 0)
+        limit = self.int_arg("limit", 50, 1, MAX_LIMIT)
+        fold = self.int_arg("fold", FOLD_CHARS, 1, MAX_FOLD)
+        if await self.not_modified(name, query, archives, offset, limit, fold):
+            return
+        found = await self.in_thread(
+            self.model.search, name, query, archives=archives, offset=offset, limit=limit, fold=fold
+        )
         self.reply(
             {
                 "name": name,
-                "query": query,
-                "hits": [{"source": h.source, **_item(h.index, h.message)} for h in hits],
+                "query": found.query,
+                "archives": archives,
+                "total": found.total,
+                "offset": found.offset,
+                "limit": limit,
+                "items": _items(found.items),
             }
         )
 
 
 class CompactHandler(_Handler):
     @tornado.web.authenticated
-    def post(self, name: str) -> None:
-        convo = self.conversation(name)
+    @authorized("write")
+    async def post(self, name: str) -> None:
         try:
-            body = self.get_json_body() or {}
-        except Exception:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
             raise tornado.web.HTTPError(400, "the body must be JSON") from None
         summary = body.get("summary") if isinstance(body, dict) else None
         if not isinstance(summary, str) or not summary.strip():
             raise tornado.web.HTTPError(400, "summary must be a non-empty string")
-        before = convo.count_history_tokens()
-        archive = convo.compact(summary)
+        before = await self.in_thread(self.model.usage, name)
+        root = self.model.root
+
+        def compact() -> Path | None:
+            path = workspace.memory_path(name, root)
+            return Conversation(name=name, memory_md_path=path).compact(summary)
+
+        archive = await self.in_thread(compact)
+        after = await self.in_thread(self.model.usage, name)
         self.reply(
             {
                 "name": name,
                 "archive": archive.name if archive else None,
-                "tokens_before": before,
-                "tokens_after": convo.count_history_tokens(),
+                "tokens_before": before.tokens,
+                "tokens_after": after.tokens,
             }
         )
 
 
-def _load_jupyter_server_extension(serverapp: Any) -> None:
-    """Add the routes to a running Jupyter server."""
-    web_app = serverapp.web_app
-    configured = serverapp.config.get("NbMemoryServer", {}).get("workspace")
-    web_app.settings["nbmemory_workspace"] = configured
-    base = url_path_join(web_app.settings["base_url"], "nbmemory", "api")
-    name = r"/agents/(?P<name>[^/]+)"
-    web_app.add_handlers(
-        ".*$",
-        [
-            (url_path_join(base, "agents"), AgentsHandler),
-            (url_path_join(base, name), AgentHandler),
-            (url_path_join(base, name, "archives"), ArchivesHandler),
-            (url_path_join(base, name, r"archives/(?P<archive>[^/]+)"), ArchiveHandler),
-            (url_path_join(base, name, "search"), SearchHandler),
-            (url_path_join(base, name, "compact"), CompactHandler),
-        ],
-    )
+def main() -> None:
+    """``python -m nbmemory.jupyter.server``: a Jupyter server with this extension on."""
+    NbMemoryServer.launch_instance()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,205 +1,620 @@
 """``MemoryWidget``: a live view of one agent's memory (anywidget; traits are the whole contract).
 
-It shows how full the context is against the compression threshold, the counts, and the
-messages a page at a time (never the whole history), with search, archives and a compact
-button. It follows the conversation through its change hook, so it updates while an agent
-runs, without polling. Outside a widget-capable front end it shows a Markdown summary.
+Everything it shows comes from the read model (:mod:`nbmemory.read_model`): the figures (tokens
+against the window and the compression threshold, counts, bytes), pages of messages in either
+order, archives and their pages, search with a hit count, and whole messages when a folded one
+is opened. It follows the agent it names from whatever process writes it: a daemon thread asks
+the read model for the agent's version token every ``POLL_SECONDS`` (a few ``stat`` calls when
+nothing changed); given an ``Agent`` or ``Conversation`` it also listens to their change hooks,
+for immediacy and for the answer being streamed. Only a ``Conversation`` kept in RAM is read
+from the object itself. It may be shown before the agent exists and fills in once it is written.
+
+Message text is untrusted: the browser renders it with marked (vendored in ``static/``) with
+raw HTML escaped, no images loaded and only http(s)/mailto links live, or verbatim with
+"Exact text"; the Markdown fallback escapes it.
 """
 
 from __future__ import annotations
 
-import datetime
+import functools
+import re
+import threading
+import warnings
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anywidget
 import traitlets
 
+from nbmemory import workspace as workspace_module
 from nbmemory.agent import Agent
 from nbmemory.conversation import ChangeEvent, Conversation
-from nbmemory.search import content_text
+from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, NbmemoryError
+from nbmemory.read_model import FOLD_CHARS, Item, ReadModel, to_items
+from nbmemory.report import markdown_escape
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
-PREVIEW_CHARS = 4000  # longer messages are folded; the browser never gets more than this
+POLL_SECONDS = 0.5
+MEMORY_SOURCE = workspace_module.MEMORY_FILE
+RAM_SOURCE = "memory (RAM)"
+MARKED_VERSION = "18.2.1"
+"""The vendored renderer: npm ``marked`` 18.2.1, ``lib/marked.esm.js`` (MIT, see marked.LICENSE)."""
+
+_EXPORTS = re.compile(r"export\s*\{([^}]*)\}\s*;?\s*(?://# sourceMappingURL=\S*\s*)?$")
+_IMPORT_MARKED = 'import { Marked } from "./marked.esm.js";'
 
 
-def _item(index: int, message: dict[str, Any]) -> dict[str, Any]:
-    text = content_text(message.get("content"))
-    return {
-        "index": index,
-        "role": str(message.get("role", "")),
-        "time": str(message.get("timestamp", "")),
-        "content": text[:PREVIEW_CHARS],
-        "folded": len(text) > PREVIEW_CHARS,
-    }
+@functools.cache
+def _module() -> str:
+    """widget.js with the vendored marked inlined (anywidget sends one module, not a folder).
+
+    marked's single-file ES module runs inside a function and its named exports become that
+    function's result; widget.js's import of it becomes a read of that result. No build step.
+    """
+    marked = (_STATIC / "marked.esm.js").read_text(encoding="utf-8")
+    found = _EXPORTS.search(marked)
+    if found is None:
+        raise RuntimeError("static/marked.esm.js does not end with its export list")
+    pairs = [part.strip().split(" as ") for part in found.group(1).split(",")]
+    exports = ", ".join(f"{alias}: {local}" for local, alias in pairs)
+    inlined = (
+        f"const __marked = (() => {{\n{marked[: found.start()]}\nreturn {{ {exports} }};\n}})();"
+    )
+    widget = (_STATIC / "widget.js").read_text(encoding="utf-8")
+    if _IMPORT_MARKED not in widget:
+        raise RuntimeError(f"static/widget.js must import marked as {_IMPORT_MARKED!r}")
+    return widget.replace(_IMPORT_MARKED, f"{inlined}\nconst {{ Marked }} = __marked;", 1)
+
+
+def _weak(method: Callable[..., None]) -> Callable[..., None]:
+    """A callback that calls ``method`` while its widget lives, without keeping it alive."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> None:
+        target = ref()
+        if target is not None:
+            target(*args)
+
+    return call
+
+
+def _follow(ref: weakref.ref[MemoryWidget], stop: threading.Event, interval: float) -> None:
+    """The polling thread: refresh the widget when its agent's version token changes."""
+    while not stop.is_set():
+        widget = ref()
+        if widget is None:
+            return
+        try:
+            widget._poll()
+        except Exception as exc:  # the view keeps following; the user sees why it lags
+            widget.status = f"Could not read the memory: {exc}"
+        del widget
+        stop.wait(interval)
+
+
+_ARCHIVE_STAMP = re.compile(r"history_(\d{4}-\d\d-\d\d)_(\d\d)-(\d\d)-(\d\d)")
+
+
+def _archive_time(name: str) -> str:
+    found = _ARCHIVE_STAMP.match(name)
+    return f"{found[1]}T{found[2]}:{found[3]}:{found[4]}" if found else ""
+
+
+def _md_text(text: str, limit: int | None = None) -> str:
+    """Untrusted text as Markdown that renders as exactly that text: no tag, link or image."""
+    text = " ".join(str(text).split())
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "…"
+    return markdown_escape(text)
+
+
+def _folded(item: Item, fold: int = FOLD_CHARS) -> Item:
+    if len(item.text) <= fold:
+        return item
+    return Item(item.index, item.role, item.timestamp, item.text[:fold], item.length, item.source)
 
 
 class MemoryWidget(anywidget.AnyWidget):
-    """A live view of an ``Agent``'s (or a ``Conversation``'s) memory."""
+    """A live view of one agent's memory, named or given as an ``Agent`` or ``Conversation``.
 
-    _esm = _STATIC / "widget.js"
-    _css = _STATIC / "widget.css"
+    ``MemoryWidget("Writer")`` follows agent ``Writer`` of ``workspace`` (default
+    ``$WORKSPACE_DIR``, fixed when the widget is made), even before it exists; ``agent=`` adds
+    that agent's hooks (streamed answers, immediate updates) and compresses with it.
+    """
 
+    _esm = _module()
+    _css = (_STATIC / "widget.css").read_text(encoding="utf-8")
+    """Text, not a path: anywidget keeps every widget with a file-backed ``_css`` alive."""
+
+    # Figures (from ReadModel.agent)
     name = traitlets.Unicode("").tag(sync=True)
+    workspace = traitlets.Unicode("").tag(sync=True)
+    exists = traitlets.Bool(False).tag(sync=True)
+    in_ram = traitlets.Bool(False).tag(sync=True)
     model_name = traitlets.Unicode("").tag(sync=True)
+    encoding = traitlets.Unicode("").tag(sync=True)
+    settings_recorded = traitlets.Bool(False).tag(sync=True)
+    counting = traitlets.Bool(False).tag(sync=True)
+    """True until the first token figure is in (a long memory is counted once, off the cell)."""
     tokens_used = traitlets.Int(0).tag(sync=True)
     context_length = traitlets.Int(0).tag(sync=True)
-    threshold = traitlets.Float(0.9).tag(sync=True)
+    threshold = traitlets.Float(None, allow_none=True).tag(sync=True)
+    """Compression threshold as a fraction of the window; ``None``: compression is off."""
+    compacts_next = traitlets.Bool(False).tag(sync=True)
     message_count = traitlets.Int(0).tag(sync=True)
     archive_count = traitlets.Int(0).tag(sync=True)
     memory_bytes = traitlets.Int(0).tag(sync=True)
+    last_activity = traitlets.Unicode("").tag(sync=True)
     last_compaction = traitlets.Unicode("").tag(sync=True)
+    problems = traitlets.List(traitlets.Unicode()).tag(sync=True)
 
+    # The memory, a page at a time
     page = traitlets.Int(0).tag(sync=True)
     page_size = traitlets.Int(PAGE_SIZE).tag(sync=True)
     newest_first = traitlets.Bool(True).tag(sync=True)
     messages = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """The current page only."""
+    """The current page only: ``Item.to_json()`` dicts (text folded to ``FOLD_CHARS``)."""
 
+    # Search
     query = traitlets.Unicode("").tag(sync=True)
     search_archives = traitlets.Bool(False).tag(sync=True)
+    search_page = traitlets.Int(0).tag(sync=True)
+    search_total = traitlets.Int(0).tag(sync=True)
     search_results = traitlets.List(traitlets.Dict()).tag(sync=True)
-    archives = traitlets.List(traitlets.Unicode()).tag(sync=True)
+
+    # Archives
+    archives = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """Oldest first: ``{"name", "messages", "size"}``."""
     open_archive = traitlets.Unicode("").tag(sync=True)
+    archive_page = traitlets.Int(0).tag(sync=True)
+    archive_total = traitlets.Int(0).tag(sync=True)
     archive_messages = traitlets.List(traitlets.Dict()).tag(sync=True)
+
+    exact = traitlets.Bool(False).tag(sync=True)
+    """Show each message's stored text verbatim instead of rendered Markdown."""
     streaming = traitlets.Unicode("").tag(sync=True)
     """The answer an agent is writing right now."""
     status = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, source: Agent | Conversation, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        source: str | Agent | Conversation,
+        *,
+        workspace: str | Path | None = None,
+        agent: Agent | None = None,
+        poll_seconds: float = POLL_SECONDS,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self.agent = source if isinstance(source, Agent) else None
-        self.conversation = source.short_memory if isinstance(source, Agent) else source
-        self._history: list[dict[str, Any]] = []
-        self.name = self.agent.agent_name if self.agent else self.conversation.name
-        self.model_name = self.agent.model_name if self.agent else ""
-        compressor = self.agent._context_compressor if self.agent else None
-        self.threshold = compressor.threshold if compressor else 1.0
-        self._unsubscribe = self.conversation.on_change(self._changed)
-        if self.agent is not None:
-            self.agent.stream_observers.append(self._streamed)
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._version: str | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._stream_hook: Callable[[str], None] | None = None
+        self._thread: threading.Thread | None = None
+        self._absent_status = ""
+
+        conversation: Conversation | None = None
+        if isinstance(source, Agent):
+            agent = source
+        elif isinstance(source, Conversation):
+            conversation = source
+        elif not isinstance(source, str):
+            raise TypeError(
+                f"MemoryWidget needs an agent name, Agent or Conversation, not {source!r}"
+            )
+        if agent is not None:
+            conversation = agent.short_memory
+            workspace = workspace if workspace is not None else agent.workspace_dir
+        self.agent = agent
+        self.conversation = conversation
+
+        path = conversation.memory_md_path if conversation is not None else None
+        if isinstance(source, str):
+            name = workspace_module.validate_agent_name(source)
+            if agent is not None and agent.agent_name != name:
+                raise ValueError(f"agent {agent.agent_name!r} given for the view of {name!r}")
+        elif path is not None:
+            name = Path(path).parent.name
+            if workspace is None:
+                workspace = Path(path).parent.parent.parent
+        else:
+            name = agent.agent_name if agent is not None else conversation.name  # type: ignore[union-attr]
+        self._ram = conversation if conversation is not None and path is None else None
+        root = Path(workspace) if workspace is not None else workspace_module.workspace_dir()
+        self._reader = ReadModel(root.absolute())
+
+        self.name = name
+        self.in_ram = self._ram is not None
+        self.workspace = str(self._reader.root)
+
+        if conversation is not None:
+            self._unsubscribe = conversation.on_change(_weak(self._changed))
+        if agent is not None:
+            self._stream_hook = _weak(self._streamed)
+            agent.stream_observers.append(self._stream_hook)
         self.on_msg(self._command)
-        self._reload()
+        if self.comm is not None:  # the front end closed the widget: stop following
+            ref = weakref.ref(self)
+            self.comm.on_close(lambda _msg: (w := ref()) is not None and w.close())
+        weakref.finalize(self, self._stop.set)
+
+        if self._ram is not None:
+            self._refresh()
+        else:
+            self._first_page()
+            self._thread = threading.Thread(
+                target=_follow,
+                args=(weakref.ref(self), self._stop, poll_seconds),
+                name=f"nbmemory-widget-{name}",
+                daemon=True,
+            )
+            self._thread.start()
 
     def __repr__(self) -> str:
+        if not self.exists and not self.in_ram:
+            return f"MemoryWidget({self.name!r}: no agent yet)"
         return (
             f"MemoryWidget({self.name!r}: {self.message_count} messages, "
             f"{self.tokens_used}/{self.context_length} tokens)"
         )
 
     def close(self) -> None:
-        """Stop following the conversation."""
-        self._unsubscribe()
-        if self.agent is not None and self._streamed in self.agent.stream_observers:
-            self.agent.stream_observers.remove(self._streamed)
+        """Stop following the agent (thread and hooks) and close the view."""
+        self._stop.set()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self.agent is not None and self._stream_hook in self.agent.stream_observers:
+            self.agent.stream_observers.remove(self._stream_hook)
         super().close()
 
+    @property
+    def following(self) -> bool:
+        """Whether the polling thread is running (never for a memory kept in RAM)."""
+        return self._thread is not None and self._thread.is_alive()
+
     # ------------------------------------------------------------------------------------------
-    # Following the conversation
+    # Following the agent
 
-    def _source_messages(self) -> list[dict[str, Any]]:
-        convo = self.conversation
-        return convo.memory_messages() if convo.memory_md_path else convo.to_dict()
+    def _first_page(self) -> None:
+        """What the cell shows at once: the settings, the count and the first page.
 
-    def _reload(self) -> None:
-        self._history = self._source_messages()
-        self.archives = [p.name for p in self.conversation.archives()]
-        self.archive_count = len(self.archives)
+        The token figure, bytes and archives come from the polling thread's first refresh, so
+        a long memory read for the first time does not hold the cell up while it is counted.
+        """
+        with self._lock:
+            try:
+                settings, recorded = self._reader.settings(self.name)
+            except AgentNotFoundError:
+                self._absent()
+                return
+            with self.hold_sync():
+                self.exists = True
+                self.counting = True
+                self.model_name = settings.model
+                self.context_length = settings.context_length
+                self.threshold = settings.threshold
+                self.settings_recorded = recorded
+                self._show_page()
+
+    def _poll(self) -> None:
+        if self._reader.version(self.name) != self._version:
+            self._refresh()
+
+    def refresh(self) -> None:
+        """Read everything again now (the thread and the hooks do this on their own)."""
         self._refresh()
 
+    def _refresh(self) -> None:
+        with self._lock:
+            if self._ram is not None:
+                self._refresh_ram()
+                return
+            version = self._reader.version(self.name)  # before reading: a later write shows next
+            try:
+                info = self._reader.agent(self.name)
+                archives = self._reader.archives(self.name)
+            except AgentNotFoundError:
+                self._version = version
+                self._absent()
+                return
+            usage = info.usage
+            with self.hold_sync():
+                if self.status == self._absent_status:
+                    self.status = ""
+                self.exists = True
+                self.model_name = usage.model
+                self.encoding = usage.encoding
+                self.settings_recorded = usage.recorded
+                self.tokens_used = usage.tokens
+                self.context_length = usage.context_length
+                self.threshold = usage.threshold
+                self.compacts_next = usage.compacts_next
+                self.message_count = info.messages
+                self.memory_bytes = info.size
+                self.last_activity = info.last_activity or ""
+                self.problems = list(info.problems)
+                self.archives = [
+                    {"name": a.name, "messages": a.messages, "size": a.size} for a in archives
+                ]
+                self.archive_count = len(archives)
+                self.last_compaction = _archive_time(archives[-1].name) if archives else ""
+                self.counting = False
+                self._show_page()
+                self._show_archive()
+                self._show_search()
+            self._version = version
+
+    def _refresh_ram(self) -> None:
+        convo = self._ram
+        assert convo is not None
+        agent = self.agent
+        compressor = agent._context_compressor if agent is not None else None
+        with self.hold_sync():
+            self.exists = True
+            self.model_name = agent.model_name if agent is not None else ""
+            self.encoding = convo.encoding_name
+            self.tokens_used = convo.context_tokens() + (
+                agent.request_overhead_tokens() if agent is not None else 0
+            )
+            self.context_length = (
+                agent.context_length if agent is not None else convo.context_length
+            )
+            self.threshold = compressor.threshold if compressor is not None else None
+            self.compacts_next = self.threshold is not None and (
+                self.tokens_used >= self.threshold * self.context_length
+            )
+            self.message_count = len(convo.conversation_history)
+            self.memory_bytes = 0
+            self._show_page()
+            self._show_search()
+
+    def _absent(self) -> None:
+        self._absent_status = (
+            f"No agent named {self.name!r} in {self._reader.root} yet; "
+            "this view fills in when it is first written."
+        )
+        with self.hold_sync():
+            self.exists = False
+            self.counting = False
+            self.tokens_used = self.message_count = self.memory_bytes = self.archive_count = 0
+            self.messages = self.archives = self.search_results = self.archive_messages = []
+            self.page = self.search_total = self.archive_total = 0
+            self.compacts_next = False
+            self.status = self._absent_status
+
     def _changed(self, event: ChangeEvent) -> None:
-        if event.kind == "add" and event.message is not None:
-            self._history.append(event.message)
+        if event.kind == "add":
             self.streaming = ""
-        else:
-            if event.kind == "compact":
-                self.last_compaction = datetime.datetime.now().isoformat(timespec="seconds")
-            self._reload()
-            return
         self._refresh()
 
     def _streamed(self, piece: str) -> None:
         self.streaming += piece
 
-    def _refresh(self) -> None:
-        convo = self.conversation
-        path = Path(convo.memory_md_path) if convo.memory_md_path else None
-        with self.hold_sync():
-            self.tokens_used = convo.count_history_tokens()
-            self.context_length = convo.context_length
-            self.message_count = len(self._history)
-            self.memory_bytes = path.stat().st_size if path and path.exists() else 0
-            self._show_page()
+    # ------------------------------------------------------------------------------------------
+    # Pages
+
+    @staticmethod
+    def _clamp(page: int, total: int, size: int) -> int:
+        return min(max(0, page), max(0, (total - 1) // size))
+
+    def _ram_items(
+        self, offset: int, size: int, newest_first: bool, fold: int | None = FOLD_CHARS
+    ) -> tuple[int, list[Item]]:
+        history = self._ram.to_dict() if self._ram is not None else []
+        total = len(history)
+        if newest_first:
+            chosen = range(total - 1 - offset, max(total - 1 - offset - size, -1), -1)
+        else:
+            chosen = range(offset, min(total, offset + size))
+        return total, to_items(((i, history[i]) for i in chosen), RAM_SOURCE, fold)
 
     @traitlets.observe("page", "page_size", "newest_first")
     def _paging(self, change: dict[str, Any]) -> None:
-        self._show_page()
+        with self._lock:
+            self._show_page()
+            if change["name"] != "page":
+                self._show_archive()
+                self._show_search()
 
     def _show_page(self) -> None:
-        total = len(self._history)
-        size = max(1, self.page_size)
-        last_page = max(0, (total - 1) // size)
-        if self.page > last_page:
-            self.page = last_page
+        if not self.exists:
             return
-        first = self.page * size
-        if self.newest_first:
-            chosen = range(total - 1 - first, max(total - 1 - first - size, -1), -1)
+        size = max(1, self.page_size)
+        if self._ram is not None:
+            total, items = self._ram_items(self.page * size, size, self.newest_first)
         else:
-            chosen = range(first, min(total, first + size))
-        self.messages = [_item(i, self._history[i]) for i in chosen]
+            try:
+                page = self._reader.messages(
+                    self.name, self.page * size, size, newest_first=self.newest_first
+                )
+            except AgentNotFoundError:
+                return
+            total, items = page.total, page.items
+        if self.page != self._clamp(self.page, total, size):
+            self.page = self._clamp(self.page, total, size)  # observed: shows that page
+            return
+        self.message_count = total
+        self.messages = [item.to_json() for item in items]
+
+    @traitlets.observe("open_archive", "archive_page")
+    def _archive_paging(self, change: dict[str, Any]) -> None:
+        with self._lock:
+            if change["name"] == "open_archive" and self.archive_page:
+                self.archive_page = 0  # observed: shows the first page
+                return
+            self._show_archive()
+
+    def _show_archive(self) -> None:
+        if not self.open_archive or self._ram is not None:
+            self.archive_messages, self.archive_total = [], 0
+            return
+        size = max(1, self.page_size)
+        try:
+            page = self._reader.archive_messages(
+                self.name,
+                self.open_archive,
+                self.archive_page * size,
+                size,
+                newest_first=self.newest_first,
+            )
+        except (AgentNotFoundError, ArchiveNotFoundError) as exc:
+            self.archive_messages, self.archive_total = [], 0
+            self.status = str(exc)
+            return
+        if self.archive_page != self._clamp(self.archive_page, page.total, size):
+            self.archive_page = self._clamp(self.archive_page, page.total, size)
+            return
+        self.archive_total = page.total
+        self.archive_messages = [item.to_json() for item in page.items]
+
+    # ------------------------------------------------------------------------------------------
+    # Search
+
+    @traitlets.observe("query", "search_archives", "search_page")
+    def _searching(self, change: dict[str, Any]) -> None:
+        with self._lock:
+            if change["name"] != "search_page" and self.search_page:
+                self.search_page = 0  # observed: searches from the first hit
+                return
+            self._show_search()
+
+    def _show_search(self) -> None:
+        query = self.query.strip()
+        if not query or not self.exists:
+            self.search_results, self.search_total = [], 0
+            return
+        size = max(1, self.page_size)
+        offset = self.search_page * size
+        if self._ram is not None:
+            found = self._ram.search_memory(query)
+            hits = to_items(((hit.index, hit.message) for hit in found), RAM_SOURCE)
+            total = len(hits)
+            items = [_folded(item) for item in hits[offset : offset + size]]
+        else:
+            try:
+                found = self._reader.search(
+                    self.name, query, archives=self.search_archives, offset=offset, limit=size
+                )
+            except AgentNotFoundError:
+                return
+            total, items = found.total, found.items
+        if self.search_page != self._clamp(self.search_page, total, size):
+            self.search_page = self._clamp(self.search_page, total, size)
+            return
+        with self.hold_sync():
+            self.search_total = total
+            self.search_results = [item.to_json() for item in items]
 
     # ------------------------------------------------------------------------------------------
     # What the browser asks for
 
-    @traitlets.observe("query", "search_archives")
-    def _search(self, change: dict[str, Any]) -> None:
-        if not self.query.strip():
-            self.search_results = []
-            return
-        hits = self.conversation.search_memory(self.query, archives=self.search_archives)
-        self.search_results = [
-            {**_item(h.index, h.message), "source": h.source} for h in hits[:100]
-        ]
-
-    @traitlets.observe("open_archive")
-    def _open(self, change: dict[str, Any]) -> None:
-        if not self.open_archive:
-            self.archive_messages = []
-            return
-        messages = self.conversation.archive_messages(self.open_archive)
-        self.archive_messages = [_item(i, m) for i, m in enumerate(messages[: self.page_size * 5])]
+    def full_text(self, index: int, source: str = MEMORY_SOURCE) -> Item:
+        """The whole message ``index`` of ``source`` (MEMORY.md, an archive, or the RAM memory)."""
+        if self._ram is not None:
+            history = self._ram.to_dict()
+            if not 0 <= index < len(history):
+                raise IndexError(f"{self.name} has no message {index}")
+            return to_items([(index, history[index])], RAM_SOURCE)[0]
+        archive = None if source == MEMORY_SOURCE else source
+        return self._reader.message(self.name, index, archive=archive)
 
     def _command(self, widget: Any, content: dict[str, Any], buffers: list[Any]) -> None:
-        if content.get("command") == "compact":
+        command = content.get("command")
+        if command == "compact":
             self.compact()
+        elif command == "full":
+            index, source = content.get("index"), str(content.get("source") or MEMORY_SOURCE)
+            reply: dict[str, Any] = {"command": "full", "index": index, "source": source}
+            try:
+                item = self.full_text(int(index), source)  # type: ignore[arg-type]
+            except (IndexError, TypeError, ValueError, NbmemoryError) as exc:
+                reply["error"] = f"Could not read the whole message: {exc}"
+            else:
+                reply.update(text=item.text, length=item.length)
+            self.send(reply)
+
+    def _compactor(self) -> Agent:
+        """The given agent, or one built on the memory with the model it recorded."""
+        if self.agent is not None:
+            return self.agent
+        settings, recorded = self._reader.settings(self.name)
+        return Agent(
+            agent_name=self.name,
+            model_name=settings.model,
+            context_length=settings.context_length if recorded else None,
+            persistent_memory=True,
+            workspace_dir=self._reader.root,
+        )
 
     def compact(self) -> None:
-        """Compact with the agent's compressor (what the widget's button does)."""
-        if self.agent is None or self.agent._context_compressor is None:
-            self.status = "Compaction needs an agent with context compression on."
+        """Compact with the agent's compressor (what the Compact button does); says the outcome
+        in ``status``."""
+        if self._ram is not None and self.agent is None:
+            self.status = "Not compacted: a Conversation alone has no summarizer; give an Agent."
             return
+        if not self._exists_now():
+            self.status = f"Nothing to compact: there is no agent named {self.name!r} yet."
+            return
+        before = self.tokens_used
         self.status = "Compacting…"
         try:
-            summary = self.agent._context_compressor.compress(self.agent, keep_turn=False)
-        except Exception as exc:  # shown to the user in the widget, not lost in a log
+            agent = self._compactor()
+            if agent._context_compressor is None:
+                self.status = "Not compacted: this agent has context compression off."
+                return
+            agent.check_ready()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                summary = agent._context_compressor.compress(agent, keep_turn=False)
+        except (NbmemoryError, OSError) as exc:  # shown in the widget, not lost in a log
             self.status = f"Compaction failed: {exc}"
             return
-        self.status = "Compacted." if summary else "Not compacted: see the warning in the notebook."
+        self._refresh()
+        if not summary:
+            reason = str(caught[-1].message) if caught else "the compressor gave up"
+            self.status = f"Not compacted: {reason}"
+            return
+        where = (
+            f"; the transcript is in archive/{self.archives[-1]['name']}" if self.archives else ""
+        )
+        self.status = f"Compacted: {before:,} -> {self.tokens_used:,} tokens{where}."
+
+    def _exists_now(self) -> bool:
+        if self._ram is not None:
+            return True
+        return self.name in self._reader.names()
 
     # ------------------------------------------------------------------------------------------
     # Outside a widget front end
 
     def _repr_markdown_(self) -> str:
-        percent = self.tokens_used / self.context_length if self.context_length else 0.0
+        name = _md_text(self.name)
+        if not self.exists:
+            return f"**{name}**: no agent with this name in the workspace yet."
+        if self.counting:
+            usage = "tokens being counted"
+        else:
+            percent = self.tokens_used / self.context_length if self.context_length else 0.0
+            usage = f"{self.tokens_used:,} / {self.context_length:,} tokens ({percent:.0%}"
+            usage += (
+                f"; compression at {self.threshold:.0%})"
+                if self.threshold is not None
+                else "; no compression)"
+            )
         lines = [
-            f"**{self.name}** memory: {self.tokens_used:,} / {self.context_length:,} tokens "
-            f"({percent:.0%}; compression at {self.threshold:.0%}), "
-            f"{self.message_count} messages, {self.archive_count} archives",
+            f"**{name}** memory: {usage}, {self.message_count} messages, "
+            f"{self.archive_count} archives",
         ]
         for item in self.messages[:5]:
-            lines.append(f"- *{item['role']}* · {item['time']}: {item['content'][:120]!r}")
+            lines.append(
+                f"- *{_md_text(item['role'])}* · {_md_text(item['timestamp'])}: "
+                f"{_md_text(item['text'], 120)}"
+            )
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
@@ -207,3 +622,6 @@ class MemoryWidget(anywidget.AnyWidget):
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         data = {**(data or {}), "text/markdown": self._repr_markdown_(), "text/plain": repr(self)}
         return data, metadata
+
+
+__all__ = ["MARKED_VERSION", "PAGE_SIZE", "MemoryWidget"]

@@ -1,39 +1,96 @@
-// The browser side of nbmemory's MemoryWidget. Message content is data: it is escaped before a
-// few Markdown forms are turned into tags, so no HTML or script from a message ever runs.
+// The browser side of nbmemory's MemoryWidget.
+//
+// Message text is untrusted (models, tools, other processes, hand edits). It is rendered by
+// marked 18.2.1 (npm `marked`, lib/marked.esm.js vendored beside this file with its LICENSE;
+// widget.py inlines it into this module, no build step) configured so that raw HTML is escaped
+// and shown as text, images are never loaded (shown as a plain link), and only http(s) and
+// mailto links are live. The HTML marked makes is then parsed in an inert <template> and only
+// an allowlist of tags and attributes is kept. "Exact text" shows the stored text verbatim.
+import { Marked } from "./marked.esm.js";
 
-function escapeHtml(text) {
-  return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+export function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
 
-function inline(text) {
-  return text
-    .replace(/`([^`]+)`/g, "<code>$1</code>")
-    .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
-    .replace(/(^|[^*])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>")
-    .replace(/\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g, '<a href="$2" target="_blank" rel="noopener noreferrer">$1</a>');
+const LIVE_LINK = /^(?:https?:|mailto:)/i;
+function liveUrl(href) {
+  if (typeof href !== "string") return null;
+  // Browsers ignore control characters and spaces inside a scheme ("java\tscript:").
+  const squeezed = href.replace(/[\u0000-\u0020\u007f]+/g, "");
+  return LIVE_LINK.test(squeezed) ? squeezed : null;
 }
 
-export function renderMarkdown(source) {
-  const out = [];
-  const blocks = escapeHtml(source).split(/```/);
-  blocks.forEach((block, i) => {
-    if (i % 2 === 1) {
-      out.push(`<pre><code>${block.replace(/^[^\n]*\n/, "")}</code></pre>`);
-      return;
+function anchor(href, title, inner) {
+  const attrs = `href="${escapeHtml(href)}" target="_blank" rel="noopener noreferrer nofollow"`;
+  return `<a ${attrs}${title ? ` title="${escapeHtml(title)}"` : ""}>${inner}</a>`;
+}
+
+const markdown = new Marked({
+  async: false,
+  gfm: true,
+  breaks: false,
+  renderer: {
+    html({ text }) {
+      return escapeHtml(text); // raw HTML, block or inline, is shown as text
+    },
+    image({ href, title, text }) {
+      const label = escapeHtml(text ? `image: ${text}` : "image");
+      const url = liveUrl(href);
+      return url ? anchor(url, title, label) : label; // never an <img>: nothing is fetched
+    },
+    link({ href, title, tokens }) {
+      const inner = this.parser.parseInline(tokens);
+      const url = liveUrl(href);
+      return url ? anchor(url, title, inner) : inner;
+    },
+    checkbox({ checked }) {
+      return checked ? "[x] " : "[ ] ";
+    },
+  },
+});
+
+const ALLOWED = {
+  A: ["href", "title", "target", "rel"], BLOCKQUOTE: [], BR: [], CODE: ["class"], DEL: [],
+  EM: [], H1: [], H2: [], H3: [], H4: [], H5: [], H6: [], HR: [], LI: [], OL: ["start"], P: [],
+  PRE: [], STRONG: [], TABLE: [], TBODY: [], TD: ["align"], TH: ["align"], THEAD: [], TR: [],
+  UL: [],
+};
+
+function sanitize(node) {
+  for (const child of [...node.childNodes]) {
+    if (child.nodeType === Node.TEXT_NODE) continue;
+    if (child.nodeType !== Node.ELEMENT_NODE || !(child.tagName in ALLOWED)) {
+      child.replaceWith(document.createTextNode(child.textContent || ""));
+      continue;
     }
-    for (const para of block.split(/\n{2,}/)) {
-      const lines = para.split("\n").filter((l) => l.trim() !== "");
-      if (!lines.length) continue;
-      if (lines.every((l) => /^\s*[-*] /.test(l))) {
-        out.push(`<ul>${lines.map((l) => `<li>${inline(l.replace(/^\s*[-*] /, ""))}</li>`).join("")}</ul>`);
-      } else if (/^#{1,6} /.test(lines[0]) && lines.length === 1) {
-        out.push(`<p><strong>${inline(lines[0].replace(/^#+ /, ""))}</strong></p>`);
-      } else {
-        out.push(`<p>${lines.map(inline).join("<br>")}</p>`);
+    for (const attr of [...child.attributes]) {
+      if (!ALLOWED[child.tagName].includes(attr.name)) child.removeAttribute(attr.name);
+    }
+    if (child.tagName === "A") {
+      const url = liveUrl(child.getAttribute("href"));
+      if (!url) {
+        child.replaceWith(document.createTextNode(child.textContent || ""));
+        continue;
       }
+      child.setAttribute("target", "_blank");
+      child.setAttribute("rel", "noopener noreferrer nofollow");
     }
-  });
-  return out.join("");
+    sanitize(child);
+  }
+}
+
+// Untrusted Markdown as HTML with raw tags escaped, no images and only http(s)/mailto links.
+export function markdownHtml(source) {
+  return markdown.parse(String(source));
+}
+
+// Untrusted Markdown as a DOM fragment that cannot run or fetch anything.
+export function renderMarkdown(source) {
+  const template = document.createElement("template"); // inert: nothing in it runs or loads
+  template.innerHTML = markdownHtml(source);
+  sanitize(template.content);
+  return template.content;
 }
 
 function el(tag, attrs = {}, text) {
@@ -43,96 +100,249 @@ function el(tag, attrs = {}, text) {
   return node;
 }
 
-function messageNode(item, source) {
-  const node = el("div", { class: "message", "data-testid": "message" });
-  const meta = el("div", { class: "meta" });
-  meta.append(el("span", { class: "role" }, item.role), el("span", { class: "time" }, item.time));
-  if (source) meta.append(el("span", { class: "time" }, source));
-  const content = el("div", { class: item.folded ? "content folded" : "content" });
-  content.innerHTML = renderMarkdown(item.content);
-  node.append(meta, content);
-  if (item.folded) {
-    const more = el("button", {}, "Show more");
-    more.onclick = () => { content.classList.toggle("folded"); };
-    node.append(more);
-  }
-  return node;
+const number = (n) => Number(n).toLocaleString("en");
+function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 function render({ model, el: root }) {
   const widget = el("div", { class: "nbmemory-widget", "data-testid": "nbmemory-widget" });
   const head = el("div", { class: "head" });
-  const name = el("span", { class: "name" });
+  const name = el("span", { class: "name", "data-testid": "name" });
   const usage = el("span", { class: "usage", "data-testid": "usage" });
   head.append(name, usage);
-  const gauge = el("div", { class: "gauge", "data-testid": "gauge" });
+  const gauge = el("div", {
+    class: "gauge", "data-testid": "gauge", role: "meter", "aria-label": "Context window used",
+    "aria-valuemin": "0", "aria-valuemax": "100",
+  });
   const fill = el("div", { class: "fill" });
   const mark = el("div", { class: "threshold", "data-testid": "threshold" });
   gauge.append(fill, mark);
   const counts = el("div", { class: "counts", "data-testid": "counts" });
-  const bar = el("div", { class: "bar" });
-  const search = el("input", { type: "search", placeholder: "Search memory", "data-testid": "search" });
-  const inArchives = el("input", { type: "checkbox", "data-testid": "search-archives" });
+  const notes = el("div", { class: "notes", "data-testid": "notes" });
+
+  const bar = el("div", { class: "bar", role: "toolbar", "aria-label": "Memory view controls" });
+  const search = el("input", {
+    type: "search", placeholder: "Search memory", "data-testid": "search", "aria-label": "Search memory",
+  });
+  const inArchives = el("input", {
+    type: "checkbox", "data-testid": "search-archives", "aria-label": "Search the archives too",
+  });
   const archivesLabel = el("label", {}, " archives too");
   archivesLabel.prepend(inArchives);
-  const order = el("button", { "data-testid": "order" });
-  const prev = el("button", { "data-testid": "previous" }, "‹");
-  const next = el("button", { "data-testid": "next" }, "›");
-  const pageText = el("span", { "data-testid": "page" });
-  const archives = el("select", { "data-testid": "archives" });
-  const compact = el("button", { "data-testid": "compact" }, "Compact");
-  bar.append(search, archivesLabel, order, prev, pageText, next, archives, compact);
-  const status = el("div", { class: "status", "data-testid": "status" });
-  const streaming = el("div", { class: "streaming", "data-testid": "streaming" });
-  const results = el("div", { "data-testid": "results" });
-  const list = el("div", { "data-testid": "messages" });
-  widget.append(head, gauge, counts, bar, status, streaming, results, list);
+  const exact = el("input", {
+    type: "checkbox", "data-testid": "exact", "aria-label": "Show the exact stored text",
+  });
+  const exactLabel = el("label", {}, " Exact text");
+  exactLabel.prepend(exact);
+  const order = el("button", { type: "button", "data-testid": "order" });
+  const first = el("button", { type: "button", "data-testid": "first", "aria-label": "First page" }, "«");
+  const prev = el("button", { type: "button", "data-testid": "previous", "aria-label": "Previous page" }, "‹");
+  const pageText = el("span", { "data-testid": "page", "aria-live": "polite" });
+  const next = el("button", { type: "button", "data-testid": "next", "aria-label": "Next page" }, "›");
+  const last = el("button", { type: "button", "data-testid": "last", "aria-label": "Last page" }, "»");
+  const archives = el("select", { "data-testid": "archives", "aria-label": "Open an archive" });
+  const compact = el("button", {
+    type: "button", "data-testid": "compact", "aria-label": "Compact this memory now",
+  }, "Compact");
+  bar.append(search, archivesLabel, exactLabel, order, first, prev, pageText, next, last, archives, compact);
+
+  const status = el("div", { class: "status", "data-testid": "status", role: "status", "aria-live": "polite" });
+  const streaming = el("div", { class: "streaming", "data-testid": "streaming", "aria-live": "polite" });
+  const heading = el("div", { class: "listing", "data-testid": "listing" });
+  const list = el("div", { "data-testid": "messages", role: "list" });
+  widget.append(head, gauge, counts, notes, bar, status, streaming, heading, list);
   root.append(widget);
 
-  function draw() {
-    const used = model.get("tokens_used");
-    const window = model.get("context_length") || 1;
-    const percent = Math.round((100 * used) / window);
-    const threshold = model.get("threshold");
-    name.textContent = model.get("model_name") ? `${model.get("name")} · ${model.get("model_name")}` : model.get("name");
-    usage.textContent = `${used.toLocaleString("en")} / ${window.toLocaleString("en")} tokens (${percent}%)`;
-    gauge.setAttribute("data-percent", String(percent));
-    fill.style.width = `${Math.min(100, percent)}%`;
-    fill.className = used >= threshold * window ? "fill over" : used >= 0.8 * threshold * window ? "fill near" : "fill";
-    mark.style.left = `calc(${Math.min(100, threshold * 100)}% - 2px)`;
-    mark.title = `compression at ${Math.round(threshold * 100)}%`;
-    const bytes = model.get("memory_bytes");
-    const file = bytes ? `MEMORY.md ${(bytes / 1024).toFixed(1)} KiB` : "no MEMORY.md (kept in RAM)";
-    const last = model.get("last_compaction");
-    counts.textContent = `${model.get("message_count")} messages · ${model.get("archive_count")} archives · ${file}` + (last ? ` · last compaction ${last}` : "");
+  const whole = new Map(); // "source:index" -> full text fetched from Python
+
+  function mode() {
+    if (model.get("query").trim()) return "search";
+    return model.get("open_archive") ? "archive" : "memory";
+  }
+  const PAGER = {
+    memory: ["page", "message_count"],
+    archive: ["archive_page", "archive_total"],
+    search: ["search_page", "search_total"],
+  };
+  function pages() {
+    const [pageTrait, totalTrait] = PAGER[mode()];
     const size = model.get("page_size") || 1;
-    const pages = Math.max(1, Math.ceil(model.get("message_count") / size));
-    pageText.textContent = `page ${model.get("page") + 1} of ${pages}`;
-    order.textContent = model.get("newest_first") ? "Newest first" : "Oldest first";
+    return { trait: pageTrait, page: model.get(pageTrait), count: Math.max(1, Math.ceil(model.get(totalTrait) / size)) };
+  }
+  function goTo(page) {
+    const { trait, count } = pages();
+    model.set(trait, Math.min(Math.max(0, page), count - 1));
+    model.save_changes();
+  }
+
+  function contentNode(item) {
+    const key = `${item.source}:${item.index}`;
+    const text = whole.has(key) ? whole.get(key) : item.text;
+    if (model.get("exact")) {
+      const pre = el("pre", { class: "content exact", "data-testid": "exact-text" });
+      pre.textContent = text;
+      return pre;
+    }
+    const div = el("div", { class: "content" });
+    div.append(renderMarkdown(text));
+    return div;
+  }
+
+  function messageNode(item) {
+    const node = el("div", { class: "message", "data-testid": "message", role: "listitem" });
+    const meta = el("div", { class: "meta" });
+    meta.append(
+      el("span", { class: "role" }, item.role),
+      el("span", { class: "time" }, item.timestamp),
+      el("span", { class: "source" }, `${item.source} #${item.index + 1}`),
+    );
+    node.append(meta, contentNode(item));
+    const key = `${item.source}:${item.index}`;
+    if (item.folded && !whole.has(key)) {
+      const label = `Show full text (${number(item.length)} characters; ${number(item.text.length)} shown)`;
+      const more = el("button", { type: "button", class: "more", "data-testid": "full-text", "aria-label": label }, label);
+      more.onclick = () => {
+        more.disabled = true;
+        more.textContent = "Loading the whole message…";
+        model.send({ command: "full", index: item.index, source: item.source });
+      };
+      node.append(more);
+    }
+    return node;
+  }
+
+  function drawFigures() {
+    const exists = model.get("exists");
+    const used = model.get("tokens_used");
+    const win = model.get("context_length") || 1;
+    const percent = Math.round((100 * used) / win);
+    const threshold = model.get("threshold");
+    const modelName = model.get("model_name");
+    name.textContent = modelName ? `${model.get("name")} · ${modelName}` : model.get("name");
+    if (!exists) {
+      usage.textContent = "no agent yet";
+    } else if (model.get("counting")) {
+      usage.textContent = `counting tokens… / ${number(win)} tokens`;
+    } else {
+      usage.textContent = `${number(used)} / ${number(win)} tokens (${percent}%)`;
+    }
+    gauge.setAttribute("data-percent", String(exists ? percent : 0));
+    gauge.setAttribute("aria-valuenow", String(exists ? Math.min(100, percent) : 0));
+    fill.style.width = `${exists ? Math.min(100, percent) : 0}%`;
+    const over = threshold !== null && used >= threshold * win;
+    const near = threshold !== null && used >= 0.8 * threshold * win;
+    fill.className = over ? "fill over" : near ? "fill near" : "fill";
+    mark.hidden = threshold === null;
+    if (threshold !== null) {
+      mark.style.left = `calc(${Math.min(100, threshold * 100)}% - 2px)`;
+      mark.title = `compression at ${Math.round(threshold * 100)}%`;
+    }
+    if (!exists) {
+      counts.textContent = "";
+    } else {
+      const file = model.get("in_ram") ? "kept in RAM (no MEMORY.md)" : `MEMORY.md ${bytes(model.get("memory_bytes"))}`;
+      const lastCompaction = model.get("last_compaction");
+      counts.textContent = `${number(model.get("message_count"))} messages · ${number(model.get("archive_count"))} archives · ${file}`
+        + (lastCompaction ? ` · last compaction ${lastCompaction}` : "");
+    }
+    const lines = [];
+    if (exists && !model.get("counting") && model.get("compacts_next")) lines.push("The next model call starts with a compaction.");
+    if (exists && threshold === null) lines.push("Context compression is off for this agent.");
+    if (exists && !model.get("in_ram") && !model.get("settings_recorded")) lines.push("Figures use default settings: this agent has not recorded its model and window yet.");
+    for (const problem of model.get("problems")) lines.push(problem);
+    notes.textContent = lines.join(" ");
+    compact.disabled = !exists;
+  }
+
+  function drawControls() {
+    const { page, count } = pages();
+    pageText.textContent = `page ${page + 1} of ${count}`;
+    prev.disabled = first.disabled = page <= 0;
+    next.disabled = last.disabled = page >= count - 1;
+    const newest = model.get("newest_first");
+    order.textContent = newest ? "Newest first" : "Oldest first";
+    order.setAttribute("aria-label", newest ? "Order: newest first (show oldest first)" : "Order: oldest first (show newest first)");
+    exact.checked = model.get("exact");
+    inArchives.checked = model.get("search_archives");
+    if (document.activeElement !== search) search.value = model.get("query");
+    const names = model.get("archives");
+    archives.replaceChildren(
+      el("option", { value: "" }, names.length ? "MEMORY.md (open an archive…)" : "No archives"),
+      ...names.map((a) => el("option", { value: a.name }, `${a.name} · ${number(a.messages)} messages`)),
+    );
+    archives.value = model.get("open_archive");
+  }
+
+  function drawList() {
+    drawControls();
+    const current = mode();
+    let items;
+    if (current === "search") {
+      const total = model.get("search_total");
+      heading.textContent = `${number(total)} ${total === 1 ? "message matches" : "messages match"} “${model.get("query").trim()}”`;
+      items = model.get("search_results");
+    } else if (current === "archive") {
+      heading.textContent = `Archive ${model.get("open_archive")}: ${number(model.get("archive_total"))} messages`;
+      items = model.get("archive_messages");
+    } else {
+      heading.textContent = "";
+      items = model.get("messages");
+    }
+    list.replaceChildren(...items.map(messageNode));
+  }
+
+  function drawStatus() {
     status.textContent = model.get("status");
     streaming.textContent = model.get("streaming");
-    const names = model.get("archives");
-    archives.replaceChildren(el("option", { value: "" }, names.length ? "Open an archive…" : "No archives"), ...names.map((n) => el("option", { value: n }, n)));
-    archives.value = model.get("open_archive");
-    const opened = model.get("open_archive");
-    results.replaceChildren(...(model.get("query") ? model.get("search_results").map((m) => messageNode(m, m.source)) : []));
-    const shown = opened ? model.get("archive_messages") : model.get("messages");
-    list.replaceChildren(...shown.map((m) => messageNode(m, opened ? opened : "")));
+  }
+
+  function onMessage(content) {
+    if (!content || content.command !== "full") return;
+    if (content.error) {
+      model.set("status", content.error);
+      drawStatus();
+      return;
+    }
+    whole.set(`${content.source}:${content.index}`, content.text);
+    drawList();
   }
 
   search.oninput = () => { model.set("query", search.value); model.save_changes(); };
   inArchives.onchange = () => { model.set("search_archives", inArchives.checked); model.save_changes(); };
-  order.onclick = () => { model.set("newest_first", !model.get("newest_first")); model.set("page", 0); model.save_changes(); };
-  prev.onclick = () => { model.set("page", Math.max(0, model.get("page") - 1)); model.save_changes(); };
-  next.onclick = () => { model.set("page", model.get("page") + 1); model.save_changes(); };
-  archives.onchange = () => { model.set("open_archive", archives.value); model.save_changes(); };
+  exact.onchange = () => { model.set("exact", exact.checked); model.save_changes(); };
+  order.onclick = () => {
+    model.set("newest_first", !model.get("newest_first"));
+    for (const [trait] of Object.values(PAGER)) model.set(trait, 0);
+    model.save_changes();
+  };
+  first.onclick = () => goTo(0);
+  prev.onclick = () => goTo(pages().page - 1);
+  next.onclick = () => goTo(pages().page + 1);
+  last.onclick = () => goTo(pages().count - 1);
+  archives.onchange = () => { model.set("open_archive", archives.value); model.set("archive_page", 0); model.save_changes(); };
   compact.onclick = () => { model.send({ command: "compact" }); };
-  const traits = ["name", "model_name", "tokens_used", "context_length", "threshold", "message_count",
-    "archive_count", "memory_bytes", "last_compaction", "page", "page_size", "newest_first", "messages",
-    "query", "search_results", "archives", "open_archive", "archive_messages", "streaming", "status"];
-  for (const trait of traits) model.on(`change:${trait}`, draw);
-  draw();
-  return () => { for (const trait of traits) model.off(`change:${trait}`, draw); };
+
+  const figures = ["name", "model_name", "exists", "in_ram", "counting", "tokens_used", "context_length",
+    "threshold", "compacts_next", "settings_recorded", "message_count", "archive_count", "memory_bytes",
+    "last_compaction", "problems"];
+  const listing = ["page", "page_size", "newest_first", "messages", "query", "search_archives", "search_page",
+    "search_total", "search_results", "archives", "open_archive", "archive_page", "archive_total",
+    "archive_messages", "exact", "message_count"];
+  const statuses = ["status", "streaming"];
+  const handlers = [...figures.map((t) => [t, drawFigures]), ...listing.map((t) => [t, drawList]),
+    ...statuses.map((t) => [t, drawStatus])];
+  for (const [trait, handler] of handlers) model.on(`change:${trait}`, handler);
+  model.on("msg:custom", onMessage);
+  drawFigures();
+  drawList();
+  drawStatus();
+  return () => {
+    for (const [trait, handler] of handlers) model.off(`change:${trait}`, handler);
+    model.off("msg:custom", onMessage);
+  };
 }
 
 export default { render };
