@@ -14,7 +14,7 @@ STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in
     into is it its me my no not of on or our so than that the their them then there these they
     this to up us was we were what when where which who why will with would you your about
-    please tell say said just also any all some more most very""".split()
+    please tell say said just also any all some more most very remind""".split()
 )
 QUESTION_WORDS = frozenset(
     "what when where which who whom whose why how do does did is are was were can could "
@@ -25,15 +25,21 @@ B = 0.75
 
 
 def words(text: str) -> list[str]:
-    """Lower-case content words, plurals folded ("documents" -> "document")."""
-    found = []
-    for word in _WORD.findall(text.lower()):
-        if word in STOPWORDS:
-            continue
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        found.append(word)
-    return found
+    """Lower-case content words, lightly stemmed so that forms of a word meet ("documents",
+    "document" -> "document"; "picked", "pick" -> "pick"; "named", "name" -> "nam")."""
+    return [_stem(word) for word in _WORD.findall(text.lower()) if word not in STOPWORDS]
+
+
+def _stem(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+    elif len(word) > 4 and word.endswith("ed"):
+        word = word[:-2]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
 
 
 def is_question(text: str) -> bool:

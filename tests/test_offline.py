@@ -24,8 +24,9 @@ PRELOAD = (
 )
 
 
-def test_words_fold_plurals_and_drop_stopwords():
-    assert words("What do the Documents say about the notes?") == ["document", "note"]
+def test_words_fold_forms_and_drop_stopwords():
+    assert words("What do the Documents say about the notes?") == ["document", "not"]
+    assert words("picked pick") == ["pick", "pick"] and words("named name") == ["nam", "nam"]
 
 
 def test_bm25_prefers_the_matching_document():

@@ -594,6 +594,8 @@ class MemoryWidget(anywidget.AnyWidget):
 
     def _repr_markdown_(self) -> str:
         name = _md_text(self.name)
+        if self.counting:  # a summary is read once, as it is: wait for the figures
+            self.refresh()
         if not self.exists:
             return f"**{name}**: no agent with this name in the workspace yet."
         if self.counting:
