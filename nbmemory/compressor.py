@@ -13,11 +13,13 @@ import warnings
 from typing import Any
 
 from nbmemory import llm
-from nbmemory.conversation import SUMMARY_MARKER, preloaded_messages
+from nbmemory.compactions import Compaction, write_record
+from nbmemory.conversation import SUMMARY_MARKER, block_tokens, preloaded_messages
 from nbmemory.errors import ModelError
 from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.run_settings import DEFAULT_THRESHOLD
 from nbmemory.search import content_text
+from nbmemory.terms import missing_terms
 from nbmemory.tokens import TokenCounter, context_window
 
 _INSTRUCTIONS = (
@@ -31,12 +33,17 @@ _NOTES = (
 _REQUEST = "Summarize the conversation below so that the agent can continue from the summary."
 _MERGE = "Summarize these partial summaries of one conversation into one summary."
 _RETRY_GROWTH = 1.1
+_KEEP_SHARE = 0.25  # of the window, at most, for the exchanges kept word for word
 
 
 class ContextCompressor:
     """Compacts an agent's memory once it fills ``threshold`` of the agent's context window.
 
-    ``summarizer_model`` defaults to the agent's own model (and its endpoint and key).
+    ``summarizer_model`` defaults to the agent's own model (and its endpoint and key). The last
+    ``keep_exchanges`` exchanges (a user message and what followed it; 0 for none) are carried
+    over word for word after the summary, as long as they fit a quarter of the window. What
+    each compaction did, and the names, numbers, dates and identifiers the summary left out
+    (they stay in the archive), is in ``last_compaction`` and beside the archive.
     """
 
     def __init__(
@@ -45,15 +52,21 @@ class ContextCompressor:
         summarizer_model: str | None = None,
         summarizer_temperature: float | None = None,
         summarizer_max_tokens: int = 4000,
+        keep_exchanges: int = 1,
     ) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], not {threshold}")
         if summarizer_max_tokens <= 0:
             raise ValueError("summarizer_max_tokens must be positive")
+        if keep_exchanges < 0:
+            raise ValueError("keep_exchanges must be 0 or more")
         self.threshold = threshold
         self.summarizer_model = summarizer_model
         self.summarizer_temperature = summarizer_temperature
         self.summarizer_max_tokens = summarizer_max_tokens
+        self.keep_exchanges = keep_exchanges
+        self.last_compaction: Compaction | None = None
+        """What the last compaction did (also written beside its archive)."""
         self._failed_at: int | None = None
 
     def __repr__(self) -> str:
@@ -87,23 +100,53 @@ class ContextCompressor:
         memory = agent.short_memory
         history = memory.conversation_history[len(memory.static_messages()) :]
         turn = _turn_start(history, agent.user_name) if keep_turn else len(history)
-        earlier, current = history[:turn], history[turn:]
-        if not earlier:
+        earlier = [m for message in history[:turn] for m in _expanded(message)]
+        current = history[turn:]
+        kept = self._kept(agent, earlier)
+        summarized = earlier[: len(earlier) - len(kept)]
+        if not summarized:
             return self._give_up(agent, "only the turn in progress is left to compress")
-        lines = [line for message in earlier for line in _lines(message)]
+        lines = [line for message in summarized for line in _lines(message)]
+        before = self.tokens_used(agent)
         try:
             summary = self._summarize(agent, lines).strip()
         except ModelError as exc:
             return self._give_up(agent, f"the summarizer failed: {exc}")
         if not summary:
             return self._give_up(agent, "the summarizer returned no text")
-        memory.compact(summary)
-        for message in current:
+        archive = memory.compact(summary)
+        for message in [*kept, *current]:
             memory.add(message["role"], message["content"])
         self._failed_at = None
+        notes = agent.notes.text() if getattr(agent, "notes", None) is not None else ""
+        self.last_compaction = Compaction(
+            archive=archive,
+            tokens_before=before,
+            tokens_after=self.tokens_used(agent),
+            kept_messages=len(kept),
+            missing=missing_terms("\n".join(lines), f"{summary}\n{notes}"),
+        )
+        if archive is not None:
+            write_record(archive, self.last_compaction)
         if self.should_compress(agent):
             self._give_up(agent, "it is still above the threshold after compaction")
         return summary
+
+    def _kept(self, agent: Any, earlier: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The last ``keep_exchanges`` exchanges of ``earlier`` that fit a quarter of the
+        window, carried over word for word; at least one message is left to summarize."""
+        if not self.keep_exchanges:
+            return []
+        starts = [i for i, m in enumerate(earlier) if m["role"] == agent.user_name and i > 0]
+        counter = TokenCounter(agent.model_name)
+        budget = agent.context_length * _KEEP_SHARE
+        chosen = len(earlier)
+        for start in reversed(starts[-self.keep_exchanges :]):
+            size = sum(block_tokens(counter, m) for m in earlier[start:])
+            if size > budget:
+                break
+            chosen = start
+        return earlier[chosen:]
 
     def _give_up(self, agent: Any, reason: str) -> None:
         """Warn once and wait for the history to grow before the next attempt."""
@@ -169,12 +212,20 @@ def _instructions(agent: Any) -> str:
     return f"{_INSTRUCTIONS}\n\n{_NOTES}\n\n{pinned}" if pinned else _INSTRUCTIONS
 
 
-def _lines(message: dict[str, Any]) -> list[str]:
-    """A message as plain ``Role: text`` transcript lines, never file markup.
+def _expanded(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The preloaded memory as the messages it holds; any other message as it is."""
+    if message["role"] == "System" and isinstance(message["content"], str):
+        remembered = preloaded_messages(message["content"])
+        if remembered is not None:
+            return [{"timestamp": "", **m} for m in remembered]
+    return [message]
 
-    The preloaded memory becomes one line per message it holds; an earlier summary is marked
-    as such, not nested; requests to call tools and what recall returned are left out (the
-    results of other tools stay: they are what the tools said).
+
+def _lines(message: dict[str, Any]) -> list[str]:
+    """A message as a plain ``Role: text`` transcript line, never file markup.
+
+    An earlier summary is marked as such, not nested; requests to call tools and what recall
+    returned are left out (the results of other tools stay: they are what the tools said).
     """
     content = message["content"]
     if isinstance(content, dict):
@@ -183,9 +234,6 @@ def _lines(message: dict[str, Any]) -> list[str]:
         if isinstance(content.get("content"), str):
             content = content["content"]
     text = content_text(content)
-    remembered = preloaded_messages(text) if message["role"] == "System" else None
-    if remembered is not None:
-        return [line for m in remembered for line in _lines(m)]
     if text.startswith(SUMMARY_MARKER):
         return [f"Earlier summary: {text.removeprefix(SUMMARY_MARKER).strip()}"]
     return [f"{message['role']}: {text}"] if text.strip() else []

@@ -137,8 +137,14 @@ def recall(folder: str | Path, query: str, limit: int = DEFAULT_PASSAGES) -> lis
             for i, score in scores.items()
             if not index.terms[i].keys() <= asked
         )
-    # Newer files and messages win ties: a fact restated later is the current one.
-    best = heapq.nlargest(limit, scored, key=lambda item: item[:3])
+    # Newer files and messages win ties: a fact restated later is the current one. A message
+    # kept word for word across a compaction is in two files: it is returned once.
+    best, seen = [], set()
+    for item in heapq.nlargest(limit * 4, scored, key=lambda item: item[:3]):
+        text = _recallable(item[4].messages[item[2]])
+        if text not in seen and len(best) < limit:
+            seen.add(text)
+            best.append(item)
     passages = []
     for score, _, i, path, index in best:
         message = index.messages[i]

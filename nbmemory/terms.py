@@ -62,3 +62,31 @@ def bm25_term(count: int, length: int, average: float) -> float:
     """A word's BM25 weight in a document of ``length`` words where it occurs ``count`` times,
     before the ``idf`` factor."""
     return count * (K1 + 1) / (count + K1 * (1 - B + B * length / (average or 1.0)))
+
+
+_SALIENT = re.compile(
+    r"\b\d{4}-\d\d-\d\d(?:T[\d:]+)?\b"  # ISO dates and times
+    r"|\b[A-Za-z]*\d[\w.,/:-]*\w|\b\d\b"  # anything with a digit: amounts, codes, versions
+    r"|\b[A-Z][A-Za-z]*[A-Z][\w-]*"  # ACRONYMS and CamelCase names
+    r"|\b[A-Z][a-z]{2,}\b"  # capitalised words: names, when they do not open a sentence
+)
+_OPENS_SENTENCE = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
+
+
+def salient_terms(text: str) -> list[str]:
+    """The names, numbers, dates and identifiers of a text, in order, each once."""
+    found = []
+    for match in _SALIENT.finditer(text):
+        term = match.group()
+        if term[0].isupper() and term[1:].islower():
+            before = text[max(0, match.start() - 3) : match.start()]
+            if _OPENS_SENTENCE.search(before) or term.lower() in STOPWORDS:
+                continue
+        found.append(term)
+    return list(dict.fromkeys(found))
+
+
+def missing_terms(text: str, kept: str) -> list[str]:
+    """The salient terms of ``text`` that ``kept`` does not contain (any case)."""
+    folded = kept.casefold()
+    return [term for term in salient_terms(text) if term.casefold() not in folded]

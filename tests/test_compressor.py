@@ -1,6 +1,7 @@
 import pytest
 
 from nbmemory import Agent, ContextCompressor
+from nbmemory.compactions import read_record
 from nbmemory.compressor import _INSTRUCTIONS
 from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.memory_file import parse
@@ -51,6 +52,7 @@ def test_the_threshold_and_its_limits_are_checked():
 @pytest.mark.parametrize("max_loops", [1, "auto"])
 def test_compression_fires_at_the_threshold_and_keeps_the_task(openai_server, max_loops):
     agent = http_agent(openai_server, system_prompt="Be exact.", max_loops=max_loops)
+    agent._context_compressor = ContextCompressor(keep_exchanges=0)  # the summary alone
     count = fill_to_just_below_threshold(agent)
     agent.run("short task")
     assert summary_requests(openai_server) == []
@@ -88,6 +90,24 @@ def test_compression_fires_at_the_threshold_and_keeps_the_task(openai_server, ma
         long_task,
         "Done.",
     ]
+
+
+def test_the_last_exchange_is_kept_word_for_word_and_the_loss_is_recorded(openai_server):
+    agent = http_agent(openai_server)
+    count = fill_to_just_below_threshold(agent)
+    agent.run("short task about the Zephyr account")  # its answer is "ok"
+    openai_server.reply("Budget lines were recorded.")
+    openai_server.reply("Done.")
+    agent.run(LONG_TASK)
+    [summarized] = summary_requests(openai_server)
+    assert "Zephyr" not in summarized["messages"][1]["content"]
+    on_disk = [m["content"] for m in parse(memory_path("Worker").read_bytes()).messages]
+    assert on_disk[1:] == ["short task about the Zephyr account", "ok", LONG_TASK, "Done."]
+    compaction = agent._context_compressor.last_compaction
+    assert compaction.kept_messages == 2
+    assert compaction.tokens_after < 0.5 * agent.context_length < compaction.tokens_before
+    assert "note" not in compaction.missing and f"{(count - 1) * 7}" in compaction.missing
+    assert read_record(compaction.archive) == compaction
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from support import ROOT
 PACKAGE = ROOT / "nbmemory"
 LAYERS = {
     "base": ["errors", "workspace", "atomic", "reply", "tokens", "terms"],
-    "storage": ["memory_file", "follow", "run_settings", "search", "export"],
+    "storage": ["memory_file", "follow", "run_settings", "compactions", "search", "export"],
     "memory": ["conversation"],
     "agent": ["llm", "recall", "notes", "offline", "tools", "compressor", "agent", "demo"],
     "read model": ["read_model", "report"],

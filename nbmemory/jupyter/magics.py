@@ -353,6 +353,7 @@ class NbMemoryMagics(Magics):
         reader = self._reader()
         before = reader.usage(args.name).tokens
         agent = self._compactor(args.name)
+        left_out = []
         if summary is not None:
             archive = agent.short_memory.compact(summary)
         else:
@@ -361,9 +362,14 @@ class NbMemoryMagics(Magics):
             if agent._context_compressor.compress(agent, keep_turn=False) is None:
                 raise UsageError(f"{args.name} was not compacted: see the warning above")
             archive = agent.short_memory.last_archive
+            left_out = agent._context_compressor.last_compaction.missing
         after = reader.usage(args.name).tokens
         where = f"; raw transcript archived to {archive}" if archive else ""
-        return TextBlock(f"Compacted {args.name}: {before:,} -> {after:,} tokens{where}")
+        report = f"Compacted {args.name}: {before:,} -> {after:,} tokens{where}"
+        if left_out:
+            shown = ", ".join(left_out[:12]) + (", …" if len(left_out) > 12 else "")
+            report += f"\nLeft out of the summary (still in the archive): {shown}"
+        return TextBlock(report)
 
 
 class _Live:

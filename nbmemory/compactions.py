@@ -1,0 +1,51 @@
+"""What a compaction did, kept beside its archive: when, tokens before and after, what it lost.
+
+A summary keeps what its summarizer chose. The record of a compaction lists the names, numbers,
+dates and identifiers of the transcript that are neither in the summary nor in the pinned
+notes, so a person (and the inspector) can see what the active memory no longer holds; the
+archive still does. ``archive/history_<stamp>.md`` gets ``archive/history_<stamp>.json``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from nbmemory.atomic import write_atomic
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """One compaction: its archive, tokens before and after, messages kept word for word, and
+    the salient terms of the transcript that the summary and the notes do not contain."""
+
+    archive: Path | None
+    tokens_before: int
+    tokens_after: int
+    kept_messages: int = 0
+    missing: list[str] = field(default_factory=list)
+    time: str = field(default_factory=lambda: datetime.datetime.now().isoformat(timespec="seconds"))
+
+
+def record_path(archive: str | os.PathLike[str]) -> Path:
+    """Where the record of the compaction that wrote ``archive`` is kept."""
+    return Path(archive).with_suffix(".json")
+
+
+def write_record(archive: str | os.PathLike[str], compaction: Compaction) -> Path:
+    """Keep ``compaction`` beside its archive (atomically, ``0600``)."""
+    data = {**asdict(compaction), "archive": Path(archive).name}
+    return write_atomic(record_path(archive), json.dumps(data, indent=2) + "\n", durable=False)
+
+
+def read_record(archive: str | os.PathLike[str]) -> Compaction | None:
+    """The record kept beside ``archive``, or ``None`` (a manual compaction, a damaged file)."""
+    try:
+        data = json.loads(record_path(archive).read_bytes())
+        data["archive"] = Path(archive)
+        return Compaction(**data)
+    except (OSError, ValueError, TypeError):
+        return None
