@@ -101,8 +101,10 @@ def run(code: str, *args: str, workspace: Path) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WORKSPACE_DIR": str(workspace)}
     env.pop("NBMEMORY_MODEL", None)
     result = subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True
     )
+    if result.returncode:
+        raise SystemExit(f"a session failed:\n{result.stderr[-3000:]}")
     return result.stdout
 
 

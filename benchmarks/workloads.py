@@ -123,9 +123,53 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
         assert len(hits) == ARCHIVES * MESSAGES // 1000
         return elapsed
 
+    def recall(cold: bool) -> float:
+        from nbmemory import follow
+        from nbmemory.recall import recall as recall_passages
+
+        if cold:
+            follow._followed.clear()
+        start = time.perf_counter()
+        passages = recall_passages(folder, "which budgets mention a zeppelin?")
+        elapsed = time.perf_counter() - start
+        assert passages and "zeppelin" in passages[0].text
+        return elapsed
+
     return {
         "search 100,000 messages in archives, cold": median_of(repeats, lambda: search(True)),
         "search 100,000 messages in archives, warm": median_of(repeats * 4, lambda: search(False)),
+        "recall over 100,000 archived messages, cold": median_of(repeats, lambda: recall(True)),
+        "recall over 100,000 archived messages, warm": median_of(
+            repeats * 4, lambda: recall(False)
+        ),
+        **memory_tool_tokens(root),
+    }
+
+
+def memory_tool_tokens(root: Path) -> dict[str, float]:
+    """What recall and pinned notes add to every request, in tokens (gpt-4o's tokenizer)."""
+    from nbmemory import Agent
+
+    def cost(name: str, **options: bool) -> int:
+        agent = Agent(
+            agent_name=name,
+            model_name="gpt-4o",
+            persistent_memory=True,
+            workspace_dir=root,
+            **options,
+        )
+        return agent.next_request_tokens()
+
+    bare = cost("bare", recall=False, pinned_notes=False)
+    tools = cost("tools") - bare
+    noted = Agent(
+        agent_name="noted", model_name="gpt-4o", persistent_memory=True, workspace_dir=root
+    )
+    empty = noted.next_request_tokens()
+    noted.notes.add("The user's name is Ada; budgets are in EUR; answer in French.")
+    return {
+        "per request: recall + notes tools and prompt lines (tokens)": tools,
+        "per request: a pinned note of 16 words (tokens)": noted.next_request_tokens() - empty,
     }
 
 

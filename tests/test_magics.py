@@ -250,8 +250,9 @@ def test_compact_with_the_agents_model_or_a_given_summary(ip):
         int(x.replace(",", "")) for x in report.split(": ")[1].split(" tokens")[0].split(" -> ")
     ]
     assert after < before
-    summary = parse(memory_path("Scout").read_bytes()).messages
-    assert len(summary) == 1 and summary[0]["content"].startswith("[Compressed Memory Summary]")
+    summary, *kept = parse(memory_path("Scout").read_bytes()).messages
+    assert summary["content"].startswith("[Compressed Memory Summary]")
+    assert [m["content"] for m in kept][0] == "Fact 4: project 4 costs 40k EUR."  # the last exchange
     ip.run_line_magic("compact", 'Scout --summary "Only this."')
     assert parse(memory_path("Scout").read_bytes()).messages[0]["content"].endswith("Only this.")
 
