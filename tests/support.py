@@ -42,3 +42,31 @@ def run_python(code: str, *args: str, cwd: Path | None = None, check: bool = Tru
         timeout=120,
         **popen,
     )
+
+
+def http_agent(server, name: str = "Worker", **options):
+    """A persistent agent whose model is the loopback OpenAI server ``server``."""
+    from nbmemory import Agent
+
+    options.setdefault("max_retries", 0)
+    return Agent(
+        agent_name=name,
+        model_name="openai/test-model",
+        api_base=server.url,
+        api_key="test-key",
+        persistent_memory=True,
+        **options,
+    )
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every file and folder under ``root`` with its size, mtime and inode: equal snapshots
+    mean nothing was created, changed or replaced."""
+    return {
+        str(path.relative_to(root)): (
+            path.stat().st_size,
+            path.stat().st_mtime_ns,
+            path.stat().st_ino,
+        )
+        for path in sorted(root.rglob("*"))
+    }

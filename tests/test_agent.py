@@ -12,7 +12,7 @@ from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.workspace import memory_path
-from support import KNOWLEDGE, ROOT, run_python, search_knowledge_base
+from support import KNOWLEDGE, ROOT, http_agent, run_python, search_knowledge_base
 
 
 def test_the_default_model_is_offline_unless_chosen(monkeypatch):
@@ -199,18 +199,6 @@ def test_after_a_restart_the_request_carries_the_earlier_conversation_in_order(o
         "BigQuery and ClickHouse."
     )
     assert sent[4:] == [{"role": "user", "content": "Narrow it to GCP."}]
-
-
-def http_agent(server, **options):
-    return Agent(
-        agent_name="Worker",
-        model_name="openai/test-model",
-        api_base=server.url,
-        api_key="test-key",
-        max_retries=0,
-        persistent_memory=True,
-        **options,
-    )
 
 
 def test_a_tool_round_trip_over_http(openai_server):

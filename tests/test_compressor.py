@@ -1,6 +1,7 @@
 import pytest
 
-from nbmemory import Agent, ContextCompressor
+import support
+from nbmemory import ContextCompressor
 from nbmemory.compactions import read_record
 from nbmemory.compressor import _INSTRUCTIONS
 from nbmemory.conversation import SUMMARY_MARKER
@@ -11,16 +12,8 @@ from nbmemory.workspace import memory_path
 
 
 def http_agent(server, name="Worker", **options):
-    options.setdefault("max_retries", 0)
     options.setdefault("context_length", 3000)
-    return Agent(
-        agent_name=name,
-        model_name="openai/test-model",
-        api_base=server.url,
-        api_key="test-key",
-        persistent_memory=True,
-        **options,
-    )
+    return support.http_agent(server, name, **options)
 
 
 LONG_TASK = "Please check every budget line again, one by one, and report totals. " * 5

@@ -13,18 +13,7 @@ from nbmemory.memory_file import parse as parse_memory
 from nbmemory.notes import MARKER, NOTES_FILE, TOOL_NAME, Notes, parse, render
 from nbmemory.read_model import ReadModel
 from nbmemory.workspace import agent_dir, memory_path
-
-
-def http_agent(server, **options):
-    return Agent(
-        agent_name="Pinner",
-        model_name="openai/test-model",
-        api_base=server.url,
-        api_key="test-key",
-        max_retries=0,
-        persistent_memory=True,
-        **options,
-    )
+from support import http_agent
 
 
 def test_the_file_is_a_heading_and_bullets_and_hand_edits_are_kept():
@@ -55,7 +44,7 @@ def test_pin_replace_and_unpin_under_the_budget(tmp_path):
 
 
 def test_every_request_carries_the_notes_and_compaction_leaves_them(openai_server):
-    agent = http_agent(openai_server, system_prompt="Be brief.")
+    agent = http_agent(openai_server, "Pinner", system_prompt="Be brief.")
     agent.notes.add("The user's name is Ada.")
     agent.run("Hello.")
     agent.short_memory.compact("Greetings were exchanged.")
@@ -72,7 +61,7 @@ def test_the_model_edits_its_notes_through_its_tool(openai_server):
     openai_server.reply("Pinned.")
     openai_server.reply(tool_calls=[{"name": TOOL_NAME, "arguments": {"add": "x " * 600}}])
     openai_server.reply("Too long.")
-    agent = http_agent(openai_server)
+    agent = http_agent(openai_server, "Pinner")
     assert agent.run("Remember the budget: 40k.") == "Pinned."
     assert agent.notes.items() == ["Budget: 40k."]
     agent.run("Remember this long text.")

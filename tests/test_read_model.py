@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from nbmemory import Agent, Conversation
@@ -13,7 +11,7 @@ from nbmemory.memory_file import format_block
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.workspace import memory_path
-from support import run_python
+from support import run_python, snapshot
 
 APPEND = (
     "import sys\n"
@@ -27,18 +25,6 @@ APPEND = (
 
 def persistent(name: str) -> Conversation:
     return Conversation(name=name, memory_md_path=memory_path(name))
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
-    """Every file and folder under ``root`` with its size, mtime and inode."""
-    return {
-        str(path.relative_to(root)): (
-            path.stat().st_size,
-            path.stat().st_mtime_ns,
-            path.stat().st_ino,
-        )
-        for path in sorted(root.rglob("*"))
-    }
 
 
 def test_the_figures_are_the_agents_own_before_and_after_a_restart(workspace):
