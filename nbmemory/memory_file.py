@@ -336,6 +336,16 @@ def archive_sort_key(path: Path) -> tuple[str, int]:
     return (found["stamp"], int(found["n"] or 1))
 
 
+def archive_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """The archives in an agent folder, oldest first (regular files only; nothing is created)."""
+    try:
+        entries = [Path(e.path) for e in os.scandir(Path(folder) / ARCHIVE_DIR) if e.is_file()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = [p for p in entries if p.name.startswith("history_") and p.suffix == ".md"]
+    return sorted(found, key=archive_sort_key)
+
+
 class MemoryFile:
     """One agent's ``MEMORY.md``: create, append, read, compact, list archives.
 
@@ -438,9 +448,7 @@ class MemoryFile:
 
     def archives(self) -> list[Path]:
         """Archive files of this agent, oldest first."""
-        if not self.archive_dir.is_dir():
-            return []
-        return sorted(self.archive_dir.glob("history_*.md"), key=archive_sort_key)
+        return archive_files(self.folder)
 
     def _write_archive(self, data: bytes) -> Path:
         make_private_dir(self.archive_dir)

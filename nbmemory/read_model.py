@@ -21,7 +21,7 @@ from nbmemory import llm, workspace
 from nbmemory.conversation import block_tokens, preload_tokens
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
 from nbmemory.follow import EMPTY, FollowedFile, follow
-from nbmemory.memory_file import archive_sort_key
+from nbmemory.memory_file import archive_files
 from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import MessageIndex, content_text
@@ -320,13 +320,7 @@ class ReadModel:
     # Archives
 
     def _archive_paths(self, name: str) -> list[Path]:
-        folder = workspace.agent_dir(name, self.root) / workspace.ARCHIVE_DIR
-        try:
-            entries = [Path(e.path) for e in os.scandir(folder) if e.is_file()]
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        found = [p for p in entries if p.name.startswith("history_") and p.suffix == ".md"]
-        return sorted(found, key=archive_sort_key)
+        return archive_files(workspace.agent_dir(name, self.root))
 
     def archives(self, name: str) -> list[ArchiveInfo]:
         """Agent ``name``'s archives, oldest first."""

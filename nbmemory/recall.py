@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from nbmemory.follow import FollowedFile, follow
-from nbmemory.memory_file import archive_sort_key
+from nbmemory.memory_file import archive_files
 from nbmemory.search import content_text
 from nbmemory.terms import bm25_term, idf, is_question, words
-from nbmemory.workspace import ARCHIVE_DIR, MEMORY_FILE
+from nbmemory.workspace import MEMORY_FILE
 
 TOOL_NAME = "recall_memory"
 PROMPT_LINE = (
@@ -92,9 +92,7 @@ def _index(followed: FollowedFile) -> _FileIndex:
 
 def sources(folder: Path) -> list[Path]:
     """The files recall searches in an agent folder: its archives, oldest first, then MEMORY.md."""
-    archive = folder / ARCHIVE_DIR
-    found = sorted(archive.glob("history_*.md"), key=archive_sort_key) if archive.is_dir() else []
-    return [*found, folder / MEMORY_FILE]
+    return [*archive_files(folder), folder / MEMORY_FILE]
 
 
 def recall(folder: str | Path, query: str, limit: int = DEFAULT_PASSAGES) -> list[Passage]:
