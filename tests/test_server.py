@@ -18,9 +18,11 @@ from browser import jupyter_lab, server_extension_on
 from nbmemory import Conversation
 from nbmemory.jupyter.server import NbMemoryServer
 from nbmemory.memory_file import parse
+from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.workspace import memory_path
+from support import snapshot
 
 TESTS = Path(__file__).parent
 
@@ -79,21 +81,10 @@ def call(lab, path, **kwargs):
     return status, (json.loads(raw) if raw.startswith(b"{") else raw)
 
 
-def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
-    """Every file and folder under ``root`` with its size, mtime and inode."""
-    return {
-        str(path.relative_to(root)): (
-            path.stat().st_size,
-            path.stat().st_mtime_ns,
-            path.stat().st_ino,
-        )
-        for path in sorted(root.rglob("*"))
-    }
-
-
 GETS = [
     "/agents",
     "/agents/Scout",
+    "/agents/Scout/notes",
     "/agents/Scout?offset=1&limit=1&newest_first=0&fold=3",
     "/agents/Scout/messages/0",
     "/agents/Scout/archives",
@@ -255,6 +246,93 @@ def test_reading_never_creates_a_file(lab, agents):
     assert snapshot(agents) == before
 
 
+def notes_of(name: str) -> Path:
+    return memory_path(name).parent / "NOTES.md"
+
+
+def test_notes_are_read_pinned_and_unpinned(lab, agents):
+    write_settings(memory_path("Writer").parent, RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
+    status, data = call(lab, "/agents/Writer/notes")
+    assert status == 200 and data == {"name": "Writer", "notes": [], "tokens": 0, "budget": 500}
+    assert not notes_of("Writer").exists()  # reading creates nothing
+
+    status, data = call(lab, "/agents/Writer/notes", body={"pin": "Budget: 40k EUR, fixed."})
+    assert status == 200 and data["notes"] == ["Budget: 40k EUR, fixed."]
+    hostile = '<img src=x onerror="window.__pwned=1">'
+    status, data = call(lab, "/agents/Writer/notes", body={"pin": hostile})
+    assert status == 200 and data["notes"] == ["Budget: 40k EUR, fixed.", hostile]
+    assert Notes(notes_of("Writer").parent).items() == data["notes"]
+    assert data["tokens"] == Notes(notes_of("Writer").parent, model="gpt-4o").tokens() > 0
+    usage = ReadModel(agents).usage("Writer")
+    _, listed = call(lab, "/agents")
+    assert listed["agents"][1]["tokens"] == usage.tokens  # the notes count in every request
+
+    status, data = call(lab, "/agents/Writer/notes")
+    assert status == 200 and data["notes"] == ["Budget: 40k EUR, fixed.", hostile]
+    # Unpin by number, checked against the text shown; then by words.
+    status, data = call(
+        lab, "/agents/Writer/notes", body={"unpin": 1, "note": "Budget: 40k EUR, fixed."}
+    )
+    assert status == 200 and data["notes"] == [hostile]
+    before = notes_of("Writer").read_bytes()
+    status, data = call(
+        lab, "/agents/Writer/notes", body={"unpin": "1", "note": "Budget: 40k EUR, fixed."}
+    )
+    assert status == 409 and "nothing was unpinned" in data["message"]
+    assert notes_of("Writer").read_bytes() == before
+    status, data = call(lab, "/agents/Writer/notes", body={"unpin": "onerror"})
+    assert status == 200 and data == {"name": "Writer", "notes": [], "tokens": 0, "budget": 500}
+    assert not notes_of("Writer").exists()
+
+
+def test_notes_refusals_are_clear_and_change_nothing(lab, agents):
+    assert call(lab, "/agents/Scout/notes", body={"pin": "Keep me."})[0] == 200
+    before = notes_of("Scout").read_bytes()
+    cases = [
+        ("/agents/Scout/notes", {"pin": "   "}, 400, "must not be empty"),
+        ("/agents/Scout/notes", {"pin": "word " * 2000}, 400, "over their budget of 500"),
+        ("/agents/Scout/notes", {"unpin": "nothing like it"}, 404, "no note"),
+        ("/agents/Scout/notes", {"unpin": "7"}, 404, "no note"),
+        ("/agents/Nobody/notes", {"pin": "x"}, 404, "Nobody"),
+        ("/agents/Scout/notes", {}, 400, "pin"),
+        ("/agents/Scout/notes", {"pin": "a", "unpin": "1"}, 400, "pin"),
+        ("/agents/Scout/notes", {"pin": 3}, 400, "string"),
+        ("/agents/%2e%2e/notes", {"pin": "x"}, 400, ""),
+    ]
+    for path, body, code, words in cases:
+        status, data = call(lab, path, body=body)
+        assert status == code, (body, data)
+        assert isinstance(data, dict) and words in data["message"], (body, data)
+    assert call(lab, "/agents/Nobody/notes")[0] == 404
+    assert notes_of("Scout").read_bytes() == before
+    assert not memory_path("Nobody").parent.exists()
+    assert call(lab, "/agents/Scout/notes", token=False, body={"pin": "x"})[0] == 403
+    assert call(lab, "/agents/Scout/notes", token=False)[0] == 403
+    assert notes_of("Scout").read_bytes() == before
+
+
+def test_notes_polls_are_304_until_the_notes_change(lab, agents):
+    status, headers, _ = request(lab, "/agents/Scout/notes")
+    etag = headers["ETag"]
+    assert status == 200 and etag
+    status, again, body = request(lab, "/agents/Scout/notes", headers={"If-None-Match": etag})
+    assert (status, body, again["ETag"]) == (304, b"", etag)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom nbmemory.notes import Notes\nNotes(sys.argv[1]).add(sys.argv[2])\n",
+            str(notes_of("Scout").parent),
+            "Pinned by another process.",
+        ],
+        check=True,
+        timeout=60,
+    )
+    status, changed, body = request(lab, "/agents/Scout/notes", headers={"If-None-Match": etag})
+    assert status == 200 and json.loads(body)["notes"] == ["Pinned by another process."]
+    assert changed["ETag"] != etag
+
+
 @pytest.mark.parametrize(
     ("path", "status"),
     [
@@ -315,4 +393,9 @@ def test_an_authorizer_can_allow_reading_and_deny_compaction(tmp_path, monkeypat
             assert call(server, path)[0] == 200, path
         status, data = call(server, "/agents/Scout/compact", body={"summary": "gone"})
         assert status == 403 and "write" in data["message"]
+        assert call(server, "/agents/Scout/notes")[1]["notes"] == []
+        for body in ({"pin": "not allowed"}, {"unpin": "1"}):
+            status, data = call(server, "/agents/Scout/notes", body=body)
+            assert status == 403 and "write" in data["message"]
     assert memory_path("Scout").read_bytes() == before
+    assert not (memory_path("Scout").parent / "NOTES.md").exists()

@@ -24,6 +24,7 @@ from browser import (
     write_notebook,
 )
 from nbmemory import Conversation
+from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.workspace import memory_path
@@ -289,3 +290,90 @@ def test_a_notebook_in_a_subfolder_writes_where_the_panel_reads(
         expect(messages.last).to_contain_text("the Q3 budget is 42 units")
     assert memory_path("Sub", expected).exists()
     assert not (folder / "agent_workspace").exists()  # not beside the notebook
+
+
+def test_pin_and_unpin_from_the_sidebar(tmp_path: Path, workspace: Path) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hello")
+    notes_file = memory_path("Scout").parent / "NOTES.md"
+    hostile_note = '<img src=x onerror="window.__pwned=1">'
+    root = tmp_path / "lab"
+    root.mkdir()
+    args = lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5")
+
+    with jupyter_lab(root, extra_args=args) as server, open_lab(server) as page:
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.locator('.jp-SideBar [data-id="nbmemory-panel"]').click()
+        panel = page.get_by_test_id("nbmemory-panel")
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Scout").click()
+        pinned = panel.get_by_test_id("nbmemory-pinned")
+        notes = pinned.get_by_test_id("nbmemory-note")
+        expect(pinned).to_contain_text("No pinned notes.")
+        field = pinned.get_by_label("Note to pin")
+        row = panel.get_by_test_id("nbmemory-agent").filter(has_text="Scout")
+        tokens_before = int(row.get_attribute("data-tokens"))
+
+        # Pin from the panel: NOTES.md has it, the list shows it, the agent's figure grows.
+        field.fill("Budget: 40k EUR, fixed.")
+        pinned.get_by_role("button", name="Pin this note").click()
+        expect(notes).to_have_count(1, timeout=WAIT_MS)
+        expect(notes.first).to_contain_text("Budget: 40k EUR, fixed.")
+        assert Notes(notes_file.parent).items() == ["Budget: 40k EUR, fixed."]
+        expect(field).to_have_value("")
+        expect(pinned.get_by_test_id("nbmemory-notes-status")).to_have_text("Pinned as note 1.")
+        usage = ReadModel(workspace).usage("Scout")
+        assert usage.tokens > tokens_before
+        expect(row).to_have_attribute("data-tokens", str(usage.tokens), timeout=WAIT_MS)
+
+        # A hostile note is shown as text: no element made, nothing run.
+        field.fill(hostile_note)
+        field.press("Enter")
+        expect(notes).to_have_count(2, timeout=WAIT_MS)
+        body = notes.nth(1).get_by_test_id("nbmemory-note-body")
+        expect(body).to_contain_text('onerror="window.__pwned=1"')
+        expect(body).to_contain_text("<img")
+        assert Notes(notes_file.parent).items() == ["Budget: 40k EUR, fixed.", hostile_note]
+        expect(panel.locator("img")).to_have_count(0)
+        panel.get_by_label("Exact text").check()
+        expect(notes.nth(1).get_by_test_id("nbmemory-exact-text")).to_have_text(hostile_note)
+        panel.get_by_label("Exact text").uncheck()
+
+        # Over the budget: refused with the server's reason; the typed text stays.
+        too_long = "word " * 2000
+        field.fill(too_long)
+        pinned.get_by_role("button", name="Pin this note").click()
+        expect(pinned.get_by_test_id("nbmemory-notes-status")).to_contain_text(
+            "Not pinned: the notes would take", timeout=WAIT_MS
+        )
+        expect(field).to_have_value(too_long)
+        assert len(Notes(notes_file.parent).items()) == 2
+
+        # Unpin: the file and the list lose the note.
+        pinned.get_by_role("button", name="Unpin note 1").click()
+        expect(notes).to_have_count(1, timeout=WAIT_MS)
+        assert Notes(notes_file.parent).items() == [hostile_note]
+        pinned.get_by_role("button", name="Unpin note 1").click()
+        expect(pinned).to_contain_text("No pinned notes.", timeout=WAIT_MS)
+        assert not notes_file.exists()
+
+        # A note pinned by another process arrives with the polling.
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys\nfrom nbmemory.notes import Notes\nNotes(sys.argv[1]).add(sys.argv[2])",
+                str(notes_file.parent),
+                "Pinned elsewhere.",
+            ],
+            check=True,
+            timeout=60,
+        )
+        expect(notes).to_have_count(1, timeout=WAIT_MS)
+        expect(notes.first).to_contain_text("Pinned elsewhere.")
+        screenshot(panel, "sidebar-notes.png")
+        expect(panel.locator("img")).to_have_count(0)
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+        assert dialogs == []

@@ -16,6 +16,7 @@ import pytest
 
 from nbmemory import Agent, Conversation
 from nbmemory.jupyter.widget import PAGE_SIZE, RAM_SOURCE, MemoryWidget
+from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.workspace import memory_path
 from support import ROOT, run_python
@@ -145,7 +146,7 @@ def test_the_compact_button_with_only_a_name(widgets):
     eventually(lambda: widget.message_count == 2, "the messages")
     widget._command(widget, {"command": "compact"}, [])
     assert widget.status.startswith("Compacted: "), widget.status
-    assert widget.archive_count == 1 and widget.message_count == 1
+    assert widget.archive_count == 1 and widget.message_count == 2  # summary, last exchange
     assert widget.tokens_used == ReadModel().usage("Named").tokens
 
 
@@ -351,3 +352,95 @@ def test_a_hostile_name_in_the_fallback_is_escaped(widgets):
     widget = MemoryWidget(Conversation(name=name))
     widgets.append(widget)
     assert "<img" not in _rendered(widget._repr_markdown_())
+
+
+# ----------------------------------------------------------------------------------------------
+# Pinned notes
+
+
+def notes_path(name: str):
+    return memory_path(name).parent / "NOTES.md"
+
+
+def test_pin_and_unpin_through_the_message_handler_change_notes_md(widgets):
+    Agent(agent_name="Pinner", persistent_memory=True)  # records its settings
+    persistent("Pinner").add("User", "hello")
+    widget = settled(MemoryWidget("Pinner"))
+    widgets.append(widget)
+    assert widget.pinned_notes == [] and widget.notes_tokens == 0
+    widget._command(widget, {"command": "pin", "note": "Budget: 40k EUR, fixed."}, [])
+    widget._command(widget, {"command": "pin", "note": "<img src=x onerror=alert(1)>"}, [])
+    assert Notes(notes_path("Pinner").parent).items() == [
+        "Budget: 40k EUR, fixed.",
+        "<img src=x onerror=alert(1)>",
+    ]
+    assert widget.pinned_notes == ReadModel().notes("Pinner")  # at once, no polling needed
+    assert widget.status == "Pinned as note 2."
+    settings, _ = ReadModel().settings("Pinner")
+    assert widget.notes_tokens == Notes(notes_path("Pinner").parent, model=settings.model).tokens()
+    assert widget.notes_tokens > 0
+    assert widget.tokens_used == ReadModel().usage("Pinner").tokens
+
+    # Unpin by the number shown, checked against the text shown.
+    widget._command(
+        widget, {"command": "unpin", "number": 1, "note": "Budget: 40k EUR, fixed."}, []
+    )
+    assert widget.status == "Unpinned note 1."
+    assert Notes(notes_path("Pinner").parent).items() == ["<img src=x onerror=alert(1)>"]
+    assert widget.pinned_notes == ["<img src=x onerror=alert(1)>"]
+
+    # Shown text that is no longer at that number: nothing is unpinned.
+    before = notes_path("Pinner").read_bytes()
+    assert not widget.unpin(1, "Budget: 40k EUR, fixed.")
+    assert widget.status.startswith("Not unpinned: the notes changed")
+    assert notes_path("Pinner").read_bytes() == before
+    assert not widget.unpin("nothing like it")
+    assert widget.status.startswith("Not unpinned: no note")
+    assert widget.unpin("onerror")  # words found in exactly one note
+    assert not notes_path("Pinner").exists() and widget.pinned_notes == []
+
+
+def test_a_note_pinned_by_another_process_appears(widgets):
+    persistent("Shared").add("User", "hello")
+    widget = settled(MemoryWidget("Shared"))
+    widgets.append(widget)
+    run_python(
+        "import sys\nfrom nbmemory.notes import Notes\nNotes(sys.argv[1]).add(sys.argv[2])\n",
+        str(notes_path("Shared").parent),
+        "Pinned by another process.",
+    )
+    eventually(lambda: widget.pinned_notes == ["Pinned by another process."], "the pinned note")
+    eventually(lambda: widget.notes_tokens > 0, "the notes' tokens")
+
+
+def test_a_full_budget_or_an_empty_note_says_why_and_changes_nothing(widgets):
+    persistent("Full").add("User", "hello")
+    widget = settled(MemoryWidget("Full"))
+    widgets.append(widget)
+    assert widget.pin("A short note.")
+    before = notes_path("Full").read_bytes()
+    sent: list[dict] = []
+    widget.send = sent.append  # what the browser would receive
+    widget._command(widget, {"command": "pin", "note": "word " * 2000}, [])
+    assert widget.status.startswith("Not pinned: the notes would take ")
+    assert "over their budget of 500" in widget.status
+    assert sent == [{"command": "pin", "ok": False}]  # the browser keeps the typed text
+    assert notes_path("Full").read_bytes() == before
+    assert widget.pinned_notes == ["A short note."]
+    widget._command(widget, {"command": "pin", "note": "   "}, [])
+    assert widget.status == "Not pinned: a note must not be empty."
+    assert notes_path("Full").read_bytes() == before
+
+
+def test_notes_need_an_agent_on_disk(widgets):
+    ram = MemoryWidget(Conversation(name="Loose"))
+    widgets.append(ram)
+    assert ram.in_ram and ram.pinned_notes == []
+    assert not ram.pin("anything")
+    assert ram.status.startswith("Pinned notes need persistent memory")
+    assert not ram.unpin(1)
+    absent = MemoryWidget("Ghost")
+    widgets.append(absent)
+    assert not absent.pin("anything")
+    assert absent.status.startswith("No agent named 'Ghost' yet")
+    assert not memory_path("Ghost").parent.exists()  # nothing created

@@ -19,6 +19,7 @@ from browser import (
     write_notebook,
 )
 from nbmemory import Conversation
+from nbmemory.notes import Notes
 from nbmemory.workspace import memory_path
 
 pytestmark = pytest.mark.browser
@@ -167,3 +168,74 @@ def test_a_widget_shown_before_its_agent_exists_fills_in_from_another_process(
         expect(messages).to_have_count(2, timeout=WAIT_MS)
         expect(messages.first.locator(".content")).to_have_text("And a second one.")
         screenshot(widget, "widget-late.png")
+
+
+def test_pin_and_unpin_from_the_widget(tmp_path: Path) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_memory("Pins", "Our office is in Lyon.")
+    notes_file = memory_path("Pins").parent / "NOTES.md"
+    hostile_note = '<img src=x onerror="window.__pwned=1">'
+    write_notebook(root / "pins.ipynb", IMPORT, 'MemoryWidget("Pins")')
+    with jupyter_lab(root) as server, open_notebook(server, "pins.ipynb", height=1400) as page:
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        run_all_cells(page)
+        widget = page.locator('[data-testid="nbmemory-widget"]')
+        expect(widget).to_be_visible(timeout=WAIT_MS)
+        pinned = widget.locator('[data-testid="pinned"]')
+        notes = pinned.locator('[data-testid="pinned-note"]')
+        expect(pinned).to_contain_text("No pinned notes.")
+        field = pinned.get_by_label("Note to pin")
+
+        # Pin from the page: NOTES.md has it, the list shows it, the field is emptied.
+        field.fill("Budget: 40k EUR, fixed.")
+        pinned.get_by_role("button", name="Pin this note").click()
+        expect(notes).to_have_count(1, timeout=WAIT_MS)
+        expect(notes.first.locator(".content")).to_have_text("Budget: 40k EUR, fixed.")
+        assert Notes(notes_file.parent).items() == ["Budget: 40k EUR, fixed."]
+        expect(field).to_have_value("")
+        expect(widget.locator('[data-testid="status"]')).to_have_text("Pinned as note 1.")
+        expect(pinned.locator('[data-testid="pinned-title"]')).to_contain_text(" tokens")
+
+        # A hostile note is shown as its text: no element made, nothing run.
+        field.fill(hostile_note)
+        field.press("Enter")
+        expect(notes).to_have_count(2, timeout=WAIT_MS)
+        expect(notes.nth(1).locator(".content")).to_have_text(hostile_note)
+        assert Notes(notes_file.parent).items() == ["Budget: 40k EUR, fixed.", hostile_note]
+        expect(widget.locator("img")).to_have_count(0)
+
+        # A note too long for the budget: refused, said, and the typed text kept.
+        too_long = "word " * 2000
+        field.fill(too_long)
+        pinned.get_by_role("button", name="Pin this note").click()
+        expect(widget.locator('[data-testid="status"]')).to_contain_text(
+            "Not pinned: the notes would take", timeout=WAIT_MS
+        )
+        expect(field).to_have_value(too_long)
+        assert len(Notes(notes_file.parent).items()) == 2
+        field.fill("")
+
+        # Unpin the first: the file and the list lose it.
+        pinned.get_by_role("button", name="Unpin note 1").click()
+        expect(notes).to_have_count(1, timeout=WAIT_MS)
+        expect(notes.first.locator(".content")).to_have_text(hostile_note)
+        assert Notes(notes_file.parent).items() == [hostile_note]
+        pinned.get_by_role("button", name="Unpin note 1").click()
+        expect(notes).to_have_count(0, timeout=WAIT_MS)
+        expect(pinned).to_contain_text("No pinned notes.")
+        assert not notes_file.exists()
+
+        # A note pinned by another process shows up by polling.
+        Notes(notes_file.parent).add("Pinned by the test process.")
+        expect(notes).to_have_count(1, timeout=WAIT_MS)
+        expect(notes.first).to_contain_text("Pinned by the test process.")
+
+        screenshot(widget, "widget-notes.png")
+        expect(widget.locator("img")).to_have_count(0)
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+        assert dialogs == []

@@ -7,6 +7,10 @@
  * `poll_interval` with `If-None-Match`, so a poll when nothing changed is a 304 with no body and
  * leaves the page as it is. Message text is untrusted: it is rendered as Markdown with raw HTML
  * escaped and no images, or, with "Exact text", shown verbatim in a <pre>.
+ *
+ * The selected agent's pinned notes (NOTES.md: in every request, never compacted) are listed
+ * with an Unpin button each and a field to pin a new one (`POST .../notes`, the "write" action);
+ * note text is untrusted too and rendered the same way as messages.
  */
 import {
   ILayoutRestorer,
@@ -88,6 +92,13 @@ interface IPage {
   items: IItem[];
 }
 
+interface INotes {
+  name: string;
+  notes: string[];
+  tokens: number;
+  budget: number;
+}
+
 interface IArchive {
   name: string;
   messages: number;
@@ -133,6 +144,21 @@ class Api {
       }
     }
     return { data, fresh: true };
+  }
+
+  /** POST `body` as JSON; the answer, or a `ResponseError` carrying the server's message. */
+  async post<T>(path: string, body: unknown): Promise<T> {
+    const settings = ServerConnection.makeSettings();
+    const url = URLExt.join(settings.baseUrl, 'nbmemory', 'api', path);
+    const response = await ServerConnection.makeRequest(
+      url,
+      { method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } },
+      settings
+    );
+    if (!response.ok) {
+      throw await ServerConnection.ResponseError.create(response);
+    }
+    return (await response.json()) as T;
   }
 
   private readonly cache = new Map<string, { etag: string; data: unknown }>();
@@ -264,11 +290,45 @@ export class MemoryPanel extends Widget {
     this.exact.addEventListener('change', () => {
       this.dirty = true;
       void this.renderMessages();
+      void this.renderNotes();
     });
     const exactLabel = el('label', 'jp-nbmemory-exact', undefined, {
       title: 'Show each message exactly as stored, with no Markdown'
     });
     exactLabel.append(this.exact, ' Exact text');
+
+    this.notesTitle = el('h4', 'jp-nbmemory-notes-title', 'Pinned notes');
+    this.notesList = el('ol', 'jp-nbmemory-notes', undefined, {
+      'data-testid': 'nbmemory-notes',
+      'aria-label': 'Pinned notes'
+    });
+    this.notesStatus = el('div', 'jp-nbmemory-notes-status', '', {
+      role: 'status',
+      'data-testid': 'nbmemory-notes-status'
+    });
+    this.pinInput = el('input', 'jp-nbmemory-pin-input', undefined, {
+      type: 'text',
+      placeholder: 'A note to pin (in every request)',
+      'aria-label': 'Note to pin',
+      'data-testid': 'nbmemory-pin-input'
+    });
+    this.pinButton = el('button', 'jp-nbmemory-button', 'Pin', {
+      type: 'submit',
+      title: 'Pin this note: every request carries it, no compaction removes it',
+      'aria-label': 'Pin this note',
+      'data-testid': 'nbmemory-pin'
+    });
+    const pinForm = el('form', 'jp-nbmemory-pin-form');
+    pinForm.append(this.pinInput, this.pinButton);
+    pinForm.addEventListener('submit', event => {
+      event.preventDefault();
+      void this.pin();
+    });
+    const notesSection = el('section', 'jp-nbmemory-pinned', undefined, {
+      'data-testid': 'nbmemory-pinned',
+      'aria-label': 'Pinned notes'
+    });
+    notesSection.append(this.notesTitle, this.notesList, this.notesStatus, pinForm);
 
     this.detailTitle = el('h3', 'jp-nbmemory-detail-title');
     this.viewBar = el('div', 'jp-nbmemory-viewbar');
@@ -279,6 +339,7 @@ export class MemoryPanel extends Widget {
     titleBar.append(this.detailTitle, exactLabel);
     this.detail.append(
       titleBar,
+      notesSection,
       form,
       this.viewBar,
       this.messageList,
@@ -490,8 +551,15 @@ export class MemoryPanel extends Widget {
       caption = view.kind === 'archive' ? `Archive ${view.file}: ${range}` : `Memory: ${range}`;
     }
     const archives = await this.api.get<{ archives: IArchive[] }>(`agents/${agent}/archives`);
+    const notes = await this.api.get<INotes>(`agents/${agent}/notes`);
     if (generation !== this.generation) {
       return;
+    }
+    if (notes.fresh || name !== this.notesAgent) {
+      this.notesStatus.textContent = name === this.notesAgent ? this.notesStatus.textContent : '';
+      this.notes = notes.data;
+      this.notesAgent = name;
+      await this.renderNotes();
     }
     const changed = this.dirty || page.fresh || archives.fresh || name !== this.shownAgent;
     if (!changed) {
@@ -635,6 +703,98 @@ export class MemoryPanel extends Widget {
     }
   }
 
+  /** The selected agent's pinned notes, numbered, each with its Unpin button. */
+  private async renderNotes(): Promise<void> {
+    const data = this.notes;
+    if (!data) {
+      return;
+    }
+    const rendered = ++this.notesGeneration;
+    this.notesTitle.textContent = data.notes.length
+      ? `Pinned notes · ${number(data.tokens)} of ${number(data.budget)} tokens`
+      : 'Pinned notes';
+    const bodies: [HTMLElement, string][] = [];
+    const rows = data.notes.map((text, i) => {
+      const row = el('li', 'jp-nbmemory-note', undefined, {
+        'data-testid': 'nbmemory-note',
+        'data-number': String(i + 1)
+      });
+      const body = el('div', 'jp-nbmemory-note-body', undefined, {
+        'data-testid': 'nbmemory-note-body'
+      });
+      const unpin = button('Unpin', `Unpin note ${i + 1}`, () => void this.unpin(i + 1, text));
+      unpin.dataset.testid = 'nbmemory-unpin';
+      unpin.setAttribute('aria-label', `Unpin note ${i + 1}`);
+      unpin.disabled = this.notesBusy;
+      row.append(body, unpin);
+      bodies.push([body, text]);
+      return row;
+    });
+    this.notesList.replaceChildren(...rows);
+    if (!rows.length) {
+      this.notesList.append(el('li', 'jp-nbmemory-empty', 'No pinned notes.'));
+    }
+    for (const [body, text] of bodies) {
+      if (rendered !== this.notesGeneration) {
+        return;
+      }
+      await this.renderBody(body, text);
+    }
+  }
+
+  private async pin(): Promise<void> {
+    const note = this.pinInput.value;
+    if (!note.trim()) {
+      this.notesStatus.textContent = 'Not pinned: a note must not be empty.';
+      return;
+    }
+    const done = await this.changeNotes({ pin: note }, 'Not pinned');
+    if (done) {
+      this.pinInput.value = ''; // kept when the server refused it: nothing typed is lost
+      this.notesStatus.textContent = `Pinned as note ${this.notes?.notes.length ?? ''}.`;
+    }
+  }
+
+  private async unpin(numberShown: number, text: string): Promise<void> {
+    const done = await this.changeNotes(
+      { unpin: String(numberShown), note: text },
+      'Not unpinned'
+    );
+    if (done) {
+      this.notesStatus.textContent = `Unpinned note ${numberShown}.`;
+    }
+  }
+
+  /** Send a pin or unpin for the selected agent; show the new list or why it was refused. */
+  private async changeNotes(body: Record<string, string>, refused: string): Promise<boolean> {
+    const name = this.notesAgent;
+    if (!name || this.notesBusy) {
+      return false;
+    }
+    this.notesBusy = true;
+    this.pinButton.disabled = true;
+    try {
+      const data = await this.api.post<INotes>(
+        `agents/${encodeURIComponent(name)}/notes`,
+        body
+      );
+      if (name === this.notesAgent) {
+        this.notes = data;
+      }
+      return true;
+    } catch (error) {
+      const message =
+        error instanceof ServerConnection.ResponseError ? error.message : String(error);
+      this.notesStatus.textContent = `${refused}: ${message}`;
+      return false;
+    } finally {
+      this.notesBusy = false;
+      this.pinButton.disabled = false;
+      await this.renderNotes();
+      void this.refresh(); // the agent's figures include the notes
+    }
+  }
+
   private renderArchives(archives: IArchive[]): void {
     const open = this.view.kind === 'archive' ? this.view.file : null;
     this.archiveList.replaceChildren(
@@ -667,6 +827,15 @@ export class MemoryPanel extends Widget {
   private readonly viewBar: HTMLElement;
   private readonly messageList: HTMLOListElement;
   private readonly archiveList: HTMLUListElement;
+  private readonly notesTitle: HTMLElement;
+  private readonly notesList: HTMLOListElement;
+  private readonly notesStatus: HTMLElement;
+  private readonly pinInput: HTMLInputElement;
+  private readonly pinButton: HTMLButtonElement;
+  private notes: INotes | null = null;
+  private notesAgent = '';
+  private notesBusy = false;
+  private notesGeneration = 0;
   private readonly search: HTMLInputElement;
   private readonly searchArchives: HTMLInputElement;
   private readonly exact: HTMLInputElement;

@@ -9,19 +9,24 @@ Routes, under ``<base_url>/nbmemory/api``::
     GET  /agents/NAME/archives/FILE?offset=&limit=&newest_first=&fold=
     GET  /agents/NAME/search?q=&archives=1&offset=&limit=&fold=     total and one page of hits
     POST /agents/NAME/compact                       {"summary": "..."}
+    GET  /agents/NAME/notes                         pinned notes and the tokens they add
+    POST /agents/NAME/notes                         {"pin": "text"} or {"unpin": "number or words"}
 
 Every handler reads through :class:`nbmemory.read_model.ReadModel` (compaction writes through
-:class:`nbmemory.conversation.Conversation`), in a worker thread so the server's event loop
+:class:`nbmemory.conversation.Conversation`, pins and unpins through
+:class:`nbmemory.notes.Notes`), in a worker thread so the server's event loop
 never waits on a disk. Every GET carries an ``ETag`` built from ``ReadModel.version`` and the
 query, and answers ``304`` with no body to a matching ``If-None-Match``: a poll when nothing
 changed costs a few ``stat`` calls and a few hundred bytes.
 
 Authorization: requests need Jupyter's authentication, then the server's authorizer is asked
 about the resource ``"nbmemory"``, with the action ``"read"`` for GETs and ``"write"`` for a
-compaction. Errors are JSON ``{"message": ..., "reason": ...}`` (``APIHandler``), the shape
-``ServerConnection.ResponseError`` reads: ``400`` for a bad name or parameter, ``404`` for an
-unknown agent, archive or message. Names follow the engine's rules, so no URL reaches outside
-the workspace.
+compaction, a pin or an unpin. Errors are JSON ``{"message": ..., "reason": ...}``
+(``APIHandler``), the shape ``ServerConnection.ResponseError`` reads: ``400`` for a bad name or
+parameter, an empty note or notes over their budget, ``404`` for an unknown agent, archive,
+message or note, ``409`` for an unpin whose ``"note"`` (the text the client showed at that
+number) is no longer the note at that number. Names follow the engine's rules, so no URL
+reaches outside the workspace.
 
 Settings are the traits of :class:`NbMemoryServer` (an ``ExtensionApp``), set like any Jupyter
 option: ``c.NbMemoryServer.workspace = "..."`` in ``jupyter_server_config.py``, or
@@ -51,7 +56,15 @@ from traitlets import Float, TraitError, Unicode, validate
 
 from nbmemory import workspace
 from nbmemory.conversation import Conversation
-from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, InvalidAgentNameError
+from nbmemory.errors import (
+    AgentNotFoundError,
+    ArchiveNotFoundError,
+    InvalidAgentNameError,
+    InvalidNoteError,
+    NoteNotFoundError,
+    NotesFullError,
+)
+from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, AgentInfo, Item, ReadModel
 
 AUTH_RESOURCE = "nbmemory"
@@ -137,6 +150,7 @@ class NbMemoryServer(ExtensionApp):
                 (f"{base}{name}/archives/(?P<archive>[^/]+)", ArchiveHandler),
                 (f"{base}{name}/search", SearchHandler),
                 (f"{base}{name}/compact", CompactHandler),
+                (f"{base}{name}/notes", NotesHandler),
             ]
         )
 
@@ -201,6 +215,16 @@ class _Handler(APIHandler):
 
     auth_resource = AUTH_RESOURCE
 
+    def json_body(self) -> dict[str, Any]:
+        """The request's JSON object (400 for anything else)."""
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            raise tornado.web.HTTPError(400, "the body must be a JSON object") from None
+        if not isinstance(body, dict):
+            raise tornado.web.HTTPError(400, "the body must be a JSON object")
+        return body
+
     @property
     def model(self) -> ReadModel:
         return self.settings["nbmemory_model"]
@@ -209,9 +233,9 @@ class _Handler(APIHandler):
         """Run ``function`` off the event loop; the engine's errors become HTTP errors."""
         try:
             return await asyncio.to_thread(function, *args, **kwargs)
-        except InvalidAgentNameError as exc:
+        except (InvalidAgentNameError, InvalidNoteError, NotesFullError) as exc:
             raise tornado.web.HTTPError(400, str(exc)) from None
-        except (AgentNotFoundError, ArchiveNotFoundError, IndexError) as exc:
+        except (AgentNotFoundError, ArchiveNotFoundError, NoteNotFoundError, IndexError) as exc:
             raise tornado.web.HTTPError(404, str(exc).strip("'\"")) from None
 
     # Query parameters -------------------------------------------------------------------------
@@ -399,11 +423,8 @@ class CompactHandler(_Handler):
     @tornado.web.authenticated
     @authorized("write")
     async def post(self, name: str) -> None:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            raise tornado.web.HTTPError(400, "the body must be JSON") from None
-        summary = body.get("summary") if isinstance(body, dict) else None
+        body = self.json_body()
+        summary = body.get("summary")
         if not isinstance(summary, str) or not summary.strip():
             raise tornado.web.HTTPError(400, "summary must be a non-empty string")
         before = await self.in_thread(self.model.usage, name)
@@ -423,6 +444,73 @@ class CompactHandler(_Handler):
                 "tokens_after": after.tokens,
             }
         )
+
+
+class NotesChangedError(Exception):
+    """The note at the number a client asked to unpin is not the one it showed."""
+
+
+class NotesHandler(_Handler):
+    """An agent's pinned notes (``NOTES.md``): read them, pin one, unpin one."""
+
+    def notes_file(self, name: str) -> Notes:
+        """The agent's notes, counted for the model it recorded (AgentNotFoundError if none)."""
+        settings, _ = self.model.settings(name)
+        return Notes(workspace.agent_dir(name, self.model.root), model=settings.model)
+
+    def notes_json(self, name: str) -> dict[str, Any]:
+        notes = self.notes_file(name)
+        return {
+            "name": name,
+            "notes": self.model.notes(name),
+            "tokens": notes.tokens(),
+            "budget": notes.budget,
+        }
+
+    @tornado.web.authenticated
+    @authorized("read")
+    async def get(self, name: str) -> None:
+        if await self.not_modified(name):
+            return
+        self.reply(await self.in_thread(self.notes_json, name))
+
+    @tornado.web.authenticated
+    @authorized("write")
+    async def post(self, name: str) -> None:
+        body = self.json_body()
+        pin, unpin, shown = body.get("pin"), body.get("unpin"), body.get("note")
+        if isinstance(unpin, int) and not isinstance(unpin, bool):
+            unpin = str(unpin)
+        if (pin is None) == (unpin is None):
+            raise tornado.web.HTTPError(400, 'give either "pin" or "unpin"')
+        if not isinstance(pin if pin is not None else unpin, str):
+            raise tornado.web.HTTPError(400, '"pin" and "unpin" take a string')
+        if shown is not None and (unpin is None or not isinstance(shown, str)):
+            raise tornado.web.HTTPError(400, '"note" goes with "unpin", as a string')
+        if unpin is not None and not unpin.strip():
+            raise tornado.web.HTTPError(400, '"unpin" needs a note number or words')
+
+        def change() -> dict[str, Any]:
+            notes = self.notes_file(name)
+            if pin is not None:
+                notes.add(pin)
+            else:
+                if shown is not None:
+                    current = notes.items()
+                    index = int(unpin) - 1 if unpin.strip().isdigit() else -1
+                    if not 0 <= index < len(current) or current[index] != shown:
+                        raise NotesChangedError(
+                            f"note {unpin} of {name} is no longer the one shown: nothing was "
+                            "unpinned; reload the notes and retry"
+                        )
+                notes.remove(unpin)
+            return self.notes_json(name)
+
+        try:
+            data = await self.in_thread(change)
+        except NotesChangedError as exc:
+            raise tornado.web.HTTPError(409, str(exc)) from None
+        self.reply(data)
 
 
 def main() -> None:

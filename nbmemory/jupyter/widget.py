@@ -9,9 +9,15 @@ nothing changed); given an ``Agent`` or ``Conversation`` it also listens to thei
 for immediacy and for the answer being streamed. Only a ``Conversation`` kept in RAM is read
 from the object itself. It may be shown before the agent exists and fills in once it is written.
 
-Message text is untrusted: the browser renders it with marked (vendored in ``static/``) with
-raw HTML escaped, no images loaded and only http(s)/mailto links live, or verbatim with
-"Exact text"; the Markdown fallback escapes it.
+It also shows the agent's pinned notes (``NOTES.md``, see :mod:`nbmemory.notes`) and lets a
+person pin and unpin them: the browser sends ``{"command": "pin", "note": ...}`` or
+``{"command": "unpin", "number": n, "note": <the text it showed>}``, handled here through
+:class:`nbmemory.notes.Notes` (which locks the agent's folder and writes atomically); refusals
+(over the budget, an empty note, notes changed meanwhile) go to ``status`` and change nothing.
+
+Message and note text is untrusted: the browser renders it with marked (vendored in
+``static/``) with raw HTML escaped, no images loaded and only http(s)/mailto links live, or
+verbatim with "Exact text"; the Markdown fallback escapes it.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from nbmemory import workspace as workspace_module
 from nbmemory.agent import Agent
 from nbmemory.conversation import ChangeEvent, Conversation
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, NbmemoryError
+from nbmemory.notes import DEFAULT_BUDGET, Notes
 from nbmemory.read_model import FOLD_CHARS, Item, ReadModel, to_items
 from nbmemory.report import markdown_escape
 
@@ -111,6 +118,12 @@ def _md_text(text: str, limit: int | None = None) -> str:
     return markdown_escape(text)
 
 
+def _sentence(exc: BaseException) -> str:
+    """An error's message as a sentence for the status line."""
+    text = str(exc).strip().strip("'\"")
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def _folded(item: Item, fold: int = FOLD_CHARS) -> Item:
     if len(item.text) <= fold:
         return item
@@ -173,6 +186,13 @@ class MemoryWidget(anywidget.AnyWidget):
     archive_total = traitlets.Int(0).tag(sync=True)
     archive_messages = traitlets.List(traitlets.Dict()).tag(sync=True)
 
+    # Pinned notes (NOTES.md): carried by every request, never compacted
+    pinned_notes = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """The agent's notes in order (``ReadModel.notes``); the browser numbers them from 1."""
+    notes_tokens = traitlets.Int(0).tag(sync=True)
+    """Tokens the notes add to every request, counted for the agent's recorded model."""
+    notes_budget = traitlets.Int(DEFAULT_BUDGET).tag(sync=True)
+
     exact = traitlets.Bool(False).tag(sync=True)
     """Show each message's stored text verbatim instead of rendered Markdown."""
     streaming = traitlets.Unicode("").tag(sync=True)
@@ -196,6 +216,7 @@ class MemoryWidget(anywidget.AnyWidget):
         self._stream_hook: Callable[[str], None] | None = None
         self._thread: threading.Thread | None = None
         self._absent_status = ""
+        self._notes_files: dict[str, Notes] = {}
 
         conversation: Conversation | None = None
         if isinstance(source, Agent):
@@ -344,6 +365,7 @@ class MemoryWidget(anywidget.AnyWidget):
                 self.archive_count = len(archives)
                 self.last_compaction = _archive_time(archives[-1].name) if archives else ""
                 self.counting = False
+                self._show_notes(usage.model)
                 self._show_page()
                 self._show_archive()
                 self._show_search()
@@ -370,6 +392,8 @@ class MemoryWidget(anywidget.AnyWidget):
             )
             self.message_count = len(convo.conversation_history)
             self.memory_bytes = 0
+            self.pinned_notes = []
+            self.notes_tokens = 0
             self._show_page()
             self._show_search()
 
@@ -383,6 +407,8 @@ class MemoryWidget(anywidget.AnyWidget):
             self.counting = False
             self.tokens_used = self.message_count = self.memory_bytes = self.archive_count = 0
             self.messages = self.archives = self.search_results = self.archive_messages = []
+            self.pinned_notes = []
+            self.notes_tokens = 0
             self.page = self.search_total = self.archive_total = 0
             self.compacts_next = False
             self.status = self._absent_status
@@ -511,6 +537,83 @@ class MemoryWidget(anywidget.AnyWidget):
             self.search_results = [item.to_json() for item in items]
 
     # ------------------------------------------------------------------------------------------
+    # Pinned notes
+
+    def _notes_file(self, model: str) -> Notes:
+        """The agent's notes, counted with ``model``'s encoding (one instance per model)."""
+        notes = self._notes_files.get(model)
+        if notes is None:
+            folder = workspace_module.agent_dir(self.name, self._reader.root)
+            notes = self._notes_files[model] = Notes(folder, model=model)
+        return notes
+
+    def _show_notes(self, model: str) -> None:
+        notes = self._reader.notes(self.name)
+        if notes != self.pinned_notes:
+            self.pinned_notes = notes
+        notes_file = self._notes_file(model)
+        self.notes_tokens = notes_file.tokens()
+        self.notes_budget = notes_file.budget
+
+    def _writable_notes(self) -> Notes | None:
+        """The notes a person may change now, or ``None`` with the reason in ``status``."""
+        if self._ram is not None:
+            self.status = (
+                "Pinned notes need persistent memory: this Conversation is kept in RAM only."
+            )
+            return None
+        try:
+            settings, _ = self._reader.settings(self.name)
+        except AgentNotFoundError:
+            self.status = f"No agent named {self.name!r} yet: there are no notes to change."
+            return None
+        return self._notes_file(settings.model)
+
+    def pin(self, note: str) -> bool:
+        """Pin ``note`` (what the Pin button does); says the outcome in ``status``."""
+        with self._lock:
+            notes = self._writable_notes()
+            if notes is None:
+                return False
+            try:
+                pinned = notes.add(note)
+            except (NbmemoryError, OSError) as exc:
+                self.status = f"Not pinned: {_sentence(exc)}"
+                return False
+            self._refresh()
+            self.status = f"Pinned as note {len(pinned)}."
+            return True
+
+    def unpin(self, match: str | int, shown: str | None = None) -> bool:
+        """Unpin the note ``match`` names (its number from 1, or words found in it alone).
+
+        ``shown`` is the text the person saw at that number: if the notes changed since, and
+        that number now holds another note, nothing is unpinned. Says the outcome in ``status``.
+        """
+        with self._lock:
+            notes = self._writable_notes()
+            if notes is None:
+                return False
+            try:
+                if shown is not None:
+                    current = notes.items()
+                    number = int(match)
+                    if not 1 <= number <= len(current) or current[number - 1] != shown:
+                        self._refresh()
+                        self.status = (
+                            "Not unpinned: the notes changed since they were shown; "
+                            "look again and retry."
+                        )
+                        return False
+                notes.remove(str(match))
+            except (NbmemoryError, OSError, ValueError) as exc:
+                self.status = f"Not unpinned: {_sentence(exc)}"
+                return False
+            self._refresh()
+            self.status = f"Unpinned note {match}."
+            return True
+
+    # ------------------------------------------------------------------------------------------
     # What the browser asks for
 
     def full_text(self, index: int, source: str = MEMORY_SOURCE) -> Item:
@@ -527,6 +630,15 @@ class MemoryWidget(anywidget.AnyWidget):
         command = content.get("command")
         if command == "compact":
             self.compact()
+        elif command == "pin":
+            ok = self.pin(str(content.get("note") or ""))
+            self.send({"command": "pin", "ok": ok})
+        elif command == "unpin":
+            shown = content.get("note")
+            ok = self.unpin(
+                str(content.get("number", "")), str(shown) if shown is not None else None
+            )
+            self.send({"command": "unpin", "ok": ok})
         elif command == "full":
             index, source = content.get("index"), str(content.get("source") or MEMORY_SOURCE)
             reply: dict[str, Any] = {"command": "full", "index": index, "source": source}

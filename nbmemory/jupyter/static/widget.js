@@ -153,7 +153,22 @@ function render({ model, el: root }) {
   const streaming = el("div", { class: "streaming", "data-testid": "streaming", "aria-live": "polite" });
   const heading = el("div", { class: "listing", "data-testid": "listing" });
   const list = el("div", { "data-testid": "messages", role: "list" });
-  widget.append(head, gauge, counts, notes, bar, status, streaming, heading, list);
+
+  // Pinned notes: NOTES.md, carried by every request and never compacted.
+  const pinned = el("section", { class: "pinned", "data-testid": "pinned", "aria-label": "Pinned notes" });
+  const pinnedTitle = el("div", { class: "pinned-title", "data-testid": "pinned-title" });
+  const pinnedList = el("ol", { class: "pinned-list", "data-testid": "pinned-notes" });
+  const pinnedInfo = el("div", { class: "pinned-info", "data-testid": "pinned-info" });
+  const pinForm = el("form", { class: "pin-form", "data-lm-suppress-shortcuts": "true" });
+  const pinInput = el("input", {
+    type: "text", placeholder: "A note to pin (kept in every request)", "data-testid": "pin-input",
+    "aria-label": "Note to pin",
+  });
+  const pinButton = el("button", { type: "submit", "data-testid": "pin", "aria-label": "Pin this note" }, "Pin");
+  pinForm.append(pinInput, pinButton);
+  pinned.append(pinnedTitle, pinnedInfo, pinnedList, pinForm);
+
+  widget.append(head, gauge, counts, notes, pinned, bar, status, streaming, heading, list);
   root.append(widget);
 
   const whole = new Map(); // "source:index" -> full text fetched from Python
@@ -294,12 +309,87 @@ function render({ model, el: root }) {
     list.replaceChildren(...items.map(messageNode));
   }
 
+  let pending = false; // a pin or unpin sent, its answer not in yet
+
+  function noteNode(text, number) {
+    const item = el("li", { class: "pinned-note", "data-testid": "pinned-note", value: String(number) });
+    let body;
+    if (model.get("exact")) {
+      body = el("pre", { class: "content exact" });
+      body.textContent = text;
+    } else {
+      body = el("div", { class: "content" });
+      body.append(renderMarkdown(text));
+    }
+    const unpin = el("button", {
+      type: "button", class: "unpin", "data-testid": "unpin", "aria-label": `Unpin note ${number}`,
+    }, "Unpin");
+    unpin.disabled = pending;
+    unpin.onclick = () => {
+      pending = true;
+      drawNotes();
+      model.send({ command: "unpin", number, note: text });
+    };
+    item.append(body, unpin);
+    return item;
+  }
+
+  function drawNotes() {
+    const items = model.get("pinned_notes");
+    const ram = model.get("in_ram");
+    const exists = model.get("exists");
+    pinnedTitle.textContent = ram || !exists || !items.length
+      ? "Pinned notes"
+      : `Pinned notes · ${number(model.get("notes_tokens"))} of ${number(model.get("notes_budget"))} tokens`;
+    if (ram) {
+      pinnedInfo.textContent = "Pinned notes need persistent memory: this Conversation is kept in RAM only.";
+    } else if (!exists) {
+      pinnedInfo.textContent = "No agent yet: notes can be pinned once it is written.";
+    } else if (!items.length) {
+      pinnedInfo.textContent = "No pinned notes.";
+    } else {
+      pinnedInfo.textContent = "";
+    }
+    pinnedList.replaceChildren(...items.map((text, i) => noteNode(text, i + 1)));
+    pinForm.hidden = ram || !exists;
+    pinButton.disabled = pending;
+  }
+
+  // Enter pins, even where JupyterLab's notebook shortcuts have claimed the key first.
+  pinInput.onkeydown = (event) => {
+    if (event.key !== "Enter" || event.isComposing) return;
+    event.preventDefault();
+    event.stopPropagation();
+    pinNote();
+  };
+  pinForm.onsubmit = (event) => {
+    event.preventDefault();
+    pinNote();
+  };
+  function pinNote() {
+    if (pending) return;
+    if (!pinInput.value.trim()) {
+      model.set("status", "Not pinned: a note must not be empty.");
+      drawStatus();
+      return;
+    }
+    pending = true;
+    drawNotes();
+    model.send({ command: "pin", note: pinInput.value });
+  }
+
   function drawStatus() {
     status.textContent = model.get("status");
     streaming.textContent = model.get("streaming");
   }
 
   function onMessage(content) {
+    if (content && (content.command === "pin" || content.command === "unpin")) {
+      pending = false;
+      if (content.command === "pin" && content.ok) pinInput.value = ""; // kept when refused
+      drawNotes();
+      return;
+    }
     if (!content || content.command !== "full") return;
     if (content.error) {
       model.set("status", content.error);
@@ -332,12 +422,14 @@ function render({ model, el: root }) {
     "search_total", "search_results", "archives", "open_archive", "archive_page", "archive_total",
     "archive_messages", "exact", "message_count"];
   const statuses = ["status", "streaming"];
+  const pinnedTraits = ["pinned_notes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
   const handlers = [...figures.map((t) => [t, drawFigures]), ...listing.map((t) => [t, drawList]),
-    ...statuses.map((t) => [t, drawStatus])];
+    ...statuses.map((t) => [t, drawStatus]), ...pinnedTraits.map((t) => [t, drawNotes])];
   for (const [trait, handler] of handlers) model.on(`change:${trait}`, handler);
   model.on("msg:custom", onMessage);
   drawFigures();
   drawList();
+  drawNotes();
   drawStatus();
   return () => {
     for (const [trait, handler] of handlers) model.off(`change:${trait}`, handler);
