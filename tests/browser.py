@@ -336,3 +336,86 @@ def counting_server() -> Iterator[CountingServer]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+BUILT = ROOT / "nbmemory" / "labextension"
+
+
+def lab_args(tmp_path: Path, *extra: str) -> tuple[str, ...]:
+    """Turn the server extension on and serve the in-tree front end, installed or not.
+
+    Lab serves an extension's files from ``<labextensions dir>/<package name>/``, hence the link.
+    """
+    if not (BUILT / "package.json").exists():
+        pytest.fail(f"{BUILT} is missing: cd labextension && npm install && npm run build:prod")
+    labextensions = tmp_path / "labextensions"
+    labextensions.mkdir()
+    (labextensions / "nbmemory").symlink_to(BUILT, target_is_directory=True)
+    return (
+        server_extension_on(tmp_path),
+        f"--LabApp.extra_labextensions_path={labextensions}",
+        *extra,
+    )
+
+
+_RUN_CELLS = """async (indices) => {
+    const widget = window.jupyterapp.shell.currentWidget;
+    for (const index of indices) widget.content.widgets[index].model.executionCount = null;
+    for (const index of indices) {
+        widget.content.activeCellIndex = index;
+        await window.jupyterapp.commands.execute("notebook:run-cell");
+    }
+}"""
+
+_CELLS_RAN = """(indices) => {
+    const widget = window.jupyterapp.shell.currentWidget;
+    return widget.sessionContext.kernelDisplayStatus === "idle"
+        && indices.every((index) => widget.content.widgets[index].model.executionCount !== null);
+}"""
+
+_OUTPUT_ERRORS = """(indices) => indices
+    .map((index) => window.jupyterapp.shell.currentWidget.content.widgets[index])
+    .flatMap((cell) => cell.model.outputs.toJSON())
+    .filter((output) => output.output_type === "error")
+    .map((output) => `${output.ename}: ${output.evalue}`)"""
+
+
+def run_cells(page: Page, *indices: int, timeout_ms: int = WAIT_MS) -> None:
+    """Run the code cells at ``indices`` (0-based, in that order) in the open notebook.
+
+    Waits until each has run (its execution count is cleared first) and the kernel is idle;
+    fails on any error output.
+    """
+    wanted = list(indices)
+    page.evaluate(_RUN_CELLS, wanted)
+    page.wait_for_function(_CELLS_RAN, arg=wanted, timeout=timeout_ms)
+    errors = page.evaluate(_OUTPUT_ERRORS, wanted)
+    assert not errors, f"cells {wanted} raised: {errors}"
+
+
+def restart_kernel(page: Page, notebook: str, timeout_ms: int = 60_000) -> None:
+    """Restart the open notebook's kernel (no confirmation dialog) and wait until it is idle."""
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.restartKernel()")
+    page.wait_for_function(_KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
+
+
+def save_notebook(page: Page, timeout_ms: int = WAIT_MS) -> None:
+    """Save the open notebook (``docmanager:save``) and wait until it is no longer dirty."""
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=timeout_ms
+    )
+
+
+@contextmanager
+def offline_page(height: int = 900, failure_name: str = "page") -> Iterator[Page]:
+    """A Chromium page that may load files and loopback URLs only: any other http(s) request
+    (a CDN script of an exported notebook, say) is aborted, so a test never uses the internet.
+
+    Register dialog handlers, then ``goto``; a failure leaves a ``<failure_name>-failure.png``.
+    """
+    import re
+
+    with _chromium_page(height, failure_name) as page:
+        page.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
+        yield page

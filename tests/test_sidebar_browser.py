@@ -15,12 +15,12 @@ import pytest
 from browser import (
     WAIT_MS,
     jupyter_lab,
+    lab_args,
     open_lab,
     open_notebook,
     require,
     run_all_cells,
     screenshot,
-    server_extension_on,
     write_notebook,
 )
 from nbmemory import Conversation
@@ -28,11 +28,9 @@ from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.workspace import memory_path
-from support import ROOT
 
 pytestmark = pytest.mark.browser
 
-BUILT = ROOT / "nbmemory" / "labextension"
 APPEND = (
     "import sys\n"
     "from nbmemory import Conversation\n"
@@ -40,23 +38,6 @@ APPEND = (
     'Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", sys.argv[1])\n'
 )
 BIG = "".join(f"line {i:06d} of the long report\n" for i in range(35_000))  # ~1 MB
-
-
-def lab_args(tmp_path: Path, *extra: str) -> tuple[str, ...]:
-    """Turn the server extension on and serve the in-tree front end, installed or not.
-
-    Lab serves an extension's files from ``<labextensions dir>/<package name>/``, hence the link.
-    """
-    if not (BUILT / "package.json").exists():
-        pytest.fail(f"{BUILT} is missing: cd labextension && npm install && npm run build:prod")
-    labextensions = tmp_path / "labextensions"
-    labextensions.mkdir()
-    (labextensions / "nbmemory").symlink_to(BUILT, target_is_directory=True)
-    return (
-        server_extension_on(tmp_path),
-        f"--LabApp.extra_labextensions_path={labextensions}",
-        *extra,
-    )
 
 
 @contextmanager
