@@ -46,6 +46,10 @@ class Agent:
     calling a tool (at most ``AUTO_LOOP_LIMIT`` calls). ``context_length=None`` resolves to the
     model's window. ``long_term_memory`` is only stored, and saved with ``.save(path)`` on
     autosave; give the agent a retrieval tool for knowledge it must read.
+
+    With persistent memory the model also gets ``recall_memory`` (search its memory and
+    archives; ``recall=False`` removes it) and ``edit_notes`` (its pinned notes, which every
+    request carries; ``pinned_notes=False`` removes the tool, not the notes).
     """
 
     def __init__(
@@ -142,7 +146,7 @@ class Agent:
         llm.check_key(self.model_name, self.api_key, self.api_base)
 
     def set_tools(self, tools: Sequence[Callable[..., Any] | Tool]) -> None:
-        """Replace the tools the model may call (recall stays, when it is on)."""
+        """Replace the tools the model may call (the memory tools stay, when they are on)."""
         builtin = [recall_tool(self._memory_folder)] if self.recall else []
         if self.pinned_notes:
             builtin.append(notes_tool(lambda: self.notes))
