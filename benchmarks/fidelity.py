@@ -1,6 +1,6 @@
 """Memory fidelity: how many facts, each said once, an agent can still answer after compactions.
 
-    python benchmarks/fidelity.py [--facts 100] [--fillers 200] [--sessions 30] [--window 3000]
+    python benchmarks/fidelity.py [--facts 100] [--fillers 200] [--sessions 30] [--window 2000]
 
 A seeded conversation (facts said once among repetitive filler) is told to one agent over many
 sessions, each a new process as after a kernel restart, with a small context window so that
@@ -126,7 +126,7 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=100)
     parser.add_argument("--fillers", type=int, default=200)
     parser.add_argument("--sessions", type=int, default=30)
-    parser.add_argument("--window", type=int, default=3000)
+    parser.add_argument("--window", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     facts, turns = conversation(args.facts, args.fillers, args.seed)
