@@ -326,6 +326,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
 
 
 _ARCHIVE_NAME = re.compile(r"history_(?P<stamp>.+?)(?:_(?P<n>\d+))?")
+_ARCHIVE_STAMP = "%Y-%m-%d_%H-%M-%S"
 
 
 def archive_sort_key(path: Path) -> tuple[str, int]:
@@ -334,6 +335,16 @@ def archive_sort_key(path: Path) -> tuple[str, int]:
     if found is None:
         return (path.stem, 0)
     return (found["stamp"], int(found["n"] or 1))
+
+
+def archive_time(path: Path) -> str:
+    """When an archive was written, from its name (ISO, to the second; "" for another name)."""
+    found = _ARCHIVE_NAME.fullmatch(path.stem)
+    try:
+        moment = datetime.datetime.strptime(found["stamp"], _ARCHIVE_STAMP) if found else None
+    except ValueError:
+        return ""
+    return moment.isoformat() if moment else ""
 
 
 def archive_files(folder: str | os.PathLike[str]) -> list[Path]:
@@ -452,7 +463,7 @@ class MemoryFile:
 
     def _write_archive(self, data: bytes) -> Path:
         make_private_dir(self.archive_dir)
-        stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        stamp = datetime.datetime.now().strftime(_ARCHIVE_STAMP)
         n = 1
         while True:
             name = f"history_{stamp}.md" if n == 1 else f"history_{stamp}_{n}.md"

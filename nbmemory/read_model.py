@@ -21,7 +21,7 @@ from nbmemory import llm, workspace
 from nbmemory.conversation import block_tokens, preload_tokens
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
 from nbmemory.follow import EMPTY, FollowedFile, follow
-from nbmemory.memory_file import archive_files
+from nbmemory.memory_file import archive_files, archive_time
 from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import MessageIndex, content_text
@@ -119,11 +119,12 @@ class Page:
 
 @dataclass(frozen=True)
 class ArchiveInfo:
-    """One archive: its file name, message count and size in bytes."""
+    """One archive: its file name, message count, size in bytes, and when it was written."""
 
     name: str
     messages: int
     size: int
+    time: str
 
 
 @dataclass(frozen=True)
@@ -329,7 +330,11 @@ class ReadModel:
         for path in self._archive_paths(name):
             followed = follow(path)
             if followed is not None:
-                infos.append(ArchiveInfo(path.name, len(followed.messages), followed.size))
+                infos.append(
+                    ArchiveInfo(
+                        path.name, len(followed.messages), followed.size, archive_time(path)
+                    )
+                )
         return infos
 
     def _file(self, name: str, archive: str | None) -> FollowedFile:

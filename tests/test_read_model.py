@@ -94,6 +94,8 @@ def test_archives_search_and_records(workspace):
     reader = ReadModel()
     [archive] = reader.archives("Scout")
     assert archive.messages == 121
+    stamp = archive.name.removeprefix("history_").removesuffix(".md")
+    assert archive.time == stamp[:10] + "T" + stamp[11:].replace("-", ":")
     page = reader.archive_messages("Scout", archive.name, offset=100, limit=50)
     assert [i.text for i in page.items][:2] == ["budget note 100", "budget note 101"]
     assert len(page.items) == 21

@@ -362,7 +362,8 @@ class ArchivesHandler(_Handler):
             {
                 "name": name,
                 "archives": [
-                    {"name": a.name, "messages": a.messages, "size": a.size} for a in archives
+                    {"name": a.name, "messages": a.messages, "size": a.size, "time": a.time}
+                    for a in archives
                 ],
             }
         )

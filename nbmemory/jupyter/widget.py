@@ -102,14 +102,6 @@ def _follow(ref: weakref.ref[MemoryWidget], stop: threading.Event, interval: flo
         stop.wait(interval)
 
 
-_ARCHIVE_STAMP = re.compile(r"history_(\d{4}-\d\d-\d\d)_(\d\d)-(\d\d)-(\d\d)")
-
-
-def _archive_time(name: str) -> str:
-    found = _ARCHIVE_STAMP.match(name)
-    return f"{found[1]}T{found[2]}:{found[3]}:{found[4]}" if found else ""
-
-
 def _md_text(text: str, limit: int | None = None) -> str:
     """Untrusted text as Markdown that renders as exactly that text: no tag, link or image."""
     text = " ".join(str(text).split())
@@ -363,7 +355,7 @@ class MemoryWidget(anywidget.AnyWidget):
                     {"name": a.name, "messages": a.messages, "size": a.size} for a in archives
                 ]
                 self.archive_count = len(archives)
-                self.last_compaction = _archive_time(archives[-1].name) if archives else ""
+                self.last_compaction = archives[-1].time if archives else ""
                 self.counting = False
                 self._show_notes(usage.model)
                 self._show_page()
