@@ -178,7 +178,7 @@ def to_items(
     return [_item(index, message, source, fold) for index, message in messages]
 
 
-def _page(
+def page_of(
     messages: Sequence[dict[str, Any]],
     source: str,
     offset: int,
@@ -186,6 +186,7 @@ def _page(
     newest_first: bool,
     fold: int | None,
 ) -> Page:
+    """A page of ``messages`` kept elsewhere (or of a file's), as views show it."""
     total = len(messages)
     offset = max(0, offset)
     if newest_first:
@@ -297,7 +298,7 @@ class ReadModel:
         """A page of agent ``name``'s memory, newest first unless asked otherwise."""
         path, followed = self._memory(name)
         messages = followed.messages if followed is not None else []
-        return _page(messages, path.name, offset, limit, newest_first, fold)
+        return page_of(messages, path.name, offset, limit, newest_first, fold)
 
     def notes(self, name: str) -> list[str]:
         """Agent ``name``'s pinned notes, in order (see ``nbmemory.notes``)."""
@@ -360,7 +361,7 @@ class ReadModel:
     ) -> Page:
         """A page of one archive, oldest first unless asked otherwise."""
         followed = self._file(name, archive)
-        return _page(followed.messages, archive, offset, limit, newest_first, fold)
+        return page_of(followed.messages, archive, offset, limit, newest_first, fold)
 
     # ------------------------------------------------------------------------------------------
     # Search

@@ -39,7 +39,7 @@ from nbmemory.agent import Agent
 from nbmemory.conversation import ChangeEvent, Conversation
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, NbmemoryError
 from nbmemory.notes import DEFAULT_BUDGET, Notes
-from nbmemory.read_model import FOLD_CHARS, Item, ReadModel, to_items
+from nbmemory.read_model import FOLD_CHARS, Item, ReadModel, page_of, to_items
 from nbmemory.report import markdown_escape
 
 _STATIC = Path(__file__).parent / "static"
@@ -114,12 +114,6 @@ def _sentence(exc: BaseException) -> str:
     """An error's message as a sentence for the status line."""
     text = str(exc).strip().strip("'\"")
     return text if text.endswith((".", "!", "?")) else text + "."
-
-
-def _folded(item: Item, fold: int = FOLD_CHARS) -> Item:
-    if len(item.text) <= fold:
-        return item
-    return Item(item.index, item.role, item.timestamp, item.text[:fold], item.length, item.source)
 
 
 class MemoryWidget(anywidget.AnyWidget):
@@ -420,17 +414,6 @@ class MemoryWidget(anywidget.AnyWidget):
     def _clamp(page: int, total: int, size: int) -> int:
         return min(max(0, page), max(0, (total - 1) // size))
 
-    def _ram_items(
-        self, offset: int, size: int, newest_first: bool, fold: int | None = FOLD_CHARS
-    ) -> tuple[int, list[Item]]:
-        history = self._ram.to_dict() if self._ram is not None else []
-        total = len(history)
-        if newest_first:
-            chosen = range(total - 1 - offset, max(total - 1 - offset - size, -1), -1)
-        else:
-            chosen = range(offset, min(total, offset + size))
-        return total, to_items(((i, history[i]) for i in chosen), RAM_SOURCE, fold)
-
     @traitlets.observe("page", "page_size", "newest_first")
     def _paging(self, change: dict[str, Any]) -> None:
         with self._lock:
@@ -444,7 +427,11 @@ class MemoryWidget(anywidget.AnyWidget):
             return
         size = max(1, self.page_size)
         if self._ram is not None:
-            total, items = self._ram_items(self.page * size, size, self.newest_first)
+            history = self._ram.to_dict()
+            page = page_of(
+                history, RAM_SOURCE, self.page * size, size, self.newest_first, FOLD_CHARS
+            )
+            total, items = page.total, page.items
         else:
             try:
                 page = self._reader.messages(
@@ -510,9 +497,9 @@ class MemoryWidget(anywidget.AnyWidget):
         offset = self.search_page * size
         if self._ram is not None:
             found = self._ram.search_memory(query)
-            hits = to_items(((hit.index, hit.message) for hit in found), RAM_SOURCE)
-            total = len(hits)
-            items = [_folded(item) for item in hits[offset : offset + size]]
+            total = len(found)
+            chosen = ((hit.index, hit.message) for hit in found[offset : offset + size])
+            items = to_items(chosen, RAM_SOURCE, FOLD_CHARS)
         else:
             try:
                 found = self._reader.search(
