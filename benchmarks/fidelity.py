@@ -4,10 +4,12 @@
 
 A seeded conversation (facts said once among repetitive filler) is told to one agent over many
 sessions, each a new process as after a kernel restart, with a small context window so that
-memory is compacted again and again. After 1, 5 and 20 compactions a copy of the workspace is
-measured in a new process: how many facts said so far are in the next request, how many a
-search of memory and archives finds, and how many questions the agent answers, with recall
-off and on. The model is the offline one (it also writes the summaries).
+memory is compacted again and again. Each fact is said as "Please remember: ...": with pinned
+notes on, the agent pins it until the notes budget is spent; with notes off it has no notes
+tool. After 1, 5 and 20 compactions a copy of the workspace is measured in a new process: how
+many facts said so far are in the next request, how many a search of memory and archives
+finds, and how many questions the agent answers, with recall off and on. The model is the
+offline one; it also writes the summaries, through nbmemory's compressor.
 """
 
 from __future__ import annotations
@@ -32,13 +34,22 @@ SUBJECTS = (
 ).split()
 KINDS = "heron falcon otter badger lynx marten osprey walrus".split()
 FACTS = [
-    ("The access code of the {s} vault is {k}.", "What is the access code of the {s} vault?"),
-    ("Our contact for the {s} account is called {k}.", "Who is our contact for the {s} account?"),
     (
-        "The {s} shipment has tracking number {k}.",
+        "Please remember: the access code of the {s} vault is {k}.",
+        "What is the access code of the {s} vault?",
+    ),
+    (
+        "Please remember: our contact for the {s} account is called {k}.",
+        "Who is our contact for the {s} account?",
+    ),
+    (
+        "Please remember: the {s} shipment has tracking number {k}.",
         "What is the tracking number of the {s} shipment?",
     ),
-    ("The {s} project is code-named {k}.", "What is the code name of the {s} project?"),
+    (
+        "Please remember: the {s} project is code-named {k}.",
+        "What is the code name of the {s} project?",
+    ),
 ]
 FILLERS = [
     "Let us keep the weekly sync short and talk about the roadmap again next time.",
@@ -52,7 +63,8 @@ FILLERS = [
 SESSION = """
 import json, sys
 from nbmemory import Agent
-agent = Agent(agent_name=%r, persistent_memory=True, context_length=int(sys.argv[1]))
+agent = Agent(agent_name=%r, persistent_memory=True, context_length=int(sys.argv[1]),
+              pinned_notes=sys.argv[3] == "on")
 for turn in json.loads(sys.argv[2]):
     agent.run(turn)
 """
@@ -121,6 +133,27 @@ def measure(snapshot: Path, stated: list[dict], window: int, recall: str) -> dic
     return json.loads(out.splitlines()[-1])
 
 
+def tell(turns: list[str], facts: list[dict], args: argparse.Namespace, notes: str, tmp: Path):
+    """Tell the conversation over ``args.sessions`` processes; the workspace at each checkpoint
+    (a copy) with the facts said by then."""
+    statements = {f["statement"]: f for f in facts}
+    per_session = -(-len(turns) // args.sessions)
+    workspace = tmp / f"notes-{notes}"
+    snapshots: dict[int | str, tuple[Path, list[dict]]] = {}
+    said: list[dict] = []
+    for start in range(0, len(turns), per_session):
+        session = turns[start : start + per_session]
+        run(SESSION % NAME, str(args.window), json.dumps(session), notes, workspace=workspace)
+        said += [statements[t] for t in session if t in statements]
+        for checkpoint in CHECKPOINTS:
+            if checkpoint not in snapshots and archives(workspace) >= checkpoint:
+                snapshot = tmp / f"notes-{notes}-after-{checkpoint}"
+                shutil.copytree(workspace, snapshot)
+                snapshots[checkpoint] = (snapshot, list(said))
+    snapshots["end"] = (workspace, said)
+    return snapshots
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--facts", type=int, default=100)
@@ -130,30 +163,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     facts, turns = conversation(args.facts, args.fillers, args.seed)
-    statements = {f["statement"]: f for f in facts}
-    per_session = -(-len(turns) // args.sessions)
     rows = []
     with tempfile.TemporaryDirectory(prefix="nbmemory-fidelity-") as tmp:
-        workspace = Path(tmp) / "workspace"
-        snapshots: dict[int, tuple[Path, list[dict]]] = {}
-        said: list[dict] = []
-        for start in range(0, len(turns), per_session):
-            session = turns[start : start + per_session]
-            run(SESSION % NAME, str(args.window), json.dumps(session), workspace=workspace)
-            said += [statements[t] for t in session if t in statements]
-            for checkpoint in CHECKPOINTS:
-                if checkpoint not in snapshots and archives(workspace) >= checkpoint:
-                    snapshot = Path(tmp) / f"after-{checkpoint}"
-                    shutil.copytree(workspace, snapshot)
-                    snapshots[checkpoint] = (snapshot, list(said))
-        final = Path(tmp) / "final"
-        shutil.copytree(workspace, final)
-        points = [*sorted(snapshots.items()), ("end", (final, said))]
-        for label, (snapshot, stated) in points:
-            compactions = archives(snapshot)
-            for recall in ("off", "on"):
-                figures = measure(snapshot, stated, args.window, recall)
-                rows.append((label, compactions, len(stated), recall, figures))
+        for notes in ("off", "on"):
+            for label, (snapshot, stated) in tell(turns, facts, args, notes, Path(tmp)).items():
+                pinned = snapshot / "agents" / NAME / "NOTES.md"
+                kept = sum(f["key"] in pinned.read_text() for f in stated) if pinned.exists() else 0
+                for recall in ("off", "on"):
+                    figures = measure(snapshot, stated, args.window, recall)
+                    rows.append(
+                        (label, archives(snapshot), len(stated), notes, kept, recall, figures)
+                    )
     print(
         f"\n{args.facts} facts said once among {args.fillers} fillers, {args.sessions} sessions "
         f"(one process each), context window {args.window}, offline model\n"
@@ -162,19 +182,23 @@ def main() -> None:
         "after",
         "compactions",
         "facts said",
+        "notes",
+        "pinned",
         "recall",
         "in next request",
         "found",
         "answered",
     )
     lines = [header]
-    for label, compactions, stated, recall, figures in rows:
+    for label, compactions, stated, notes, kept, recall, figures in rows:
         total = f" / {stated}"
         lines.append(
             (
                 str(label),
                 str(compactions),
                 str(stated),
+                notes,
+                str(kept),
                 recall,
                 f"{figures['in_request']}{total}",
                 f"{figures['found']}{total}",

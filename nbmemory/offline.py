@@ -1,9 +1,11 @@
 """``nbmemory/offline``: a small deterministic model that runs with no key and no network.
 
 It does real work with its context, so demos and tests show memory reaching the model:
-it answers by quoting the earlier messages most relevant to the task (BM25), calls a tool
-when the task asks for what the tool offers and then answers from the tool's result, and
-summarizes extractively when asked to. It is registered with litellm as a custom provider.
+it answers by quoting the earlier messages or pinned notes most relevant to the task (BM25),
+calls a tool when the task asks for what the tool offers and then answers from the tool's
+result, recalls when its context lacks the answer, pins what it is asked to remember
+("Remember: ..."), and summarizes extractively when asked to. It is registered with litellm
+as a custom provider.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from collections import Counter
 from typing import Any
 
 from nbmemory.conversation import SUMMARY_MARKER, preloaded_messages
+from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import TOOL_NAME as NOTES
+from nbmemory.notes import parse as parse_notes
 from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.reply import Reply, ToolCall
 from nbmemory.search import content_text
@@ -31,9 +35,14 @@ _SPEAKERS = {"user": "User", "assistant": "I", "tool": "A tool"}
 _LINE_ROLE = re.compile(r"^[^\n:]{1,80}: ", re.MULTILINE)
 _SUMMARY = SUMMARY_MARKER
 _NOTHING = "I have nothing earlier about this yet; noted:"
-_DERIVED = (_RECALLED, _NOTHING)
+_PINNED = "Pinned to my notes."
+_DERIVED = (_RECALLED, _NOTHING, _PINNED)
 _BUILTIN = (RECALL, NOTES)  # memory tools: recall is used when context lacks an answer
 _IDENTIFIER = re.compile(r"\b[A-Z][A-Za-z]*[-_]?[A-Z0-9][\w-]*\b")
+_PIN = re.compile(
+    r"^(?:please\s+)?(?:remember|pin)\b(?:\s+that)?[\s:,-]+(?P<note>\S.*)",
+    re.IGNORECASE | re.DOTALL,
+)
 _PASSAGE = re.compile(
     r"^\[1\] (?P<speaker>.+?) at (?P<when>\S*) \([^\n]*\):\n(?P<text>.*?)(?=\n\n\[2\] |\Z)",
     re.MULTILINE | re.DOTALL,
@@ -86,7 +95,9 @@ def _memories(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
             continue
         text = _text(message.get("content"))
         remembered = preloaded_messages(text) if message.get("role") == "system" else None
-        if remembered:
+        if message.get("role") == "system" and text.startswith(NOTES_MARKER):
+            found += [("note", note) for note in parse_notes(text[len(NOTES_MARKER) :])]
+        elif remembered:
             found += [_remembered(m) for m in remembered if not _derived(m["content"])]
         elif text.startswith(_SUMMARY) or (
             message.get("role") != "system" and not message.get("tool_calls") and text.strip()
@@ -213,6 +224,10 @@ def respond(
     if can_recall and is_question(task) and not _context_answers(task, messages[:-1]):
         arguments = json.dumps({"query": task}, ensure_ascii=False)
         return Reply("", [ToolCall("call_offline_recall", RECALL, arguments)], "tool_calls")
+    can_pin = any(t.get("function", {}).get("name") == NOTES for t in tools or [])
+    if can_pin and (pin := _PIN.match(task)):
+        arguments = json.dumps({"add": pin["note"].strip()}, ensure_ascii=False)
+        return Reply("", [ToolCall("call_offline_pin", NOTES, arguments)], "tool_calls")
     request, _, text = task.partition("\n")
     if request.lower().startswith(("summarize", "summarise")) and text.strip():
         return Reply(
@@ -235,6 +250,8 @@ def _answer_from_tools(messages: list[dict[str, Any]]) -> Reply:
         if name == RECALL:
             task = next((m for m in reversed(messages) if m.get("role") == "user"), {})
             results.append(_answer_from_recall(_text(task.get("content")).strip(), result))
+        elif name == NOTES:
+            results.append(_PINNED if result.startswith("Notes saved") else result)
         else:
             results.append(f"{name} returned: {result}")
     return Reply("\n\n".join(reversed(results)), [], "stop")
@@ -287,5 +304,6 @@ def _recall(task: str, earlier: list[dict[str, Any]]) -> str:
     for i in chosen:
         speaker, text = memories[i]
         quoted = "\n".join(f"> {line}" for line in text.splitlines())
-        quotes.append(f"{speaker} said earlier:\n{quoted}")
+        source = "A pinned note says" if speaker == "note" else f"{speaker} said earlier"
+        quotes.append(f"{source}:\n{quoted}")
     return f"{_RECALLED}\n\n" + "\n\n".join(quotes)

@@ -90,3 +90,26 @@ def test_people_pin_from_the_command_line(workspace, capsys):
     assert (agent_dir("Shell") / NOTES_FILE).read_text() == "# Pinned notes\n\n- Deadline: May.\n"
     assert main(["notes", "Shell", "--unpin", "zeppelin"]) == 1
     assert main(["notes", "../x", "--pin", "x"]) == 2
+
+
+def test_the_offline_model_pins_what_it_is_asked_to_remember_and_answers_from_it(workspace):
+    agent = Agent(agent_name="Keeper", persistent_memory=True)
+    assert agent.run("Please remember: the vault code is KA1234.") == "Pinned to my notes."
+    agent.short_memory.compact("Nothing of note was said.")
+    resumed = Agent(agent_name="Keeper", persistent_memory=True, recall=False)
+    assert resumed.run("What is the vault code?").endswith("> the vault code is KA1234.")
+
+
+def test_the_offline_model_says_when_the_notes_are_full(workspace):
+    agent = Agent(agent_name="Keeper", persistent_memory=True)
+    agent.notes.budget = 40
+    agent.run("Remember: the office is in Lyon.")
+    reply = agent.run("Remember: " + "a very long note that will not fit " * 4)
+    assert reply.startswith("Notes unchanged:") and "budget" in reply
+    assert agent.notes.items() == ["the office is in Lyon."]
+
+
+def test_without_the_notes_tool_a_request_to_remember_is_only_a_message(workspace):
+    agent = Agent(agent_name="Keeper", persistent_memory=True, pinned_notes=False)
+    agent.run("Remember: the office is in Lyon.")
+    assert agent.notes.items() == []
