@@ -72,3 +72,13 @@ class NoteNotFoundError(NbmemoryError, LookupError):
 
 class InvalidNoteError(NbmemoryError, ValueError):
     """A note that cannot be pinned, such as an empty one."""
+
+
+class UnsafeFileError(NbmemoryError, OSError):
+    """A path nbmemory will not use: a link (which could lead outside the workspace), a FIFO, a
+    device, or a folder where a file should be. Nothing was read or written through it."""
+
+
+class MemoryWriteError(NbmemoryError, OSError):
+    """A message could not be written (a full disk, a file size limit); it is not in memory and
+    the file is as it was before. The message names the file and the cause."""

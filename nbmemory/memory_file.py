@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import json
 import os
 import re
+import stat
 import threading
 import time
 import warnings
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from nbmemory.atomic import fsync_dir, write_all, write_atomic
-from nbmemory.errors import MemoryWarning
+from nbmemory.errors import MemoryWarning, MemoryWriteError, UnsafeFileError
 
 try:
     import fcntl
@@ -41,9 +43,20 @@ except ImportError:  # Windows: filelock takes over.
     fcntl = None  # type: ignore[assignment]
 
 
-from nbmemory.workspace import ARCHIVE_DIR, FILE_MODE, MEMORY_FILE, make_private_dir
+from nbmemory.workspace import (
+    ARCHIVE_DIR,
+    DIR_MODE,
+    FILE_MODE,
+    MEMORY_FILE,
+    QUARANTINE_DIR,
+    make_private_dir,
+    open_folder,
+)
 
 LOCK_FILE = ".lock"
+"""The file locked on Windows; elsewhere the agent folder itself is locked."""
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 LOG_HEADING = "## Interaction Log"
 BLOCK_END = "\n\n---\n\n"
 _BLOCK_TAIL = BLOCK_END[:-1]
@@ -201,15 +214,21 @@ def parse(data: bytes | str, *, header: bool = True) -> ParsedMemory:
     tail = len(_BLOCK_TAIL)
     for k in range(3, len(parts), 3):
         raw = parts[k]
-        if raw[:2] == "\n\n" and raw.endswith(_BLOCK_TAIL) and len(raw) >= 2 + tail:
-            body, stray = raw[2:-tail], ""
+        body = raw[2:-tail]
+        if raw[:2] == "\n\n" and raw.endswith(_BLOCK_TAIL) and "\n---" not in body:
+            stray = ""
         else:
             body, stray, closed = _slow_block(raw)
             if not closed:
+                # A block cut short (a crash mid-write) was never acknowledged: not a message.
                 where = "last message" if k == last else "message"
                 result.problems.append(
-                    f"the {where} at line {line_of_block(k)} has no closing '---'"
+                    f"the {where} at line {line_of_block(k)} has no closing '---' "
+                    "(cut short); it is kept as unparsed text"
                 )
+                heading = f"### {parts[k - 2]} — {parts[k - 1]}\n\n"
+                append({"role": "unparsed", "content": heading + body, "timestamp": parts[k - 1]})
+                continue
         content = body
         if "\\" in body or body[:1] == "`":
             try:
@@ -248,12 +267,16 @@ def read_messages(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 class _FolderLock:
     """An exclusive lock on one agent folder, shared by threads and processes.
 
-    Re-entrant within a thread. Creates the folder when first taken.
+    The lock is taken on the folder itself (``flock`` on a descriptor of it), so deleting a
+    file cannot break it, and after every acquire the folder at the path is checked to be the
+    one locked, so a folder deleted and made again is locked afresh. Re-entrant within a
+    thread; creates the folder when first taken. While held, ``fd`` is the folder's descriptor
+    (``None`` on Windows, where ``filelock`` on a ``.lock`` file takes over).
     """
 
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._fd: int | None = None
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self.fd: int | None = None
         self._fallback: Any = None
         self._depth = 0
         self.thread_lock = threading.RLock()
@@ -282,38 +305,54 @@ class _FolderLock:
             if self._fallback is None:
                 import filelock
 
-                make_private_dir(self._path.parent)
-                self._fallback = filelock.FileLock(self._path)
+                make_private_dir(self._folder)
+                self._fallback = filelock.FileLock(self._folder / LOCK_FILE)
             self._fallback.acquire()
             return
-        if self._fd is None:
-            make_private_dir(self._path.parent)
-            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, FILE_MODE)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-
-    def renew_if_deleted(self) -> None:
-        """While held: if the folder was deleted, recreate it and lock its new lock file."""
-        if fcntl is not None and self._fd is not None and os.fstat(self._fd).st_nlink == 0:
+        while True:
+            if self.fd is None:
+                self.fd = open_folder(self._folder)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            if self.current():
+                return
             self.close()
-            self._acquire()
+
+    def current(self) -> bool:
+        """Whether the folder locked is still the one at its path: not deleted, not replaced."""
+        if self.fd is None:
+            return fcntl is None
+        held = os.fstat(self.fd)
+        try:
+            now = os.stat(self._folder, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return held.st_nlink > 0 and (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+
+    def renew(self) -> bool:
+        """While held: whether the folder is still current; if not, lock the one now there."""
+        if self.current():
+            return True
+        self.close()
+        self._acquire()
+        return False
 
     def _release(self) -> None:
         if fcntl is None:
             self._fallback.release()
-        elif self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        elif self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self.fd is not None:
+            os.close(self.fd)  # also lets go of the flock
+            self.fd = None
 
 
 @contextlib.contextmanager
 def folder_lock(folder: Path) -> Iterator[None]:
     """Hold the lock of an agent folder, the one ``MemoryFile`` writes under (creates the
     folder), for a change to another of its files."""
-    lock = _FolderLock(Path(folder) / LOCK_FILE)
+    lock = _FolderLock(Path(folder))
     try:
         with lock:
             yield
@@ -348,20 +387,67 @@ def archive_time(path: Path) -> str:
 
 
 def archive_files(folder: str | os.PathLike[str]) -> list[Path]:
-    """The archives in an agent folder, oldest first (regular files only; nothing is created)."""
+    """The archives in an agent folder, oldest first: regular files only, and not the archive
+    of a compaction that did not finish (see :func:`unfinished_archive`). Nothing is created."""
     try:
-        entries = [Path(e.path) for e in os.scandir(Path(folder) / ARCHIVE_DIR) if e.is_file()]
+        entries = [
+            Path(e.path)
+            for e in os.scandir(Path(folder) / ARCHIVE_DIR)
+            if e.is_file(follow_symlinks=False)
+        ]
     except (FileNotFoundError, NotADirectoryError):
         return []
-    found = [p for p in entries if p.name.startswith("history_") and p.suffix == ".md"]
-    return sorted(found, key=archive_sort_key)
+    found = sorted(
+        (p for p in entries if p.name.startswith("history_") and p.suffix == ".md"),
+        key=archive_sort_key,
+    )
+    if found and _starts_with(Path(folder) / MEMORY_FILE, found[-1]):
+        found.pop()
+    return found
+
+
+def unfinished_archive(folder: str | os.PathLike[str]) -> Path | None:
+    """The newest archive, if a compaction wrote it and stopped before replacing MEMORY.md.
+
+    Such an archive holds the first bytes of MEMORY.md as it still is: every message in it is
+    also in MEMORY.md, so showing it would show them twice.
+    """
+    try:
+        entries = [p for p in (Path(folder) / ARCHIVE_DIR).glob("history_*.md") if p.is_file()]
+    except OSError:
+        return None
+    newest = max(entries, key=archive_sort_key, default=None)
+    return newest if newest and _starts_with(Path(folder) / MEMORY_FILE, newest) else None
+
+
+def _starts_with(path: Path, prefix: Path, chunk: int = 1 << 16) -> bool:
+    """Whether the regular file ``path`` begins with every byte of the regular file ``prefix``."""
+    try:
+        with open(path, "rb") as whole, open(prefix, "rb") as start:
+            if not (_regular(whole) and _regular(start)):
+                return False
+            if os.fstat(start.fileno()).st_size > os.fstat(whole.fileno()).st_size:
+                return False
+            while piece := start.read(chunk):
+                if whole.read(len(piece)) != piece:
+                    return False
+            return True
+    except OSError:
+        return False
+
+
+def _regular(file: Any) -> bool:
+    return stat.S_ISREG(os.fstat(file.fileno()).st_mode)
 
 
 class MemoryFile:
     """One agent's ``MEMORY.md``: create, append, read, compact, list archives.
 
     Safe to share between threads, processes and kernels: every write holds the folder lock,
-    and an append that races a compaction lands in the archive or in the new file, never nowhere.
+    an append that races a compaction lands in the archive or in the new file, never nowhere,
+    and an append that fails leaves the file as it was. Files are opened through the folder's
+    descriptor and never through a link; a link, FIFO, device or folder in place of a file is
+    refused with ``UnsafeFileError`` before anything is written.
     """
 
     def __init__(self, path: str | os.PathLike[str], conversation_name: str) -> None:
@@ -369,7 +455,7 @@ class MemoryFile:
         self.folder = self.path.parent
         self.archive_dir = self.folder / ARCHIVE_DIR
         self.conversation_name = conversation_name
-        self._lock = _FolderLock(self.folder / LOCK_FILE)
+        self._lock = _FolderLock(self.folder)
         self._fd: int | None = None
         self._expected_size = -1
 
@@ -396,18 +482,45 @@ class MemoryFile:
             self._fd = None
         self._expected_size = -1
 
+    def _name(self, name: str) -> str:
+        """``name`` as the ``os`` calls given ``dir_fd=self._lock.fd`` want it."""
+        return name if self._lock.fd is not None else str(self.folder / name)
+
+    def _open_file(self, name: str, flags: int, shown: Path) -> int:
+        """Open a regular file of the folder, refusing anything else; call under the lock."""
+        try:
+            fd = os.open(
+                self._name(name), flags | _NOFOLLOW | _NONBLOCK, FILE_MODE, dir_fd=self._lock.fd
+            )
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.ENOTDIR):
+                raise _unsafe(shown) from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise _unsafe(shown)
+        return fd
+
     def _open(self) -> os.stat_result:
         """Open MEMORY.md for appending (creating it with its header); call under the lock.
 
-        Reopens when the file we hold was replaced or deleted since the last write.
+        Reopens when the file we hold was replaced or deleted since the last write, and puts
+        aside the debris of a crash the first time it opens the file.
         """
         if self._fd is not None:
             st = os.fstat(self._fd)
             if st.st_nlink > 0:
                 return st
             self._drop_fd()
-        self._lock.renew_if_deleted()
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+        while self._fd is None:
+            self._lock.renew()
+            self._quarantine_debris()
+            try:
+                self._fd = self._open_file(self.path.name, flags, self.path)
+            except FileNotFoundError:
+                if self._lock.current():
+                    raise
         st = os.fstat(self._fd)
         if st.st_size == 0:
             write_all(self._fd, format_header(self.conversation_name).encode())
@@ -421,33 +534,56 @@ class MemoryFile:
             self._open()
 
     def append(self, block: str) -> None:
-        """Append one formatted block, after closing any block a crashed writer left torn."""
+        """Append one formatted block, all or nothing.
+
+        If the write fails (``MemoryWriteError``, or an interrupt), the file is cut back to
+        what it was. If the folder or the file was deleted or replaced meanwhile, the block is
+        written again into the one now at the path. Text a crashed writer left unfinished is
+        ended with a line break, so it stays apart (and reported) rather than merged.
+        """
         data = block.encode("utf-8")
         with self._lock:
-            size = self._open().st_size
-            assert self._fd is not None
-            if size != self._expected_size:
-                data = self._closing_bytes(size) + data
-            write_all(self._fd, data)
-            self._expected_size = size + len(data)
+            while True:
+                size = self._open().st_size
+                assert self._fd is not None
+                written = (self._line_break(size) if size != self._expected_size else b"") + data
+                try:
+                    write_all(self._fd, written)
+                except BaseException as exc:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(self._fd, size)
+                    if isinstance(exc, OSError):
+                        raise MemoryWriteError(
+                            exc.errno,
+                            f"{self.path}: the message was not added ({exc.strerror or exc}); "
+                            "the file is as it was",
+                        ) from exc
+                    raise
+                if self._lock.renew() and os.fstat(self._fd).st_nlink > 0:
+                    self._expected_size = size + len(written)
+                    return
+                self._drop_fd()
 
-    def _closing_bytes(self, size: int) -> bytes:
-        """What completes a torn last block, so the next heading starts a block of its own."""
+    def _line_break(self, size: int) -> bytes:
+        """What puts the next heading at the start of a line after a blank one."""
         assert self._fd is not None
-        tail = os.pread(self._fd, len(BLOCK_END), max(0, size - len(BLOCK_END)))
-        end = BLOCK_END.encode()
-        if size == 0 or tail.endswith(b"\n\n"):
+        tail = os.pread(self._fd, 2, max(0, size - 2))
+        if size == 0 or tail == b"\n\n":
             return b""
-        done = max((k for k in range(1, len(end)) if tail.endswith(end[:k])), default=0)
-        return end[done:]
+        return b"\n" if tail.endswith(b"\n") else b"\n\n"
 
     def read_bytes(self) -> bytes:
         """The whole file as it is now, read under the lock (empty if it does not exist)."""
         with self.locked():
-            try:
-                return self.path.read_bytes()
-            except FileNotFoundError:
-                return b""
+            return self._read(self.path.name, self.path)
+
+    def _read(self, name: str, shown: Path) -> bytes:
+        try:
+            fd = self._open_file(name, os.O_RDONLY, shown)
+        except FileNotFoundError:
+            return b""
+        with open(fd, "rb") as file:
+            return file.read()
 
     def read(self) -> ParsedMemory:
         """The file parsed into messages (see :func:`parse`)."""
@@ -460,6 +596,37 @@ class MemoryFile:
     def archives(self) -> list[Path]:
         """Archive files of this agent, oldest first."""
         return archive_files(self.folder)
+
+    def _quarantine_debris(self) -> None:
+        """Move aside what a crash left, under the lock, with one warning for each.
+
+        Temporary files of writers that are gone and the archive of a compaction that did not
+        finish go to ``quarantine/``: kept, never deleted, but out of search and the views.
+        """
+        debris = [
+            (p, "a temporary file left by an interrupted write")
+            for folder in (self.folder, self.archive_dir)
+            for p in _stale_temporary_files(folder)
+        ]
+        unfinished = unfinished_archive(self.folder)
+        if unfinished is not None:
+            debris.append((unfinished, "an archive of a compaction that did not finish"))
+        for path, what in debris:
+            target = _free_name(self.folder / QUARANTINE_DIR / path.name.lstrip("."))
+            try:
+                os.mkdir(target.parent, DIR_MODE)
+            except FileExistsError:
+                pass
+            except FileNotFoundError:
+                return  # the folder is gone, and its debris with it
+            os.rename(path, target)
+            warnings.warn(
+                f"{path}: {what}, moved to {target} (its messages are all in {self.path.name})"
+                if path == unfinished
+                else f"{path}: {what}, moved to {target}",
+                MemoryWarning,
+                stacklevel=2,
+            )
 
     def _write_archive(self, data: bytes) -> Path:
         make_private_dir(self.archive_dir)
@@ -474,26 +641,80 @@ class MemoryFile:
                 n += 1
                 continue
             try:
-                write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+                try:
+                    write_all(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except BaseException:
+                target.unlink(missing_ok=True)
+                raise
             fsync_dir(self.archive_dir)
             return target
 
     def compact(self, blocks: str) -> Path | None:
         """Archive the current file, then replace it with a new header followed by ``blocks``.
 
-        Returns the archive written, or ``None`` when the file held no messages to keep.
+        Returns the archive written, or ``None`` when the file held no messages to keep. If it
+        fails, the archive it wrote is removed and MEMORY.md is as it was.
         """
         with self.locked():
-            for stale in self.folder.glob(f".{MEMORY_FILE}.*.tmp"):  # left by a crash
-                stale.unlink(missing_ok=True)
-            try:
-                old = self.path.read_bytes()
-            except FileNotFoundError:
-                old = b""
+            self._lock.renew()
+            self._quarantine_debris()
+            old = self._read(self.path.name, self.path)
             archive = self._write_archive(old) if has_messages(old) else None
-            write_atomic(self.path, format_header(self.conversation_name) + blocks)
+            try:
+                write_atomic(self.path, format_header(self.conversation_name) + blocks)
+            except BaseException:
+                if archive is not None:
+                    archive.unlink(missing_ok=True)
+                    fsync_dir(self.archive_dir)
+                raise
             self._drop_fd()
             return archive
+
+
+def _unsafe(path: Path) -> UnsafeFileError:
+    return UnsafeFileError(
+        f"{path} is not a regular file (a link, a folder, a FIFO or a device); nbmemory "
+        "neither reads nor writes through it: move it away and try again"
+    )
+
+
+_TEMPORARY = re.compile(r"\..+\.(?P<pid>\d+)\.[0-9a-f]+\.tmp")
+
+
+def _stale_temporary_files(folder: Path) -> list[Path]:
+    """Temporary files (see ``atomic.temporary_name``) whose writing process is gone."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    stale = []
+    for name in names:
+        found = _TEMPORARY.fullmatch(name)
+        if found and not _alive(int(found["pid"])):
+            stale.append(folder / name)
+    return stale
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _free_name(path: Path) -> Path:
+    """``path``, or ``path`` with a number added if that name is taken."""
+    n = 1
+    candidate = path
+    while os.path.lexists(candidate):
+        n += 1
+        candidate = path.with_name(f"{path.stem}_{n}{path.suffix}")
+    return candidate

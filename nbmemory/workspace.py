@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import unicodedata
 from pathlib import Path
 
-from nbmemory.errors import InvalidAgentNameError
+from nbmemory.errors import InvalidAgentNameError, UnsafeFileError
 
 DEFAULT_WORKSPACE = "agent_workspace"
 MEMORY_FILE = "MEMORY.md"
 ARCHIVE_DIR = "archive"
+QUARANTINE_DIR = "quarantine"
+"""Where what a crash left behind is put aside: kept, but out of search and the views."""
 MAX_NAME_BYTES = 255
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -62,10 +65,74 @@ def memory_path(name: str, workspace: str | os.PathLike[str] | None = None) -> P
     return agent_dir(name, workspace) / MEMORY_FILE
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_REFUSED = (errno.ELOOP, errno.ENOTDIR, errno.EMLINK)
+
+
 def make_private_dir(path: Path) -> Path:
-    """Create ``path`` and its missing parents with mode 0700; an existing folder is left as is."""
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    """Create ``path`` and its missing parents, each with mode 0700 whatever the umask; a
+    folder that exists is left as it is."""
+    missing, above = [], path
+    while not os.path.lexists(above) and above != above.parent:
+        missing.append(above)
+        above = above.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(folder, DIR_MODE)
     return path
+
+
+def _open_child(parent: int, name: str, shown: Path, create: bool) -> int:
+    """A descriptor of folder ``name`` in the folder open as ``parent``, never through a link."""
+    flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    except OSError as exc:
+        if exc.errno in _REFUSED:
+            raise UnsafeFileError(
+                f"{shown} is a link or not a folder; nbmemory does not follow links there"
+            ) from None
+        raise
+    try:
+        os.mkdir(name, DIR_MODE, dir_fd=parent)
+    except FileExistsError:
+        return _open_child(parent, name, shown, create=False)
+    fd = os.open(name, flags, dir_fd=parent)
+    os.fchmod(fd, DIR_MODE)
+    return fd
+
+
+def open_folder(folder: str | os.PathLike[str], *, create: bool = True) -> int:
+    """A descriptor of an agent folder, to read and write its files by name (``dir_fd``).
+
+    Neither the folder nor, in a workspace, the ``agents`` folder above it is opened through a
+    link: one planted there could lead outside the workspace (``UnsafeFileError``). With
+    ``create``, missing folders are made with mode 0700.
+    """
+    folder = Path(os.path.abspath(folder))
+    guarded = folder.parts[-2:] if folder.parent.name == "agents" else folder.parts[-1:]
+    base = folder.parents[len(guarded) - 1]
+    if create:
+        make_private_dir(base)
+    fd = os.open(base, os.O_RDONLY | _DIRECTORY)
+    shown = base
+    try:
+        for name in guarded:
+            shown = shown / name
+            child = _open_child(fd, name, shown, create)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def list_agents(workspace: str | os.PathLike[str] | None = None) -> list[str]:

@@ -223,7 +223,10 @@ def test_a_damaged_memory_still_preloads_with_a_warning():
         f.write(b"### ResearchAgent \xe2\x80\x94 2026-04-20T18:35:21\n\nhalf \xff")
     with pytest.warns(MemoryWarning):
         convo = agent_conversation()
-    assert [m["content"] for m in convo.preloaded_messages] == ["before the crash", "half \ufffd"]
+    assert [(m["role"], m["content"]) for m in convo.preloaded_messages] == [
+        ("User", "before the crash"),
+        ("unparsed", "### ResearchAgent — 2026-04-20T18:35:21\n\nhalf \ufffd"),
+    ]
 
 
 def test_export_and_load_round_trip(tmp_path):
@@ -287,7 +290,9 @@ def test_the_preload_is_the_memory_as_written_and_only_what_was_readable_when_da
         f.write("### User — 2026-04-20T18:36:00\n\ntorn")
     with pytest.warns(MemoryWarning, match="no closing"):
         damaged = agent_conversation().to_dict()[1]["content"]
-    assert damaged.endswith("### User — 2026-04-20T18:36:00\n\ntorn\n\n---\n\n")
+    assert damaged.endswith(
+        "### unparsed — 2026-04-20T18:36:00\n\n\\### User — 2026-04-20T18:36:00\n\ntorn\n\n---\n\n"
+    )
 
 
 def test_an_unset_context_length_is_the_models_window():

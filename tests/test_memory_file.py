@@ -140,22 +140,25 @@ def test_a_file_written_by_swarms_loads():
 GOOD = blocks_file(("User", "first"), ("Agent", "second"))
 
 
+TORN = "### User — 2026-04-20T18:36:00\n\n"
+
+
 @pytest.mark.parametrize(
     ("damaged", "problem", "contents"),
     [
         (
-            GOOD + "### User — 2026-04-20T18:36:00\n\nhalf a mess",
+            GOOD + TORN + "half a mess",
             "last message at line",
-            ["first", "second", "half a mess"],
+            ["first", "second", TORN + "half a mess"],
         ),
-        (
-            GOOD + "### User — 2026-04-20T18:36:00\n\nwhole\n\n--",
-            "no closing",
-            ["first", "second", "whole"],
-        ),
+        (GOOD + TORN + "whole\n\n--", "cut short", ["first", "second", TORN + "whole"]),
         (GOOD + "### Us", "outside any message", ["first", "second", "### Us"]),
         (GOOD.split("## Interaction Log\n\n")[1], "header is missing", ["first", "second"]),
-        (GOOD.replace("\n\n---\n\n### Agent", "\n\n### Agent"), "no closing", ["first", "second"]),
+        (
+            GOOD.replace("\n\n---\n\n### Agent", "\n\n### Agent"),
+            "no closing",
+            ["### User — 2026-04-20T18:35:04\n\nfirst", "second"],
+        ),
         (
             GOOD + "a note added by hand\n",
             "outside any message",
@@ -167,6 +170,8 @@ def test_damaged_files_keep_what_is_readable(damaged, problem, contents):
     parsed = parse(damaged.encode())
     assert [m["content"] for m in parsed.messages] == contents
     assert any(problem in p for p in parsed.problems), parsed.problems
+    damaged_roles = [m["role"] for m in parsed.messages if m["content"] not in ("first", "second")]
+    assert set(damaged_roles) <= {"unparsed"}
 
 
 def test_invalid_utf8_is_reported_and_the_rest_is_kept():
@@ -185,24 +190,44 @@ def test_damage_is_a_warning_and_the_file_is_left_alone(tmp_path):
     assert path.read_bytes().startswith(b"\xff\xfe garbage\n")
 
 
-def test_an_append_after_a_torn_block_closes_it_first(tmp_path):
+def test_a_block_cut_short_stays_apart_and_reported_after_the_next_append(tmp_path):
     memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
     memory.append(format_block("User", "kept", "t1"))
     with open(memory.path, "a") as f:
         f.write("### Agent — t2\n\ncut off mid-sen")
     memory.append(format_block("User", "next", "t3"))
     parsed = memory.read()
-    assert [m["content"] for m in parsed.messages] == ["kept", "cut off mid-sen", "next"]
-    assert parsed.problems == []
+    assert [(m["role"], m["content"]) for m in parsed.messages] == [
+        ("User", "kept"),
+        ("unparsed", "### Agent — t2\n\ncut off mid-sen"),
+        ("User", "next"),
+    ]
+    assert any("cut short" in p for p in parsed.problems)
 
 
-def test_an_append_after_a_torn_separator_completes_it(tmp_path):
+@pytest.mark.parametrize("torn", ["### Us", "### Agent — t2\n\nwhole\n\n--", "### Agent — t2\n"])
+def test_a_write_torn_anywhere_never_changes_the_message_before_it(tmp_path, torn):
+    memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    memory.append(format_block("User", "acknowledged", "t1"))
+    with open(memory.path, "a") as f:
+        f.write(torn)
+    memory.append(format_block("User", "next", "t3"))
+    parsed = memory.read()
+    assert parsed.messages[0] == {"role": "User", "content": "acknowledged", "timestamp": "t1"}
+    assert parsed.messages[-1]["content"] == "next"
+    assert [m["role"] for m in parsed.messages[1:-1]] == ["unparsed"]
+    assert parsed.problems
+
+
+def test_a_whole_block_missing_only_its_last_line_break_is_a_message(tmp_path):
     memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
     memory.append(format_block("User", "kept", "t1"))
     with open(memory.path, "a") as f:
-        f.write("### Agent — t2\n\nwhole\n\n--")
+        f.write("### Agent — t2\n\nwhole\n\n---")
     memory.append(format_block("User", "next", "t3"))
-    assert [m["content"] for m in memory.read().messages] == ["kept", "whole", "next"]
+    parsed = memory.read()
+    assert [m["content"] for m in parsed.messages] == ["kept", "whole", "next"]
+    assert parsed.problems == []
 
 
 def test_a_file_replaced_behind_our_back_is_reopened(tmp_path):
@@ -221,7 +246,7 @@ def test_a_deleted_agent_folder_is_recreated_on_the_next_write(tmp_path):
     shutil.rmtree(memory.folder)
     memory.append(format_block("User", "two", "t"))
     assert [m["content"] for m in memory.read().messages] == ["two"]
-    assert (memory.folder / ".lock").exists()
+    assert not (memory.folder / ".lock").exists()  # the folder itself is what is locked
 
 
 def test_compaction_archives_then_replaces(tmp_path):
@@ -235,13 +260,47 @@ def test_compaction_archives_then_replaces(tmp_path):
     assert list(tmp_path.glob("agent/.*.tmp")) == []
 
 
-def test_compaction_removes_temporary_files_a_crash_left(tmp_path):
+def test_temporary_files_a_crash_left_are_quarantined_with_one_warning(tmp_path):
     memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
     memory.append(format_block("User", "raw", "t"))
-    stale = memory.folder / ".MEMORY.md.4242.deadbeef.tmp"
+    stale = memory.folder / ".MEMORY.md.999999999.deadbeef.tmp"
     stale.write_text("half a new memory")
-    memory.compact(format_block("System", "summary", "t"))
+    with pytest.warns(MemoryWarning, match="interrupted write, moved to .*quarantine"):
+        memory.compact(format_block("System", "summary", "t"))
     assert not stale.exists()
+    assert (memory.folder / "quarantine" / "MEMORY.md.999999999.deadbeef.tmp").read_text() == (
+        "half a new memory"
+    )
+
+
+def test_an_archive_of_an_unfinished_compaction_is_hidden_then_quarantined(tmp_path):
+    memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    memory.append(format_block("User", "first", "t"))
+    memory.compact(format_block("System", "summary", "t"))
+    memory.append(format_block("User", "second", "t"))
+    torn = memory.archive_dir / "history_2999-01-01_00-00-00.md"
+    torn.write_bytes(memory.path.read_bytes()[:-7])  # a crash while writing the archive
+    assert mf.unfinished_archive(memory.folder) == torn
+    assert torn not in memory.archives() and len(memory.archives()) == 1
+    with pytest.warns(MemoryWarning, match="compaction that did not finish"):
+        MemoryFile(memory.path, "agent").append(format_block("User", "third", "t"))
+    assert (memory.folder / "quarantine" / torn.name).exists() and not torn.exists()
+    assert [m["content"] for m in memory.read().messages][-2:] == ["second", "third"]
+
+
+def test_a_failed_compaction_removes_the_archive_it_wrote(tmp_path, monkeypatch):
+    memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    memory.append(format_block("User", "precious", "t"))
+    before = memory.path.read_bytes()
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(mf, "write_atomic", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        memory.compact(format_block("System", "summary", "t"))
+    assert memory.path.read_bytes() == before
+    assert list(memory.archive_dir.iterdir()) == []
 
 
 def test_compacting_an_empty_memory_writes_no_archive(tmp_path):

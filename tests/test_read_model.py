@@ -116,7 +116,6 @@ def test_reading_never_creates_changes_or_locks_a_file(workspace):
     convo.add("User", "kept in the archive")
     convo.compact("summary")
     memory_path("Gone").unlink()
-    (memory_path("Gone").parent / ".lock").unlink()
     persistent("Here").add("User", "hello")
     before = snapshot(workspace)
     reader = ReadModel()
