@@ -325,7 +325,7 @@ class Agent:
             if self.persistent_memory
             else workspace.agents_root(self.workspace_dir).parent / "states" / self.agent_name
         )
-        workspace.make_private_dir(folder)
+        workspace.make_private_dir(workspace.check_folder(folder))
         state = {
             "agent_name": self.agent_name,
             "agent_description": self.agent_description,

@@ -34,16 +34,23 @@ def temporary_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, durable: bool = True) -> Path:
+def write_atomic(
+    path: str | os.PathLike[str],
+    data: bytes | str,
+    *,
+    durable: bool = True,
+    dir_fd: int | None = None,
+) -> Path:
     """Replace ``path`` with ``data`` (created ``0600``) through a temporary file and a rename.
 
     With ``durable`` the data and the rename are fsynced before this returns, so a crash leaves
-    the old file or the new one. Text is written as UTF-8. Returns the path written.
+    the old file or the new one. Text is written as UTF-8. With ``dir_fd``, ``path`` is a name
+    in the folder open as ``dir_fd``. Returns the path written.
     """
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     tmp = temporary_name(target)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE, dir_fd=dir_fd)
     try:
         try:
             write_all(fd, payload)
@@ -51,11 +58,14 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, durable: bo
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, target)
+        os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
     if durable:
-        fsync_dir(target.parent)
+        if dir_fd is not None:
+            os.fsync(dir_fd)
+        else:
+            fsync_dir(target.parent)
     return target

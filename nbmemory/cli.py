@@ -21,7 +21,7 @@ from nbmemory.errors import (
 from nbmemory.export import FORMATS, export_text
 from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
-from nbmemory.report import AgentTable, MessageList, usage_line
+from nbmemory.report import AgentTable, MessageList, usage_line, visible
 
 
 class NotFound(Exception):
@@ -162,11 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         output = args.run(args)
     except (NotFound, AgentNotFoundError, ArchiveNotFoundError, NoteNotFoundError) as exc:
-        print(f"nbmemory: {exc}", file=sys.stderr)
+        print(visible(f"nbmemory: {exc}"), file=sys.stderr)
         return 1
     except (NbmemoryError, OSError) as exc:
-        print(f"nbmemory: error: {exc}", file=sys.stderr)
+        print(visible(f"nbmemory: error: {exc}"), file=sys.stderr)
         return 2
     if output:
-        print(output)
+        print(visible(str(output)))
     return 0

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from nbmemory.atomic import write_atomic
+from nbmemory.workspace import read_regular
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def write_record(archive: str | os.PathLike[str], compaction: Compaction) -> Pat
 def read_record(archive: str | os.PathLike[str]) -> Compaction | None:
     """The record kept beside ``archive``, or ``None`` (a manual compaction, a damaged file)."""
     try:
-        data = json.loads(record_path(archive).read_bytes())
+        data = json.loads(read_regular(record_path(archive)))
         data["archive"] = Path(archive)
         return Compaction(**data)
     except (OSError, ValueError, TypeError):

@@ -18,6 +18,7 @@ from nbmemory.errors import MemoryFormatError
 from nbmemory.memory_file import MemoryFile, format_block, now_iso
 from nbmemory.search import MemoryHit, content_text
 from nbmemory.tokens import TokenCounter, context_window
+from nbmemory.workspace import make_private_dir
 
 PRELOAD_MARKER = "[Persistent Memory — MEMORY.md]"
 SUMMARY_MARKER = "[Compressed Memory Summary]"
@@ -447,7 +448,7 @@ class Conversation:
             warnings.warn("autosave is off; pass force=True to save anyway", stacklevel=3)
             return None
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(target.parent)
         write_atomic(target, text)
         self.save_filepath = str(target)
         return str(target)

@@ -52,12 +52,29 @@ _lock = threading.Lock()
 
 
 def _stat(path: Path) -> os.stat_result | None:
-    """The file's status, or ``None`` if it is missing or not a regular file (a FIFO would hang)."""
+    """The file's own status (a link is not followed), or ``None`` if it is missing."""
     try:
-        st = os.stat(path)
+        return os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _refused(path: Path) -> FollowedFile:
+    """What a link, folder, FIFO or device in place of a memory file reads as: nothing, and
+    why (it is never opened: a FIFO would hang, a link could lead outside the workspace)."""
+    problem = f"{path.name} is not a regular file (a link, a folder, a FIFO or a device): not read"
+    return FollowedFile((0, 0), 0, 0, [], [problem], None, b"")
+
+
+def _open(path: Path, st: os.stat_result) -> Any:
+    """The file opened without following a link, if it is still the one ``st`` describes."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    handle = open(os.open(path, flags), "rb")  # noqa: SIM115 (returned to a with)
+    now = os.fstat(handle.fileno())
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(now.st_mode):
+        handle.close()
+        raise FileNotFoundError(path)
+    return handle
 
 
 def _clean_end(data: bytes, parsed: memory_file.ParsedMemory) -> int | None:
@@ -69,7 +86,7 @@ def _clean_end(data: bytes, parsed: memory_file.ParsedMemory) -> int | None:
 
 
 def _read_whole(path: Path, st: os.stat_result) -> FollowedFile:
-    with open(path, "rb") as handle:
+    with _open(path, st) as handle:
         data = handle.read()
     parsed = memory_file.parse(data)
     return FollowedFile(
@@ -87,7 +104,7 @@ def _read_appended(path: Path, old: FollowedFile, st: os.stat_result) -> Followe
     """``old`` and what was appended after it, or ``None`` if the file changed otherwise."""
     assert old.end is not None
     start = old.end - len(old.tail)
-    with open(path, "rb") as handle:
+    with _open(path, st) as handle:
         handle.seek(start)
         data = handle.read()
     if not data.startswith(old.tail):
@@ -115,17 +132,22 @@ def follow(path: str | os.PathLike[str]) -> FollowedFile | None:
     st = _stat(path)
     if st is None:
         return None
+    if not stat.S_ISREG(st.st_mode):
+        return _refused(path)
     key = str(path)
     with _lock:
         old = _followed.get(key)
     new = None
-    if old is not None and old.identity == (st.st_dev, st.st_ino):
-        if old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
-            return old
-        if st.st_size > old.size and old.end == old.size:
-            new = _read_appended(path, old, st)
-    if new is None:
-        new = _read_whole(path, st)
+    try:
+        if old is not None and old.identity == (st.st_dev, st.st_ino):
+            if old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+                return old
+            if st.st_size > old.size and old.end == old.size:
+                new = _read_appended(path, old, st)
+        if new is None:
+            new = _read_whole(path, st)
+    except FileNotFoundError:  # replaced or removed since the stat: read it as it is now
+        return follow(path)
     with _lock:
         _followed[key] = new
     return new

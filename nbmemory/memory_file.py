@@ -50,6 +50,7 @@ from nbmemory.workspace import (
     MEMORY_FILE,
     QUARANTINE_DIR,
     make_private_dir,
+    open_child,
     open_folder,
 )
 
@@ -176,6 +177,8 @@ def parse(data: bytes | str, *, header: bool = True) -> ParsedMemory:
         text = data
     # [text before the first heading, label, timestamp, block body, label, timestamp, ...]
     text = text.removeprefix("\ufeff")
+    if text.startswith("# Agent Memory\r\n"):  # line ends turned to CRLF (git's autocrlf)
+        text = text.replace("\r\n", "\n")
     # Headings are matched with the newline before them; only the first line has none.
     padded = "\n" + text if text.startswith("### ") else text
     parts = _HEADING.split(padded)
@@ -389,6 +392,8 @@ def archive_time(path: Path) -> str:
 def archive_files(folder: str | os.PathLike[str]) -> list[Path]:
     """The archives in an agent folder, oldest first: regular files only, and not the archive
     of a compaction that did not finish (see :func:`unfinished_archive`). Nothing is created."""
+    if os.path.islink(Path(folder) / ARCHIVE_DIR):
+        return []  # not ours: it could lead outside the workspace
     try:
         entries = [
             Path(e.path)
@@ -412,6 +417,8 @@ def unfinished_archive(folder: str | os.PathLike[str]) -> Path | None:
     Such an archive holds the first bytes of MEMORY.md as it still is: every message in it is
     also in MEMORY.md, so showing it would show them twice.
     """
+    if os.path.islink(Path(folder) / ARCHIVE_DIR):
+        return None
     try:
         entries = [p for p in (Path(folder) / ARCHIVE_DIR).glob("history_*.md") if p.is_file()]
     except OSError:
@@ -422,8 +429,9 @@ def unfinished_archive(folder: str | os.PathLike[str]) -> Path | None:
 
 def _starts_with(path: Path, prefix: Path, chunk: int = 1 << 16) -> bool:
     """Whether the regular file ``path`` begins with every byte of the regular file ``prefix``."""
+    flags = os.O_RDONLY | _NOFOLLOW | _NONBLOCK
     try:
-        with open(path, "rb") as whole, open(prefix, "rb") as start:
+        with open(os.open(path, flags), "rb") as whole, open(os.open(prefix, flags), "rb") as start:
             if not (_regular(whole) and _regular(start)):
                 return False
             if os.fstat(start.fileno()).st_size > os.fstat(whole.fileno()).st_size:
@@ -629,28 +637,42 @@ class MemoryFile:
             )
 
     def _write_archive(self, data: bytes) -> Path:
-        make_private_dir(self.archive_dir)
-        stamp = datetime.datetime.now().strftime(_ARCHIVE_STAMP)
-        n = 1
-        while True:
-            name = f"history_{stamp}.md" if n == 1 else f"history_{stamp}_{n}.md"
-            target = self.archive_dir / name
-            try:
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-            except FileExistsError:
-                n += 1
-                continue
-            try:
+        """Write ``data`` to a new archive under a name no other archive has, and fsync it."""
+        if self._lock.fd is None:
+            folder = None
+            make_private_dir(self.archive_dir)
+        else:
+            folder = open_child(self._lock.fd, ARCHIVE_DIR, self.archive_dir, create=True)
+        try:
+            stamp = datetime.datetime.now().strftime(_ARCHIVE_STAMP)
+            n = 1
+            while True:
+                name = f"history_{stamp}.md" if n == 1 else f"history_{stamp}_{n}.md"
+                where = name if folder is not None else str(self.archive_dir / name)
                 try:
-                    write_all(fd, data)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-            except BaseException:
-                target.unlink(missing_ok=True)
-                raise
-            fsync_dir(self.archive_dir)
-            return target
+                    fd = os.open(
+                        where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE, dir_fd=folder
+                    )
+                except FileExistsError:
+                    n += 1
+                    continue
+                try:
+                    try:
+                        write_all(fd, data)
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                except BaseException:
+                    os.unlink(where, dir_fd=folder)
+                    raise
+                if folder is None:
+                    fsync_dir(self.archive_dir)
+                else:
+                    os.fsync(folder)
+                return self.archive_dir / name
+        finally:
+            if folder is not None:
+                os.close(folder)
 
     def compact(self, blocks: str) -> Path | None:
         """Archive the current file, then replace it with a new header followed by ``blocks``.
@@ -664,7 +686,11 @@ class MemoryFile:
             old = self._read(self.path.name, self.path)
             archive = self._write_archive(old) if has_messages(old) else None
             try:
-                write_atomic(self.path, format_header(self.conversation_name) + blocks)
+                write_atomic(
+                    self._name(self.path.name),
+                    format_header(self.conversation_name) + blocks,
+                    dir_fd=self._lock.fd,
+                )
             except BaseException:
                 if archive is not None:
                     archive.unlink(missing_ok=True)

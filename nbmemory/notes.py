@@ -17,6 +17,7 @@ from nbmemory.atomic import write_atomic
 from nbmemory.errors import InvalidNoteError, NoteNotFoundError, NotesFullError
 from nbmemory.memory_file import folder_lock
 from nbmemory.tokens import TokenCounter
+from nbmemory.workspace import read_regular
 
 NOTES_FILE = "NOTES.md"
 HEADING = "# Pinned notes"
@@ -74,7 +75,7 @@ class Notes:
     def text(self) -> str:
         """The file as it is (empty if there is none): what every request carries."""
         try:
-            return self.path.read_text(encoding="utf-8")
+            return read_regular(self.path).decode("utf-8", "replace")
         except (FileNotFoundError, NotADirectoryError):
             return ""
 

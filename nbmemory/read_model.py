@@ -225,7 +225,7 @@ class ReadModel:
         return workspace.list_agents(self.root)
 
     def _folder(self, name: str) -> Path:
-        folder = workspace.agent_dir(name, self.root)
+        folder = workspace.check_folder(workspace.agent_dir(name, self.root))
         if name not in self.names():
             raise AgentNotFoundError(f"no agent named {name!r} in {self.root}")
         return folder

@@ -12,6 +12,14 @@ from collections.abc import Iterable
 from nbmemory.read_model import AgentInfo, Item, Usage
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&~]|:(?=//))")
+# Control characters but line breaks and tabs, and the bidirectional overrides: in a terminal
+# they can move the cursor, hide text, retitle the window or write links.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` for a terminal: control characters shown as escapes (``\\x1b``), never sent."""
+    return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), text)
 
 
 def fenced(text: str) -> str:
@@ -49,7 +57,7 @@ class TextBlock:
         self.text = text
 
     def __repr__(self) -> str:
-        return self.text
+        return visible(self.text)
 
     def _repr_markdown_(self) -> str:
         return fenced(self.text)
@@ -72,7 +80,8 @@ class MessageList:
         return " · ".join(parts)
 
     def __repr__(self) -> str:
-        return "\n\n".join([self.title, *(f"--- {self._head(i)}\n{i.text}" for i in self.items)])
+        parts = [self.title, *(f"--- {self._head(i)}\n{i.text}" for i in self.items)]
+        return visible("\n\n".join(parts))
 
     def _repr_markdown_(self) -> str:
         parts = [f"**{markdown_escape(self.title)}**"]

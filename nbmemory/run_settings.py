@@ -15,7 +15,7 @@ from pathlib import Path
 
 from nbmemory.atomic import write_atomic
 from nbmemory.tokens import context_window, encoding_name_for_model
-from nbmemory.workspace import make_private_dir
+from nbmemory.workspace import check_folder, make_private_dir, read_regular
 
 SETTINGS_FILE = "settings.json"
 DEFAULT_THRESHOLD = 0.9
@@ -59,7 +59,7 @@ def read_settings(folder: str | os.PathLike[str]) -> RunSettings | None:
     """The settings recorded in an agent folder, or ``None`` if there are none (or unreadable)."""
     path = Path(folder) / SETTINGS_FILE
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_regular(path))
         return RunSettings(**{key: data[key] for key in RunSettings.__dataclass_fields__})
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -67,6 +67,6 @@ def read_settings(folder: str | os.PathLike[str]) -> RunSettings | None:
 
 def write_settings(folder: str | os.PathLike[str], settings: RunSettings) -> None:
     """Record ``settings`` in an agent folder, replacing the old record atomically."""
-    make_private_dir(Path(folder))
+    make_private_dir(check_folder(folder))
     text = json.dumps(asdict(settings), indent=2) + "\n"
     write_atomic(Path(folder) / SETTINGS_FILE, text, durable=False)

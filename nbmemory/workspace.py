@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import unicodedata
+import warnings
 from pathlib import Path
 
-from nbmemory.errors import InvalidAgentNameError, UnsafeFileError
+from nbmemory.errors import InvalidAgentNameError, MemoryWarning, UnsafeFileError
 
 DEFAULT_WORKSPACE = "agent_workspace"
 MEMORY_FILE = "MEMORY.md"
@@ -45,7 +47,13 @@ def validate_agent_name(name: object) -> str:
         raise InvalidAgentNameError(f"agent name {name!r} must not contain control characters")
     if os.path.isabs(name) or os.path.splitdrive(name)[0]:
         raise InvalidAgentNameError(f"agent name {name!r} must not be an absolute path")
-    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+    try:
+        encoded = name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidAgentNameError(
+            f"agent name {name!r} is not valid text: it holds a lone surrogate"
+        ) from None
+    if len(encoded) > MAX_NAME_BYTES:
         raise InvalidAgentNameError(f"agent name must be at most {MAX_NAME_BYTES} bytes in UTF-8")
     return name
 
@@ -86,7 +94,7 @@ def make_private_dir(path: Path) -> Path:
     return path
 
 
-def _open_child(parent: int, name: str, shown: Path, create: bool) -> int:
+def open_child(parent: int, name: str, shown: Path, create: bool) -> int:
     """A descriptor of folder ``name`` in the folder open as ``parent``, never through a link."""
     flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW
     try:
@@ -103,7 +111,7 @@ def _open_child(parent: int, name: str, shown: Path, create: bool) -> int:
     try:
         os.mkdir(name, DIR_MODE, dir_fd=parent)
     except FileExistsError:
-        return _open_child(parent, name, shown, create=False)
+        return open_child(parent, name, shown, create=False)
     fd = os.open(name, flags, dir_fd=parent)
     os.fchmod(fd, DIR_MODE)
     return fd
@@ -126,18 +134,74 @@ def open_folder(folder: str | os.PathLike[str], *, create: bool = True) -> int:
     try:
         for name in guarded:
             shown = shown / name
-            child = _open_child(fd, name, shown, create)
+            child = open_child(fd, name, shown, create)
             os.close(fd)
             fd = child
+            _warn_if_shared(fd, shown)
     except BaseException:
         os.close(fd)
         raise
     return fd
 
 
+def check_folder(folder: str | os.PathLike[str]) -> Path:
+    """``folder`` if neither it nor, in a workspace, ``agents`` above it is a link or a file.
+
+    For code that reaches an agent's files by path: a link planted there could lead outside
+    the workspace (``UnsafeFileError``). A folder that does not exist yet is fine.
+    """
+    folder = Path(folder)
+    for path in (folder.parent, folder) if folder.parent.name == "agents" else (folder,):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            break
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafeFileError(
+                f"{path} is a link or not a folder; nbmemory does not follow links there"
+            )
+    return folder
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file, never read through a link nor from a FIFO or a device
+    (``UnsafeFileError``); ``FileNotFoundError`` if there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO):
+            raise UnsafeFileError(f"{path} is a link; nbmemory does not read through it") from None
+        raise
+    with open(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafeFileError(f"{path} is not a regular file; nbmemory does not read it")
+        return file.read()
+
+
+_warned: set[tuple[int, int]] = set()
+
+
+def _warn_if_shared(fd: int, path: Path) -> None:
+    """Warn once if others may write in a folder: they could plant links or FIFOs there."""
+    st = os.fstat(fd)
+    if (
+        st.st_mode & 0o022
+        and not st.st_mode & stat.S_ISVTX
+        and (st.st_dev, st.st_ino) not in _warned
+    ):
+        _warned.add((st.st_dev, st.st_ino))
+        warnings.warn(
+            f"{path} can be written by other users (mode {stat.S_IMODE(st.st_mode):o}): they "
+            f"could plant links or FIFOs in it; 'chmod 700 {path}' makes it private",
+            MemoryWarning,
+            stacklevel=4,
+        )
+
+
 def list_agents(workspace: str | os.PathLike[str] | None = None) -> list[str]:
     """Names of the agents that have a memory in the workspace, sorted."""
     root = agents_root(workspace)
+    check_folder(root)
     try:
         entries = list(os.scandir(root))
     except FileNotFoundError:

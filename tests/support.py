@@ -64,9 +64,9 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
     mean nothing was created, changed or replaced."""
     return {
         str(path.relative_to(root)): (
-            path.stat().st_size,
-            path.stat().st_mtime_ns,
-            path.stat().st_ino,
+            path.lstat().st_size,
+            path.lstat().st_mtime_ns,
+            path.lstat().st_ino,
         )
         for path in sorted(root.rglob("*"))
     }

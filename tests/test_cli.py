@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from nbmemory import Conversation
+from nbmemory.cli import main
 from nbmemory.memory_file import parse
 from nbmemory.workspace import memory_path
 from support import ROOT
@@ -121,3 +122,16 @@ def test_errors_are_one_line_with_the_usual_exit_codes(prepared, args, code, mes
 def test_ls_on_an_empty_workspace(tmp_path):
     result = nbmemory("ls", workspace=tmp_path / "empty")
     assert (result.returncode, result.stdout.strip()) == (0, "No agents in this workspace yet.")
+
+
+def test_control_characters_in_messages_are_shown_escaped_never_sent(workspace, capsys):
+    hostile = "a\x1b]0;pwned\x07b \x1b[8mhidden\x1b[0m \u202eevil\u202c\x9b2J"
+    convo = Conversation(name="Esc", memory_md_path=memory_path("Esc"))
+    convo.add("User", hostile)
+    convo.compact(hostile)
+    for argv in (["show", "Esc"], ["search", "pwned", "--archives"], ["export", "Esc"], ["ls"]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert not any(ch in out for ch in "\x1b\x07\x9b\u202e\u202c"), argv
+    main(["show", "Esc"])
+    assert "a\\x1b]0;pwned\\x07b" in capsys.readouterr().out

@@ -61,7 +61,7 @@ def test_a_torn_block_is_shown_and_read_again_once_it_is_whole(workspace):
     assert [m["content"] for m in follow(path).messages] == ["whole", "second half"]
 
 
-def test_a_missing_file_or_a_fifo_is_none_and_never_waited_on(workspace):
+def test_a_missing_file_is_none_and_a_fifo_is_refused_never_waited_on(workspace):
     path = memory_path("Pipe")
     assert follow(path) is None
     path.parent.mkdir(parents=True)
@@ -70,4 +70,5 @@ def test_a_missing_file_or_a_fifo_is_none_and_never_waited_on(workspace):
     reader = threading.Thread(target=lambda: result.append(follow(path)))
     reader.start()
     reader.join(timeout=30)
-    assert result == [None]
+    assert len(result) == 1 and result[0].messages == []
+    assert "not a regular file" in result[0].problems[0]

@@ -10,8 +10,9 @@ from IPython.testing.globalipapp import start_ipython
 from nbmemory.jupyter.render import Answer
 from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
+from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
-from nbmemory.workspace import memory_path
+from nbmemory.workspace import list_agents, memory_path
 
 
 @pytest.fixture
@@ -290,3 +291,10 @@ def test_the_widget_options(ip):
     assert widget.message_count == 2
     agent(ip, "Scout", "And the deadline is May.")
     assert widget.message_count == 4
+
+
+def test_a_quoted_name_with_a_space_names_the_agent_without_its_quotes(ip, workspace):
+    ip.run_cell_magic("agent", '"Two Words"', "hello")
+    assert list_agents() == ["Two Words"]
+    ip.run_line_magic("memory", "'Two Words' --pin 'kept'")
+    assert ReadModel().notes("Two Words") == ["kept"]

@@ -372,3 +372,10 @@ def test_a_forgotten_memory_file_gives_its_descriptors_back(tmp_path):
     for n in range(50):
         MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent").append(format_block("User", n, "t"))
     assert len(os.listdir("/proc/self/fd")) <= before + 2
+
+
+def test_a_file_whose_line_ends_became_crlf_loads_as_its_messages():
+    data = GOOD.replace("\n", "\r\n").encode()
+    parsed = parse(data)
+    assert [m["content"] for m in parsed.messages] == ["first", "second"]
+    assert parsed.problems == []

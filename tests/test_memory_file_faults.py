@@ -7,6 +7,7 @@ limit: every acknowledged message stays exactly once, and a refused one is nowhe
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -136,3 +137,46 @@ def test_a_full_disk_keeps_acknowledged_messages_and_no_refused_one(tmp_path, fa
     finally:
         if fault == "full disk":
             subprocess.run(["umount", str(workspace)], check=False)
+
+
+def make_special(path: Path, kind: str) -> None:
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "FIFO":
+        os.mkfifo(path)
+    elif kind == "dangling link":
+        path.symlink_to(path.parent / "nowhere")
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("making a device node needs root")
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # like /dev/null
+
+
+@pytest.mark.parametrize("kind", ["folder", "FIFO", "dangling link", "device"])
+def test_a_special_file_as_memory_is_refused_and_every_other_agent_still_shows(workspace, kind):
+    from nbmemory import Conversation
+    from nbmemory.errors import UnsafeFileError
+    from nbmemory.read_model import ReadModel
+    from nbmemory.workspace import memory_path
+    from support import snapshot
+
+    Conversation(name="Fine", memory_md_path=memory_path("Fine")).add("User", "hello")
+    agent_dir("Odd").mkdir()
+    make_special(memory_path("Odd"), kind)
+    before = snapshot(agent_dir("Odd"))
+    with pytest.raises(UnsafeFileError, match="not a regular file"):
+        Conversation(name="Odd", memory_md_path=memory_path("Odd"))
+    assert snapshot(agent_dir("Odd")) == before
+    reader = ReadModel()
+    agents = {info.name: info for info in reader.agents()}
+    assert agents["Fine"].messages == 1
+    if "Odd" in agents:
+        assert agents["Odd"].messages == 0 and "not a regular file" in agents["Odd"].problems[0]
+    listing = subprocess.run(
+        [sys.executable, "-m", "nbmemory", "ls"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listing.returncode == 0 and "Fine" in listing.stdout

@@ -324,7 +324,7 @@ def test_every_view_agrees_across_a_restart_and_follows_other_writers(
         root / "agree.ipynb",
         "%load_ext nbmemory",
         "%memory Agreer --widget",
-        "%%agent Agreer --context-length 3000\nRemember that the Q3 budget is 40k EUR.",
+        "%%agent Agreer --context-length 3000\nFor the record, the Q3 budget is 40k EUR.",
         "%%agent Agreer\nWhat is the Q3 budget?",
         "%memory",
         "%memory Agreer --tokens",

@@ -20,6 +20,7 @@ BAD_NAMES = {
     "nul\x00": "control characters",
     "del\x7f": "control characters",
     "é" * 200: "255 bytes",
+    "bad\udcff": "lone surrogate",
 }
 
 
@@ -72,3 +73,124 @@ def test_agent_folders_and_files_are_private(workspace):
     folder = workspace / "agents" / "Scout"
     assert folder.stat().st_mode & 0o777 == 0o700
     assert (folder / "MEMORY.md").stat().st_mode & 0o777 == 0o600
+
+
+SECRET = "zebra-7731"
+PLANTED = {
+    "the agent folder": ("agents/Spy", "dir"),
+    "agents/": ("agents", "workspace"),
+    "MEMORY.md": ("agents/Spy/MEMORY.md", "file"),
+    "archive/": ("agents/Spy/archive", "archive dir"),
+    "an archive": ("agents/Spy/archive/history_2026-01-01_00-00-00.md", "file"),
+    "NOTES.md": ("agents/Spy/NOTES.md", "file"),
+    "settings.json": ("agents/Spy/settings.json", "settings"),
+}
+
+
+def outside_tree(root: Path) -> Path:
+    """Files outside the workspace that a planted link points at, each holding the secret."""
+    block = f"### User — 2026-01-01T00:00:00\n\n{SECRET}\n\n---\n\n"
+    (root / "dir" / "archive").mkdir(parents=True)
+    (root / "dir" / "MEMORY.md").write_text(block)
+    (root / "dir" / "NOTES.md").write_text(f"- {SECRET}\n")
+    (root / "dir" / "archive" / "history_2026-01-01_00-00-00.md").write_text(block)
+    (root / "archive dir").mkdir()
+    (root / "archive dir" / "history_2026-01-01_00-00-00.md").write_text(block)
+    (root / "workspace" / "agents" / "Spy").mkdir(parents=True)
+    (root / "workspace" / "agents" / "Spy" / "MEMORY.md").write_text(block)
+    (root / "file").write_text(block)
+    (root / "settings").write_text(f'{{"model": "{SECRET}"}}')
+    return root
+
+
+@pytest.mark.parametrize("planted", PLANTED)
+def test_a_planted_link_is_never_followed_out_of_the_workspace(
+    workspace, tmp_path, capsys, planted
+):
+    from nbmemory import Agent
+    from nbmemory.cli import main
+    from nbmemory.errors import NbmemoryError
+    from nbmemory.read_model import ReadModel
+    from support import snapshot
+
+    outside = outside_tree(tmp_path / "outside")
+    mine = Conversation(name="Spy", memory_md_path=memory_path("Spy"))
+    mine.add("User", "hello")
+    mine.compact("greetings")
+    where, target = PLANTED[planted]
+    link = workspace / where
+    if link.is_dir():
+        import shutil
+
+        shutil.rmtree(link)
+    else:
+        link.unlink(missing_ok=True)
+    link.symlink_to(outside / target)
+    before = snapshot(outside)
+    seen = []
+
+    def attempt(action):
+        try:
+            seen.append(repr(action()))
+        except (NbmemoryError, OSError) as exc:
+            seen.append(str(exc))
+
+    reader = ReadModel()
+    attempt(reader.names)
+    attempt(lambda: reader.agents())
+    attempt(lambda: reader.messages("Spy"))
+    attempt(lambda: reader.archives("Spy"))
+    attempt(lambda: reader.search("Spy", "zebra", archives=True))
+    attempt(lambda: reader.notes("Spy"))
+    attempt(lambda: reader.usage("Spy"))
+    commands = [["ls"], ["show", "Spy"], ["search", "zebra", "--archives"], ["notes", "Spy"]]
+    commands += [["export", "Spy"], ["tokens", "Spy"]]
+    for argv in commands:
+        attempt(lambda argv=argv: main(argv))
+    agents = []
+    attempt(lambda: agents.append(Agent(agent_name="Spy", persistent_memory=True)))
+    if agents:
+        agent = agents[0]
+        attempt(lambda: agent.run("What is zebra?"))
+        attempt(lambda: agent.request_messages())
+        attempt(lambda: agent.short_memory.compact("summary"))
+        attempt(lambda: agent.notes.add("pinned"))
+    attempt(lambda: Conversation(name="Spy", memory_md_path=memory_path("Spy")).add("User", "x"))
+    assert snapshot(outside) == before, "something outside the workspace was written"
+    printed = capsys.readouterr()
+    shown = "\n".join([*seen, printed.out, printed.err])
+    assert "7731" not in shown
+
+
+UMASK_ZERO = """
+import os, sys
+os.umask(0)
+from nbmemory import Agent
+from nbmemory.cli import main
+agent = Agent(agent_name="Open", persistent_memory=True)
+agent.run("Remember: the door code is 1234.")
+agent.short_memory.compact("a summary")
+main(["export", "Open", "--format", "json", "-o", sys.argv[1]])
+agent.short_memory.save_filepath = sys.argv[2]
+agent.short_memory.save_as_json()
+"""
+
+
+def test_everything_created_is_private_whatever_the_umask(workspace, tmp_path):
+    import os
+    import stat
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    exported, saved = tmp_path / "out" / "open.json", tmp_path / "new" / "saved.json"
+    exported.parent.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run(
+        [sys.executable, "-c", UMASK_ZERO, str(exported), str(saved)], env=env, check=True
+    )
+    made = [workspace, *workspace.rglob("*"), exported, saved.parent, saved]
+    modes = {str(p): stat.S_IMODE(p.lstat().st_mode) for p in made}
+    assert {p: m for p, m in modes.items() if m not in (0o700, 0o600)} == {}
+    assert modes[str(workspace / "agents" / "Open" / "NOTES.md")] == 0o600

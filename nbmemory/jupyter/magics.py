@@ -217,6 +217,7 @@ class NbMemoryMagics(Magics):
             Check the docs for a warehouse within our budget.
         """
         args = parse_argstring(self.agent, line)
+        args.name = _unquoted(args.name)
         args.system = _unquoted(args.system)
         agent = self._agent(args)
         task = self._task(cell, args.var)
@@ -282,6 +283,7 @@ class NbMemoryMagics(Magics):
             %memory ResearchAgent --unpin 1
         """
         args = parse_argstring(self.memory, line)
+        args.name = _unquoted(args.name)
         args.search, args.export = _unquoted(args.search), _unquoted(args.export)
         if args.name is None:
             return AgentTable(self._reader().agents())
@@ -347,6 +349,7 @@ class NbMemoryMagics(Magics):
             %compact ResearchAgent --summary "User prefers GCP; shortlist BigQuery, AlloyDB."
         """
         args = parse_argstring(self.compact, line)
+        args.name = _unquoted(args.name)
         summary = _unquoted(args.summary)
         if summary is not None and not summary.strip():
             raise UsageError("--summary must not be empty")

@@ -17,6 +17,8 @@ from typing import Any
 import mistune
 from mistune.renderers.html import HTMLRenderer
 
+from nbmemory.report import visible
+
 _LIVE_LINK = re.compile(r"(?:https?:|mailto:)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x20\x7f]+")
 
@@ -58,7 +60,7 @@ def safe_bundle(markdown: str, plain: str | None = None) -> dict[str, str]:
     """A display bundle for untrusted Markdown: safe HTML, and the text itself for terminals."""
     return {
         "text/html": markdown_html(markdown),
-        "text/plain": markdown if plain is None else plain,
+        "text/plain": visible(markdown if plain is None else plain),
     }
 
 
