@@ -20,7 +20,7 @@ from nbmemory.errors import (
 )
 from nbmemory.export import FORMATS, export_text
 from nbmemory.notes import Notes
-from nbmemory.read_model import ReadModel
+from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.report import AgentTable, MessageList, usage_line, visible
 
 
@@ -38,12 +38,13 @@ def cmd_ls(args: argparse.Namespace) -> str:
 
 def cmd_show(args: argparse.Namespace) -> str:
     reader = _reader(args)
+    fold = None if args.full else FOLD_CHARS
     if args.archive:
-        page = reader.archive_messages(args.name, args.archive, limit=sys.maxsize, fold=None)
+        page = reader.archive_messages(args.name, args.archive, limit=sys.maxsize, fold=fold)
         return repr(MessageList(f"{args.archive} ({page.total} messages)", page.items))
     total = reader.agent(args.name).messages
     count = min(args.last, total) if args.last else total
-    page = reader.messages(args.name, 0, count, newest_first=True, fold=None)
+    page = reader.messages(args.name, 0, count, newest_first=True, fold=fold)
     return repr(MessageList(f"{args.name}: {count} message(s)", reversed(page.items)))
 
 
@@ -131,6 +132,11 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("name")
     show.add_argument("--archive", metavar="FILE", help="an archive's file name")
     show.add_argument("-n", "--last", type=int, metavar="N", help="only the last N messages")
+    show.add_argument(
+        "--full",
+        action="store_true",
+        help=f"whole messages (else the first {FOLD_CHARS:,} characters)",
+    )
     search = command("search", cmd_search, "find messages that contain QUERY (any case)")
     search.add_argument("query")
     search.add_argument("--agent", metavar="NAME", help="search only this agent")

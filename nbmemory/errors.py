@@ -82,3 +82,7 @@ class UnsafeFileError(NbmemoryError, OSError):
 class MemoryWriteError(NbmemoryError, OSError):
     """A message could not be written (a full disk, a file size limit); it is not in memory and
     the file is as it was before. The message names the file and the cause."""
+
+
+class InvalidTextError(NbmemoryError, ValueError):
+    """Text that cannot be stored as UTF-8 (it holds a lone surrogate); nothing was written."""

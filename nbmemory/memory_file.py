@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from nbmemory.atomic import fsync_dir, write_all, write_atomic
-from nbmemory.errors import MemoryWarning, MemoryWriteError, UnsafeFileError
+from nbmemory.errors import InvalidTextError, MemoryWarning, MemoryWriteError, UnsafeFileError
 
 try:
     import fcntl
@@ -549,7 +549,7 @@ class MemoryFile:
         written again into the one now at the path. Text a crashed writer left unfinished is
         ended with a line break, so it stays apart (and reported) rather than merged.
         """
-        data = block.encode("utf-8")
+        data = _encoded(block, "message")
         with self._lock:
             while True:
                 size = self._open().st_size
@@ -680,17 +680,14 @@ class MemoryFile:
         Returns the archive written, or ``None`` when the file held no messages to keep. If it
         fails, the archive it wrote is removed and MEMORY.md is as it was.
         """
+        new = _encoded(format_header(self.conversation_name) + blocks, "summary")
         with self.locked():
             self._lock.renew()
             self._quarantine_debris()
             old = self._read(self.path.name, self.path)
             archive = self._write_archive(old) if has_messages(old) else None
             try:
-                write_atomic(
-                    self._name(self.path.name),
-                    format_header(self.conversation_name) + blocks,
-                    dir_fd=self._lock.fd,
-                )
+                write_atomic(self._name(self.path.name), new, dir_fd=self._lock.fd)
             except BaseException:
                 if archive is not None:
                     archive.unlink(missing_ok=True)
@@ -698,6 +695,16 @@ class MemoryFile:
                 raise
             self._drop_fd()
             return archive
+
+
+def _encoded(text: str, what: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidTextError(
+            f"the {what} is not valid text (it holds {exc.object[exc.start : exc.end]!r}, a lone "
+            "surrogate): nothing was written"
+        ) from None
 
 
 def _unsafe(path: Path) -> UnsafeFileError:

@@ -135,3 +135,12 @@ def test_control_characters_in_messages_are_shown_escaped_never_sent(workspace, 
         assert not any(ch in out for ch in "\x1b\x07\x9b\u202e\u202c"), argv
     main(["show", "Esc"])
     assert "a\\x1b]0;pwned\\x07b" in capsys.readouterr().out
+
+
+def test_show_folds_long_messages_unless_asked_for_them_whole(workspace, capsys):
+    Conversation(name="Long", memory_md_path=memory_path("Long")).add("User", "y" * 50_000)
+    assert main(["show", "Long"]) == 0
+    folded = capsys.readouterr().out
+    assert "first 2,000 of 50,000 characters" in folded and len(folded) < 3000
+    assert main(["show", "Long", "--full"]) == 0
+    assert "y" * 50_000 in capsys.readouterr().out

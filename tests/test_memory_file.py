@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from nbmemory import MemoryWarning
 from nbmemory import memory_file as mf
+from nbmemory.errors import InvalidTextError
 from nbmemory.memory_file import MemoryFile, format_block, format_header, parse
 from support import FIXTURES
 
@@ -205,7 +206,10 @@ def test_a_block_cut_short_stays_apart_and_reported_after_the_next_append(tmp_pa
     assert any("cut short" in p for p in parsed.problems)
 
 
-@pytest.mark.parametrize("torn", ["### Us", "### Agent — t2\n\nwhole\n\n--", "### Agent — t2\n"])
+@pytest.mark.parametrize(
+    "torn",
+    ["### Us", "### Agent — t2\n\nwhole\n\n--", "### Agent — t2\n", "a line added by hand\n"],
+)
 def test_a_write_torn_anywhere_never_changes_the_message_before_it(tmp_path, torn):
     memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
     memory.append(format_block("User", "acknowledged", "t1"))
@@ -379,3 +383,14 @@ def test_a_file_whose_line_ends_became_crlf_loads_as_its_messages():
     parsed = parse(data)
     assert [m["content"] for m in parsed.messages] == ["first", "second"]
     assert parsed.problems == []
+
+
+def test_text_that_is_not_valid_unicode_is_refused_before_anything_is_written(tmp_path):
+    memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    memory.append(format_block("User", "kept", "t"))
+    before = memory.path.read_bytes()
+    with pytest.raises(InvalidTextError, match="lone surrogate"):
+        memory.append(format_block("User", "bad \udcff", "t"))
+    with pytest.raises(InvalidTextError, match="lone surrogate"):
+        memory.compact(format_block("System", "bad \udcff", "t"))
+    assert memory.path.read_bytes() == before and memory.archives() == []

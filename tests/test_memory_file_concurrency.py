@@ -9,6 +9,7 @@ import time
 from collections import Counter
 
 from nbmemory.memory_file import archive_files, parse, unfinished_archive
+from nbmemory.read_model import ReadModel
 from nbmemory.workspace import agent_dir
 from support import ROOT
 
@@ -145,3 +146,10 @@ def test_a_writer_killed_at_random_moments_never_loses_an_acknowledged_message()
         interrupted += unfinished_archive(folder) is not None or any(folder.glob(".*.tmp"))
     assert interrupted >= 10, "too few kills landed inside a compaction to show anything"
     assert len(acked) > 500
+    # What the views and search show: each archive once, no copy of a message twice.
+    reader = ReadModel()
+    shown = [info.name for info in reader.archives("Shared")]
+    assert shown == [path.name for path in all_files()[1:]]
+    for tag in sorted(acked)[:: max(1, len(acked) // 20)]:
+        hits = reader.search("Shared", tag, archives=True, limit=50)
+        assert sum(item.text.startswith(f"{tag}\n") for item in hits.items) == 1, tag

@@ -223,6 +223,10 @@ def test_compaction_through_the_api_leaves_an_archive(lab, agents):
     )
     assert call(lab, "/agents/Writer/compact", body={"summary": " "})[0] == 400
     assert call(lab, "/agents/Nobody/compact", body={"summary": "x"})[0] == 404
+    archives = sorted((agents / "agents" / "Writer" / "archive").iterdir())
+    status, data = call(lab, "/agents/Writer/compact", body={"summary": "bad \udcff"})
+    assert status == 400 and "lone surrogate" in data["message"]
+    assert sorted((agents / "agents" / "Writer" / "archive").iterdir()) == archives
 
 
 def test_reading_never_creates_a_file(lab, agents):

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from nbmemory import tokens
-from nbmemory.tokens import TokenCounter, context_window, encoding_name_for_model
+from nbmemory.tokens import TokenCounter, context_window, encoding_name_for_model, get_encoding
 from support import run_python
 
 
@@ -93,3 +93,12 @@ def test_loading_an_encoding_leaves_no_variable_behind(monkeypatch):
     tokens.get_encoding.cache_clear()  # load it for real, not from the cache
     assert TokenCounter("gpt-4").count("x") == 1
     assert "TIKTOKEN_CACHE_DIR" not in os.environ
+
+
+def test_a_long_text_is_counted_in_pieces_as_the_whole_would_be():
+    counter = TokenCounter("gpt-4o")
+    prose = "On 2026-04-20 the team spent 40k EUR on ClickHouse, then moved on. " * 2000
+    encoding = get_encoding("o200k_base")
+    assert counter.count(prose) == len(encoding.encode_ordinary(prose))
+    run = "x" * 100_000  # no space to cut before: within a token per piece
+    assert abs(counter.count(run) - len(encoding.encode_ordinary(run))) <= 100_000 // 4096 + 1

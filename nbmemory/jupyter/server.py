@@ -61,8 +61,10 @@ from nbmemory.errors import (
     ArchiveNotFoundError,
     InvalidAgentNameError,
     InvalidNoteError,
+    InvalidTextError,
     NoteNotFoundError,
     NotesFullError,
+    UnsafeFileError,
 )
 from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, AgentInfo, Item, ReadModel
@@ -233,8 +235,10 @@ class _Handler(APIHandler):
         """Run ``function`` off the event loop; the engine's errors become HTTP errors."""
         try:
             return await asyncio.to_thread(function, *args, **kwargs)
-        except (InvalidAgentNameError, InvalidNoteError, NotesFullError) as exc:
+        except (InvalidAgentNameError, InvalidNoteError, NotesFullError, InvalidTextError) as exc:
             raise tornado.web.HTTPError(400, str(exc)) from None
+        except UnsafeFileError as exc:
+            raise tornado.web.HTTPError(409, str(exc)) from None
         except (AgentNotFoundError, ArchiveNotFoundError, NoteNotFoundError, IndexError) as exc:
             raise tornado.web.HTTPError(404, str(exc).strip("'\"")) from None
 
