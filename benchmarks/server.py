@@ -10,7 +10,10 @@ It builds a workspace with a 10,000-message agent, starts its own ``jupyter serv
   ``If-None-Match`` (as the sidebar does) and another process keeps appending to that agent;
   the same with nothing else going on, for comparison;
 - a poll when nothing changed: the server's own time (its ``Server-Timing`` header) and the
-  bytes on the wire (status line, headers and body) of each of the panel's two requests.
+  bytes on the wire (status line, headers and body) of each of the panel's two requests;
+- big content: the event loop's delay while another process writes a 10 MiB message, the
+  panel reads the agent list and the page that holds it, and a client compacts with a 20 MiB
+  summary; and the bytes of that page.
 
 Each figure is the median over ``--runs`` runs. The server is stopped at the end.
 """
@@ -51,6 +54,7 @@ GOALS = {
     "unchanged poll: server time, agents (ms)": "<= 5",
     "unchanged poll: server time, page (ms)": "<= 5",
     "unchanged poll: bytes, agents + page": "<= 2048",
+    "big content: event loop delay, max (ms)": "<= 250",
 }
 
 APPENDER = """
@@ -198,6 +202,69 @@ def status_latencies(port, token, seconds: float) -> list[float]:
     return times
 
 
+def post(port, token, path, body: dict) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    conn.request("POST", path, body=json.dumps(body), headers={"Authorization": f"token {token}"})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, data
+
+
+HUGE = "Huge"
+HUGE_WRITER = """
+import sys
+from nbmemory import Conversation
+from nbmemory.workspace import memory_path
+text = "The appendix lists every invoice of the year in full detail. " * (10 * 2**20 // 62)
+Conversation(name=sys.argv[1], memory_md_path=memory_path(sys.argv[1])).add("User", text)
+"""
+
+
+def big_content(port, token, workspace: Path) -> dict[str, float]:
+    """The event loop's worst delay while a huge message is written, read and compacted."""
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def measure():
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        while not done.is_set():
+            start = time.perf_counter()
+            get(port, token, "/api/status", connection=conn)
+            latencies.append((time.perf_counter() - start) * 1000)
+            time.sleep(0.02)
+        conn.close()
+
+    timer = threading.Thread(target=measure, daemon=True)
+    timer.start()
+    try:
+        subprocess.run(
+            [sys.executable, "-c", HUGE_WRITER, HUGE],
+            env={**os.environ, "WORKSPACE_DIR": str(workspace)},
+            check=True,
+        )
+        get(port, token, AGENTS)
+        page = get(port, token, f"/nbmemory/api/agents/{HUGE}?offset=0&limit=20&newest_first=1")
+        started = time.perf_counter()
+        status, _ = post(
+            port,
+            token,
+            f"/nbmemory/api/agents/{HUGE}/compact",
+            {"summary": "A summary that goes on. " * (20 * 2**20 // 24)},
+        )
+        compact_s = time.perf_counter() - started
+        assert status == 200, status
+    finally:
+        done.set()
+        timer.join()
+    return {
+        "big content: event loop delay, max (ms)": max(latencies),
+        "big content: event loop delay, p95 (ms)": percentile(latencies, 95),
+        "big content: page holding a 10 MiB message (bytes)": len(page[2]),
+        "big content: compaction with a 20 MiB summary (s)": compact_s,
+    }
+
+
 def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
@@ -284,6 +351,8 @@ def main() -> None:
             rows["unchanged poll: bytes, agents + page"] = total
             changed = get(port, token, PAGE)
             rows["changed poll: bytes of a page of 20 (body)"] = [len(changed[2])]
+            for name, value in big_content(port, token, workspace).items():
+                rows[name] = [value]
 
     width = max(len(name) for name in rows)
     print(f"\n{MESSAGES:,}-message agent, {args.runs} runs, median of runs\n")

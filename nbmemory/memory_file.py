@@ -58,6 +58,7 @@ LOCK_FILE = ".lock"
 """The file locked on Windows; elsewhere the agent folder itself is locked."""
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 LOG_HEADING = "## Interaction Log"
 BLOCK_END = "\n\n---\n\n"
 _BLOCK_TAIL = BLOCK_END[:-1]
@@ -271,15 +272,17 @@ class _FolderLock:
     """An exclusive lock on one agent folder, shared by threads and processes.
 
     The lock is taken on the folder itself (``flock`` on a descriptor of it), so deleting a
-    file cannot break it, and after every acquire the folder at the path is checked to be the
-    one locked, so a folder deleted and made again is locked afresh. Re-entrant within a
-    thread; creates the folder when first taken. While held, ``fd`` is the folder's descriptor
-    (``None`` on Windows, where ``filelock`` on a ``.lock`` file takes over).
+    file cannot break it. A holder calls :meth:`renew` to make sure the folder it locked is
+    still the one at the path, and locks the new one if the folder was deleted or replaced.
+    Re-entrant within a thread; creates the folder when first taken. While held, ``fd`` is the
+    folder's descriptor (``None`` on Windows, where ``filelock`` on a ``.lock`` file takes over).
     """
 
     def __init__(self, folder: Path) -> None:
         self._folder = folder
         self.fd: int | None = None
+        self._parent: int | None = None
+        self._identity = (0, 0)
         self._fallback: Any = None
         self._depth = 0
         self.thread_lock = threading.RLock()
@@ -312,31 +315,30 @@ class _FolderLock:
                 self._fallback = filelock.FileLock(self._folder / LOCK_FILE)
             self._fallback.acquire()
             return
-        while True:
-            if self.fd is None:
-                self.fd = open_folder(self._folder)
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-            if self.current():
-                return
-            self.close()
+        if self.fd is None:
+            self.fd = open_folder(self._folder)
+            held = os.fstat(self.fd)
+            self._identity = (held.st_dev, held.st_ino)
+            self._parent = os.open(self._folder.parent, os.O_RDONLY | _DIRECTORY)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
 
     def current(self) -> bool:
         """Whether the folder locked is still the one at its path: not deleted, not replaced."""
-        if self.fd is None:
+        if self.fd is None or self._parent is None:
             return fcntl is None
-        held = os.fstat(self.fd)
         try:
-            now = os.stat(self._folder, follow_symlinks=False)
+            now = os.stat(self._folder.name, dir_fd=self._parent, follow_symlinks=False)
         except FileNotFoundError:
             return False
-        return held.st_nlink > 0 and (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+        return (now.st_dev, now.st_ino) == self._identity
 
     def renew(self) -> bool:
         """While held: whether the folder is still current; if not, lock the one now there."""
         if self.current():
             return True
-        self.close()
-        self._acquire()
+        while not self.current():
+            self.close()
+            self._acquire()
         return False
 
     def _release(self) -> None:
@@ -346,9 +348,10 @@ class _FolderLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # also lets go of the flock
-            self.fd = None
+        for fd in (self.fd, self._parent):
+            if fd is not None:
+                os.close(fd)  # the folder's: also lets go of the flock
+        self.fd = self._parent = None
 
 
 @contextlib.contextmanager
@@ -358,6 +361,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
     lock = _FolderLock(Path(folder))
     try:
         with lock:
+            lock.renew()
             yield
     finally:
         lock.close()
@@ -470,9 +474,13 @@ class MemoryFile:
     def __repr__(self) -> str:
         return f"MemoryFile({str(self.path)!r})"
 
-    def locked(self) -> contextlib.AbstractContextManager[None]:
-        """The agent folder's lock, to hold while reading or changing its files."""
-        return self._lock
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the agent folder's lock while reading or changing its files (the folder now at
+        the path: one deleted or replaced since is locked afresh)."""
+        with self._lock:
+            self._lock.renew()
+            yield
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -509,17 +517,14 @@ class MemoryFile:
             raise _unsafe(shown)
         return fd
 
-    def _open(self) -> os.stat_result:
+    def _open(self) -> None:
         """Open MEMORY.md for appending (creating it with its header); call under the lock.
 
-        Reopens when the file we hold was replaced or deleted since the last write, and puts
-        aside the debris of a crash the first time it opens the file.
+        Keeps the file open between appends (an append checks afterwards that it is still the
+        one at the path), and puts aside the debris of a crash when it opens the file.
         """
         if self._fd is not None:
-            st = os.fstat(self._fd)
-            if st.st_nlink > 0:
-                return st
-            self._drop_fd()
+            return
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
         while self._fd is None:
             self._lock.renew()
@@ -529,12 +534,10 @@ class MemoryFile:
             except FileNotFoundError:
                 if self._lock.current():
                     raise
-        st = os.fstat(self._fd)
-        if st.st_size == 0:
-            write_all(self._fd, format_header(self.conversation_name).encode())
-            st = os.fstat(self._fd)
-            self._expected_size = st.st_size
-        return st
+        if os.fstat(self._fd).st_size == 0:
+            header = format_header(self.conversation_name).encode()
+            write_all(self._fd, header)
+            self._expected_size = len(header)
 
     def ensure(self) -> None:
         """Create the folder and a MEMORY.md with its header if they do not exist yet."""
@@ -545,15 +548,17 @@ class MemoryFile:
         """Append one formatted block, all or nothing.
 
         If the write fails (``MemoryWriteError``, or an interrupt), the file is cut back to
-        what it was. If the folder or the file was deleted or replaced meanwhile, the block is
-        written again into the one now at the path. Text a crashed writer left unfinished is
-        ended with a line break, so it stays apart (and reported) rather than merged.
+        what it was. If the file or its folder was deleted meanwhile (or the file replaced),
+        the block is written again into the one now at the path, under that folder's lock.
+        Text a crashed writer left unfinished is ended with a line break, so it stays apart
+        (and reported) rather than merged.
         """
         data = _encoded(block, "message")
         with self._lock:
             while True:
-                size = self._open().st_size
+                self._open()
                 assert self._fd is not None
+                size = os.lseek(self._fd, 0, os.SEEK_END)
                 written = (self._line_break(size) if size != self._expected_size else b"") + data
                 try:
                     write_all(self._fd, written)
@@ -567,10 +572,10 @@ class MemoryFile:
                             "the file is as it was",
                         ) from exc
                     raise
-                if self._lock.renew() and os.fstat(self._fd).st_nlink > 0:
+                if os.fstat(self._fd).st_nlink > 0:
                     self._expected_size = size + len(written)
                     return
-                self._drop_fd()
+                self._drop_fd()  # the file, or its whole folder, was deleted or replaced
 
     def _line_break(self, size: int) -> bytes:
         """What puts the next heading at the start of a line after a blank one."""
@@ -682,7 +687,6 @@ class MemoryFile:
         """
         new = _encoded(format_header(self.conversation_name) + blocks, "summary")
         with self.locked():
-            self._lock.renew()
             self._quarantine_debris()
             old = self._read(self.path.name, self.path)
             archive = self._write_archive(old) if has_messages(old) else None
