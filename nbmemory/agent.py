@@ -252,7 +252,7 @@ class Agent:
         while done < loops:
             compressor = self._context_compressor
             if compressor is not None and compressor.should_compress(self):
-                compressor.compress(self)
+                compressor.compress(self, during_run=True)
             reply = llm.complete(
                 self.model_name,
                 self.request_messages(),

@@ -39,11 +39,16 @@ _KEEP_SHARE = 0.25  # of the window, at most, for the exchanges kept word for wo
 class ContextCompressor:
     """Compacts an agent's memory once it fills ``threshold`` of the agent's context window.
 
-    ``summarizer_model`` defaults to the agent's own model (and its endpoint and key). The last
-    ``keep_exchanges`` exchanges (a user message and what followed it; 0 for none) are carried
-    over word for word after the summary, as long as they fit a quarter of the window. What
-    each compaction did, and the names, numbers, dates and identifiers the summary left out
-    (they stay in the archive), is in ``last_compaction`` and beside the archive.
+    ``summarizer_model`` defaults to the agent's own model (and its endpoint and key). In a
+    compaction during a run, the last ``keep_exchanges`` exchanges (a user message and what
+    followed it; 0 for none) are carried over word for word after the summary, as long as they
+    fit a quarter of the window. What each compaction did, and the names, numbers, dates and
+    identifiers the summary left out (they stay in the archive), is in ``last_compaction`` and
+    beside the archive.
+
+    Like swarms' compressor, it works on any agent-like object with ``short_memory`` (an
+    nbmemory ``Conversation``), ``context_length`` and ``model_name``; nbmemory's ``Agent``
+    adds what it knows (its next request's tokens, pinned notes, endpoint, retries).
     """
 
     def __init__(
@@ -77,8 +82,16 @@ class ContextCompressor:
 
     def tokens_used(self, agent: Any) -> int:
         """What the agent's next request costs (``Agent.next_request_tokens``): the figure the
-        views show against this threshold."""
-        return agent.next_request_tokens()
+        views show against this threshold. For another agent-like object, its history's tokens."""
+        next_request = getattr(agent, "next_request_tokens", None)
+        if callable(next_request):
+            return next_request()
+        return agent.short_memory.count_history_tokens()
+
+    def usage_ratio(self, agent: Any) -> float:
+        """:meth:`tokens_used` as a fraction of the agent's context window (0 without one)."""
+        window = getattr(agent, "context_length", None)
+        return self.tokens_used(agent) / window if window else 0.0
 
     def should_compress(self, agent: Any) -> bool:
         """Whether the agent's context is at or past the threshold (constant time)."""
@@ -90,19 +103,22 @@ class ContextCompressor:
             return False
         return self._failed_at is None or used >= self._failed_at * _RETRY_GROWTH
 
-    def compress(self, agent: Any, *, keep_turn: bool = True) -> str | None:
+    def compress(self, agent: Any, *, during_run: bool = False) -> str | None:
         """Summarize the history and compact the memory; returns the summary, or ``None``.
 
-        With ``keep_turn`` (as during a run), the turn in progress (the latest task and what
-        followed it) is not summarized but carried over word for word after the summary, so
-        the model still sees its task.
+        Between runs (the default) everything is summarized, so the memory holds the static
+        context and the summary alone, as the spec says. ``during_run`` (how an agent calls it)
+        carries the turn in progress (the latest task and what followed it) and the last
+        ``keep_exchanges`` exchanges over word for word, so the model still sees its task.
         """
         memory = agent.short_memory
-        history = memory.conversation_history[len(memory.static_messages()) :]
-        turn = _turn_start(history, agent.user_name) if keep_turn else len(history)
+        static = getattr(memory, "static_messages", None)
+        history = memory.conversation_history[len(static()) if static else 0 :]
+        user = getattr(agent, "user_name", "User")
+        turn = _turn_start(history, user) if during_run else len(history)
         earlier = [m for message in history[:turn] for m in _expanded(message)]
         current = history[turn:]
-        kept = self._kept(agent, earlier)
+        kept = self._kept(agent, earlier) if during_run else []
         summarized = earlier[: len(earlier) - len(kept)]
         if not summarized:
             return self._give_up(agent, "only the turn in progress is left to compress")
@@ -114,7 +130,7 @@ class ContextCompressor:
             return self._give_up(agent, f"the summarizer failed: {exc}")
         if not summary:
             return self._give_up(agent, "the summarizer returned no text")
-        archive = memory.compact(summary)
+        archive = memory.compact(f"{SUMMARY_MARKER}\n{summary}")
         for message in [*kept, *current]:
             memory.add(message["role"], message["content"])
         self._failed_at = None
@@ -132,12 +148,27 @@ class ContextCompressor:
             self._give_up(agent, "it is still above the threshold after compaction")
         return summary
 
+    def maybe_compress(self, agent: Any) -> str | None:
+        """Compress if :meth:`should_compress`; returns the summary, or ``None``.
+
+        As in swarms, a failure is a warning, never an exception: compaction is all or nothing,
+        so the memory is then as it was.
+        """
+        if not self.should_compress(agent):
+            return None
+        try:
+            return self.compress(agent)
+        except Exception as exc:
+            warnings.warn(f"context compression failed: {exc!r}; memory is unchanged", stacklevel=2)
+            return None
+
     def _kept(self, agent: Any, earlier: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The last ``keep_exchanges`` exchanges of ``earlier`` that fit a quarter of the
         window, carried over word for word; at least one message is left to summarize."""
         if not self.keep_exchanges:
             return []
-        starts = [i for i, m in enumerate(earlier) if m["role"] == agent.user_name and i > 0]
+        user = getattr(agent, "user_name", "User")
+        starts = [i for i, m in enumerate(earlier) if m["role"] == user and i > 0]
         counter = TokenCounter(agent.model_name)
         budget = agent.context_length * _KEEP_SHARE
         chosen = len(earlier)
@@ -152,7 +183,8 @@ class ContextCompressor:
         """Warn once and wait for the history to grow before the next attempt."""
         self._failed_at = self.tokens_used(agent)
         warnings.warn(
-            f"{agent.agent_name}: context compression skipped ({reason}); memory is left as it "
+            f"{getattr(agent, 'agent_name', 'agent')}: context compression skipped ({reason}); "
+            "memory is left as it "
             "is and compression waits until the history has grown",
             stacklevel=3,
         )
@@ -162,7 +194,8 @@ class ContextCompressor:
     def _model(self, agent: Any) -> tuple[str, dict[str, Any]]:
         if self.summarizer_model and self.summarizer_model != agent.model_name:
             return self.summarizer_model, {}
-        return agent.model_name, {"api_base": agent.api_base, "api_key": agent.api_key}
+        endpoint = {key: getattr(agent, key, None) for key in ("api_base", "api_key")}
+        return agent.model_name, endpoint
 
     def _window(self, agent: Any, model: str) -> int:
         return agent.context_length if model == agent.model_name else context_window(model)
@@ -185,8 +218,8 @@ class ContextCompressor:
             ],
             temperature=self.summarizer_temperature,
             max_tokens=self._summary_tokens(agent),
-            timeout=agent.timeout,
-            max_retries=agent.max_retries,
+            timeout=getattr(agent, "timeout", 600),
+            max_retries=getattr(agent, "max_retries", 2),
             **endpoint,
         )
         return reply.content

@@ -15,8 +15,9 @@ from typing import Any
 from nbmemory import memory_file, search
 from nbmemory.atomic import write_atomic
 from nbmemory.errors import MemoryFormatError
-from nbmemory.memory_file import MemoryFile, format_block, now_iso
+from nbmemory.memory_file import MemoryFile, format_block, format_header, now_iso
 from nbmemory.search import MemoryHit, content_text
+from nbmemory.swarms_conversation import SwarmsConversation
 from nbmemory.tokens import TokenCounter, context_window
 from nbmemory.workspace import make_private_dir
 
@@ -42,14 +43,16 @@ def block_tokens(counter: TokenCounter, message: dict[str, Any]) -> int:
     return counter.count(format_block(message["role"], message["content"], message["timestamp"]))
 
 
-def preload_tokens(counter: TokenCounter) -> int:
-    """Tokens of what the preloaded memory adds besides its blocks: its role and its intro."""
-    return counter.count(f"System: {_PRELOAD_HEAD}")
+def preload_tokens(counter: TokenCounter, header: str) -> int:
+    """Tokens of what the preloaded memory adds besides its blocks: its role, its intro and
+    the file's header (the preload is the whole file, as the spec says)."""
+    return counter.count(f"System: {_PRELOAD_HEAD}") + counter.count(header)
 
 
 @dataclass(frozen=True)
 class ChangeEvent:
-    """What changed in a conversation: ``kind`` is "add", "compact", "load" or "clear"."""
+    """What changed in a conversation: ``kind`` is "add", "compact", "load", "clear" or "edit"
+    (the history changed in place)."""
 
     kind: str
     conversation: Conversation
@@ -78,7 +81,7 @@ def _check_role(role: object) -> str:
     return role
 
 
-class Conversation:
+class Conversation(SwarmsConversation):
     """A message history that, given ``memory_md_path``, lives on disk as well as in memory.
 
     With a path, construction creates the file (or preloads it as one system message after the
@@ -86,6 +89,13 @@ class Conversation:
     :meth:`compact` archives it and starts it again from a summary. Without a path nothing
     touches the disk. Constructor arguments follow the swarms ``Conversation``;
     ``context_length=None`` means the window of ``tokenizer_model_name`` (16000 if unknown).
+
+    swarms' other arguments are accepted: ``token_count`` and ``message_id_on`` add a
+    ``token_count`` or ``message_id`` to each message; ``save_as_yaml_on`` makes ``export``
+    write YAML; ``channel`` gets ``channel.post(role, text)`` for every message that is not a
+    system message. ``dynamic_context_window``, ``cache_enabled``, ``output_metadata`` and
+    ``save_as_json_bool`` change nothing: nbmemory compacts instead of truncating the history
+    it sends, keeps no string cache, and exports JSON by default.
     """
 
     def __init__(
@@ -106,6 +116,15 @@ class Conversation:
         export_method: str = "json",
         memory_md_path: str | os.PathLike[str] | None = None,
         messages: Iterable[dict[str, Any]] | None = None,
+        *,
+        token_count: bool = False,
+        message_id_on: bool = False,
+        save_as_yaml_on: bool = False,
+        save_as_json_bool: bool = False,
+        dynamic_context_window: bool = True,
+        cache_enabled: bool = False,
+        output_metadata: bool = False,
+        channel: Any = None,
     ) -> None:
         self.id = id or uuid.uuid4().hex
         self.name = name or f"conversation-{self.id[:8]}"
@@ -119,7 +138,15 @@ class Conversation:
         self.user = user
         self.tokenizer_model_name = tokenizer_model_name
         self.conversations_dir = conversations_dir
-        self.export_method = export_method
+        self.export_method = "yaml" if save_as_yaml_on else export_method
+        self.token_count = token_count
+        self.message_id_on = message_id_on
+        self.save_as_yaml_on = save_as_yaml_on
+        self.save_as_json_bool = save_as_json_bool
+        self.dynamic_context_window = dynamic_context_window
+        self.cache_enabled = cache_enabled
+        self.output_metadata = output_metadata
+        self.channel = None  # set last: nothing added while constructing is posted
         self.conversation_history: list[dict[str, Any]] = []
         self.preloaded_messages: list[dict[str, Any]] = []
         self.last_archive: Path | None = None
@@ -129,6 +156,8 @@ class Conversation:
         self._static_count: tuple[tuple[Any, ...], int] = ((), 0)
         self._reset_counts()
         self._memory: MemoryFile | None = None
+        self._header = ""
+        """MEMORY.md's header, which a resumed agent's preload carries."""
 
         self.conversation_history.extend(self.static_messages())
         self._session_start: int | None = len(self.conversation_history)
@@ -142,6 +171,7 @@ class Conversation:
             self.load(load_filepath)
         for message in messages or ():
             self.add(message["role"], message["content"])
+        self.channel = channel
 
     # ------------------------------------------------------------------------------------------
     # Disk
@@ -162,6 +192,7 @@ class Conversation:
         assert self._memory is not None
         parsed = self._memory.read()
         self.preloaded_messages = memory_file.report(parsed, self._memory.path)
+        self._header = parsed.header
         if not parsed.messages:
             return
         blocks = parsed.log
@@ -170,7 +201,8 @@ class Conversation:
                 format_block(m["role"], m["content"], m.get("timestamp", ""))
                 for m in parsed.messages
             )
-        self.conversation_history.append(self._message("System", _PRELOAD_HEAD + blocks))
+        text = _PRELOAD_HEAD + parsed.header + blocks  # the whole file, as the spec says
+        self.conversation_history.append(self._message("System", text))
         self._session_start += 1
 
     def memory_messages(self) -> list[dict[str, Any]]:
@@ -217,7 +249,8 @@ class Conversation:
         metadata: dict[str, Any] | None = None,
         category: str | None = None,
     ) -> dict[str, Any]:
-        """Add a message; with a memory file it is on disk before this returns.
+        """Add a message; with a memory file it is on disk before this returns (but for empty
+        or blank text and ``None``, which swarms keeps out of MEMORY.md too).
 
         Raises ``ValueError`` for a bad role and ``OSError`` if the disk write fails, in which
         case the message is not added.
@@ -227,10 +260,16 @@ class Conversation:
             message["metadata"] = metadata
         if category:
             message["category"] = category
+        if self.message_id_on:
+            message["message_id"] = uuid.uuid4().hex
         with self._lock:
-            if self._memory is not None:
+            if self._memory is not None and not _blank(content):
                 self._memory.append(format_block(role, content, message["timestamp"]))
             self.conversation_history.append(message)
+        if self.token_count:
+            message["token_count"] = self._counter.count(self._format_line(message, False))
+        if self.channel is not None and content is not None and role.lower() != "system":
+            self.channel.post(role, content_text(content))
         if self._observers:
             self._notify(ChangeEvent("add", self, message=message))
         if self.autosave:
@@ -240,13 +279,14 @@ class Conversation:
     def compact(self, summary: str, summary_role: str = "System") -> Path | None:
         """Replace the history with one summary message, archiving MEMORY.md first.
 
-        The system prompt and rules stay; the summary follows them in memory and is the only
-        message in the new MEMORY.md. Returns the archive written (``None`` if there was none).
+        The system prompt and rules stay; the summary, stored as given (the compressor marks
+        its own with ``SUMMARY_MARKER``), follows them in memory and is the only message in the
+        new MEMORY.md. Returns the archive written (``None`` if there was none).
         """
         if not isinstance(summary, str) or not summary.strip():
             raise ValueError("summary must be a non-empty string")
         _check_role(summary_role)
-        text = summary if summary.startswith(SUMMARY_MARKER) else f"{SUMMARY_MARKER}\n{summary}"
+        text = summary
         message = self._message(summary_role, text)
         with self._lock:
             archive = None
@@ -256,6 +296,7 @@ class Conversation:
             self.conversation_history = [*self.static_messages(), message]
             self._session_start = len(self.conversation_history) - 1
             self.preloaded_messages = []
+            self._header = format_header(self.name) if self._memory is not None else ""
             self._reset_counts()
             self.last_archive = archive
         self._notify(ChangeEvent("compact", self, message=message, archive=archive))
@@ -265,9 +306,14 @@ class Conversation:
         """Empty the in-memory history (MEMORY.md is left as it is)."""
         with self._lock:
             self.conversation_history = []
+        self._history_edited("clear")
+
+    def _history_edited(self, kind: str = "edit") -> None:
+        """After the history changed other than by ``add``: it no longer mirrors MEMORY.md."""
+        with self._lock:
             self._session_start = None
             self._reset_counts()
-        self._notify(ChangeEvent("clear", self))
+        self._notify(ChangeEvent(kind, self))
 
     def __len__(self) -> int:
         return len(self.conversation_history)
@@ -418,9 +464,12 @@ class Conversation:
             for i in range(len(self._block_counts), remembered):
                 k = i - len(self.preloaded_messages)
                 message = self.preloaded_messages[i] if k < 0 else session[k]
-                self._block_counts.append(block_tokens(self._counter, message))
+                unwritten = k >= 0 and _blank(message["content"])
+                self._block_counts.append(0 if unwritten else block_tokens(self._counter, message))
                 self._block_total += self._block_counts[-1]
-            memory = preload_tokens(self._counter) + self._block_total if remembered else 0
+            memory = (
+                preload_tokens(self._counter, self._header) + self._block_total if remembered else 0
+            )
             return self.static_tokens() + memory
 
     @property
@@ -494,9 +543,12 @@ class Conversation:
         messages = _messages_from(data, path)
         with self._lock:
             self.conversation_history = messages
-            self._session_start = None
-            self._reset_counts()
-        self._notify(ChangeEvent("load", self))
+        self._history_edited("load")
+
+
+def _blank(content: Any) -> bool:
+    """Content that is kept in the history but, as in swarms, never written to MEMORY.md."""
+    return content is None or (isinstance(content, str) and not content.strip())
 
 
 def _messages_from(data: Any, path: Path) -> list[dict[str, Any]]:

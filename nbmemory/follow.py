@@ -38,6 +38,8 @@ class FollowedFile:
     end: int | None
     """Where the last whole block ends, when the file ends there (appends are read from it)."""
     tail: bytes
+    header: str = ""
+    """The file's header as it is on disk."""
     per_message: dict[str, list[Any]] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -97,6 +99,7 @@ def _read_whole(path: Path, st: os.stat_result) -> FollowedFile:
         problems=parsed.problems,
         end=_clean_end(data, parsed),
         tail=data[-_TAIL:],
+        header=parsed.header,
     )
 
 
@@ -122,6 +125,7 @@ def _read_appended(path: Path, old: FollowedFile, st: os.stat_result) -> Followe
         problems=old.problems + parsed.problems,
         end=None if end is None else old.end + end,
         tail=data[-_TAIL:],
+        header=old.header,
         per_message=carried,
     )
 

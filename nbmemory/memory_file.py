@@ -143,6 +143,8 @@ class ParsedMemory:
     problems: list[str] = field(default_factory=list)
     log: str = ""
     """The text after the header: the message blocks as they are on disk."""
+    header: str = ""
+    """The header as it is on disk (empty when it is missing)."""
 
 
 def _slow_block(raw: str) -> tuple[str, str, bool]:
@@ -205,6 +207,7 @@ def parse(data: bytes | str, *, header: bool = True) -> ParsedMemory:
         while padded[blocks_start : blocks_start + 1] == "\n":  # one copy of the log, not two
             blocks_start += 1
         result.log = padded[blocks_start:]
+        result.header = padded[:blocks_start]
     elif text.strip():
         result.problems.append("the header is missing")
         keep_stray(parts[0], 1)

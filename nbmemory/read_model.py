@@ -155,7 +155,7 @@ def _tokens(followed: FollowedFile, counter: TokenCounter) -> int:
         counts = followed.per_message.setdefault(f"tokens:{counter.encoding_name}", [])
         for message in followed.messages[len(counts) :]:
             counts.append(block_tokens(counter, {"timestamp": "", **message}))
-        return preload_tokens(counter) + sum(counts)
+        return preload_tokens(counter, followed.header) + sum(counts)
 
 
 def _item(index: int, message: dict[str, Any], source: str, fold: int | None) -> Item:

@@ -148,3 +148,55 @@ def test_a_transcript_larger_than_the_summarizers_window_is_summarized_in_chunks
     sent = " ".join(r["messages"][1]["content"] for r in requests)
     assert all(f"w{i:04d}" in sent for i in range(2500))
     assert all(f"note {i}:" in sent for i in range(10))
+
+
+def test_between_runs_compress_leaves_the_static_context_and_the_summary_alone(openai_server):
+    agent = http_agent(openai_server, system_prompt="Be exact.")
+    openai_server.reply("Noted.")
+    agent.run("The budget is 40k EUR.")
+    openai_server.reply("All about the budget.")
+    ContextCompressor().compress(agent)
+    roles = [m["role"] for m in agent.short_memory.conversation_history]
+    assert roles == ["System", "System"]  # the system prompt, then the summary
+    [summary] = parse(memory_path("Worker").read_bytes()).messages
+    assert summary["content"] == f"{SUMMARY_MARKER}\nAll about the budget."
+
+
+class SwarmsLikeAgent:
+    """Only what swarms' compressor reads from an agent."""
+
+    def __init__(self, short_memory, model_name):
+        self.short_memory = short_memory
+        self.context_length = short_memory.context_length
+        self.model_name = model_name
+        self.agent_name = "Plain"
+
+
+def test_any_agent_like_object_is_measured_and_compressed(openai_server):
+    from nbmemory import Conversation
+
+    memory = Conversation(name="Plain", memory_md_path=memory_path("Plain"), context_length=2000)
+    plain = SwarmsLikeAgent(memory, "openai/test-model")
+    plain.api_base, plain.api_key, plain.max_retries = openai_server.url, "test-key", 0
+    compressor = ContextCompressor(threshold=0.5)
+    assert compressor.usage_ratio(plain) == memory.count_history_tokens() / 2000
+    assert compressor.maybe_compress(plain) is None  # below the threshold
+    for n in range(90):
+        memory.add("User", f"line {n}: the budget line {n} is {n * 7} EUR.")
+    assert compressor.usage_ratio(plain) > 0.5 and compressor.should_compress(plain)
+    openai_server.reply("Ninety budget lines.")
+    assert compressor.maybe_compress(plain) == "Ninety budget lines."
+    assert [m["content"] for m in parse(memory_path("Plain").read_bytes()).messages] == [
+        f"{SUMMARY_MARKER}\nNinety budget lines."
+    ]
+
+
+def test_maybe_compress_turns_a_failure_into_a_warning(openai_server):
+    agent = http_agent(openai_server)
+    fill_to_just_below_threshold(agent)
+    agent.short_memory.add("User", LONG_TASK * 3)
+    before = memory_path("Worker").read_bytes()
+    openai_server.reply(status=500, error_message="the summarizer is down")
+    with pytest.warns(UserWarning):
+        assert agent._context_compressor.maybe_compress(agent) is None
+    assert memory_path("Worker").read_bytes() == before

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from nbmemory import ChangeEvent, Conversation, MemoryFormatError, MemoryWarning
-from nbmemory.conversation import PRELOAD_MARKER, SUMMARY_MARKER
+from nbmemory.conversation import PRELOAD_MARKER
 from nbmemory.memory_file import parse
 from nbmemory.tokens import TokenCounter
 from nbmemory.workspace import memory_path
@@ -109,7 +109,7 @@ def test_compact_archives_wipes_and_reseeds_with_the_summary():
         "Research warehouses.",
         "BigQuery, ClickHouse, AlloyDB.",
     ]
-    summary = f"{SUMMARY_MARKER}\nUser prefers GCP. Shortlist: BigQuery, AlloyDB."
+    summary = "User prefers GCP. Shortlist: BigQuery, AlloyDB."  # stored as given
     assert [(m["role"], m["content"]) for m in convo.to_dict()] == [
         ("System", "You are a researcher."),
         ("User", "Cite sources."),
@@ -154,7 +154,7 @@ def test_search_memory_reaches_archives():
     hits = convo.search_memory("BUDGET", archives=True)
     assert [(h.source.startswith("history_"), h.message["content"]) for h in hits] == [
         (True, "The budget is 40k EUR."),
-        (False, f"{SUMMARY_MARKER}\nBudget agreed."),
+        (False, "Budget agreed."),
         (False, "Budget approved by finance."),
     ]
     assert len(convo.search_memory("budget")) == 2
@@ -189,7 +189,7 @@ def test_observers_see_adds_and_compactions():
     convo.add("User", "unseen")
     assert [(e.kind, e.message["content"]) for e in events] == [
         ("add", "hello"),
-        ("compact", f"{SUMMARY_MARKER}\ngreeted"),
+        ("compact", "greeted"),
     ]
     assert events[1].archive == archive
 

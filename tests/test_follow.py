@@ -45,7 +45,7 @@ def test_a_file_rewritten_in_place_or_replaced_is_read_again(workspace):
     assert [m["content"] for m in again.messages] == ["gamma", "delta"]
     assert again.cache == {}
     convo.compact("epsilon")
-    assert [m["content"] for m in follow(path).messages] == ["[Compressed Memory Summary]\nepsilon"]
+    assert [m["content"] for m in follow(path).messages] == ["epsilon"]
 
 
 def test_a_torn_block_is_shown_and_read_again_once_it_is_whole(workspace):

@@ -11,7 +11,7 @@ PACKAGE = ROOT / "nbmemory"
 LAYERS = {
     "base": ["errors", "workspace", "atomic", "reply", "tokens", "terms"],
     "storage": ["memory_file", "follow", "run_settings", "compactions", "search", "export"],
-    "memory": ["conversation"],
+    "memory": ["swarms_conversation", "conversation"],
     "agent": ["llm", "recall", "notes", "offline", "tools", "compressor", "agent", "demo"],
     "read model": ["read_model", "report"],
     "front ends": ["cli", "__main__", "jupyter"],

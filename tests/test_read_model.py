@@ -155,15 +155,13 @@ def test_it_notices_a_compaction_and_a_hand_edit_in_place(workspace):
     reader = ReadModel()
     assert reader.agent("Edited").messages == 2
     convo.compact("gamma")
-    assert [i.text for i in reader.messages("Edited").items] == [
-        "[Compressed Memory Summary]\ngamma"
-    ]
+    assert [i.text for i in reader.messages("Edited").items] == ["gamma"]
     path = memory_path("Edited")
     text = path.read_text().replace("gamma", "delta") + format_block("User", "epsilon", "t")
     with open(path, "r+", encoding="utf-8") as handle:  # same inode, rewritten and grown
         handle.write(text)
     assert [i.text for i in reader.messages("Edited", newest_first=False).items] == [
-        "[Compressed Memory Summary]\ndelta",
+        "delta",
         "epsilon",
     ]
 

@@ -30,7 +30,7 @@ def test_the_best_passages_come_with_who_when_and_where(workspace):
     convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
     convo.add("User", "The budget is 40k EUR.")
     convo.add("Scout", "Noted: 40k EUR for the warehouse.")
-    convo.compact("Budget discussed.")
+    convo.compact("Money was talked about.")
     convo.add("User", "The deadline is in May.")
     [best, second] = recall(agent_dir("Scout"), "What is the budget in EUR?", limit=2)
     assert (best.role, best.text) == ("User", "The budget is 40k EUR.")

@@ -362,7 +362,7 @@ class NbMemoryMagics(Magics):
         else:
             if agent._context_compressor is None:
                 raise UsageError(f"{args.name} has context compression turned off")
-            if agent._context_compressor.compress(agent, keep_turn=False) is None:
+            if agent._context_compressor.compress(agent) is None:
                 raise UsageError(f"{args.name} was not compacted: see the warning above")
             archive = agent.short_memory.last_archive
             left_out = agent._context_compressor.last_compaction.missing

@@ -661,7 +661,7 @@ class MemoryWidget(anywidget.AnyWidget):
             agent.check_ready()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                summary = agent._context_compressor.compress(agent, keep_turn=False)
+                summary = agent._context_compressor.compress(agent)
         except (NbmemoryError, OSError) as exc:  # shown in the widget, not lost in a log
             self.status = f"Compaction failed: {exc}"
             return

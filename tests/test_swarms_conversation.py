@@ -1,0 +1,160 @@
+"""swarms' Conversation methods and arguments, as swarms code calls them, on nbmemory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from nbmemory import Conversation
+from nbmemory.memory_file import parse
+from nbmemory.tokens import TokenCounter
+from nbmemory.workspace import memory_path
+
+
+def persistent(name: str = "Swarm", **kwargs) -> Conversation:
+    return Conversation(name=name, memory_md_path=memory_path(name), **kwargs)
+
+
+def on_disk(name: str = "Swarm") -> list:
+    return [m["content"] for m in parse(memory_path(name).read_bytes()).messages]
+
+
+def test_adding_many_at_once_writes_each_through():
+    convo = persistent()
+    convo.add_multiple_messages(["User", "Agent"], ["hi", "hello"])
+    convo.add_multiple(["User"], ["again"])
+    convo.add_messages([{"role": "tool", "content": "42", "tool_call_id": "c1"}])
+    convo.add_tool_output_to_agent("tool", {"rows": 3})
+    assert on_disk() == ["hi", "hello", "again", "42", {"rows": 3}]
+    assert convo.conversation_history[-2]["metadata"] == {"tool_call_id": "c1"}
+    with pytest.raises(ValueError, match="2 roles for 1 contents"):
+        convo.add_multiple(["User", "Agent"], ["one"])
+    with pytest.raises(ValueError, match="a 'role'"):
+        convo.add_messages([{"content": "no role"}])
+
+
+def test_batch_add_extends_the_history_only():
+    convo = persistent()
+    convo.add("User", "written")
+    convo.batch_add([{"role": "User", "content": "in this process only"}])
+    assert convo.get_final_message_content() == "in this process only"
+    assert on_disk() == ["written"]
+    assert convo.context_tokens() == convo.count_history_tokens()  # counted from the history
+
+
+def test_delete_update_and_query_change_this_session_and_keep_the_log():
+    convo = persistent()
+    for text in ["one", "two", "three"]:
+        convo.add("User", text)
+    assert convo.query(1)["content"] == "two" and convo.query("9") is None
+    convo.update("1", "Agent", "TWO")
+    convo.delete(0)
+    convo.update(99, "User", "nothing happens")
+    assert [(m["role"], m["content"]) for m in convo.conversation_history] == [
+        ("Agent", "TWO"),
+        ("User", "three"),
+    ]
+    assert on_disk() == ["one", "two", "three"]  # MEMORY.md is an append-only log
+    preload = persistent().conversation_history[-1]["content"]
+    assert "\n\none\n\n" in preload and "\n\ntwo\n\n" in preload  # a restart reads the log
+
+
+def test_views_of_the_history():
+    convo = Conversation(system_prompt="Be brief.")
+    convo.add("User", "task")
+    convo.add("Agent", "first answer")
+    convo.add("Agent", "second answer")
+    assert convo.count_messages_by_role() == {
+        "system": 0,
+        "user": 0,
+        "assistant": 0,
+        "function": 0,
+        "System": 1,
+        "User": 1,
+        "Agent": 2,
+    }
+    assert convo.get_last_message_as_string() == "Agent: second answer"
+    assert convo.return_messages_as_list()[1] == {"role": "User", "content": "task"}
+    assert convo.return_messages_as_dictionary() == convo.return_messages_as_list()
+    assert convo.return_messages_as_strings()[2] == "Agent: first answer"
+    assert json.loads(convo.return_json()) == convo.return_messages_as_list()
+    assert [m["content"] for m in convo.return_all_except_first()] == [
+        "first answer",
+        "second answer",
+    ]
+    assert convo.return_all_except_first_string() == "first answer\nsecond answer"
+    assert convo.return_dict_final() == ("second answer", "second answer")
+    assert convo.return_list_final() == ["second answer"]
+    assert convo.to_list() is convo.conversation_history
+    assert yaml.safe_load(convo.to_yaml())[1]["content"] == "task"
+    assert convo.search_keyword_in_conversation("answer") == convo.conversation_history[2:]
+    assert convo.get_str() == convo.return_history_as_string()
+    assert convo.get_cache_stats()["hits"] == 0
+    assert Conversation().get_last_message_as_string() == ""
+
+
+def test_export_and_import_files(tmp_path):
+    convo = Conversation()
+    convo.add("User", "naïve ✓")
+    convo.export_conversation(str(tmp_path / "c.json"))
+    convo.export_conversation(str(tmp_path / "c.txt"))
+    assert (tmp_path / "c.txt").read_text(encoding="utf-8") == "User: naïve ✓\n"
+    other = Conversation()
+    other.import_conversation(str(tmp_path / "c.json"))
+    assert other.get_final_message_content() == "naïve ✓"
+    (tmp_path / "c.yaml").write_text(convo.to_yaml(), encoding="utf-8")
+    third = Conversation()
+    third.load_from_yaml(str(tmp_path / "c.yaml"))
+    third.load_from_json(str(tmp_path / "missing.json"))  # nothing there: nothing changes
+    assert third.return_messages_as_list() == [{"role": "User", "content": "naïve ✓"}]
+
+
+def test_swarms_constructor_arguments_are_accepted_and_do_what_swarms_documents():
+    posted = []
+
+    class Channel:
+        def post(self, role, text):
+            posted.append((role, text))
+
+    convo = Conversation(
+        system_prompt="rules",
+        token_count=True,
+        message_id_on=True,
+        save_as_yaml_on=True,
+        save_as_json_bool=False,
+        dynamic_context_window=True,
+        cache_enabled=True,
+        output_metadata=False,
+        channel=Channel(),
+    )
+    message = convo.add("User", "hello there")
+    assert message["token_count"] == TokenCounter("gpt-4o").count("User: hello there")
+    assert len(message["message_id"]) == 32
+    assert convo.export_method == "yaml"
+    assert posted == [("User", "hello there")]  # the system prompt was never posted
+
+
+def test_empty_blank_and_none_are_kept_in_the_history_but_not_written():
+    convo = persistent()
+    for content in ["", "   ", None, "kept"]:
+        convo.add("User", content)
+    assert [m["content"] for m in convo.conversation_history] == ["", "   ", None, "kept"]
+    assert on_disk() == ["kept"]
+    assert convo.context_tokens() == persistent().context_tokens()  # as after a restart
+
+
+def test_the_preload_is_the_whole_memory_file_header_included():
+    persistent().add("User", "Our warehouse is ClickHouse.")
+    preload = persistent().conversation_history[-1]["content"]
+    assert preload.startswith("[Persistent Memory — MEMORY.md]")
+    assert preload.endswith(memory_path("Swarm").read_text(encoding="utf-8"))
+    assert "**Conversation:** Swarm" in preload
+
+
+def test_compact_stores_the_summary_as_given():
+    convo = persistent()
+    convo.add("User", "hello")
+    convo.compact("X")
+    assert on_disk() == ["X"] and convo.get_final_message_content() == "X"
