@@ -8,6 +8,7 @@ runs at the top of every loop iteration, before the request is built.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from nbmemory import llm, workspace
 from nbmemory.atomic import write_atomic
 from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import Conversation
+from nbmemory.errors import MemoryFormatError
 from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.notes import TOOL_NAME as NOTES_TOOL
@@ -50,6 +52,10 @@ class Agent:
     With persistent memory the model also gets ``recall_memory`` (search its memory and
     archives; ``recall=False`` removes it) and ``edit_notes`` (its pinned notes, which every
     request carries; ``pinned_notes=False`` removes the tool, not the notes).
+
+    As in swarms, ``saved_state_path`` is where ``save``/``load`` go by default, ``print_on``
+    prints each final answer and ``verbose`` logs saves and loads (``logging``, logger
+    ``nbmemory``). Unlike swarms, ``print_on`` is off unless asked for: notebooks show answers.
     """
 
     def __init__(
@@ -78,6 +84,9 @@ class Agent:
         workspace_dir: str | os.PathLike[str] | None = None,
         recall: bool = True,
         pinned_notes: bool = True,
+        saved_state_path: str | None = None,
+        print_on: bool = False,
+        verbose: bool = False,
     ) -> None:
         workspace.validate_agent_name(agent_name)
         if max_loops != "auto" and (not isinstance(max_loops, int) or max_loops < 1):
@@ -110,6 +119,9 @@ class Agent:
         self.stream_observers: list[Callable[[str], None]] = []
         """Also called with each piece of a streamed answer (the widget listens here)."""
         self.workspace_dir = workspace_dir
+        self.saved_state_path = saved_state_path
+        self.print_on = print_on
+        self.verbose = verbose
         self.recall = recall and persistent_memory
         """Whether the model may search this agent's memory and archives (``recall_memory``)."""
         path = workspace.memory_path(agent_name, workspace_dir) if persistent_memory else None
@@ -280,7 +292,13 @@ class Agent:
                 break
         if self.autosave:
             self.save()
+        if self.print_on:
+            print(f"{self.agent_name}: {answer}")
         return answer
+
+    def add_memory(self, message: str) -> dict[str, Any]:
+        """Add ``message`` to memory as said by this agent (written through, as every add)."""
+        return self.short_memory.add(self.agent_name, message)
 
     def _delta_callback(
         self, callback: Callable[[str], None] | None
@@ -315,16 +333,25 @@ class Agent:
     # ------------------------------------------------------------------------------------------
     # Saving
 
-    def save(self) -> Path:
-        """Write the agent's settings and history to ``agent_state.json`` in its folder.
-
-        ``long_term_memory.save(path)`` is called too, when the object has such a method.
-        """
+    def _state_path(self, file_path: str | os.PathLike[str] | None) -> Path:
+        """Where ``save``/``load`` go: ``file_path``, else ``saved_state_path``, else
+        ``agent_state.json``; a relative name is in the agent's folder; ``.json`` is added."""
         folder = (
             workspace.agent_dir(self.agent_name, self.workspace_dir)
             if self.persistent_memory
             else workspace.agents_root(self.workspace_dir).parent / "states" / self.agent_name
         )
+        path = Path(file_path or self.saved_state_path or "agent_state.json")
+        path = path if path.suffix == ".json" else path.with_name(path.name + ".json")
+        return path if path.is_absolute() else folder / path
+
+    def save(self, file_path: str | os.PathLike[str] | None = None) -> Path:
+        """Write the agent's settings and history as JSON (see ``_state_path`` for where).
+
+        ``long_term_memory.save(path)`` is called too, when the object has such a method.
+        """
+        target = self._state_path(file_path)
+        folder = target.parent
         workspace.make_private_dir(workspace.check_folder(folder))
         state = {
             "agent_name": self.agent_name,
@@ -334,14 +361,34 @@ class Agent:
             "context_length": self.context_length,
             "history": self.short_memory.to_dict(),
         }
-        path = write_atomic(
-            folder / "agent_state.json",
-            json.dumps(state, indent=2, ensure_ascii=False, default=str),
-        )
+        path = write_atomic(target, json.dumps(state, indent=2, ensure_ascii=False, default=str))
         saver = getattr(self.long_term_memory, "save", None)
         if callable(saver):
             saver(str(folder / "long_term_memory"))
+        if self.verbose:
+            logging.getLogger("nbmemory").info("saved %s's state to %s", self.agent_name, path)
         return path
+
+    def load(self, file_path: str | os.PathLike[str] | None = None) -> None:
+        """Restore settings and history written by :meth:`save` (same default path).
+
+        The history replaces this process's history; ``MEMORY.md`` is not touched.
+        ``FileNotFoundError`` if there is no such file, ``MemoryFormatError`` if it is not one.
+        """
+        path = self._state_path(file_path)
+        try:
+            state = json.loads(path.read_bytes())
+            settings = {key: state[key] for key in _STATE_SETTINGS}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MemoryFormatError(f"{path}: not an agent state written by save()") from exc
+        self.short_memory.load(path)
+        for key, value in settings.items():
+            setattr(self, key, value)
+        if self.verbose:
+            logging.getLogger("nbmemory").info("loaded %s's state from %s", self.agent_name, path)
+
+
+_STATE_SETTINGS = ("agent_description", "model_name", "max_loops", "context_length")
 
 
 def _text(content: Any) -> str:

@@ -552,8 +552,8 @@ def _blank(content: Any) -> bool:
 
 
 def _messages_from(data: Any, path: Path) -> list[dict[str, Any]]:
-    if isinstance(data, dict) and "conversation_history" in data:
-        data = data["conversation_history"]
+    if isinstance(data, dict):  # a swarms export, or an agent state from Agent.save
+        data = data.get("conversation_history", data.get("history", data))
     if not isinstance(data, list):
         raise MemoryFormatError(f"{path}: expected a list of messages, found {type(data).__name__}")
     for i, message in enumerate(data):

@@ -158,3 +158,35 @@ def test_compact_stores_the_summary_as_given():
     convo.add("User", "hello")
     convo.compact("X")
     assert on_disk() == ["X"] and convo.get_final_message_content() == "X"
+
+
+def test_the_agents_swarms_memory_surface(tmp_path, capsys):
+    from nbmemory import Agent
+    from nbmemory.errors import MemoryFormatError
+
+    agent = Agent(
+        agent_name="Saver",
+        persistent_memory=True,
+        print_on=True,
+        verbose=True,
+        saved_state_path="checkpoint",
+    )
+    agent.add_memory("The office is in Lyon.")
+    assert on_disk("Saver") == ["The office is in Lyon."]
+    answer = agent.run("Where is the office?")
+    assert capsys.readouterr().out == f"Saver: {answer}\n"
+    saved = agent.save()
+    assert saved == memory_path("Saver").parent / "checkpoint.json"
+    elsewhere = agent.save(tmp_path / "state")
+    assert elsewhere == tmp_path / "state.json"
+
+    fresh = Agent(agent_name="Saver", saved_state_path="checkpoint", persistent_memory=True)
+    fresh.context_length = 1
+    fresh.load()
+    assert fresh.context_length == agent.context_length
+    assert fresh.short_memory.get_final_message_content() == answer
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(MemoryFormatError, match="not an agent state"):
+        fresh.load(tmp_path / "bad.json")
+    with pytest.raises(FileNotFoundError):
+        fresh.load(tmp_path / "missing.json")
