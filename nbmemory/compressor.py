@@ -184,8 +184,7 @@ class ContextCompressor:
         self._failed_at = self.tokens_used(agent)
         warnings.warn(
             f"{getattr(agent, 'agent_name', 'agent')}: context compression skipped ({reason}); "
-            "memory is left as it "
-            "is and compression waits until the history has grown",
+            "memory is left as it is and compression waits until the history has grown",
             stacklevel=3,
         )
 

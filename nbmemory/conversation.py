@@ -286,12 +286,11 @@ class Conversation(SwarmsConversation):
         if not isinstance(summary, str) or not summary.strip():
             raise ValueError("summary must be a non-empty string")
         _check_role(summary_role)
-        text = summary
-        message = self._message(summary_role, text)
+        message = self._message(summary_role, summary)
         with self._lock:
             archive = None
             if self._memory is not None:
-                block = format_block(summary_role, text, message["timestamp"])
+                block = format_block(summary_role, summary, message["timestamp"])
                 archive = self._memory.compact(block)
             self.conversation_history = [*self.static_messages(), message]
             self._session_start = len(self.conversation_history) - 1

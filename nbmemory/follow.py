@@ -17,6 +17,7 @@ from typing import Any
 
 from nbmemory import memory_file
 from nbmemory.memory_file import BLOCK_END
+from nbmemory.workspace import open_regular
 
 _TAIL = 64  # bytes compared before reading an append, to notice a file rewritten in place
 
@@ -70,8 +71,7 @@ def _refused(path: Path) -> FollowedFile:
 
 def _open(path: Path, st: os.stat_result) -> Any:
     """The file opened without following a link, if it is still the one ``st`` describes."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    handle = open(os.open(path, flags), "rb")  # noqa: SIM115 (returned to a with)
+    handle = open(open_regular(path), "rb")  # noqa: SIM115 (returned to a with)
     now = os.fstat(handle.fileno())
     if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(now.st_mode):
         handle.close()

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import errno
 import json
 import os
 import re
-import stat
 import threading
 import time
 import warnings
@@ -35,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from nbmemory.atomic import fsync_dir, write_all, write_atomic
-from nbmemory.errors import InvalidTextError, MemoryWarning, MemoryWriteError, UnsafeFileError
+from nbmemory.errors import InvalidTextError, MemoryWarning, MemoryWriteError
 
 try:
     import fcntl
@@ -52,12 +50,11 @@ from nbmemory.workspace import (
     make_private_dir,
     open_child,
     open_folder,
+    open_regular,
 )
 
 LOCK_FILE = ".lock"
 """The file locked on Windows; elsewhere the agent folder itself is locked."""
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 LOG_HEADING = "## Interaction Log"
 BLOCK_END = "\n\n---\n\n"
@@ -399,23 +396,8 @@ def archive_time(path: Path) -> str:
 def archive_files(folder: str | os.PathLike[str]) -> list[Path]:
     """The archives in an agent folder, oldest first: regular files only, and not the archive
     of a compaction that did not finish (see :func:`unfinished_archive`). Nothing is created."""
-    if os.path.islink(Path(folder) / ARCHIVE_DIR):
-        return []  # not ours: it could lead outside the workspace
-    try:
-        entries = [
-            Path(e.path)
-            for e in os.scandir(Path(folder) / ARCHIVE_DIR)
-            if e.is_file(follow_symlinks=False)
-        ]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    found = sorted(
-        (p for p in entries if p.name.startswith("history_") and p.suffix == ".md"),
-        key=archive_sort_key,
-    )
-    if found and _starts_with(Path(folder) / MEMORY_FILE, found[-1]):
-        found.pop()
-    return found
+    found, unfinished = _archives(folder)
+    return found[:-1] if unfinished else found
 
 
 def unfinished_archive(folder: str | os.PathLike[str]) -> Path | None:
@@ -424,23 +406,30 @@ def unfinished_archive(folder: str | os.PathLike[str]) -> Path | None:
     Such an archive holds the first bytes of MEMORY.md as it still is: every message in it is
     also in MEMORY.md, so showing it would show them twice.
     """
-    if os.path.islink(Path(folder) / ARCHIVE_DIR):
-        return None
+    found, unfinished = _archives(folder)
+    return found[-1] if unfinished else None
+
+
+def _archives(folder: str | os.PathLike[str]) -> tuple[list[Path], bool]:
+    """Every archive file, oldest first, and whether the newest is an unfinished one."""
+    where = Path(folder) / ARCHIVE_DIR
+    if os.path.islink(where):
+        return [], False  # not ours: it could lead outside the workspace
     try:
-        entries = [p for p in (Path(folder) / ARCHIVE_DIR).glob("history_*.md") if p.is_file()]
-    except OSError:
-        return None
-    newest = max(entries, key=archive_sort_key, default=None)
-    return newest if newest and _starts_with(Path(folder) / MEMORY_FILE, newest) else None
+        entries = [Path(e.path) for e in os.scandir(where) if e.is_file(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return [], False
+    found = sorted(
+        (p for p in entries if p.name.startswith("history_") and p.suffix == ".md"),
+        key=archive_sort_key,
+    )
+    return found, bool(found) and _starts_with(Path(folder) / MEMORY_FILE, found[-1])
 
 
 def _starts_with(path: Path, prefix: Path, chunk: int = 1 << 16) -> bool:
     """Whether the regular file ``path`` begins with every byte of the regular file ``prefix``."""
-    flags = os.O_RDONLY | _NOFOLLOW | _NONBLOCK
     try:
-        with open(os.open(path, flags), "rb") as whole, open(os.open(prefix, flags), "rb") as start:
-            if not (_regular(whole) and _regular(start)):
-                return False
+        with open(open_regular(path), "rb") as whole, open(open_regular(prefix), "rb") as start:
             if os.fstat(start.fileno()).st_size > os.fstat(whole.fileno()).st_size:
                 return False
             while piece := start.read(chunk):
@@ -449,10 +438,6 @@ def _starts_with(path: Path, prefix: Path, chunk: int = 1 << 16) -> bool:
             return True
     except OSError:
         return False
-
-
-def _regular(file: Any) -> bool:
-    return stat.S_ISREG(os.fstat(file.fileno()).st_mode)
 
 
 class MemoryFile:
@@ -507,18 +492,7 @@ class MemoryFile:
 
     def _open_file(self, name: str, flags: int, shown: Path) -> int:
         """Open a regular file of the folder, refusing anything else; call under the lock."""
-        try:
-            fd = os.open(
-                self._name(name), flags | _NOFOLLOW | _NONBLOCK, FILE_MODE, dir_fd=self._lock.fd
-            )
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.ENOTDIR):
-                raise _unsafe(shown) from None
-            raise
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise _unsafe(shown)
-        return fd
+        return open_regular(self._name(name), flags, dir_fd=self._lock.fd, shown=shown)
 
     def _open(self) -> None:
         """Open MEMORY.md for appending (creating it with its header); call under the lock.
@@ -712,13 +686,6 @@ def _encoded(text: str, what: str) -> bytes:
             f"the {what} is not valid text (it holds {exc.object[exc.start : exc.end]!r}, a lone "
             "surrogate): nothing was written"
         ) from None
-
-
-def _unsafe(path: Path) -> UnsafeFileError:
-    return UnsafeFileError(
-        f"{path} is not a regular file (a link, a folder, a FIFO or a device); nbmemory "
-        "neither reads nor writes through it: move it away and try again"
-    )
 
 
 _TEMPORARY = re.compile(r"\..+\.(?P<pid>\d+)\.[0-9a-f]+\.tmp")

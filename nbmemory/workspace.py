@@ -74,6 +74,7 @@ def memory_path(name: str, workspace: str | os.PathLike[str] | None = None) -> P
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _REFUSED = (errno.ELOOP, errno.ENOTDIR, errno.EMLINK)
 
@@ -163,18 +164,38 @@ def check_folder(folder: str | os.PathLike[str]) -> Path:
     return folder
 
 
-def read_regular(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file, never read through a link nor from a FIFO or a device
-    (``UnsafeFileError``); ``FileNotFoundError`` if there is none."""
+def open_regular(
+    path: str | os.PathLike[str],
+    flags: int = os.O_RDONLY,
+    *,
+    dir_fd: int | None = None,
+    shown: str | os.PathLike[str] | None = None,
+) -> int:
+    """A descriptor of a regular file (created ``0600`` with ``O_CREAT``), opened without
+    following a link and without waiting on a FIFO.
+
+    A link, folder, FIFO or device is refused with ``UnsafeFileError``, named as ``shown``,
+    before anything is read or written; ``FileNotFoundError`` if there is nothing there.
+    """
+    refused = UnsafeFileError(
+        f"{shown or path} is not a regular file (a link, a folder, a FIFO or a device); "
+        "nbmemory neither reads nor writes through it: move it away and try again"
+    )
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK, FILE_MODE, dir_fd=dir_fd)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENXIO):
-            raise UnsafeFileError(f"{path} is a link; nbmemory does not read through it") from None
+        if exc.errno in (*_REFUSED, errno.EISDIR, errno.ENXIO):
+            raise refused from None
         raise
-    with open(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafeFileError(f"{path} is not a regular file; nbmemory does not read it")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise refused
+    return fd
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file, read as :func:`open_regular` opens it."""
+    with open(open_regular(path), "rb") as file:
         return file.read()
 
 
