@@ -22,16 +22,22 @@ from nbmemory.search import content_text
 from nbmemory.terms import missing_terms
 from nbmemory.tokens import TokenCounter, context_window
 
-_INSTRUCTIONS = (
+COMPRESSION_SYSTEM_PROMPT = (
     "You compress the working memory of an AI agent. Keep every fact, number, name, decision, "
     "preference and open question; drop greetings and repetition. Write plain sentences."
 )
+"""What the summarizer is told (followed by the agent's pinned notes when it has some)."""
 _NOTES = (
     "The agent's pinned notes below stay in every request, word for word, apart from the "
     "summary: do not repeat what they say."
 )
-_REQUEST = "Summarize the conversation below so that the agent can continue from the summary."
-_MERGE = "Summarize these partial summaries of one conversation into one summary."
+COMPRESSION_USER_TEMPLATE = (
+    "Summarize the conversation below so that the agent can continue from the summary.\n\n{history}"
+)
+"""The request that carries a transcript (or part of one) to the summarizer."""
+_MERGE_TEMPLATE = (
+    "Summarize these partial summaries of one conversation into one summary.\n\n{history}"
+)
 _RETRY_GROWTH = 1.1
 _KEEP_SHARE = 0.25  # of the window, at most, for the exchanges kept word for word
 
@@ -72,7 +78,7 @@ class ContextCompressor:
         self.keep_exchanges = keep_exchanges
         self.last_compaction: Compaction | None = None
         """What the last compaction did (also written beside its archive)."""
-        self._failed_at: int | None = None
+        self._failed_at: float | None = None
 
     def __repr__(self) -> str:
         return (
@@ -94,14 +100,15 @@ class ContextCompressor:
         return self.tokens_used(agent) / window if window else 0.0
 
     def should_compress(self, agent: Any) -> bool:
-        """Whether the agent's context is at or past the threshold (constant time)."""
-        window = getattr(agent, "context_length", None)
-        if not window:
+        """Whether :meth:`usage_ratio` is at or past the threshold (constant time).
+
+        After a compression that failed or left the agent above the threshold, it waits until
+        the usage has grown by a tenth before it says yes again.
+        """
+        ratio = self.usage_ratio(agent)
+        if ratio < self.threshold:
             return False
-        used = self.tokens_used(agent)
-        if used < self.threshold * window:
-            return False
-        return self._failed_at is None or used >= self._failed_at * _RETRY_GROWTH
+        return self._failed_at is None or ratio >= self._failed_at * _RETRY_GROWTH
 
     def compress(self, agent: Any, *, during_run: bool = False) -> str | None:
         """Summarize the history and compact the memory; returns the summary, or ``None``.
@@ -125,7 +132,7 @@ class ContextCompressor:
         lines = [line for message in summarized for line in _lines(message)]
         before = self.tokens_used(agent)
         try:
-            summary = self._summarize(agent, lines).strip()
+            summary = self._summarize(agent, "\n".join(lines)).strip()
         except ModelError as exc:
             return self._give_up(agent, f"the summarizer failed: {exc}")
         if not summary:
@@ -181,7 +188,7 @@ class ContextCompressor:
 
     def _give_up(self, agent: Any, reason: str) -> None:
         """Warn once and wait for the history to grow before the next attempt."""
-        self._failed_at = self.tokens_used(agent)
+        self._failed_at = self.usage_ratio(agent)
         warnings.warn(
             f"{getattr(agent, 'agent_name', 'agent')}: context compression skipped ({reason}); "
             "memory is left as it is and compression waits until the history has grown",
@@ -191,10 +198,13 @@ class ContextCompressor:
     # ------------------------------------------------------------------------------------------
 
     def _model(self, agent: Any) -> tuple[str, dict[str, Any]]:
-        if self.summarizer_model and self.summarizer_model != agent.model_name:
+        own = getattr(agent, "model_name", None)
+        if not (self.summarizer_model or own):
+            raise ValueError("No summarizer_model set, and the agent has no model_name to use")
+        if self.summarizer_model and self.summarizer_model != own:
             return self.summarizer_model, {}
         endpoint = {key: getattr(agent, key, None) for key in ("api_base", "api_key")}
-        return agent.model_name, endpoint
+        return own, endpoint
 
     def _window(self, agent: Any, model: str) -> int:
         return agent.context_length if model == agent.model_name else context_window(model)
@@ -207,13 +217,13 @@ class ContextCompressor:
         """
         return min(self.summarizer_max_tokens, max(64, agent.context_length // 10))
 
-    def _ask(self, agent: Any, request: str, text: str) -> str:
+    def _ask(self, agent: Any, template: str, text: str) -> str:
         model, endpoint = self._model(agent)
         reply = llm.complete(
             model,
             [
                 {"role": "system", "content": _instructions(agent)},
-                {"role": "user", "content": f"{request}\n\n{text}"},
+                {"role": "user", "content": template.format(history=text)},
             ],
             temperature=self.summarizer_temperature,
             max_tokens=self._summary_tokens(agent),
@@ -223,17 +233,21 @@ class ContextCompressor:
         )
         return reply.content
 
-    def _summarize(self, agent: Any, lines: list[str]) -> str:
-        """Summarize ``lines`` in chunks that fit the summarizer's window, never truncating."""
+    def _summarize(self, agent: Any, history: str) -> str:
+        """Summarize the transcript ``history`` in chunks of lines that fit the summarizer's
+        window, never truncating."""
         model, _ = self._model(agent)
         counter = TokenCounter(model)
         budget = max(self._window(agent, model) - self._summary_tokens(agent) - 200, 200)
-        summaries = [self._ask(agent, _REQUEST, chunk) for chunk in _chunks(lines, counter, budget)]
+        summaries = [
+            self._ask(agent, COMPRESSION_USER_TEMPLATE, chunk)
+            for chunk in _chunks(history.split("\n"), counter, budget)
+        ]
         while len(summaries) > 1:
             merged = _chunks(summaries, counter, budget)
             if len(merged) >= len(summaries):  # each summary fills a window: keep them all
                 return "\n\n".join(summaries)
-            summaries = [self._ask(agent, _MERGE, chunk) for chunk in merged]
+            summaries = [self._ask(agent, _MERGE_TEMPLATE, chunk) for chunk in merged]
         return summaries[0]
 
 
@@ -241,7 +255,11 @@ def _instructions(agent: Any) -> str:
     """What the summarizer is told: what to keep, and what the pinned notes already hold."""
     notes = getattr(agent, "notes", None)
     pinned = notes.text().strip() if notes is not None else ""
-    return f"{_INSTRUCTIONS}\n\n{_NOTES}\n\n{pinned}" if pinned else _INSTRUCTIONS
+    return (
+        f"{COMPRESSION_SYSTEM_PROMPT}\n\n{_NOTES}\n\n{pinned}"
+        if pinned
+        else COMPRESSION_SYSTEM_PROMPT
+    )
 
 
 def _expanded(message: dict[str, Any]) -> list[dict[str, Any]]:

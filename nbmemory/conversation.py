@@ -17,7 +17,7 @@ from nbmemory.atomic import write_atomic
 from nbmemory.errors import MemoryFormatError
 from nbmemory.memory_file import MemoryFile, format_block, format_header, now_iso
 from nbmemory.search import MemoryHit, content_text
-from nbmemory.swarms_conversation import SwarmsConversation
+from nbmemory.swarms_conversation import SwarmsConversation, conversations_folder
 from nbmemory.tokens import TokenCounter, context_window
 from nbmemory.workspace import make_private_dir
 
@@ -90,6 +90,11 @@ class Conversation(SwarmsConversation):
     touches the disk. Constructor arguments follow the swarms ``Conversation``;
     ``context_length=None`` means the window of ``tokenizer_model_name`` (16000 if unknown).
 
+    As in swarms, ``save_filepath`` defaults to ``conversation_<name>.json`` (or ``.yaml``) in
+    ``conversations_dir``, else ``./conversations``; a conversation given a ``name`` or a
+    ``save_filepath`` loads that file when it exists, unless it has a ``memory_md_path``:
+    then MEMORY.md alone is what it resumes from.
+
     swarms' other arguments are accepted: ``token_count`` and ``message_id_on`` add a
     ``token_count`` or ``message_id`` to each message; ``save_as_yaml_on`` makes ``export``
     write YAML; ``channel`` gets ``channel.post(role, text)`` for every message that is not a
@@ -111,27 +116,28 @@ class Conversation(SwarmsConversation):
         rules: str | None = None,
         custom_rules_prompt: str | None = None,
         user: str = "User",
+        save_as_yaml_on: bool = False,
+        save_as_json_bool: bool = False,
+        token_count: bool = False,
+        message_id_on: bool = False,
         tokenizer_model_name: str = "gpt-4o",
         conversations_dir: str | None = None,
         export_method: str = "json",
-        memory_md_path: str | os.PathLike[str] | None = None,
-        messages: Iterable[dict[str, Any]] | None = None,
-        *,
-        token_count: bool = False,
-        message_id_on: bool = False,
-        save_as_yaml_on: bool = False,
-        save_as_json_bool: bool = False,
         dynamic_context_window: bool = True,
         cache_enabled: bool = False,
         output_metadata: bool = False,
+        memory_md_path: str | os.PathLike[str] | None = None,
+        messages: Iterable[dict[str, Any]] | None = None,
         channel: Any = None,
     ) -> None:
+        resumes = name is not None or save_filepath is not None
         self.id = id or uuid.uuid4().hex
         self.name = name or f"conversation-{self.id[:8]}"
         self.system_prompt = system_prompt
         self.time_enabled = time_enabled
         self.autosave = autosave
         self.save_filepath = save_filepath
+        self.load_filepath = load_filepath
         self.context_length = context_length or context_window(tokenizer_model_name)
         self.rules = rules
         self.custom_rules_prompt = custom_rules_prompt
@@ -147,6 +153,7 @@ class Conversation(SwarmsConversation):
         self.cache_enabled = cache_enabled
         self.output_metadata = output_metadata
         self.channel = None  # set last: nothing added while constructing is posted
+        self.setup_file_path()
         self.conversation_history: list[dict[str, Any]] = []
         self.preloaded_messages: list[dict[str, Any]] = []
         self.last_archive: Path | None = None
@@ -169,6 +176,8 @@ class Conversation(SwarmsConversation):
             self._preload()
         if load_filepath:
             self.load(load_filepath)
+        elif resumes and self._memory is None and os.path.exists(self.save_filepath):
+            self.load(self.save_filepath)
         for message in messages or ():
             self.add(message["role"], message["content"])
         self.channel = channel
@@ -485,11 +494,17 @@ class Conversation(SwarmsConversation):
     # ------------------------------------------------------------------------------------------
     # Export and load
 
+    def setup_file_path(self) -> None:
+        """Check ``export_method`` and give ``save_filepath`` its default if it has none."""
+        if self.export_method not in ("json", "yaml"):
+            raise ValueError(f"export_method must be 'json' or 'yaml', not {self.export_method!r}")
+        if not self.save_filepath:
+            folder = conversations_folder(self.conversations_dir)
+            stem = self.name if _plain_file_name(self.name) else self.id
+            self.save_filepath = os.path.join(folder, f"conversation_{stem}.{self.export_method}")
+
     def _default_save_path(self, suffix: str) -> str:
-        if self.save_filepath:
-            return str(Path(self.save_filepath).with_suffix(suffix))
-        folder = self.conversations_dir or os.getcwd()
-        return os.path.join(folder, f"conversation_{self.id}{suffix}")
+        return str(Path(self.save_filepath).with_suffix(suffix))
 
     def _save(self, text: str, path: str, force: bool) -> str | None:
         if not (force or self.autosave):
@@ -543,6 +558,11 @@ class Conversation(SwarmsConversation):
         with self._lock:
             self.conversation_history = messages
         self._history_edited("load")
+
+
+def _plain_file_name(name: str) -> bool:
+    """Whether ``name`` can be part of a file name as it is (no folder, no special name)."""
+    return name not in ("", ".", "..") and not any(c in name for c in "/\\\0:")
 
 
 def _blank(content: Any) -> bool:

@@ -16,10 +16,15 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
+from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Sequence
+
+    from nbmemory.tokens import TokenCounter
 
 _OPENAI_KEYS = ("role", "content")
 
@@ -32,12 +37,24 @@ class SwarmsConversation:
     """
 
     conversation_history: list[dict[str, Any]]
+    context_length: int
+    time_enabled: bool
+    _counter: TokenCounter
 
     if TYPE_CHECKING:
 
-        def add(self, role: str, content: Any, metadata: dict[str, Any] | None = None) -> Any: ...
+        def __init__(self, name: str | None = None, conversations_dir: str | None = None): ...
+        def add(
+            self,
+            role: str,
+            content: Any,
+            metadata: dict[str, Any] | None = None,
+            category: str | None = None,
+        ) -> dict[str, Any]: ...
         def load(self, filename: str) -> None: ...
         def _history_edited(self) -> None: ...
+        @staticmethod
+        def _format_line(message: dict[str, Any], with_time: bool) -> str: ...
 
     # Adding ----------------------------------------------------------------------------------
 
@@ -48,6 +65,16 @@ class SwarmsConversation:
         return [self.add(role, content) for role, content in zip(roles, contents, strict=True)]
 
     add_multiple_messages = add_multiple
+
+    def add_in_memory(
+        self,
+        role: str,
+        content: Any,
+        metadata: dict[str, Any] | None = None,
+        category: str | None = None,
+    ) -> dict[str, Any]:
+        """``add`` under the name swarms' ``add`` delegates to (written through all the same)."""
+        return self.add(role, content, metadata, category)
 
     def add_messages(self, messages: Iterable[dict[str, Any]]) -> list[Any]:
         """Add chat-format messages (``{"role", "content", ...}``); other keys become metadata."""
@@ -68,6 +95,107 @@ class SwarmsConversation:
         self.conversation_history.extend(messages)
         self._history_edited()
 
+    # Tool calls ------------------------------------------------------------------------------
+
+    def record_assistant(self, parsed: Any, role: str = "assistant") -> list[dict[str, Any]]:
+        """Add the model's turn; returns the tool calls in it (``id``, ``name``, ``arguments``).
+
+        ``parsed`` is the model's text, or a list of OpenAI-style tool calls. A call without an
+        id gets one, so that its result can be paired with it by :meth:`flush_tool_results`.
+        """
+        calls = []
+        for i, item in enumerate(parsed if isinstance(parsed, list) else ()):
+            function = (item.get("function") or {}) if isinstance(item, dict) else {}
+            if function.get("name"):
+                call_id = item.get("id") or f"call_{len(self.conversation_history)}_{i}"
+                arguments = function.get("arguments", "{}")
+                calls.append({"id": call_id, "name": function["name"], "arguments": arguments})
+        text_turn = not calls and role == "assistant"
+        message = self.add(role, str(parsed) if text_turn else parsed)
+        if calls:
+            message["tool_results"] = {}
+            message["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {k: c[k] for k in ("name", "arguments")},
+                }
+                for c in calls
+            ]
+        return calls
+
+    def flush_tool_results(self, calls: list[dict[str, Any]], results: dict[str, Any]) -> None:
+        """Attach ``results`` (by call id, as text) to the latest turn that made tool calls."""
+        for message in reversed(self.conversation_history):
+            if "tool_results" in message:
+                message["tool_results"].update(
+                    {c["id"]: str(results[c["id"]]) for c in calls if c["id"] in results}
+                )
+                return
+
+    @staticmethod
+    def map_batch_results(
+        tool_calls: list[dict[str, Any]],
+        output: Any,
+        results: dict[str, Any],
+        formatter: Callable[[Any], str] = str,
+    ) -> None:
+        """Put a batched tool output into ``results`` by call id: one value per call when
+        ``output`` is a list as long as the calls, else the same value for every call."""
+        if isinstance(output, list) and len(output) == len(tool_calls):
+            values = output
+        else:
+            values = [output] * len(tool_calls)
+        for call, value in zip(tool_calls, values, strict=True):
+            results[call.get("id", "")] = formatter(value)
+
+    def to_messages(
+        self,
+        agent_name: str | None = None,
+        start: int = 0,
+        prefix: Sequence[dict[str, Any]] = (),
+    ) -> list[dict[str, Any]]:
+        """The history from ``start``, after ``prefix``, as an OpenAI chat request body.
+
+        A turn with tool calls becomes the assistant's calls followed by one ``tool`` message
+        per result; rows already in chat form pass as they are; ``agent_name``'s messages are
+        the assistant's and the rest the user's (system prompts and tool bookkeeping left out).
+        """
+        messages: list[dict[str, Any]] = []
+        for row in [*prefix, *self.conversation_history[start:]]:
+            role, content = row.get("role"), row.get("content")
+            if "tool_results" in row:
+                calls = row["tool_calls"]
+                messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+                messages.extend(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call["id"],
+                        "content": row["tool_results"].get(
+                            call["id"], f"(no result recorded for {call['function']['name']})"
+                        ),
+                    }
+                    for call in calls
+                )
+            elif role in ("system", "user", "assistant", "tool"):
+                fields = {**(row.get("metadata") or {}), **row}
+                keys = ("role", "content", "name", "tool_calls", "tool_call_id")
+                messages.append({key: fields[key] for key in keys if key in fields})
+            elif content is not None and role not in ("System", "Tool Executor"):
+                chat_role = "assistant" if role == agent_name else "user"
+                messages.append({"role": chat_role, "content": str(content)})
+        return messages
+
+    def get_visible_messages(self, agent: Any, turn: int) -> list[dict[str, Any]]:
+        """Messages from turns before ``turn`` that ``agent`` may see: rows with a ``turn`` and
+        a ``visible_to`` ("all" or names), as swarms' multi-agent structures write them."""
+        return [
+            m
+            for m in self.conversation_history
+            if m.get("turn", turn) < turn
+            and (m.get("visible_to") == "all" or agent.agent_name in m.get("visible_to", ()))
+        ]
+
     # Editing in place ------------------------------------------------------------------------
 
     def delete(self, index: int | str) -> None:
@@ -83,6 +211,27 @@ class SwarmsConversation:
         if 0 <= int(index) < len(self.conversation_history):
             self.conversation_history[int(index)].update(role=role, content=content)
             self._history_edited()
+
+    def truncate_memory_with_tokenizer(self) -> None:
+        """Keep the oldest messages whose contents fit ``context_length`` tokens, cutting the
+        first that does not (``MEMORY.md`` keeps them all; nbmemory compacts instead)."""
+        kept: list[dict[str, Any]] = []
+        room = self.context_length
+        for message in self.conversation_history:
+            content = (
+                message["content"]
+                if isinstance(message["content"], str)
+                else str(message["content"])
+            )
+            size = self._counter.count(content)
+            if size > room:
+                if room > 0:
+                    kept.append({**message, "content": self._counter.fit(content, room)})
+                break
+            kept.append(message)
+            room -= size
+        self.conversation_history[:] = kept
+        self._history_edited()
 
     def query(self, index: int | str) -> dict[str, Any] | None:
         """The message at ``index``, or ``None`` if there is none."""
@@ -156,6 +305,36 @@ class SwarmsConversation:
         """The last message's content in a list."""
         return [self.conversation_history[-1]["content"]]
 
+    def dynamic_auto_chunking(self) -> str:
+        """The newest part of :meth:`return_history_as_string` that fits ``context_length``
+        tokens: whole messages, then the end of the first one that does not fit."""
+        room = self.context_length
+        kept: list[str] = []
+        for message in reversed(self.conversation_history):
+            line = self._format_line(message, self.time_enabled)
+            size = self._counter.count(line) + (1 if kept else 0)  # "\n\n" between messages
+            if size > room:
+                tail = self._counter.fit(line, room - (1 if kept else 0), tail=True)
+                kept.extend([tail] if tail else [])
+                break
+            kept.append(line)
+            room -= size
+        return "\n\n".join(reversed(kept))
+
+    def export_and_count_categories(self) -> dict[str, int]:
+        """Tokens of the messages added with ``category="input"`` and ``"output"``."""
+        texts: dict[str, list[str]] = {"input": [], "output": []}
+        for message in self.conversation_history:
+            if message.get("category") in texts:
+                texts[message["category"]].append(str(message["content"]))
+        counts = {k: self._counter.count(" ".join(v)) if v else 0 for k, v in texts.items()}
+        total = counts["input"] + counts["output"]
+        return {
+            "input_tokens": counts["input"],
+            "output_tokens": counts["output"],
+            "total_tokens": total,
+        }
+
     def get_cache_stats(self) -> dict[str, Any]:
         """swarms' string-cache statistics; nbmemory keeps no such cache, so all zero."""
         return {"hits": 0, "misses": 0, "cached_tokens": 0, "hit_rate": 0.0}
@@ -179,3 +358,76 @@ class SwarmsConversation:
         else:
             text = "".join(f"{m['role']}: {m['content']}\n" for m in self.conversation_history)
         write_atomic(filename, text)
+
+    # Saved conversations ---------------------------------------------------------------------
+
+    @classmethod
+    def load_conversation(
+        cls,
+        name: str,
+        conversations_dir: str | None = None,
+        load_filepath: str | None = None,
+    ) -> Any:
+        """A conversation loaded from ``load_filepath``, else from the file ``name`` names in
+        ``conversations_dir`` (``<name>`` or ``conversation_<name>``, as .json, .yaml or .yml,
+        or ``name`` itself); a new, empty one (with a warning) if there is none."""
+        if load_filepath:
+            conversation = cls(name=name)
+            conversation.load(load_filepath)
+            return conversation
+        folder = Path(conversations_folder(conversations_dir))
+        candidates = [
+            folder / f"{stem}{ext}"
+            for stem in (name, f"conversation_{name}")
+            for ext in (".json", ".yaml", ".yml")
+        ]
+        for path in [*candidates, folder / name]:
+            if path.is_file():
+                conversation = cls(name=name, conversations_dir=str(folder))
+                conversation.load(str(path))
+                return conversation
+        warnings.warn(f"no saved conversation named {name!r} in {folder}", stacklevel=2)
+        return cls(name=name, conversations_dir=str(folder))
+
+    @classmethod
+    def list_cached_conversations(cls, conversations_dir: str | None = None) -> list[str]:
+        """Names (file names without extension) of the conversations saved in a folder."""
+        return sorted(path.stem for path in _saved_files(conversations_dir))
+
+    @classmethod
+    def list_conversations(cls, conversations_dir: str | None = None) -> list[dict[str, str]]:
+        """The saved JSON conversations of a folder, newest first: ``id``, ``name``,
+        ``created_at`` and ``filepath``. A file that is not JSON is left out with a warning."""
+        found = []
+        for path in _saved_files(conversations_dir, (".json",)):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                warnings.warn(f"skipping {path}: {exc}", stacklevel=2)
+                continue
+            meta = data.get("metadata", {}) if isinstance(data, dict) else {}
+            modified = datetime.fromtimestamp(path.stat().st_mtime).isoformat(timespec="seconds")
+            name = path.stem.removeprefix("conversation_")
+            found.append(
+                {
+                    "id": str(meta.get("id") or name),
+                    "name": str(meta.get("name") or name),
+                    "created_at": str(meta.get("created_at") or modified),
+                    "filepath": str(path),
+                }
+            )
+        return sorted(found, key=lambda entry: entry["created_at"], reverse=True)
+
+
+def conversations_folder(conversations_dir: str | None) -> str:
+    """Where conversations are saved: ``conversations_dir``, else ``./conversations``."""
+    return conversations_dir or os.path.join(os.getcwd(), "conversations")
+
+
+def _saved_files(
+    conversations_dir: str | None, suffixes: tuple[str, ...] = (".json", ".yaml", ".yml")
+) -> list[Path]:
+    folder = Path(conversations_folder(conversations_dir))
+    if not folder.is_dir():
+        return []
+    return [p for p in folder.iterdir() if p.suffix.lower() in suffixes and p.is_file()]

@@ -124,6 +124,20 @@ class TokenCounter:
             return len(self._encoding.encode_ordinary(text))
         return sum(len(self._encoding.encode_ordinary(piece)) for piece in _pieces(text))
 
+    def fit(self, text: str, budget: int, *, tail: bool = False) -> str:
+        """The longest start (or, with ``tail``, end) of ``text`` that counts at most ``budget``
+        tokens: how a message too long for what is left of a window is cut."""
+        if budget <= 0:
+            return ""
+        low, high = 0, len(text)
+        while low < high:
+            size = (low + high + 1) // 2
+            if self.count(text[len(text) - size :] if tail else text[:size]) <= budget:
+                low = size
+            else:
+                high = size - 1
+        return text[len(text) - low :] if tail else text[:low]
+
 
 _PIECE = 4096
 

@@ -3,7 +3,7 @@ import pytest
 import support
 from nbmemory import ContextCompressor
 from nbmemory.compactions import read_record
-from nbmemory.compressor import _INSTRUCTIONS
+from nbmemory.compressor import COMPRESSION_SYSTEM_PROMPT, COMPRESSION_USER_TEMPLATE
 from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
@@ -20,7 +20,7 @@ LONG_TASK = "Please check every budget line again, one by one, and report totals
 
 
 def summary_requests(server):
-    return [r for r in server.requests if r["messages"][0]["content"] == _INSTRUCTIONS]
+    return [r for r in server.requests if r["messages"][0]["content"] == COMPRESSION_SYSTEM_PROMPT]
 
 
 def fill_to_just_below_threshold(agent, prefix="note"):
@@ -160,6 +160,9 @@ def test_between_runs_compress_leaves_the_static_context_and_the_summary_alone(o
     assert roles == ["System", "System"]  # the system prompt, then the summary
     [summary] = parse(memory_path("Worker").read_bytes()).messages
     assert summary["content"] == f"{SUMMARY_MARKER}\nAll about the budget."
+    [request] = summary_requests(openai_server)
+    transcript = "User: The budget is 40k EUR.\nWorker: Noted."
+    assert request["messages"][1]["content"] == COMPRESSION_USER_TEMPLATE.format(history=transcript)
 
 
 class SwarmsLikeAgent:
@@ -200,3 +203,15 @@ def test_maybe_compress_turns_a_failure_into_a_warning(openai_server):
     with pytest.warns(UserWarning):
         assert agent._context_compressor.maybe_compress(agent) is None
     assert memory_path("Worker").read_bytes() == before
+
+
+def test_without_any_model_to_summarize_with_the_error_says_so():
+    from nbmemory import Conversation
+
+    memory = Conversation(name="Plain", memory_md_path=memory_path("Plain"))
+    memory.add("User", "keep me")
+    plain = SwarmsLikeAgent(memory, None)
+    before = memory_path("Plain").read_bytes()
+    with pytest.raises(ValueError, match="No summarizer_model set"):
+        ContextCompressor().compress(plain)
+    assert memory_path("Plain").read_bytes() == before

@@ -190,3 +190,144 @@ def test_the_agents_swarms_memory_surface(tmp_path, capsys):
         fresh.load(tmp_path / "bad.json")
     with pytest.raises(FileNotFoundError):
         fresh.load(tmp_path / "missing.json")
+
+
+def test_add_in_memory_is_add_written_through():
+    convo = persistent()
+    message = convo.add_in_memory("User", "remember Lyon", {"source": "chat"}, "input")
+    assert message["metadata"] == {"source": "chat"} and message["category"] == "input"
+    assert on_disk() == ["remember Lyon"]
+
+
+def test_a_tool_calling_turn_becomes_a_chat_request_with_its_results():
+    convo = Conversation(system_prompt="sys")
+    convo.add("User", "weather in Lyon and Oslo?")
+    calls = convo.record_assistant(
+        [
+            {"id": "a", "function": {"name": "weather", "arguments": '{"city": "Lyon"}'}},
+            {"function": {"name": "weather", "arguments": '{"city": "Oslo"}'}},
+            {"function": {}},  # not a call: ignored
+        ]
+    )
+    assert [c["id"] for c in calls] == ["a", "call_2_1"]
+    results: dict = {}
+    Conversation.map_batch_results(calls, ["sunny", "snow"], results)
+    convo.flush_tool_results(calls[:1], results)
+    convo.record_assistant("It is sunny in Lyon.", role="Agent")
+    assert convo.to_messages(agent_name="Agent") == [
+        {"role": "user", "content": "weather in Lyon and Oslo?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": convo.conversation_history[2]["tool_calls"],
+        },
+        {"role": "tool", "tool_call_id": "a", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "call_2_1", "content": "(no result recorded for weather)"},
+        {"role": "assistant", "content": "It is sunny in Lyon."},
+    ]
+    one_for_all: dict = {}
+    Conversation.map_batch_results(calls, "same", one_for_all, formatter=str.upper)
+    assert one_for_all == {"a": "SAME", "call_2_1": "SAME"}
+    assert convo.to_messages(start=3, prefix=[{"role": "system", "content": "p"}]) == [
+        {"role": "system", "content": "p"},
+        {"role": "user", "content": "It is sunny in Lyon."},
+    ]
+
+
+def test_visible_messages_follow_turns_and_audiences():
+    from types import SimpleNamespace
+
+    convo = Conversation()
+    convo.batch_add(
+        [
+            {"role": "A", "content": "to all", "turn": 0, "visible_to": "all"},
+            {"role": "A", "content": "to B", "turn": 0, "visible_to": ["B"]},
+            {"role": "B", "content": "later", "turn": 1, "visible_to": "all"},
+        ]
+    )
+    seen = convo.get_visible_messages(SimpleNamespace(agent_name="C"), turn=1)
+    assert [m["content"] for m in seen] == ["to all"]
+    seen = convo.get_visible_messages(SimpleNamespace(agent_name="B"), turn=2)
+    assert [m["content"] for m in seen] == ["to all", "to B", "later"]
+
+
+def test_windows_of_the_history_cut_messages_at_token_boundaries():
+    counter = TokenCounter("gpt-4o")
+    convo = persistent(context_length=12)
+    for text in ["alpha beta gamma", "delta epsilon zeta", "eta theta iota kappa lambda"]:
+        convo.add("User", text)
+    newest = convo.dynamic_auto_chunking()
+    assert newest.endswith("User: eta theta iota kappa lambda")
+    assert counter.count(newest) <= 12 and "delta" not in newest
+    convo.truncate_memory_with_tokenizer()
+    contents = [m["content"] for m in convo.conversation_history]
+    assert contents[:2] == ["alpha beta gamma", "delta epsilon zeta"]
+    assert sum(counter.count(c) for c in contents) <= 12
+    assert "eta theta iota kappa lambda".startswith(contents[2]) and contents[2]
+    assert len(on_disk()) == 3  # MEMORY.md keeps every message
+
+
+def test_categories_are_counted_apart():
+    counter = TokenCounter("gpt-4o")
+    convo = Conversation()
+    convo.add("User", "what is the budget?", category="input")
+    convo.add("Agent", "It is 40 EUR.", category="output")
+    convo.add("Agent", "uncategorized")
+    assert convo.export_and_count_categories() == {
+        "input_tokens": counter.count("what is the budget?"),
+        "output_tokens": counter.count("It is 40 EUR."),
+        "total_tokens": counter.count("what is the budget?") + counter.count("It is 40 EUR."),
+    }
+
+
+def test_saved_conversations_are_named_listed_and_loaded_back(tmp_path):
+    folder = str(tmp_path / "saved")
+    convo = Conversation(name="plans", conversations_dir=folder)
+    assert convo.save_filepath == str(tmp_path / "saved" / "conversation_plans.json")
+    convo.add("User", "ship on Friday")
+    convo.export()
+    assert Conversation.list_cached_conversations(folder) == ["conversation_plans"]
+    [listed] = Conversation.list_conversations(folder)
+    assert listed["name"] == "plans" and listed["filepath"] == convo.save_filepath
+    loaded = Conversation.load_conversation("plans", conversations_dir=folder)
+    assert loaded.get_final_message_content() == "ship on Friday"
+    # A named conversation picks up where its saved file left off, as in swarms.
+    assert Conversation(name="plans", conversations_dir=folder).to_dict() == convo.to_dict()
+    assert len(Conversation(conversations_dir=folder)) == 0  # unnamed: a new conversation
+    with pytest.warns(UserWarning, match="no saved conversation named 'other'"):
+        assert len(Conversation.load_conversation("other", conversations_dir=folder)) == 0
+    assert Conversation.list_conversations(str(tmp_path / "nothing")) == []
+
+
+def test_a_conversation_with_memory_resumes_from_memory_md_only(tmp_path):
+    folder = str(tmp_path / "saved")
+    first = persistent(conversations_dir=folder)
+    first.add("User", "said once")
+    first.export()
+    again = persistent(conversations_dir=folder)
+    assert [m["role"] for m in again.conversation_history] == ["System"]  # the preload alone
+
+
+def test_a_damaged_saved_file_is_an_error_and_stays_as_it_was(tmp_path):
+    from nbmemory.errors import MemoryFormatError
+
+    saved = tmp_path / "conversation_plans.json"
+    saved.write_text("{half", encoding="utf-8")
+    with pytest.raises(MemoryFormatError, match="not valid JSON"):
+        Conversation(name="plans", conversations_dir=str(tmp_path), autosave=True)
+    assert saved.read_text(encoding="utf-8") == "{half"
+    with pytest.raises(ValueError, match="export_method must be 'json' or 'yaml'"):
+        Conversation(export_method="csv")
+
+
+def test_the_constructor_takes_swarms_positional_order():
+    import inspect
+
+    names = list(inspect.signature(Conversation).parameters)
+    assert names[11:16] == [
+        "save_as_yaml_on",
+        "save_as_json_bool",
+        "token_count",
+        "message_id_on",
+        "tokenizer_model_name",
+    ]
