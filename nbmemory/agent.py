@@ -147,6 +147,8 @@ class Agent:
         )
         self._context_compressor = ContextCompressor() if context_compression else None
         self._recorded: RunSettings | None = None
+        self._session = self._session_now()
+        self.short_memory.on_change(self._compacted)
         if path is not None and read_settings(path.parent) is None:
             self._record_settings()  # later records are made when it runs
 
@@ -216,10 +218,14 @@ class Agent:
 
     def request_overhead_tokens(self) -> int:
         """Tokens a request needs besides the history: tool schemas and room for the reply."""
+        return self.tool_tokens() + reply_room(self.context_length, self.max_tokens)
+
+    def tool_tokens(self) -> int:
+        """Tokens of the tool schemas every request carries."""
         if self._schema_tokens is None:
             schemas = TokenCounter(self.model_name).count(json.dumps(self._tool_schemas))
             self._schema_tokens = schemas if self._tool_schemas else 0
-        return self._schema_tokens + reply_room(self.context_length, self.max_tokens)
+        return self._schema_tokens
 
     def run_settings(self) -> RunSettings:
         """The model, window, threshold and fixed token costs this agent runs with now."""
@@ -231,7 +237,28 @@ class Agent:
             encoding=self.short_memory.encoding_name,
             static_tokens=self.short_memory.static_tokens(),
             overhead_tokens=self.request_overhead_tokens(),
+            rules_tokens=self.short_memory.rules_tokens(),
+            tool_tokens=self.tool_tokens(),
+            session=self._session,
         )
+
+    def _session_now(self) -> tuple[int, int, int] | None:
+        """This process, the inode of MEMORY.md now, and how many of its messages were
+        preloaded: how views tell earlier sessions from this one (``RunSettings.session``)."""
+        path = self.short_memory.memory_md_path
+        try:
+            inode = os.stat(path).st_ino if path is not None else None
+        except OSError:
+            inode = None
+        if inode is None:
+            return None
+        return os.getpid(), inode, len(self.short_memory.preloaded_messages)
+
+    def _compacted(self, event: Any) -> None:
+        """After a compaction all of MEMORY.md is this session's: record it for the views."""
+        if event.kind == "compact":
+            self._session = self._session_now()
+            self._record_settings()
 
     def _record_settings(self) -> None:
         """Keep ``settings.json`` beside MEMORY.md in step, so views show this agent's figures."""

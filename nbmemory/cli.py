@@ -6,6 +6,7 @@ Exit codes: 0 done, 1 nothing found (an unknown agent, a search without hits), 2
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from nbmemory.errors import (
 from nbmemory.export import FORMATS, export_text
 from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, ReadModel
-from nbmemory.report import AgentTable, MessageList, usage_line, visible
+from nbmemory.report import AgentTable, Audit, MessageList, usage_line, visible
 
 
 class NotFound(Exception):
@@ -92,6 +93,13 @@ def cmd_tokens(args: argparse.Namespace) -> str:
     )
 
 
+def cmd_audit(args: argparse.Namespace) -> str:
+    compactions = _reader(args).compactions(args.name)
+    if args.json:
+        return json.dumps([c.to_json() for c in compactions], indent=2, ensure_ascii=False)
+    return repr(Audit(args.name, compactions))
+
+
 def cmd_notes(args: argparse.Namespace) -> str:
     reader = _reader(args)
     if args.pin is not None or args.unpin is not None:
@@ -150,6 +158,9 @@ def parser() -> argparse.ArgumentParser:
     compact.add_argument("--summary", required=True, help="the summary text")
     tokens = command("tokens", cmd_tokens, "the tokens of an agent's next request, of its window")
     tokens.add_argument("name")
+    audit = command("audit", cmd_audit, "list an agent's compactions and what each summary dropped")
+    audit.add_argument("name")
+    audit.add_argument("--json", action="store_true", help="print the compactions as JSON")
     notes = command("notes", cmd_notes, "show, pin or unpin an agent's pinned notes")
     notes.add_argument("name")
     notes.add_argument("--pin", metavar="NOTE", help="pin a note: every request carries it")

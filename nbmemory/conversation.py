@@ -160,7 +160,7 @@ class Conversation(SwarmsConversation):
         self._lock = threading.RLock()
         self._observers: list[Callable[[ChangeEvent], None]] = []
         self._counter = TokenCounter(tokenizer_model_name)
-        self._static_count: tuple[tuple[Any, ...], int] = ((), 0)
+        self._static_count: tuple[tuple[Any, ...], list[int]] = ((), [])
         self._reset_counts()
         self._memory: MemoryFile | None = None
         self._header = ""
@@ -451,10 +451,18 @@ class Conversation(SwarmsConversation):
 
     def static_tokens(self) -> int:
         """Tokens of the system prompt and rules, which open every request."""
+        return sum(self._static_counts())
+
+    def rules_tokens(self) -> int:
+        """The part of :meth:`static_tokens` that is the rules (not the system prompt)."""
+        counts = self._static_counts()
+        return sum(counts[1:] if self.system_prompt is not None else counts)
+
+    def _static_counts(self) -> list[int]:
         key = (self.system_prompt, self.rules, self.custom_rules_prompt, self.user)
         if self._static_count[0] != key:
             lines = (self._format_line(m, self.time_enabled) for m in self.static_messages())
-            self._static_count = (key, sum(self._counter.count(f"{line}\n\n") for line in lines))
+            self._static_count = (key, [self._counter.count(f"{line}\n\n") for line in lines])
         return self._static_count[1]
 
     def context_tokens(self) -> int:

@@ -13,11 +13,12 @@ import functools
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from nbmemory import llm, workspace
+from nbmemory.compactions import read_record
 from nbmemory.conversation import block_tokens, preload_tokens
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
 from nbmemory.follow import EMPTY, FollowedFile, follow
@@ -25,6 +26,7 @@ from nbmemory.memory_file import archive_files, archive_time
 from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import MessageIndex, content_text
+from nbmemory.terms import missing_terms
 from nbmemory.tokens import TokenCounter
 
 FOLD_CHARS = 2000
@@ -33,6 +35,19 @@ FOLD_CHARS = 2000
 
 # ----------------------------------------------------------------------------------------------
 # What the views get
+
+PARTS = (
+    "system prompt",
+    "rules",
+    "pinned notes",
+    "earlier sessions",
+    "this session",
+    "tool schemas",
+    "reply room",
+)
+"""The parts of a request, in the order it carries them. "earlier sessions" is the memory
+preloaded from MEMORY.md; "this session" what the agent's running process added since (all of
+MEMORY.md is "earlier sessions" when no process of the agent runs: the next one preloads it)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +67,8 @@ class Usage:
     model: str
     encoding: str
     recorded: bool
+    parts: tuple[tuple[str, int], ...] = ()
+    """What ``tokens`` is made of, in request order (see :data:`PARTS`); they add up to it."""
 
     @property
     def fraction(self) -> float:
@@ -128,6 +145,33 @@ class ArchiveInfo:
 
 
 @dataclass(frozen=True)
+class CompactionInfo:
+    """One compaction of an agent's memory: the archive it wrote and the summary that replaced
+    the archived transcript.
+
+    ``tokens_before`` is the archived memory as its model read it, ``tokens_after`` the summary
+    and the messages kept word for word after it. ``dropped`` lists the names, numbers, dates
+    and identifiers of the transcript that neither the summary nor the pinned notes contain:
+    what the active memory no longer holds (the archive still does). ``recorded`` says whether
+    these come from the record the compressor wrote at the time; otherwise (a manual compaction,
+    one by swarms) they are worked out from the files, against the notes as they are now.
+    """
+
+    archive: str
+    time: str
+    messages: int
+    tokens_before: int
+    tokens_after: int
+    kept_messages: int
+    summary: str
+    dropped: list[str]
+    recorded: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class SearchResults:
     """``total`` messages matched ``query``; ``items`` holds those from ``offset`` on."""
 
@@ -147,15 +191,42 @@ def _notes(folder: Path, model: str) -> Notes:
     return Notes(folder, model=model)
 
 
-def _tokens(followed: FollowedFile, counter: TokenCounter) -> int:
-    """The memory's part of a request, each message counted once per encoding."""
-    if not followed.messages:
+def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = None) -> int:
+    """The memory's part of a request (or, given ``first``, the part its first messages would
+    make), each message counted once per encoding."""
+    messages = followed.messages[:first]
+    if not messages:
         return 0
     with followed.lock:
         counts = followed.per_message.setdefault(f"tokens:{counter.encoding_name}", [])
-        for message in followed.messages[len(counts) :]:
+        for message in messages[len(counts) :]:
             counts.append(block_tokens(counter, {"timestamp": "", **message}))
-        return preload_tokens(counter, followed.header) + sum(counts)
+        return preload_tokens(counter, followed.header) + sum(counts[: len(messages)])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, owned by someone else
+        return True
+    return True
+
+
+def _earlier_sessions(
+    followed: FollowedFile | None,
+    counter: TokenCounter,
+    session: tuple[int, int, int] | None,
+    memory: int,
+) -> int:
+    """The memory's tokens that the agent's running process preloaded (all of them when no
+    process of the agent runs; none when it compacted the file it preloaded)."""
+    if followed is None or session is None or not _alive(session[0]):
+        return memory
+    if followed.identity[1] != session[1]:
+        return 0
+    return _tokens(followed, counter, session[2])
 
 
 def _item(index: int, message: dict[str, Any], source: str, fold: int | None) -> Item:
@@ -250,7 +321,18 @@ class ReadModel:
         settings, recorded = self.settings(name)
         counter = _counter(settings.model)
         memory = _tokens(followed, counter) if followed is not None else 0
+        earlier = _earlier_sessions(followed, counter, settings.session, memory)
         notes = _notes(workspace.agent_dir(name, self.root), settings.model).tokens()
+        tools = settings.tool_tokens
+        sizes = (
+            settings.static_tokens - settings.rules_tokens,
+            settings.rules_tokens,
+            notes,
+            earlier,
+            memory - earlier,
+            tools,
+            settings.overhead_tokens - tools,
+        )
         return Usage(
             tokens=settings.static_tokens + notes + memory + settings.overhead_tokens,
             context_length=settings.context_length,
@@ -258,6 +340,7 @@ class ReadModel:
             model=settings.model,
             encoding=counter.encoding_name,
             recorded=recorded,
+            parts=tuple(zip(PARTS, sizes, strict=True)),
         )
 
     def agent(self, name: str) -> AgentInfo:
@@ -337,6 +420,44 @@ class ReadModel:
                     )
                 )
         return infos
+
+    def compactions(self, name: str) -> list[CompactionInfo]:
+        """Agent ``name``'s compactions, oldest first: what each one archived, the summary that
+        replaced it, and what that summary dropped (see :class:`CompactionInfo`)."""
+        folder = self._folder(name)
+        model = self.settings(name)[0].model
+        counter = _counter(model)
+        notes = _notes(folder, model).text()
+        archived = [(path, follow(path)) for path in self._archive_paths(name)]
+        archived = [(path, followed) for path, followed in archived if followed is not None]
+        _, memory = self._memory(name)
+        afterwards = [followed for _, followed in archived[1:]] + [memory or EMPTY]
+        afterwards = afterwards[: len(archived)]
+        found = []
+        for (path, followed), after in zip(archived, afterwards, strict=True):
+            record = read_record(path)
+            kept = record.kept_messages if record is not None else 0
+            following = after.messages[: 1 + kept]
+            summary = content_text(following[0]["content"]) if following else ""
+            if record is not None:
+                dropped = list(record.missing)
+            else:
+                transcript = "\n".join(content_text(m["content"]) for m in followed.messages)
+                dropped = missing_terms(transcript, f"{summary}\n{notes}")
+            found.append(
+                CompactionInfo(
+                    archive=path.name,
+                    time=archive_time(path),
+                    messages=len(followed.messages),
+                    tokens_before=_tokens(followed, counter),
+                    tokens_after=_tokens(after, counter, len(following)),
+                    kept_messages=kept,
+                    summary=summary,
+                    dropped=dropped,
+                    recorded=record is not None,
+                )
+            )
+        return found
 
     def _file(self, name: str, archive: str | None) -> FollowedFile:
         if archive is None:

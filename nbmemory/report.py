@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from nbmemory.read_model import AgentInfo, Item, Usage
+from nbmemory.read_model import AgentInfo, CompactionInfo, Item, Usage
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&~]|:(?=//))")
 # Control characters but line breaks and tabs, and the bidirectional overrides: in a terminal
@@ -135,3 +135,55 @@ class AgentTable:
             lines.append("| " + " | ".join(markdown_escape(c) for c in cells) + " |")
         note = self._note()
         return "\n".join(lines) + (f"\n\n{markdown_escape(note)}" if note else "")
+
+
+class Audit:
+    """An agent's compactions, oldest first: what each archived, its summary, what it dropped."""
+
+    SUMMARY_CHARS = 300
+
+    def __init__(self, name: str, compactions: list[CompactionInfo]) -> None:
+        self.name = name
+        self.compactions = compactions
+
+    def _title(self) -> str:
+        count = len(self.compactions)
+        return f"{self.name}: {count} compaction{'s' if count != 1 else ''}"
+
+    def _parts(self, compaction: CompactionInfo) -> tuple[str, str, str, str]:
+        """Heading, figures, summary and dropped terms of one compaction, as plain text."""
+        kept = compaction.kept_messages
+        figures = (
+            f"{compaction.messages:,} messages archived, {compaction.tokens_before:,} -> "
+            f"{compaction.tokens_after:,} tokens"
+            + (f", {kept} kept word for word" if kept else "")
+            + ("" if compaction.recorded else " (no record: worked out from the files)")
+        )
+        summary = " ".join(compaction.summary.split())
+        if len(summary) > self.SUMMARY_CHARS:
+            summary = summary[: self.SUMMARY_CHARS] + "…"
+        dropped = ", ".join(compaction.dropped) if compaction.dropped else "nothing"
+        heading = f"{compaction.time or '?'}  {compaction.archive}"
+        return heading, figures, summary or "(none found)", f"{len(compaction.dropped)}: {dropped}"
+
+    def __repr__(self) -> str:
+        lines = [self._title()]
+        for n, compaction in enumerate(self.compactions, 1):
+            heading, figures, summary, dropped = self._parts(compaction)
+            lines += [
+                f"{n}. {heading}",
+                f"   {figures}",
+                f"   summary: {summary}",
+                f"   dropped {dropped}",
+            ]
+        return visible("\n".join(lines))
+
+    def _repr_markdown_(self) -> str:
+        parts = [f"**{markdown_escape(self._title())}**"]
+        for n, compaction in enumerate(self.compactions, 1):
+            heading, figures, summary, dropped = self._parts(compaction)
+            parts.append(
+                f"{n}. *{markdown_escape(heading)}* — {markdown_escape(figures)}\n\n"
+                f"{fenced(summary)}\n\nDropped {markdown_escape(dropped)}"
+            )
+        return "\n\n".join(parts)

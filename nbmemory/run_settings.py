@@ -32,7 +32,12 @@ class RunSettings:
     """An agent's model, window and threshold, and the tokens every request carries.
 
     ``threshold`` is ``None`` when context compression is off. ``static_tokens`` counts the
-    system prompt and rules; ``overhead_tokens`` the tool schemas and the room kept for the reply.
+    system prompt and rules (``rules_tokens`` of them the rules); ``overhead_tokens`` the tool
+    schemas (``tool_tokens``) and the room kept for the reply.
+
+    ``session`` says which part of MEMORY.md the agent's live process read at its start: its
+    process id, the file's inode then, and how many messages it preloaded. A view splits the
+    memory into earlier sessions and this session with it while that process runs.
     """
 
     model: str
@@ -41,6 +46,9 @@ class RunSettings:
     encoding: str
     static_tokens: int = 0
     overhead_tokens: int = 0
+    rules_tokens: int = 0
+    tool_tokens: int = 0
+    session: tuple[int, int, int] | None = None
 
 
 def default_settings(model: str) -> RunSettings:
@@ -60,7 +68,10 @@ def read_settings(folder: str | os.PathLike[str]) -> RunSettings | None:
     path = Path(folder) / SETTINGS_FILE
     try:
         data = json.loads(read_regular(path))
-        return RunSettings(**{key: data[key] for key in RunSettings.__dataclass_fields__})
+        fields = {key: data[key] for key in RunSettings.__dataclass_fields__ if key in data}
+        if fields.get("session") is not None:
+            fields["session"] = tuple(int(n) for n in fields["session"])
+        return RunSettings(**fields)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -144,3 +144,21 @@ def test_show_folds_long_messages_unless_asked_for_them_whole(workspace, capsys)
     assert "first 2,000 of 50,000 characters" in folded and len(folded) < 3000
     assert main(["show", "Long", "--full"]) == 0
     assert "y" * 50_000 in capsys.readouterr().out
+
+
+def test_audit_lists_compactions_and_what_they_dropped(workspace, capsys):
+    convo = Conversation(name="Auditor", memory_md_path=memory_path("Auditor"))
+    convo.add("User", "The launch is on 2027-03-14.")
+    convo.add("User", "Ticket ACME-42 blocks the release.")
+    convo.compact("The launch is on 2027-03-14.")
+    assert main(["audit", "Auditor"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Auditor: 1 compaction\n1. ")
+    assert "summary: The launch is on 2027-03-14." in out
+    assert "dropped 1: ACME-42" in out
+    assert main(["audit", "Auditor", "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert listed["dropped"] == ["ACME-42"] and listed["recorded"] is False
+    assert main(["audit", "Nobody"]) == 1
+    result = nbmemory("audit", "Auditor", workspace=workspace)
+    assert result.returncode == 0 and "ACME-42" in result.stdout

@@ -178,3 +178,104 @@ def test_usage_is_counted_once_per_message(workspace):
     assert reader.usage("Counted").tokens > first
     [counts] = follow(memory_path("Counted")).per_message.values()
     assert len(counts) == 101
+
+
+FACTS = [
+    "The launch is on 2027-03-14.",
+    "Ticket ACME-42 blocks the release.",
+    "Our contact is Margot Dupont in Lyon.",
+    "The budget is 40k EUR.",
+]
+
+
+def test_the_audit_names_what_each_summary_dropped(openai_server):
+    from nbmemory import ContextCompressor
+    from nbmemory.notes import Notes
+
+    convo = persistent("Auditor")
+    for fact in FACTS:
+        convo.add("User", fact)
+    convo.compact("Launch on 2027-03-14, budget 40k EUR.")  # by hand: no record
+    Notes(memory_path("Auditor").parent).add("Margot Dupont is our contact.")
+    [manual] = ReadModel().compactions("Auditor")
+    assert manual.summary == "Launch on 2027-03-14, budget 40k EUR."
+    assert manual.dropped == ["ACME-42", "Lyon"]  # the rest is in the summary or the notes
+    assert (manual.messages, manual.recorded, manual.kept_messages) == (4, False, 0)
+    assert manual.tokens_before > manual.tokens_after > 0
+
+    convo.add("User", "Order PO-7781 ships from Rotterdam.")
+    agent = type("Plain", (), {})()
+    agent.short_memory, agent.context_length = convo, 4000
+    agent.model_name, agent.agent_name = "openai/test-model", "Auditor"
+    agent.api_base, agent.api_key, agent.max_retries = openai_server.url, "test-key", 0
+    openai_server.reply("An order ships from Rotterdam.")
+    ContextCompressor().compress(agent)
+    first, second = ReadModel().compactions("Auditor")
+    assert first == manual
+    # The second summary lost the first summary's facts too: dropped, though the archives keep them.
+    assert second.recorded and second.dropped == ["2027-03-14", "40k", "EUR", "PO-7781"]
+    assert second.summary == "[Compressed Memory Summary]\nAn order ships from Rotterdam."
+    assert second.time and second.archive.startswith("history_")
+    assert ReadModel().compactions("Auditor") == [first, second]  # reading changes nothing
+
+
+def test_an_agent_that_never_compacted_has_an_empty_audit():
+    persistent("Fresh").add("User", "hello")
+    assert ReadModel().compactions("Fresh") == []
+    with pytest.raises(AgentNotFoundError):
+        ReadModel().compactions("Nobody")
+
+
+def weather(city: str) -> str:
+    """Today's weather in a city."""
+    return f"sunny in {city}"
+
+
+def test_the_xray_splits_the_next_request_into_what_it_carries(openai_server):
+    from nbmemory.read_model import PARTS
+
+    options = dict(
+        agent_name="Xray",
+        persistent_memory=True,
+        model_name="openai/test-model",
+        api_base=openai_server.url,
+        api_key="test-key",
+        context_length=4000,
+        system_prompt="You are exact.",
+        rules="Cite sources.",
+        tools=[weather],
+    )
+    earlier = Agent(**options)
+    openai_server.reply("Noted.")
+    earlier.run("The launch is on 2027-03-14.")
+    agent = Agent(**options)  # a new session preloads the first one
+    openai_server.reply("Also noted.")
+    agent.run("The budget is 40k EUR.")
+    usage = ReadModel().usage("Xray")
+    parts = dict(usage.parts)
+    assert [name for name, _ in usage.parts] == list(PARTS)
+    assert sum(parts.values()) == usage.tokens == agent.next_request_tokens()
+    memory = agent.short_memory
+    assert parts["system prompt"] + parts["rules"] == memory.static_tokens()
+    assert parts["rules"] == memory.rules_tokens() > 0
+    assert parts["tool schemas"] == agent.tool_tokens() > 0
+    assert parts["reply room"] == agent.request_overhead_tokens() - agent.tool_tokens()
+    assert parts["pinned notes"] == agent.notes.tokens()
+    # This process preloaded two messages and added two: the memory splits where it began.
+    assert parts["earlier sessions"] > 0 and parts["this session"] > 0
+    assert parts["earlier sessions"] + parts["this session"] == memory.context_tokens() - (
+        memory.static_tokens()
+    )
+    agent.short_memory.compact("Launch 2027-03-14, budget 40k EUR.")
+    parts = dict(ReadModel().usage("Xray").parts)
+    assert parts["earlier sessions"] == 0 and parts["this session"] > 0  # compacted here
+
+
+def test_with_no_live_process_all_of_the_memory_is_earlier_sessions(workspace):
+    persistent("Quiet").add("User", "hello")
+    write_settings(
+        memory_path("Quiet").parent,
+        RunSettings("gpt-4o", 3000, 0.9, "o200k_base", session=(2**22 + 12345, 1, 0)),
+    )
+    parts = dict(ReadModel().usage("Quiet").parts)
+    assert parts["this session"] == 0 and parts["earlier sessions"] > 0

@@ -121,6 +121,8 @@ def test_agents_are_listed_with_the_read_models_figures(lab, agents):
             usage.model,
         )
         assert (row["recorded"], row["compacts_next"]) == (usage.recorded, usage.compacts_next)
+        assert [(p["name"], p["tokens"]) for p in row["parts"]] == list(usage.parts)
+        assert sum(p["tokens"] for p in row["parts"]) == row["tokens"]
     writer = data["agents"][1]
     assert (writer["context_length"], writer["threshold"], writer["recorded"]) == (3000, 0.75, True)
     assert [(a["messages"], a["archives"]) for a in data["agents"]] == [(2, 1), (1, 0)]
@@ -221,6 +223,10 @@ def test_compaction_through_the_api_leaves_an_archive(lab, agents):
     assert (
         parse(memory_path("Writer").read_bytes()).messages[0]["content"].endswith("Memo drafted.")
     )
+    status, data = call(lab, "/agents/Writer/compactions")
+    assert status == 200
+    assert data["compactions"] == [c.to_json() for c in ReadModel(agents).compactions("Writer")]
+    assert data["compactions"][0]["summary"] == "Memo drafted."
     assert call(lab, "/agents/Writer/compact", body={"summary": " "})[0] == 400
     assert call(lab, "/agents/Nobody/compact", body={"summary": "x"})[0] == 404
     archives = sorted((agents / "agents" / "Writer" / "archive").iterdir())

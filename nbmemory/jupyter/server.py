@@ -149,6 +149,7 @@ class NbMemoryServer(ExtensionApp):
                 (f"{base}{name}", AgentHandler),
                 (f"{base}{name}/messages/(?P<index>[^/]+)", MessageHandler),
                 (f"{base}{name}/archives", ArchivesHandler),
+                (f"{base}{name}/compactions", CompactionsHandler),
                 (f"{base}{name}/archives/(?P<archive>[^/]+)", ArchiveHandler),
                 (f"{base}{name}/search", SearchHandler),
                 (f"{base}{name}/compact", CompactHandler),
@@ -204,6 +205,7 @@ def _agent_json(info: AgentInfo) -> dict[str, Any]:
         "encoding": usage.encoding,
         "recorded": usage.recorded,
         "compacts_next": usage.compacts_next,
+        "parts": [{"name": part, "tokens": tokens} for part, tokens in usage.parts],
         "problems": list(info.problems),
     }
 
@@ -371,6 +373,16 @@ class ArchivesHandler(_Handler):
                 ],
             }
         )
+
+
+class CompactionsHandler(_Handler):
+    @tornado.web.authenticated
+    @authorized("read")
+    async def get(self, name: str) -> None:
+        if await self.not_modified(name):
+            return
+        compactions = await self.in_thread(self.model.compactions, name)
+        self.reply({"name": name, "compactions": [c.to_json() for c in compactions]})
 
 
 class ArchiveHandler(_Handler):

@@ -143,6 +143,8 @@ class MemoryWidget(anywidget.AnyWidget):
     threshold = traitlets.Float(None, allow_none=True).tag(sync=True)
     """Compression threshold as a fraction of the window; ``None``: compression is off."""
     compacts_next = traitlets.Bool(False).tag(sync=True)
+    usage_parts = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """What the next request carries (``Usage.parts``): ``{"name", "tokens"}`` in order."""
     message_count = traitlets.Int(0).tag(sync=True)
     archive_count = traitlets.Int(0).tag(sync=True)
     memory_bytes = traitlets.Int(0).tag(sync=True)
@@ -341,6 +343,7 @@ class MemoryWidget(anywidget.AnyWidget):
                 self.context_length = usage.context_length
                 self.threshold = usage.threshold
                 self.compacts_next = usage.compacts_next
+                self.usage_parts = [{"name": n, "tokens": t} for n, t in usage.parts]
                 self.message_count = info.messages
                 self.memory_bytes = info.size
                 self.last_activity = info.last_activity or ""
