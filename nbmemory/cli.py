@@ -22,7 +22,7 @@ from nbmemory.errors import (
 from nbmemory.export import FORMATS, export_text
 from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, ReadModel
-from nbmemory.report import AgentTable, Audit, MessageList, usage_line, visible
+from nbmemory.report import AgentTable, Audit, MessageList, parts_line, usage_line, visible
 
 
 class NotFound(Exception):
@@ -89,6 +89,7 @@ def cmd_tokens(args: argparse.Namespace) -> str:
     archived = sum(a.messages for a in reader.archives(args.name))
     return (
         f"{usage_line(args.name, info.usage)}\n"
+        f"{parts_line(info.usage)}\n"
         f"{info.messages} messages in MEMORY.md, {archived} in {info.archives} archive(s)"
     )
 

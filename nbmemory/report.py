@@ -50,6 +50,11 @@ def usage_line(name: str, usage: Usage) -> str:
     )
 
 
+def parts_line(usage: Usage) -> str:
+    """What the next request carries, part by part (the parts add up to ``usage.tokens``)."""
+    return " + ".join(f"{name} {tokens:,}" for name, tokens in usage.parts if tokens)
+
+
 class TextBlock:
     """A short result: shown as preformatted text everywhere."""
 

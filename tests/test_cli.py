@@ -10,6 +10,7 @@ import yaml
 from nbmemory import Conversation
 from nbmemory.cli import main
 from nbmemory.memory_file import parse
+from nbmemory.read_model import ReadModel
 from nbmemory.workspace import memory_path
 from support import ROOT
 
@@ -91,6 +92,10 @@ def test_compact_tokens_and_path(prepared):
     tokens = nbmemory("tokens", "Scout").stdout
     assert tokens.startswith("Scout: ") and "of 16,000 tokens" in tokens
     assert "2 messages in MEMORY.md, 2 in 1 archive(s)" in tokens
+    usage = ReadModel(prepared).usage("Scout")
+    parts = dict(usage.parts)
+    assert f"earlier sessions {parts['earlier sessions']:,} + reply room" in tokens
+    assert sum(parts.values()) == usage.tokens
     assert nbmemory("path", "Scout").stdout.strip() == str(memory_path("Scout"))
 
 

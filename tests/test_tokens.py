@@ -102,3 +102,15 @@ def test_a_long_text_is_counted_in_pieces_as_the_whole_would_be():
     assert counter.count(prose) == len(encoding.encode_ordinary(prose))
     run = "x" * 100_000  # no space to cut before: within a token per piece
     assert abs(counter.count(run) - len(encoding.encode_ordinary(run))) <= 100_000 // 4096 + 1
+
+
+@pytest.mark.parametrize("tail", [False, True])
+def test_fit_keeps_the_longest_start_or_end_within_a_budget(tail):
+    counter = TokenCounter("gpt-4o")
+    text = "The launch is on 2027-03-14 and the budget is 40k EUR. " * 20
+    kept = counter.fit(text, 25, tail=tail)
+    assert counter.count(kept) <= 25
+    assert text.endswith(kept) if tail else text.startswith(kept)
+    longer = text[len(text) - len(kept) - 1 :] if tail else text[: len(kept) + 1]
+    assert counter.count(longer) > 25
+    assert counter.fit(text, 0) == "" and counter.fit("short", 100) == "short"
