@@ -34,6 +34,12 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'nbmemory' has no attribute {name!r}")
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """The prebuilt JupyterLab extension (``nbmemory/labextension``), for
+    ``jupyter labextension develop``; ``pip install`` puts it in place without asking."""
+    return [{"src": "labextension", "dest": "nbmemory"}]
+
+
 def _jupyter_server_extension_points() -> list[dict[str, object]]:
     """The REST API for the JupyterLab sidebar (see ``nbmemory.jupyter.server``)."""
     from nbmemory.jupyter.server import NbMemoryServer

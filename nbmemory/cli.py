@@ -1,12 +1,14 @@
 """The ``nbmemory`` command: look into agents' memory from a shell, on the same engine.
 
-Exit codes: 0 done, 1 nothing found (an unknown agent, a search without hits), 2 bad usage.
+``jupyter nbmemory ...`` is the same command. Exit codes: 0 done, 1 nothing found (an unknown
+agent, a search without hits), 2 bad usage.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -125,6 +127,18 @@ def cmd_demo(args: argparse.Namespace) -> str:
     return ""
 
 
+def cmd_server(args: argparse.Namespace) -> str:
+    try:  # jupyter_server comes with JupyterLab, not with nbmemory
+        from nbmemory.jupyter.server import main as serve
+    except ImportError as exc:
+        raise NbmemoryError(f"nbmemory server needs JupyterLab ({exc})") from None
+    options = list(args.options)
+    if args.workspace:  # relative to here, like every other command's
+        options.insert(0, f"--NbMemoryServer.workspace={os.path.abspath(args.workspace)}")
+    serve(options)
+    return ""
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line's parser (``nbmemory --help``)."""
     main = argparse.ArgumentParser(prog="nbmemory", description="Look into agents' memory.")
@@ -170,6 +184,15 @@ def parser() -> argparse.ArgumentParser:
     path.add_argument("name")
     demo = command("demo", cmd_demo, "write, reload and compact a sample memory")
     demo.add_argument("--workspace", dest="workspace", help=argparse.SUPPRESS)
+    # prefix_chars that no option uses: everything after "server" goes to the Jupyter server as is
+    server = commands.add_parser(
+        "server",
+        help="start a Jupyter server with the nbmemory extension (--help-all: its settings)",
+        add_help=False,
+        prefix_chars="\0",
+    )
+    server.add_argument("options", nargs=argparse.REMAINDER)
+    server.set_defaults(run=cmd_server)
     return main
 
 

@@ -1,8 +1,10 @@
 """The ``nbmemory`` command on a prepared workspace, run as a shell user would."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -122,6 +124,19 @@ def test_errors_are_one_line_with_the_usual_exit_codes(prepared, args, code, mes
     assert result.returncode == code
     assert message in result.stderr
     assert result.stdout == ""
+
+
+def test_jupyter_nbmemory_is_the_nbmemory_command(prepared):
+    """``jupyter nbmemory ...`` runs the ``jupyter-nbmemory`` command: the same program."""
+    bin = Path(sys.executable).parent
+    env = {**os.environ, "PATH": os.pathsep.join([str(bin), os.environ["PATH"]])}
+    for args in (["ls"], ["show", "Scout", "--last", "1"], ["show", "Nobody"]):
+        jupyter = subprocess.run(
+            [bin / "jupyter", "nbmemory", *args], capture_output=True, text=True, env=env
+        )
+        same = nbmemory(*args)
+        assert (jupyter.returncode, jupyter.stdout) == (same.returncode, same.stdout), args
+    assert jupyter.returncode == 1 and "no agent named 'Nobody'" in jupyter.stderr
 
 
 def test_ls_on_an_empty_workspace(tmp_path):

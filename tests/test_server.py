@@ -376,7 +376,7 @@ def test_the_settings_are_traits_and_are_checked():
         with pytest.raises(TraitError, match=r"at least 0\.5"):
             NbMemoryServer(poll_interval=bad)
     help_all = subprocess.run(
-        [sys.executable, "-m", "nbmemory.jupyter.server", "--help-all"],
+        [sys.executable, "-m", "nbmemory", "server", "--help-all"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -384,6 +384,21 @@ def test_the_settings_are_traits_and_are_checked():
     ).stdout
     assert "--NbMemoryServer.workspace=<Unicode>" in help_all
     assert "--NbMemoryServer.poll_interval=<Float>" in help_all
+
+
+def test_nbmemory_server_takes_the_workspace_option_like_every_command(tmp_path):
+    """``nbmemory --workspace DIR server ...``: DIR from here, whatever the server's root."""
+    (tmp_path / "root").mkdir()
+    command = [sys.executable, "-m", "nbmemory", "--workspace", "shared", "server"]
+    shown = subprocess.run(
+        [*command, "--show-config", f"--ServerApp.root_dir={tmp_path / 'root'}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert f"nbmemory: agents' memory in {tmp_path / 'shared'}" in shown.stderr
 
 
 def test_an_authorizer_can_allow_reading_and_deny_compaction(tmp_path, monkeypatch):

@@ -31,11 +31,11 @@ reaches outside the workspace.
 Settings are the traits of :class:`NbMemoryServer` (an ``ExtensionApp``), set like any Jupyter
 option: ``c.NbMemoryServer.workspace = "..."`` in ``jupyter_server_config.py``, or
 ``--NbMemoryServer.poll_interval=5`` on the ``jupyter lab`` / ``jupyter server`` command line.
-``python -m nbmemory.jupyter.server --help-all`` lists them. The workspace is, in this order:
-the ``workspace`` setting (relative to the server's root folder), else ``$WORKSPACE_DIR``, else
-``agent_workspace`` in the server's root folder. The server then exports the resolved absolute
-path as ``$WORKSPACE_DIR``, so kernels it starts (whatever folder their notebook is in) write
-where the panel reads.
+``nbmemory server --help-all`` (or ``jupyter nbmemory server --help-all``) lists them. The
+workspace is, in this order: the ``workspace`` setting (relative to the server's root folder),
+else ``$WORKSPACE_DIR``, else ``agent_workspace`` in the server's root folder. The server then
+exports the resolved absolute path as ``$WORKSPACE_DIR``, so kernels it starts (whatever folder
+their notebook is in) write where the panel reads.
 """
 
 from __future__ import annotations
@@ -530,9 +530,10 @@ class NotesHandler(_Handler):
         self.reply(data)
 
 
-def main() -> None:
-    """``python -m nbmemory.jupyter.server``: a Jupyter server with this extension on."""
-    NbMemoryServer.launch_instance()
+def main(argv: list[str] | None = None) -> None:
+    """``nbmemory server [OPTIONS]``: a Jupyter server with this extension on (``--help-all``
+    lists every setting)."""
+    NbMemoryServer.launch_instance(argv=argv)
 
 
 if __name__ == "__main__":
