@@ -191,17 +191,24 @@ def _notes(folder: Path, model: str) -> Notes:
     return Notes(folder, model=model)
 
 
-def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = None) -> int:
-    """The memory's part of a request (or, given ``first``, the part its first messages would
-    make), each message counted once per encoding."""
+def _block_counts(followed: FollowedFile, counter: TokenCounter, first: int | None) -> list[int]:
+    """The tokens of the file's first messages (all without ``first``), each as its block,
+    counted once per encoding and kept with the followed file."""
     messages = followed.messages[:first]
-    if not messages:
-        return 0
     with followed.lock:
         counts = followed.per_message.setdefault(f"tokens:{counter.encoding_name}", [])
         for message in messages[len(counts) :]:
             counts.append(block_tokens(counter, {"timestamp": "", **message}))
-        return preload_tokens(counter, followed.header) + sum(counts[: len(messages)])
+        return counts[: len(messages)]
+
+
+def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = None) -> int:
+    """The memory's part of a request (or, given ``first``, the part its first messages would
+    make), each message counted once per encoding."""
+    counts = _block_counts(followed, counter, first)
+    if not counts:
+        return 0
+    return preload_tokens(counter, followed.header) + sum(counts)
 
 
 def _alive(pid: int) -> bool:
@@ -382,6 +389,19 @@ class ReadModel:
         path, followed = self._memory(name)
         messages = followed.messages if followed is not None else []
         return page_of(messages, path.name, offset, limit, newest_first, fold)
+
+    def message_tokens(
+        self, name: str, indexes: Iterable[int], archive: str | None = None
+    ) -> dict[int, int]:
+        """The tokens of messages ``indexes`` of the memory (or of ``archive``): each as its
+        block in the file, counted for the agent's model, the pieces that the memory's part of
+        :class:`Usage` adds up from. An index the file does not have is left out."""
+        followed = self._file(name, archive)
+        wanted = sorted({i for i in indexes if 0 <= i < len(followed.messages)})
+        if not wanted:
+            return {}
+        counts = _block_counts(followed, _counter(self.settings(name)[0].model), wanted[-1] + 1)
+        return {i: counts[i] for i in wanted}
 
     def notes(self, name: str) -> list[str]:
         """Agent ``name``'s pinned notes, in order (see ``nbmemory.notes``)."""

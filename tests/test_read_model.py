@@ -279,3 +279,26 @@ def test_with_no_live_process_all_of_the_memory_is_earlier_sessions(workspace):
     )
     parts = dict(ReadModel().usage("Quiet").parts)
     assert parts["this session"] == 0 and parts["earlier sessions"] > 0
+
+
+def test_tokens_per_message_add_up_to_the_memorys_part(workspace):
+    from nbmemory.conversation import block_tokens, preload_tokens
+    from nbmemory.tokens import TokenCounter
+
+    convo = persistent("Counted")
+    for text in ("short", "a longer message " * 40, "<b>three</b>"):
+        convo.add("User", text)
+    reader = ReadModel()
+    counts = reader.message_tokens("Counted", [2, 0, 1, 7, -1])
+    assert sorted(counts) == [0, 1, 2]  # indexes the file does not have are left out
+    counter = TokenCounter(reader.settings("Counted")[0].model)
+    records = reader.records("Counted")
+    assert counts == {i: block_tokens(counter, m) for i, m in enumerate(records)}
+    header = follow(memory_path("Counted")).header
+    parts = dict(reader.usage("Counted").parts)
+    assert parts["earlier sessions"] == preload_tokens(counter, header) + sum(counts.values())
+    convo.compact("Three messages.")
+    archive = reader.archives("Counted")[0].name
+    assert reader.message_tokens("Counted", range(3), archive=archive) == counts
+    with pytest.raises(ArchiveNotFoundError):
+        reader.message_tokens("Counted", [0], archive="history_nope.md")

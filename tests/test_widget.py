@@ -444,3 +444,48 @@ def test_notes_need_an_agent_on_disk(widgets):
     assert not absent.pin("anything")
     assert absent.status.startswith("No agent named 'Ghost' yet")
     assert not memory_path("Ghost").parent.exists()  # nothing created
+
+
+# ----------------------------------------------------------------------------------------------
+# Context X-ray
+
+
+def test_the_xray_parts_are_the_read_models_and_add_up(widgets):
+    agent = Agent(agent_name="Parts", persistent_memory=True, context_length=3000)
+    agent.run("Our office is in Lyon.")
+    agent.notes.add("Budget: 40k EUR.")
+    widget = settled(MemoryWidget("Parts", agent=agent))
+    widgets.append(widget)
+    eventually(lambda: widget.notes_tokens > 0, "the notes")
+    usage = ReadModel().usage("Parts")
+    assert [(p["name"], p["tokens"]) for p in widget.usage_parts] == list(usage.parts)
+    assert sum(p["tokens"] for p in widget.usage_parts) == widget.tokens_used == usage.tokens
+    absent = MemoryWidget("Nobody")
+    widgets.append(absent)
+    assert absent.usage_parts == []
+
+
+def test_tokens_per_message_on_demand(widgets):
+    convo = persistent("Counter")
+    for text in ("one", "two " * 50, "three " * 9):
+        convo.add("User", text)
+    convo.compact("Three said.")
+    convo.add("User", "four")
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    assert all("tokens" not in m for m in widget.messages)
+    widget.show_tokens = True
+    reader = ReadModel()
+    assert {m["index"]: m["tokens"] for m in widget.messages} == reader.message_tokens(
+        "Counter", range(2)
+    )
+    widget.open_archive = archive = widget.archives[0]["name"]
+    assert {m["index"]: m["tokens"] for m in widget.archive_messages} == (
+        reader.message_tokens("Counter", range(3), archive=archive)
+    )
+    widget.search_archives, widget.query = True, "t"
+    by_source = {(r["source"], r["index"]): r["tokens"] for r in widget.search_results}
+    assert by_source[("MEMORY.md", 0)] == reader.message_tokens("Counter", [0])[0]
+    assert by_source[(archive, 1)] == reader.message_tokens("Counter", [1], archive)[1]
+    widget.show_tokens = False
+    assert all("tokens" not in m for m in widget.messages + widget.search_results)

@@ -183,6 +183,8 @@ class MemoryWidget(anywidget.AnyWidget):
 
     exact = traitlets.Bool(False).tag(sync=True)
     """Show each message's stored text verbatim instead of rendered Markdown."""
+    show_tokens = traitlets.Bool(False).tag(sync=True)
+    """Give each listed message its tokens (``ReadModel.message_tokens``) as ``"tokens"``."""
     streaming = traitlets.Unicode("").tag(sync=True)
     """The answer an agent is writing right now."""
     status = traitlets.Unicode("").tag(sync=True)
@@ -400,6 +402,7 @@ class MemoryWidget(anywidget.AnyWidget):
             self.notes_tokens = 0
             self.page = self.search_total = self.archive_total = 0
             self.compacts_next = False
+            self.usage_parts = []
             self.status = self._absent_status
 
     def _changed(self, event: ChangeEvent) -> None:
@@ -447,7 +450,35 @@ class MemoryWidget(anywidget.AnyWidget):
             self.page = self._clamp(self.page, total, size)  # observed: shows that page
             return
         self.message_count = total
-        self.messages = [item.to_json() for item in items]
+        self.messages = self._json(items)
+
+    def _json(self, items: list[Item]) -> list[dict[str, Any]]:
+        """Items as the browser gets them; with ``show_tokens``, each with its tokens."""
+        found = [item.to_json() for item in items]
+        if not self.show_tokens or self._ram is not None:
+            return found
+        by_source: dict[str, list[dict[str, Any]]] = {}
+        for item in found:
+            by_source.setdefault(item["source"], []).append(item)
+        for source, group in by_source.items():
+            archive = None if source == MEMORY_SOURCE else source
+            try:
+                counts = self._reader.message_tokens(
+                    self.name, [item["index"] for item in group], archive=archive
+                )
+            except (AgentNotFoundError, ArchiveNotFoundError):
+                continue
+            for item in group:
+                if item["index"] in counts:
+                    item["tokens"] = counts[item["index"]]
+        return found
+
+    @traitlets.observe("show_tokens")
+    def _tokens_shown(self, change: dict[str, Any]) -> None:
+        with self._lock:
+            self._show_page()
+            self._show_archive()
+            self._show_search()
 
     @traitlets.observe("open_archive", "archive_page")
     def _archive_paging(self, change: dict[str, Any]) -> None:
@@ -478,7 +509,7 @@ class MemoryWidget(anywidget.AnyWidget):
             self.archive_page = self._clamp(self.archive_page, page.total, size)
             return
         self.archive_total = page.total
-        self.archive_messages = [item.to_json() for item in page.items]
+        self.archive_messages = self._json(page.items)
 
     # ------------------------------------------------------------------------------------------
     # Search
@@ -516,7 +547,7 @@ class MemoryWidget(anywidget.AnyWidget):
             return
         with self.hold_sync():
             self.search_total = total
-            self.search_results = [item.to_json() for item in items]
+            self.search_results = self._json(items)
 
     # ------------------------------------------------------------------------------------------
     # Pinned notes

@@ -113,13 +113,18 @@ function render({ model, el: root }) {
   const name = el("span", { class: "name", "data-testid": "name" });
   const usage = el("span", { class: "usage", "data-testid": "usage" });
   head.append(name, usage);
+  // Context X-ray: what the next request carries, part by part, against the window.
+  const xray = el("section", { class: "xray", "data-testid": "xray", "aria-label": "Context X-ray" });
   const gauge = el("div", {
     class: "gauge", "data-testid": "gauge", role: "meter", "aria-label": "Context window used",
     "aria-valuemin": "0", "aria-valuemax": "100",
   });
-  const fill = el("div", { class: "fill" });
+  const segments = el("div", { class: "segments" });
   const mark = el("div", { class: "threshold", "data-testid": "threshold" });
-  gauge.append(fill, mark);
+  gauge.append(segments, mark);
+  const compactsNext = el("div", { class: "compacts-next", "data-testid": "compacts-next", role: "status" });
+  const legend = el("ul", { class: "legend", "data-testid": "legend", "aria-label": "What the next request carries" });
+  xray.append(gauge, compactsNext, legend);
   const counts = el("div", { class: "counts", "data-testid": "counts" });
   const notes = el("div", { class: "notes", "data-testid": "notes" });
 
@@ -137,6 +142,11 @@ function render({ model, el: root }) {
   });
   const exactLabel = el("label", {}, " Exact text");
   exactLabel.prepend(exact);
+  const perMessage = el("input", {
+    type: "checkbox", "data-testid": "show-tokens", "aria-label": "Show the tokens of each message",
+  });
+  const perMessageLabel = el("label", {}, " Tokens per message");
+  perMessageLabel.prepend(perMessage);
   const order = el("button", { type: "button", "data-testid": "order" });
   const first = el("button", { type: "button", "data-testid": "first", "aria-label": "First page" }, "«");
   const prev = el("button", { type: "button", "data-testid": "previous", "aria-label": "Previous page" }, "‹");
@@ -147,7 +157,7 @@ function render({ model, el: root }) {
   const compact = el("button", {
     type: "button", "data-testid": "compact", "aria-label": "Compact this memory now",
   }, "Compact");
-  bar.append(search, archivesLabel, exactLabel, order, first, prev, pageText, next, last, archives, compact);
+  bar.append(search, archivesLabel, exactLabel, perMessageLabel, order, first, prev, pageText, next, last, archives, compact);
 
   const status = el("div", { class: "status", "data-testid": "status", role: "status", "aria-live": "polite" });
   const streaming = el("div", { class: "streaming", "data-testid": "streaming", "aria-live": "polite" });
@@ -168,7 +178,7 @@ function render({ model, el: root }) {
   pinForm.append(pinInput, pinButton);
   pinned.append(pinnedTitle, pinnedInfo, pinnedList, pinForm);
 
-  widget.append(head, gauge, counts, notes, pinned, bar, status, streaming, heading, list);
+  widget.append(head, xray, counts, notes, pinned, bar, status, streaming, heading, list);
   root.append(widget);
 
   const whole = new Map(); // "source:index" -> full text fetched from Python
@@ -214,6 +224,13 @@ function render({ model, el: root }) {
       el("span", { class: "time" }, item.timestamp),
       el("span", { class: "source" }, `${item.source} #${item.index + 1}`),
     );
+    if (item.tokens !== undefined) {
+      meta.insertBefore(
+        el("span", { class: "tokens", "data-testid": "message-tokens", "data-tokens": String(item.tokens) },
+          `${number(item.tokens)} tokens`),
+        meta.lastChild,
+      );
+    }
     node.append(meta, contentNode(item));
     const key = `${item.source}:${item.index}`;
     if (item.folded && !whole.has(key)) {
@@ -227,6 +244,60 @@ function render({ model, el: root }) {
       node.append(more);
     }
     return node;
+  }
+
+  // The parts of a request, in the order it carries them (read_model.PARTS), and what each is.
+  const PART_HELP = {
+    "system prompt": "the agent's instructions",
+    "rules": "its rules and custom rules",
+    "pinned notes": "NOTES.md, carried by every request, never compacted",
+    "earlier sessions": "MEMORY.md as the running agent preloaded it",
+    "this session": "what the running agent added since",
+    "tool schemas": "the tools it may call",
+    "reply room": "tokens kept free for the answer",
+  };
+
+  function drawXray(exists, used, win, threshold) {
+    const parts = model.get("usage_parts");
+    const shown = parts.length ? parts : exists ? [{ name: "memory", tokens: used }] : [];
+    const scale = Math.max(win, used, 1); // past the window, the bar is full and in scale
+    segments.replaceChildren(...shown.map((part, i) => {
+      const segment = el("div", {
+        class: `segment part-${i}`, "data-testid": "segment", "data-part": part.name,
+        "data-tokens": String(part.tokens),
+        title: `${part.name}: ${number(part.tokens)} tokens`,
+      });
+      segment.style.width = `${(100 * part.tokens) / scale}%`;
+      segment.hidden = !part.tokens;
+      return segment;
+    }));
+    const items = shown.map((part, i) => {
+      const item = el("li", { "data-testid": "legend-item", "data-part": part.name, "data-tokens": String(part.tokens) });
+      const help = PART_HELP[part.name];
+      item.append(
+        el("span", { class: `swatch part-${i}`, "aria-hidden": "true" }),
+        el("span", { class: "part-name" }, part.name),
+        el("span", { class: "part-tokens" }, `${number(part.tokens)}`),
+      );
+      if (help) item.title = help;
+      return item;
+    });
+    if (exists && !model.get("counting")) {
+      const total = el("li", { class: "legend-total", "data-testid": "legend-total", "data-tokens": String(used) });
+      const at = threshold === null ? "no compression" : `compacts at ${number(Math.ceil(threshold * win))} (${Math.round(threshold * 100)}%)`;
+      total.append(
+        el("span", { class: "part-name" }, "next request"),
+        el("span", { class: "part-tokens" }, `${number(used)} of ${number(win)} · ${at}`),
+      );
+      items.push(total);
+    }
+    legend.replaceChildren(...items);
+    const compacting = exists && !model.get("counting") && model.get("compacts_next");
+    gauge.classList.toggle("compacts", compacting);
+    compactsNext.textContent = compacting
+      ? `The next model call will compact this memory first: ${number(used)} tokens reach the `
+        + `${Math.round(threshold * 100)}% threshold (${number(Math.ceil(threshold * win))} of ${number(win)}).`
+      : "";
   }
 
   function drawFigures() {
@@ -246,13 +317,11 @@ function render({ model, el: root }) {
     }
     gauge.setAttribute("data-percent", String(exists ? percent : 0));
     gauge.setAttribute("aria-valuenow", String(exists ? Math.min(100, percent) : 0));
-    fill.style.width = `${exists ? Math.min(100, percent) : 0}%`;
-    const over = threshold !== null && used >= threshold * win;
-    const near = threshold !== null && used >= 0.8 * threshold * win;
-    fill.className = over ? "fill over" : near ? "fill near" : "fill";
+    gauge.setAttribute("aria-valuetext", exists ? usage.textContent : "no agent yet");
+    drawXray(exists, used, win, threshold);
     mark.hidden = threshold === null;
     if (threshold !== null) {
-      mark.style.left = `calc(${Math.min(100, threshold * 100)}% - 2px)`;
+      mark.style.left = `calc(${Math.min(100, threshold * 100)}% - 1px)`;
       mark.title = `compression at ${Math.round(threshold * 100)}%`;
     }
     if (!exists) {
@@ -264,7 +333,6 @@ function render({ model, el: root }) {
         + (lastCompaction ? ` · last compaction ${lastCompaction}` : "");
     }
     const lines = [];
-    if (exists && !model.get("counting") && model.get("compacts_next")) lines.push("The next model call starts with a compaction.");
     if (exists && threshold === null) lines.push("Context compression is off for this agent.");
     if (exists && !model.get("in_ram") && !model.get("settings_recorded")) lines.push("Figures use default settings: this agent has not recorded its model and window yet.");
     for (const problem of model.get("problems")) lines.push(problem);
@@ -281,6 +349,7 @@ function render({ model, el: root }) {
     order.textContent = newest ? "Newest first" : "Oldest first";
     order.setAttribute("aria-label", newest ? "Order: newest first (show oldest first)" : "Order: oldest first (show newest first)");
     exact.checked = model.get("exact");
+    perMessage.checked = model.get("show_tokens");
     inArchives.checked = model.get("search_archives");
     if (document.activeElement !== search) search.value = model.get("query");
     const names = model.get("archives");
@@ -403,6 +472,7 @@ function render({ model, el: root }) {
   search.oninput = () => { model.set("query", search.value); model.save_changes(); };
   inArchives.onchange = () => { model.set("search_archives", inArchives.checked); model.save_changes(); };
   exact.onchange = () => { model.set("exact", exact.checked); model.save_changes(); };
+  perMessage.onchange = () => { model.set("show_tokens", perMessage.checked); model.save_changes(); };
   order.onclick = () => {
     model.set("newest_first", !model.get("newest_first"));
     for (const [trait] of Object.values(PAGER)) model.set(trait, 0);
@@ -416,11 +486,11 @@ function render({ model, el: root }) {
   compact.onclick = () => { model.send({ command: "compact" }); };
 
   const figures = ["name", "model_name", "exists", "in_ram", "counting", "tokens_used", "context_length",
-    "threshold", "compacts_next", "settings_recorded", "message_count", "archive_count", "memory_bytes",
+    "threshold", "compacts_next", "usage_parts", "settings_recorded", "message_count", "archive_count", "memory_bytes",
     "last_compaction", "problems"];
   const listing = ["page", "page_size", "newest_first", "messages", "query", "search_archives", "search_page",
     "search_total", "search_results", "archives", "open_archive", "archive_page", "archive_total",
-    "archive_messages", "exact", "message_count"];
+    "archive_messages", "exact", "show_tokens", "message_count"];
   const statuses = ["status", "streaming"];
   const pinnedTraits = ["pinned_notes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
   const handlers = [...figures.map((t) => [t, drawFigures]), ...listing.map((t) => [t, drawList]),

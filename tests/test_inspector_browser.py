@@ -1,0 +1,191 @@
+"""The memory inspector in the widget, in real JupyterLab and Chromium: the context X-ray against
+what a loopback model server receives, the compaction timeline, search, copy, roles, keyboard and
+themes. Hostile text stays text in each of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browser import (
+    WAIT_MS,
+    execute,
+    jupyter_lab,
+    open_notebook,
+    require,
+    run_all_cells,
+    screenshot,
+    write_notebook,
+)
+from fake_openai import FakeOpenAI
+from nbmemory import Agent
+from nbmemory.notes import Notes
+from nbmemory.read_model import PARTS, ReadModel
+from nbmemory.search import content_text
+from nbmemory.tokens import TokenCounter
+from nbmemory.workspace import memory_path
+
+pytestmark = pytest.mark.browser
+
+WIDGET = '[data-testid="nbmemory-widget"]'
+TOOL_SOURCE = '''
+def weather(city: str) -> str:
+    """Today's weather in a city.
+
+    Args:
+        city: The city.
+    """
+    return f"sunny in {city}"
+'''
+
+
+def xray_agent_options(url: str) -> dict[str, Any]:
+    return dict(
+        agent_name="Xray",
+        model_name="openai/test-model",
+        api_base=url,
+        api_key="test-key",
+        persistent_memory=True,
+        context_length=4000,
+        max_tokens=300,
+        max_retries=0,
+        system_prompt="You are exact.",
+        rules="Cite sources.",
+    )
+
+
+def shown_parts(widget: Any) -> list[tuple[str, int]]:
+    items = widget.locator('[data-testid="legend-item"]')
+    return [
+        (item["part"], int(item["tokens"]))
+        for item in items.evaluate_all(
+            "(nodes) => nodes.map((n) => ({part: n.dataset.part, tokens: n.dataset.tokens}))"
+        )
+    ]
+
+
+def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(tmp_path: Path) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    figures = tmp_path / "figures.json"
+    namespace: dict[str, Any] = {}
+    exec(TOOL_SOURCE, namespace)
+    with FakeOpenAI() as server:
+        options = xray_agent_options(server.url)
+        # An earlier session, in this process: the kernel's agent preloads it.
+        server.reply("Noted.")
+        Agent(**options, tools=[namespace["weather"]]).run("The launch is on 2027-03-14.")
+        Notes(memory_path("Xray").parent).add("Office: Lyon <img src=x onerror=alert(1)>.")
+        server.reply("Also noted.")
+        write_notebook(
+            root / "xray.ipynb",
+            "import json, pathlib\nfrom nbmemory import Agent\n"
+            "from nbmemory.jupyter.widget import MemoryWidget\n" + TOOL_SOURCE,
+            f"agent = Agent(**{options!r}, tools=[weather])\n"
+            "agent.run('The budget is 40k EUR.')\n"
+            f"pathlib.Path({str(figures)!r}).write_text("
+            "json.dumps({'tokens': agent.next_request_tokens()}))\n"
+            "MemoryWidget('Xray', agent=agent)",
+        )
+        with jupyter_lab(root) as lab, open_notebook(lab, "xray.ipynb", height=1600) as page:
+            run_all_cells(page)
+            widget = page.locator(WIDGET)
+            legend = widget.locator('[data-testid="legend"]')
+            expect(legend.locator('[data-testid="legend-total"]')).to_be_visible(timeout=WAIT_MS)
+            engine = json.loads(figures.read_text())["tokens"]
+            usage = ReadModel().usage("Xray")
+
+            # The shown parts are the engine's, in request order, and add up to its figure.
+            parts = shown_parts(widget)
+            assert [name for name, _ in parts] == list(PARTS)
+            assert parts == list(usage.parts)
+            assert sum(tokens for _, tokens in parts) == usage.tokens == engine
+            total = legend.locator('[data-testid="legend-total"]')
+            assert total.get_attribute("data-tokens") == str(engine)
+            expect(widget.locator('[data-testid="usage"]')).to_contain_text(f"{engine:,} / 4,000")
+            # Each segment is as wide as its share of the window.
+            bar = widget.locator('[data-testid="gauge"]').bounding_box()
+            assert bar is not None
+            for segment in widget.locator('[data-testid="segment"]').all():
+                tokens = int(segment.get_attribute("data-tokens") or 0)
+                box = segment.bounding_box()
+                assert box is not None
+                assert abs(box["width"] - bar["width"] * tokens / 4000) <= 2.5, (tokens, box)
+            threshold = widget.locator('[data-testid="threshold"]').bounding_box()
+            assert threshold is not None
+            assert abs(threshold["x"] + 1 - (bar["x"] + 0.9 * bar["width"])) <= 2
+            expect(widget.locator('[data-testid="compacts-next"]')).to_have_text("")
+
+            # The next request, as the loopback server receives it, against the parts shown.
+            # Compared exactly: the tool schemas (their JSON counted with the agent's encoding),
+            # the reply room (the request's max_tokens), the system prompt, the rules and the
+            # pinned notes (each wire message counted as the engine writes it, "Role: text"),
+            # and the earlier sessions (the preloaded-memory message, "System: text"). This
+            # session's messages travel as plain turns while the engine counts them as their
+            # MEMORY.md blocks, so for them the messages themselves are compared, and the
+            # tokens only as an upper bound of their plain text.
+            before = len(server.requests)
+            server.reply("Done.")
+            execute(page, "agent.run('What is next?')")
+            request = server.requests[before]
+            counter = TokenCounter(options["model_name"])
+            shown = dict(parts)
+            wire = request["messages"]
+            assert wire[-1] == {"role": "user", "content": "What is next?"}
+
+            def line(message: dict[str, Any]) -> int:
+                role = message["role"].capitalize()
+                return counter.count(f"{role}: {message['content']}\n\n")
+
+            assert counter.count(json.dumps(request["tools"])) == shown["tool schemas"]
+            assert request["max_tokens"] == shown["reply room"]
+            assert line(wire[0]) == shown["system prompt"]
+            assert line(wire[1]) == shown["rules"]
+            assert wire[2]["content"].startswith("[Pinned notes")
+            assert "<img src=x onerror=alert(1)>" in wire[2]["content"]
+            assert line(wire[2]) == shown["pinned notes"]
+            assert wire[3]["content"].startswith("[Persistent Memory")
+            assert counter.count(f"System: {wire[3]['content']}") == shown["earlier sessions"]
+            session = wire[4:-1]
+            stored = ReadModel().records("Xray")[2:4]
+            assert [m["content"] for m in session] == [content_text(m["content"]) for m in stored]
+            assert [m["role"] for m in session] == ["user", "assistant"]
+            plain = sum(counter.count(m["content"]) for m in session)
+            assert 0 < plain < shown["this session"]
+
+            # Tokens per message on demand: each message's own figure from the read model.
+            widget.get_by_label("Show the tokens of each message").check()
+            counts = widget.locator('[data-testid="message-tokens"]')
+            expect(counts).to_have_count(6, timeout=WAIT_MS)
+            expected = ReadModel().message_tokens("Xray", range(6))
+            got = counts.evaluate_all("(nodes) => nodes.map((n) => Number(n.dataset.tokens))")
+            assert sorted(got) == sorted(expected.values())
+
+            # Past the threshold: the view says that the next call compacts, and it does.
+            execute(
+                page,
+                "agent.short_memory.add('User', 'filler ' * 3000)\n"
+                "agent.add_memory('Filed.')\n"
+                "agent.short_memory.add('User', 'One more thing.')\n"
+                "agent.add_memory('Noted too.')",
+            )
+            note = widget.locator('[data-testid="compacts-next"]')
+            expect(note).to_contain_text("The next model call will compact", timeout=WAIT_MS)
+            expect(widget.locator('[data-testid="gauge"]')).to_have_class("gauge compacts")
+            screenshot(widget.locator('[data-testid="xray"]'), "widget-xray-compacts.png")
+            before = len(server.requests)
+            server.reply("Summary: launch 2027-03-14, budget 40k EUR.")
+            server.reply("Done again.")
+            execute(page, "agent.run('And now?')")
+            summarizer = server.requests[before]
+            assert "And now?" not in json.dumps(summarizer["messages"])  # a summary request
+            expect(note).to_have_text("", timeout=WAIT_MS)
+            expect(widget.locator('[data-testid="counts"]')).to_contain_text("1 archives")
+            screenshot(widget.locator('[data-testid="xray"]'), "widget-xray.png")
+            assert widget.locator("img").count() == 0
