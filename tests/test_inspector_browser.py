@@ -189,3 +189,90 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(tmp_path:
             expect(widget.locator('[data-testid="counts"]')).to_contain_text("1 archives")
             screenshot(widget.locator('[data-testid="xray"]'), "widget-xray.png")
             assert widget.locator("img").count() == 0
+
+
+HOSTILE = '<img src=x onerror="window.__pwned=1">'
+
+
+def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    with FakeOpenAI() as server:
+        agent = Agent(**{**xray_agent_options(server.url), "agent_name": "Forget"})
+        memory = agent.short_memory
+        memory.add("User", f"The vault code is ZX-4471. {HOSTILE}")
+        memory.add("Forget", "Noted, the vault code.")
+        for i in range(24):
+            memory.add("User", f"Filler note number {i}.")
+        memory.add("User", "Our office is in Lyon and the budget is 40k EUR.")
+        memory.add("Forget", "Noted.")
+        server.reply("The office is in Lyon; the budget is 40k EUR.")
+        assert agent._context_compressor is not None
+        assert agent._context_compressor.compress(agent)
+    memory.add("User", "What is the vault code?")
+    (compaction,) = ReadModel().compactions("Forget")
+    assert compaction.recorded and "ZX-4471" in compaction.dropped
+    assert "ZX-4471" not in compaction.summary
+    write_notebook(
+        root / "forget.ipynb",
+        "from nbmemory.jupyter.widget import MemoryWidget\nMemoryWidget('Forget')",
+    )
+    with jupyter_lab(root) as lab, open_notebook(lab, "forget.ipynb", height=2000) as page:
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        run_all_cells(page)
+        widget = page.locator(WIDGET)
+        rows = widget.locator('[data-testid="compaction"]')
+        expect(rows).to_have_count(1, timeout=WAIT_MS)
+        row = rows.first
+        expect(row).to_contain_text(compaction.time)
+        before, after = f"{compaction.tokens_before:,}", f"{compaction.tokens_after:,}"
+        expect(row).to_contain_text(f"{before} → {after} tokens")
+        expect(row).to_contain_text(f"{compaction.messages} messages archived")
+        expect(row).to_contain_text(compaction.archive)
+
+        # Opened: the summary beside the transcript, the dropped terms listed and marked.
+        row.click()
+        view = widget.locator('[data-testid="compaction-view"]')
+        expect(view).to_be_visible()
+        expect(view.locator('[data-testid="summary"]')).to_have_text(compaction.summary)
+        terms = view.locator('[data-testid="dropped-term"]')
+        expect(terms).to_have_count(len(compaction.dropped))
+        assert terms.all_text_contents() == compaction.dropped
+        expect(view.locator('[data-testid="summary"]')).not_to_contain_text("ZX-4471")
+        listing = widget.locator('[data-testid="listing"]')
+        expect(listing).to_have_text(f"Archive {compaction.archive}: 28 messages")
+        summary_box, list_box = view.bounding_box(), listing.bounding_box()
+        assert summary_box and list_box and summary_box["x"] + summary_box["width"] <= list_box["x"]
+
+        # The fact is on the last page (newest first): the term's button turns to it.
+        marks = widget.locator('[data-testid="messages"] mark.dropped')
+        expect(marks.filter(has_text="ZX-4471")).to_have_count(0)
+        terms.filter(has_text="ZX-4471").click()
+        expect(marks.filter(has_text="ZX-4471")).to_have_count(1, timeout=WAIT_MS)
+        expect(widget.locator('[data-testid="page"]')).to_have_text("page 2 of 2")
+        fact = widget.locator('[data-testid="message"][data-index="0"]')
+        expect(fact).to_be_focused()
+        # Marked from text nodes: the hostile HTML around it stays text.
+        expect(fact.locator(".content")).to_have_text(f"The vault code is ZX-4471. {HOSTILE}")
+        made = fact.locator("mark").evaluate_all("(ms) => ms.map((m) => m.outerHTML)")
+        assert '<mark class="dropped">ZX-4471</mark>' in made
+        assert all(
+            m in (f'<mark class="dropped">{t}</mark>' for t in compaction.dropped) for m in made
+        )
+        widget.get_by_label("Show the exact stored text").check()
+        expect(fact.locator("pre mark.dropped").filter(has_text="ZX-4471")).to_have_count(1)
+        widget.get_by_label("Show the exact stored text").uncheck()
+        screenshot(widget, "widget-compaction.png")
+
+        # Closed: back to the memory.
+        widget.get_by_role("button", name="Close this compaction and show the memory").click()
+        expect(view).to_be_hidden()
+        expect(widget.locator('[data-testid="listing"]')).to_have_text("")
+        for tag in ("img", "script", "svg"):
+            expect(widget.locator(tag)).to_have_count(0)
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+        assert dialogs == []

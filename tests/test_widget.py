@@ -489,3 +489,48 @@ def test_tokens_per_message_on_demand(widgets):
     assert by_source[(archive, 1)] == reader.message_tokens("Counter", [1], archive)[1]
     widget.show_tokens = False
     assert all("tokens" not in m for m in widget.messages + widget.search_results)
+
+
+# ----------------------------------------------------------------------------------------------
+# Compactions
+
+
+def test_the_timeline_is_the_read_models_and_opens_a_compaction(widgets):
+    convo = persistent("Forgetful")
+    for i in range(30):
+        convo.add("User", f"filler {i}")
+    convo.add("User", "The vault code is ZX-4471.")
+    convo.add("User", "Our office is in Lyon.")
+    convo.compact("Office in Lyon.")
+    convo.add("User", "Later news.")
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    found = ReadModel().compactions("Forgetful")
+    assert len(found) == 1 and "ZX-4471" in found[0].dropped
+    assert widget.compactions == [
+        {k: v for k, v in c.to_json().items() if k != "summary"} for c in found
+    ]
+    assert widget.compaction == {}
+    widget.open_archive = found[0].archive
+    assert widget.compaction == found[0].to_json()
+    assert widget.compaction["summary"].endswith("Office in Lyon.")
+
+    # A dropped term turns the transcript to its page, in either order.
+    sent: list[dict] = []
+    widget.send = sent.append
+    widget._command(widget, {"command": "find", "term": "zx-4471"}, [])
+    assert sent == [{"command": "find", "term": "zx-4471", "index": 30}]
+    assert widget.archive_page == 0  # newest first: message 31 of 32 is on the first page
+    assert 30 in [m["index"] for m in widget.archive_messages]
+    widget.newest_first = False
+    assert widget.find_in_archive("ZX-4471") == 30 and widget.archive_page == 1
+    assert 30 in [m["index"] for m in widget.archive_messages]
+    assert widget.find_in_archive("filler 3") == 3 and widget.archive_page == 0
+    assert widget.find_in_archive("not there at all") is None
+    assert "is not in" in widget.status
+
+    # A new compaction shows up; closing the archive closes the compaction.
+    convo.compact("Only the news.")
+    assert len(widget.compactions) == 2
+    widget.open_archive = ""
+    assert widget.compaction == {}

@@ -93,6 +93,42 @@ export function renderMarkdown(source) {
   return template.content;
 }
 
+const REGEXP_SPECIAL = /[.*+?^${}()|[\]\\/]/g; // what a "u" regular expression lets be escaped
+
+// Wrap each occurrence of `terms` (any case) inside the text nodes of `root` in a <mark> of
+// `className`. Only text nodes are split and only elements made here are added: the text
+// itself is never parsed as HTML. With `words`, a term matches only where it is not part of a
+// longer word or number ("1" does not mark the 1 of "4471"). Returns the number of marks.
+export function markTerms(root, terms, className, words = false) {
+  const wanted = [...new Set(terms.map(String).filter((t) => t.trim()))].sort((a, b) => b.length - a.length);
+  if (!wanted.length) return 0;
+  const body = wanted.map((t) => t.replace(REGEXP_SPECIAL, "\\$&")).join("|");
+  const pattern = new RegExp(words ? `(?<![\\p{L}\\p{N}])(?:${body})(?![\\p{L}\\p{N}])` : body, "giu");
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  let count = 0;
+  for (const node of nodes) {
+    const text = node.nodeValue;
+    const pieces = [];
+    let last = 0;
+    for (const match of text.matchAll(pattern)) {
+      if (!match[0]) continue;
+      if (match.index > last) pieces.push(document.createTextNode(text.slice(last, match.index)));
+      const mark = document.createElement("mark");
+      mark.className = className;
+      mark.textContent = match[0];
+      pieces.push(mark);
+      last = match.index + match[0].length;
+      count += 1;
+    }
+    if (!pieces.length) continue;
+    if (last < text.length) pieces.push(document.createTextNode(text.slice(last)));
+    node.replaceWith(...pieces);
+  }
+  return count;
+}
+
 function el(tag, attrs = {}, text) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
@@ -164,6 +200,27 @@ function render({ model, el: root }) {
   const heading = el("div", { class: "listing", "data-testid": "listing" });
   const list = el("div", { "data-testid": "messages", role: "list" });
 
+  // Compactions: a timeline; opening one shows its summary beside the archived transcript.
+  const timeline = el("section", { class: "timeline", "data-testid": "timeline", "aria-label": "Compactions" });
+  const timelineTitle = el("div", { class: "timeline-title" });
+  const timelineList = el("ol", { class: "timeline-list", "data-testid": "compactions" });
+  timeline.append(timelineTitle, timelineList);
+  const summaryPane = el("section", {
+    class: "summary-pane", "data-testid": "compaction-view", "aria-label": "The compaction's summary",
+  });
+  const summaryHead = el("div", { class: "summary-head", "data-testid": "compaction-head" });
+  const closeCompaction = el("button", {
+    type: "button", class: "close", "data-testid": "close-compaction", "aria-label": "Close this compaction and show the memory",
+  }, "Back to the memory");
+  const droppedBox = el("div", { class: "dropped", "data-testid": "dropped" });
+  const summaryTitle = el("div", { class: "summary-title" }, "The summary that replaced it");
+  const summaryBody = el("div", { class: "summary-body", "data-testid": "summary" });
+  summaryPane.append(summaryHead, closeCompaction, droppedBox, summaryTitle, summaryBody);
+  const listPane = el("div", { class: "list-pane" });
+  listPane.append(heading, list);
+  const inspect = el("div", { class: "inspect" });
+  inspect.append(summaryPane, listPane);
+
   // Pinned notes: NOTES.md, carried by every request and never compacted.
   const pinned = el("section", { class: "pinned", "data-testid": "pinned", "aria-label": "Pinned notes" });
   const pinnedTitle = el("div", { class: "pinned-title", "data-testid": "pinned-title" });
@@ -178,7 +235,7 @@ function render({ model, el: root }) {
   pinForm.append(pinInput, pinButton);
   pinned.append(pinnedTitle, pinnedInfo, pinnedList, pinForm);
 
-  widget.append(head, xray, counts, notes, pinned, bar, status, streaming, heading, list);
+  widget.append(head, xray, counts, notes, pinned, timeline, bar, status, streaming, inspect);
   root.append(widget);
 
   const whole = new Map(); // "source:index" -> full text fetched from Python
@@ -217,7 +274,10 @@ function render({ model, el: root }) {
   }
 
   function messageNode(item) {
-    const node = el("div", { class: "message", "data-testid": "message", role: "listitem" });
+    const node = el("div", {
+      class: "message", "data-testid": "message", role: "listitem", tabindex: "-1",
+      "data-index": String(item.index), "data-source": item.source,
+    });
     const meta = el("div", { class: "meta" });
     meta.append(
       el("span", { class: "role" }, item.role),
@@ -231,7 +291,14 @@ function render({ model, el: root }) {
         meta.lastChild,
       );
     }
-    node.append(meta, contentNode(item));
+    const content = contentNode(item);
+    const current = mode();
+    if (current === "search") {
+      markTerms(content, [model.get("query").trim()], "hit");
+    } else if (current === "archive") {
+      markTerms(content, model.get("compaction").dropped || [], "dropped", true);
+    }
+    node.append(meta, content);
     const key = `${item.source}:${item.index}`;
     if (item.folded && !whole.has(key)) {
       const label = `Show full text (${number(item.length)} characters; ${number(item.text.length)} shown)`;
@@ -376,6 +443,92 @@ function render({ model, el: root }) {
       items = model.get("messages");
     }
     list.replaceChildren(...items.map(messageNode));
+    drawCompaction(current);
+    if (found && current === "archive") {
+      const node = list.querySelector(`[data-index="${found.index}"]`);
+      if (node) {
+        found = null;
+        node.classList.add("found");
+        node.scrollIntoView({ block: "nearest" });
+        node.focus({ preventScroll: true });
+      }
+    }
+  }
+
+  let found = null; // a dropped term looked for in the archive: {index} once Python answered
+
+  function drawTimeline() {
+    const items = model.get("compactions");
+    timeline.hidden = model.get("in_ram") || !model.get("exists");
+    timelineTitle.textContent = items.length
+      ? `Compactions (${number(items.length)}): what each archived, and what its summary left out`
+      : "Compactions";
+    if (!items.length) {
+      timelineList.replaceChildren(el("li", { class: "empty" }, "No compactions yet."));
+      return;
+    }
+    const open = model.get("open_archive");
+    timelineList.replaceChildren(...items.map((c, i) => {
+      const dropped = c.dropped.length;
+      const text = `${c.time || "?"} · ${number(c.tokens_before)} → ${number(c.tokens_after)} tokens · `
+        + `${number(c.messages)} messages archived · ${number(dropped)} ${dropped === 1 ? "term" : "terms"} dropped`;
+      const button = el("button", {
+        type: "button", class: "compaction", "data-testid": "compaction", "data-archive": c.archive,
+        "aria-label": `Open compaction ${i + 1}: ${text}`, "aria-pressed": String(open === c.archive),
+      });
+      button.append(el("span", { class: "number" }, `${i + 1}.`), el("span", {}, text),
+        el("span", { class: "archive-name" }, c.archive));
+      button.onclick = () => openArchive(open === c.archive ? "" : c.archive);
+      const item = el("li");
+      item.append(button);
+      return item;
+    }));
+  }
+
+  function drawCompaction(current) {
+    const info = model.get("compaction");
+    const open = current === "archive" && info && info.archive === model.get("open_archive");
+    inspect.classList.toggle("split", Boolean(open));
+    summaryPane.hidden = !open;
+    if (!open) return;
+    const all = model.get("compactions");
+    const n = all.findIndex((c) => c.archive === info.archive) + 1;
+    const kept = info.kept_messages ? `, ${number(info.kept_messages)} kept word for word` : "";
+    summaryHead.textContent = `Compaction ${n} of ${all.length} · ${info.time || "?"} · `
+      + `${number(info.tokens_before)} → ${number(info.tokens_after)} tokens · `
+      + `${number(info.messages)} messages archived to ${info.archive}${kept}`
+      + (info.recorded ? "" : " (no record kept: worked out from the files)");
+    const terms = info.dropped || [];
+    const label = el("div", { class: "dropped-title" }, terms.length
+      ? `Left out of the summary, still in the archive (${number(terms.length)}):`
+      : "The summary (or the pinned notes) keeps every name, number and date of the transcript.");
+    const chips = el("ul", { class: "dropped-list", "data-testid": "dropped-terms" });
+    chips.append(...terms.map((term) => {
+      const chip = el("button", {
+        type: "button", class: "term", "data-testid": "dropped-term",
+        "aria-label": `Find “${term}” in the archived transcript`,
+      }, term);
+      chip.onclick = () => { model.send({ command: "find", term }); };
+      const item = el("li");
+      item.append(chip);
+      return item;
+    }));
+    droppedBox.replaceChildren(label, chips);
+    let body;
+    if (model.get("exact")) {
+      body = el("pre", { class: "content exact" });
+      body.textContent = info.summary;
+    } else {
+      body = el("div", { class: "content" });
+      body.append(renderMarkdown(info.summary));
+    }
+    summaryBody.replaceChildren(body);
+  }
+
+  function openArchive(name) {
+    model.set("open_archive", name);
+    model.set("archive_page", 0);
+    model.save_changes();
   }
 
   let pending = false; // a pin or unpin sent, its answer not in yet
@@ -459,6 +612,13 @@ function render({ model, el: root }) {
       drawNotes();
       return;
     }
+    if (content && content.command === "find") {
+      if (content.index !== null && content.index !== undefined) {
+        found = { index: content.index };
+        drawList();
+      }
+      return;
+    }
     if (!content || content.command !== "full") return;
     if (content.error) {
       model.set("status", content.error);
@@ -482,7 +642,8 @@ function render({ model, el: root }) {
   prev.onclick = () => goTo(pages().page - 1);
   next.onclick = () => goTo(pages().page + 1);
   last.onclick = () => goTo(pages().count - 1);
-  archives.onchange = () => { model.set("open_archive", archives.value); model.set("archive_page", 0); model.save_changes(); };
+  archives.onchange = () => openArchive(archives.value);
+  closeCompaction.onclick = () => openArchive("");
   compact.onclick = () => { model.send({ command: "compact" }); };
 
   const figures = ["name", "model_name", "exists", "in_ram", "counting", "tokens_used", "context_length",
@@ -490,16 +651,19 @@ function render({ model, el: root }) {
     "last_compaction", "problems"];
   const listing = ["page", "page_size", "newest_first", "messages", "query", "search_archives", "search_page",
     "search_total", "search_results", "archives", "open_archive", "archive_page", "archive_total",
-    "archive_messages", "exact", "show_tokens", "message_count"];
+    "archive_messages", "exact", "show_tokens", "message_count", "compaction", "compactions"];
   const statuses = ["status", "streaming"];
   const pinnedTraits = ["pinned_notes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
+  const timelineTraits = ["compactions", "open_archive", "in_ram", "exists"];
   const handlers = [...figures.map((t) => [t, drawFigures]), ...listing.map((t) => [t, drawList]),
-    ...statuses.map((t) => [t, drawStatus]), ...pinnedTraits.map((t) => [t, drawNotes])];
+    ...statuses.map((t) => [t, drawStatus]), ...pinnedTraits.map((t) => [t, drawNotes]),
+    ...timelineTraits.map((t) => [t, drawTimeline])];
   for (const [trait, handler] of handlers) model.on(`change:${trait}`, handler);
   model.on("msg:custom", onMessage);
   drawFigures();
   drawList();
   drawNotes();
+  drawTimeline();
   drawStatus();
   return () => {
     for (const [trait, handler] of handlers) model.off(`change:${trait}`, handler);
