@@ -276,3 +276,99 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path) -> None:
             expect(widget.locator(tag)).to_have_count(0)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
         assert dialogs == []
+
+
+def test_search_paging_roles_jumps_and_copy(tmp_path: Path) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    from nbmemory import Conversation
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    convo = Conversation(name="Finder", memory_md_path=memory_path("Finder"))
+    hostile = f"Budget {HOSTILE} and <b>bold</b> budget."
+    long_text = "Long budget report. " + "x" * 3000 + " THE END"
+    convo.add("User", hostile)
+    convo.add("Tool", long_text)
+    for i in range(148):
+        convo.add("User" if i % 2 else "Finder", f"Budget line {i}: 40k EUR.")
+    for i in range(5):
+        convo.add("Finder", f"Other note {i}.")
+    write_notebook(
+        root / "find.ipynb",
+        "from nbmemory.jupyter.widget import MemoryWidget\nMemoryWidget('Finder')",
+    )
+    with jupyter_lab(root) as lab, open_notebook(lab, "find.ipynb", height=2400) as page:
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab.url)
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        run_all_cells(page)
+        widget = page.locator(WIDGET)
+        messages = widget.locator('[data-testid="messages"] [data-testid="message"]')
+        expect(messages).to_have_count(20, timeout=WAIT_MS)
+        listing = widget.locator('[data-testid="listing"]')
+        pager = widget.locator('[data-testid="page"]')
+
+        # Search: the hit count, every page reachable (no stop at 100), matches marked.
+        widget.get_by_label("Search memory").fill("budget")
+        expect(listing).to_contain_text("150 messages match “budget”")
+        expect(pager).to_have_text("page 1 of 8")
+        hits = widget.locator('[data-testid="messages"] mark.hit')
+        expect(hits.first).to_be_visible()
+        assert {t.casefold() for t in hits.all_text_contents()} == {"budget"}
+        widget.get_by_role("button", name="Last page of results").click()
+        expect(pager).to_have_text("page 8 of 8")
+        expect(messages).to_have_count(10)
+        expect(messages.last).to_contain_text("Budget line 147")
+        page_field = widget.get_by_label("Go to page")
+        page_field.fill("6")
+        page_field.press("Enter")
+        expect(pager).to_have_text("page 6 of 8")
+        expect(messages.first).to_contain_text("Budget line 98:")
+        widget.get_by_role("button", name="First page of results").click()
+        expect(pager).to_have_text("page 1 of 8")
+        first = messages.first
+        expect(first.locator(".content")).to_have_text(hostile)  # hostile text, marked, inert
+        assert first.locator("mark.hit").all_text_contents() == ["Budget", "budget"]
+        expect(widget.locator("img")).to_have_count(0)
+        expect(widget.locator(".content b")).to_have_count(0)
+        widget.get_by_label("Search memory").fill("no such words")
+        expect(listing).to_contain_text("No results: no message contains “no such words”")
+        expect(messages).to_have_count(0)
+        expect(pager).to_have_text("page 1 of 1")
+
+        # A role: its messages only, searched and paged alone.
+        widget.get_by_label("Search memory").fill("budget")
+        widget.get_by_label("Show the messages of one role").select_option("Finder")
+        expect(listing).to_contain_text("74 messages match “budget” among Finder's messages")
+        widget.get_by_label("Search memory").fill("")
+        expect(listing).to_have_text("79 messages from Finder")
+        roles = messages.locator(".role").all_text_contents()
+        assert set(roles) == {"Finder"}, roles
+        widget.get_by_label("Show the messages of one role").select_option("")
+        expect(listing).to_have_text("")
+
+        # Oldest and newest, whatever the order.
+        widget.get_by_role("button", name="Oldest messages (last page)").click()
+        expect(pager).to_have_text("page 8 of 8")
+        expect(messages.last).to_have_attribute("data-index", "0")
+        widget.get_by_role("button", name="Newest messages (first page)").click()
+        expect(messages.first).to_have_attribute("data-index", "154")
+        widget.locator('[data-testid="order"]').click()  # oldest first
+        expect(messages.first).to_have_attribute("data-index", "0")
+        widget.get_by_role("button", name="Newest messages (last page)").click()
+        expect(messages.last).to_have_attribute("data-index", "154")
+        widget.get_by_role("button", name="Oldest messages (first page)").click()
+
+        # Copy: the stored text exactly, the whole of a folded message too.
+        widget.get_by_role("button", name="Copy message 1 of MEMORY.md").click()
+        status = widget.locator('[data-testid="status"]')
+        expect(status).to_have_text(f"Copied message 1 of MEMORY.md ({len(hostile):,} characters).")
+        assert page.evaluate("() => navigator.clipboard.readText()") == hostile
+        widget.get_by_role("button", name="Copy message 2 of MEMORY.md").click()
+        expect(status).to_contain_text(f"Copied message 2 of MEMORY.md ({len(long_text):,} ")
+        assert page.evaluate("() => navigator.clipboard.readText()") == long_text
+        screenshot(widget, "widget-search.png")
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+        assert dialogs == []

@@ -302,3 +302,33 @@ def test_tokens_per_message_add_up_to_the_memorys_part(workspace):
     assert reader.message_tokens("Counted", range(3), archive=archive) == counts
     with pytest.raises(ArchiveNotFoundError):
         reader.message_tokens("Counted", [0], archive="history_nope.md")
+
+
+def test_a_role_filter_pages_and_searches_one_roles_messages(workspace):
+    convo = persistent("Roles")
+    for i in range(30):
+        convo.add("User" if i % 3 else "Roles", f"line {i}")
+    convo.compact("Thirty lines.")
+    convo.add("User", "line after")
+    convo.add("Tool", "line from a tool")
+    reader = ReadModel()
+    archive = reader.archives("Roles")[0].name
+    assert reader.roles("Roles", archive) == ["Roles", "User"]
+    assert reader.roles("Roles") == ["System", "User", "Tool"]  # the summary is a System message
+
+    page = reader.archive_messages("Roles", archive, 0, 4, role="roles")  # any case
+    assert page.total == 10 and [i.index for i in page.items] == [0, 3, 6, 9]
+    assert {i.role for i in page.items} == {"Roles"}
+    page = reader.archive_messages("Roles", archive, 8, 4, newest_first=True, role="Roles")
+    assert [i.index for i in page.items] == [3, 0]
+    page = reader.messages("Roles", 0, 10, role="Tool")
+    assert page.total == 1 and page.items[0].text == "line from a tool"
+    assert reader.messages("Roles", role="Nobody").total == 0
+    assert reader.messages("Roles", 0, 50).total == reader.messages("Roles", 0, 50, role=None).total
+
+    found = reader.search("Roles", "line", archives=True, role="User", limit=5)
+    assert found.total == 20 + 1 and len(found.items) == 5
+    assert {i.role for i in found.items} == {"User"}
+    found = reader.search("Roles", "line", archives=True, role="user", offset=20)
+    assert [(i.source, i.text) for i in found.items] == [("MEMORY.md", "line after")]
+    assert reader.search("Roles", "line", role="Tool").total == 1

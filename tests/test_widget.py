@@ -534,3 +534,29 @@ def test_the_timeline_is_the_read_models_and_opens_a_compaction(widgets):
     assert len(widget.compactions) == 2
     widget.open_archive = ""
     assert widget.compaction == {}
+
+
+# ----------------------------------------------------------------------------------------------
+# Roles
+
+
+def test_a_role_filter_pages_searches_and_keeps_the_counts(widgets):
+    convo = persistent("Cast")
+    for i in range(45):
+        convo.add("Tool" if i % 3 == 0 else "User", f"line {i}")
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    assert widget.roles == ["Tool", "User"]
+    widget.page = 1
+    widget.role = "Tool"
+    assert widget.page == 0 and widget.listed_total == 15 and widget.message_count == 45
+    assert [m["index"] for m in widget.messages] == list(range(42, -1, -3))
+    widget.page = 5  # clamped to the last page of the role's messages
+    assert widget.page == 0
+    widget.query = "line 4"
+    assert widget.search_total == ReadModel().search("Cast", "line 4", role="Tool").total == 1
+    assert {r["role"] for r in widget.search_results} == {"Tool"}
+    widget.role = ""
+    assert widget.search_total == 6 and widget.listed_total == 45
+    convo.compact("All lines.")
+    eventually(lambda: widget.roles == ["System", "Tool", "User"], "the archive's roles")

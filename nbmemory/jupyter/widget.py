@@ -48,6 +48,7 @@ from nbmemory.read_model import (
     CompactionInfo,
     Item,
     ReadModel,
+    has_role,
     page_of,
     to_items,
 )
@@ -169,6 +170,12 @@ class MemoryWidget(anywidget.AnyWidget):
     newest_first = traitlets.Bool(True).tag(sync=True)
     messages = traitlets.List(traitlets.Dict()).tag(sync=True)
     """The current page only: ``Item.to_json()`` dicts (text folded to ``FOLD_CHARS``)."""
+    listed_total = traitlets.Int(0).tag(sync=True)
+    """How many messages the pages go through: ``message_count``, or those of ``role``."""
+    role = traitlets.Unicode("").tag(sync=True)
+    """Show (and search) only the messages of this role (any case); empty for every role."""
+    roles = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """The roles found in the memory and its archives, for the role filter."""
 
     # Search
     query = traitlets.Unicode("").tag(sync=True)
@@ -226,6 +233,7 @@ class MemoryWidget(anywidget.AnyWidget):
         self._absent_status = ""
         self._notes_files: dict[str, Notes] = {}
         self._compactions_key: tuple[Any, ...] | None = None
+        self._archive_roles: list[str] = []
         self._compaction_infos: dict[str, CompactionInfo] = {}
 
         conversation: Conversation | None = None
@@ -378,7 +386,9 @@ class MemoryWidget(anywidget.AnyWidget):
                 self._show_notes(usage.model)
                 if compactions is not None:
                     self._show_compactions(*compactions)
+                self._show_roles(self._reader.roles(self.name))
                 self._show_page()
+                self.message_count = info.messages
                 self._show_archive()
                 self._show_search()
                 self.counting = False  # last: whoever waits for the figures finds them all
@@ -403,11 +413,12 @@ class MemoryWidget(anywidget.AnyWidget):
             self.compacts_next = self.threshold is not None and (
                 self.tokens_used >= self.threshold * self.context_length
             )
-            self.message_count = len(convo.conversation_history)
             self.memory_bytes = 0
             self.pinned_notes = []
             self.notes_tokens = 0
+            self._show_roles([str(m.get("role", "")) for m in convo.conversation_history])
             self._show_page()
+            self.message_count = len(convo.conversation_history)
             self._show_search()
 
     def _absent(self) -> None:
@@ -419,6 +430,8 @@ class MemoryWidget(anywidget.AnyWidget):
             self.exists = False
             self.counting = False
             self.tokens_used = self.message_count = self.memory_bytes = self.archive_count = 0
+            self.listed_total = 0
+            self.roles = []
             self.messages = self.archives = self.search_results = self.archive_messages = []
             self.pinned_notes = []
             self.notes_tokens = 0
@@ -444,6 +457,20 @@ class MemoryWidget(anywidget.AnyWidget):
     def _clamp(page: int, total: int, size: int) -> int:
         return min(max(0, page), max(0, (total - 1) // size))
 
+    def _show_roles(self, found: list[str]) -> None:
+        roles = list(dict.fromkeys([*found, *self._archive_roles]))
+        if roles != self.roles:
+            self.roles = roles
+
+    @traitlets.observe("role")
+    def _role_chosen(self, change: dict[str, Any]) -> None:
+        with self._lock, self.hold_trait_notifications():
+            self.page = self.archive_page = self.search_page = 0
+        with self._lock:
+            self._show_page()
+            self._show_archive()
+            self._show_search()
+
     @traitlets.observe("page", "page_size", "newest_first")
     def _paging(self, change: dict[str, Any]) -> None:
         with self._lock:
@@ -459,13 +486,23 @@ class MemoryWidget(anywidget.AnyWidget):
         if self._ram is not None:
             history = self._ram.to_dict()
             page = page_of(
-                history, RAM_SOURCE, self.page * size, size, self.newest_first, FOLD_CHARS
+                history,
+                RAM_SOURCE,
+                self.page * size,
+                size,
+                self.newest_first,
+                FOLD_CHARS,
+                self.role or None,
             )
             total, items = page.total, page.items
         else:
             try:
                 page = self._reader.messages(
-                    self.name, self.page * size, size, newest_first=self.newest_first
+                    self.name,
+                    self.page * size,
+                    size,
+                    newest_first=self.newest_first,
+                    role=self.role or None,
                 )
             except AgentNotFoundError:
                 return
@@ -474,7 +511,9 @@ class MemoryWidget(anywidget.AnyWidget):
             self.page = self._clamp(self.page, total, size)  # observed: shows that page
             return
         self.messages = self._json(items)
-        self.message_count = total  # after the page: whoever waits for the count finds it
+        self.listed_total = total
+        if not self.role:
+            self.message_count = total  # after the page: whoever waits for the count finds it
 
     def _json(self, items: list[Item]) -> list[dict[str, Any]]:
         """Items as the browser gets them; with ``show_tokens``, each with its tokens."""
@@ -526,6 +565,7 @@ class MemoryWidget(anywidget.AnyWidget):
                 self.archive_page * size,
                 size,
                 newest_first=self.newest_first,
+                role=self.role or None,
             )
         except (AgentNotFoundError, ArchiveNotFoundError) as exc:
             self.archive_messages, self.archive_total = [], 0
@@ -551,6 +591,11 @@ class MemoryWidget(anywidget.AnyWidget):
         return key, self._reader.compactions(self.name)
 
     def _show_compactions(self, key: tuple[Any, ...], found: list[CompactionInfo]) -> None:
+        self._archive_roles = list(
+            dict.fromkeys(
+                role for info in found for role in self._reader.roles(self.name, info.archive)
+            )
+        )
         self._compaction_infos = {info.archive: info for info in found}
         self.compactions = [
             {k: v for k, v in info.to_json().items() if k != "summary"} for info in found
@@ -605,14 +650,21 @@ class MemoryWidget(anywidget.AnyWidget):
         size = max(1, self.page_size)
         offset = self.search_page * size
         if self._ram is not None:
-            found = self._ram.search_memory(query)
+            found = [
+                h for h in self._ram.search_memory(query) if has_role(h.message, self.role or None)
+            ]
             total = len(found)
             chosen = ((hit.index, hit.message) for hit in found[offset : offset + size])
             items = to_items(chosen, RAM_SOURCE, FOLD_CHARS)
         else:
             try:
                 found = self._reader.search(
-                    self.name, query, archives=self.search_archives, offset=offset, limit=size
+                    self.name,
+                    query,
+                    archives=self.search_archives,
+                    offset=offset,
+                    limit=size,
+                    role=self.role or None,
                 )
             except AgentNotFoundError:
                 return

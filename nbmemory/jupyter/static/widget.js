@@ -144,7 +144,10 @@ function bytes(n) {
 }
 
 function render({ model, el: root }) {
-  const widget = el("div", { class: "nbmemory-widget", "data-testid": "nbmemory-widget" });
+  // data-lm-suppress-shortcuts: keys typed here are the widget's, not the notebook's commands.
+  const widget = el("div", {
+    class: "nbmemory-widget", "data-testid": "nbmemory-widget", "data-lm-suppress-shortcuts": "true",
+  });
   const head = el("div", { class: "head" });
   const name = el("span", { class: "name", "data-testid": "name" });
   const usage = el("span", { class: "usage", "data-testid": "usage" });
@@ -164,7 +167,7 @@ function render({ model, el: root }) {
   const counts = el("div", { class: "counts", "data-testid": "counts" });
   const notes = el("div", { class: "notes", "data-testid": "notes" });
 
-  const bar = el("div", { class: "bar", role: "toolbar", "aria-label": "Memory view controls" });
+  const bar = el("div", { class: "bar", role: "group", "aria-label": "Search and display" });
   const search = el("input", {
     type: "search", placeholder: "Search memory", "data-testid": "search", "aria-label": "Search memory",
   });
@@ -184,16 +187,23 @@ function render({ model, el: root }) {
   const perMessageLabel = el("label", {}, " Tokens per message");
   perMessageLabel.prepend(perMessage);
   const order = el("button", { type: "button", "data-testid": "order" });
+  const roleFilter = el("select", { "data-testid": "role", "aria-label": "Show the messages of one role" });
   const first = el("button", { type: "button", "data-testid": "first", "aria-label": "First page" }, "«");
   const prev = el("button", { type: "button", "data-testid": "previous", "aria-label": "Previous page" }, "‹");
   const pageText = el("span", { "data-testid": "page", "aria-live": "polite" });
   const next = el("button", { type: "button", "data-testid": "next", "aria-label": "Next page" }, "›");
   const last = el("button", { type: "button", "data-testid": "last", "aria-label": "Last page" }, "»");
+  const pageInput = el("input", {
+    type: "number", min: "1", step: "1", inputmode: "numeric", class: "page-input", "data-testid": "page-input",
+    "aria-label": "Go to page", placeholder: "page…",
+  });
   const archives = el("select", { "data-testid": "archives", "aria-label": "Open an archive" });
   const compact = el("button", {
     type: "button", "data-testid": "compact", "aria-label": "Compact this memory now",
   }, "Compact");
-  bar.append(search, archivesLabel, exactLabel, perMessageLabel, order, first, prev, pageText, next, last, archives, compact);
+  bar.append(search, archivesLabel, roleFilter, exactLabel, perMessageLabel);
+  const nav = el("div", { class: "bar", role: "group", "aria-label": "Pages, archives and compaction" });
+  nav.append(order, first, prev, pageText, next, last, pageInput, archives, compact);
 
   const status = el("div", { class: "status", "data-testid": "status", role: "status", "aria-live": "polite" });
   const streaming = el("div", { class: "streaming", "data-testid": "streaming", "aria-live": "polite" });
@@ -235,7 +245,7 @@ function render({ model, el: root }) {
   pinForm.append(pinInput, pinButton);
   pinned.append(pinnedTitle, pinnedInfo, pinnedList, pinForm);
 
-  widget.append(head, xray, counts, notes, pinned, timeline, bar, status, streaming, inspect);
+  widget.append(head, xray, counts, notes, pinned, timeline, bar, nav, status, streaming, inspect);
   root.append(widget);
 
   const whole = new Map(); // "source:index" -> full text fetched from Python
@@ -245,7 +255,7 @@ function render({ model, el: root }) {
     return model.get("open_archive") ? "archive" : "memory";
   }
   const PAGER = {
-    memory: ["page", "message_count"],
+    memory: ["page", "listed_total"],
     archive: ["archive_page", "archive_total"],
     search: ["search_page", "search_total"],
   };
@@ -298,6 +308,12 @@ function render({ model, el: root }) {
     } else if (current === "archive") {
       markTerms(content, model.get("compaction").dropped || [], "dropped", true);
     }
+    const copy = el("button", {
+      type: "button", class: "copy", "data-testid": "copy",
+      "aria-label": `Copy message ${item.index + 1} of ${item.source}`,
+    }, "Copy");
+    copy.onclick = () => copyMessage(item);
+    meta.append(copy);
     node.append(meta, content);
     const key = `${item.source}:${item.index}`;
     if (item.folded && !whole.has(key)) {
@@ -410,6 +426,28 @@ function render({ model, el: root }) {
   function drawControls() {
     const { page, count } = pages();
     pageText.textContent = `page ${page + 1} of ${count}`;
+    pageInput.max = String(count);
+    if (document.activeElement !== pageInput) pageInput.value = "";
+    const newestFirst = model.get("newest_first");
+    if (mode() === "search") {
+      first.textContent = "« First";
+      last.textContent = "Last »";
+      first.setAttribute("aria-label", "First page of results");
+      last.setAttribute("aria-label", "Last page of results");
+    } else {
+      first.textContent = newestFirst ? "« Newest" : "« Oldest";
+      last.textContent = newestFirst ? "Oldest »" : "Newest »";
+      first.setAttribute("aria-label", newestFirst ? "Newest messages (first page)" : "Oldest messages (first page)");
+      last.setAttribute("aria-label", newestFirst ? "Oldest messages (last page)" : "Newest messages (last page)");
+    }
+    const roles = model.get("roles");
+    const role = model.get("role");
+    const options = role && !roles.includes(role) ? [...roles, role] : roles;
+    roleFilter.replaceChildren(
+      el("option", { value: "" }, "All roles"),
+      ...options.map((r) => el("option", { value: r }, r)),
+    );
+    roleFilter.value = role;
     prev.disabled = first.disabled = page <= 0;
     next.disabled = last.disabled = page >= count - 1;
     const newest = model.get("newest_first");
@@ -433,13 +471,22 @@ function render({ model, el: root }) {
     let items;
     if (current === "search") {
       const total = model.get("search_total");
-      heading.textContent = `${number(total)} ${total === 1 ? "message matches" : "messages match"} “${model.get("query").trim()}”`;
+      const query = model.get("query").trim();
+      const role = model.get("role");
+      const where = (role ? ` among ${role}'s messages` : "")
+        + (model.get("search_archives") ? " (archives too)" : " (MEMORY.md only; tick “archives too” to search the archives)");
+      heading.textContent = total
+        ? `${number(total)} ${total === 1 ? "message matches" : "messages match"} “${query}”${where}`
+        : `No results: no message contains “${query}”${where}.`;
       items = model.get("search_results");
     } else if (current === "archive") {
-      heading.textContent = `Archive ${model.get("open_archive")}: ${number(model.get("archive_total"))} messages`;
+      const role = model.get("role");
+      heading.textContent = `Archive ${model.get("open_archive")}: ${number(model.get("archive_total"))} messages`
+        + (role ? ` from ${role}` : "");
       items = model.get("archive_messages");
     } else {
-      heading.textContent = "";
+      const role = model.get("role");
+      heading.textContent = role ? `${number(model.get("listed_total"))} messages from ${role}` : "";
       items = model.get("messages");
     }
     list.replaceChildren(...items.map(messageNode));
@@ -456,6 +503,45 @@ function render({ model, el: root }) {
   }
 
   let found = null; // a dropped term looked for in the archive: {index} once Python answered
+
+  // Copy a message's whole stored text (fetched from Python first when it is folded).
+  async function writeClipboard(text) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch (error) {
+      const area = el("textarea", { "aria-hidden": "true", class: "copy-buffer" });
+      area.value = text;
+      widget.append(area);
+      area.select();
+      let done = false;
+      try {
+        done = document.execCommand("copy");
+      } catch (ignored) {
+        done = false;
+      }
+      area.remove();
+      return done;
+    }
+  }
+  async function copyText(label, text) {
+    const done = await writeClipboard(text);
+    model.set("status", done
+      ? `Copied ${label} (${number(text.length)} characters).`
+      : `Could not copy ${label}: this browser refused the clipboard.`);
+    drawStatus();
+  }
+  const copying = new Set(); // "source:index" of folded messages being fetched to copy
+  function copyMessage(item) {
+    const key = `${item.source}:${item.index}`;
+    const label = `message ${item.index + 1} of ${item.source}`;
+    if (whole.has(key) || !item.folded) {
+      copyText(label, whole.has(key) ? whole.get(key) : item.text);
+      return;
+    }
+    copying.add(key);
+    model.send({ command: "full", index: item.index, source: item.source });
+  }
 
   function drawTimeline() {
     const items = model.get("compactions");
@@ -625,7 +711,9 @@ function render({ model, el: root }) {
       drawStatus();
       return;
     }
-    whole.set(`${content.source}:${content.index}`, content.text);
+    const key = `${content.source}:${content.index}`;
+    whole.set(key, content.text);
+    if (copying.delete(key)) copyText(`message ${content.index + 1} of ${content.source}`, content.text);
     drawList();
   }
 
@@ -643,6 +731,18 @@ function render({ model, el: root }) {
   next.onclick = () => goTo(pages().page + 1);
   last.onclick = () => goTo(pages().count - 1);
   archives.onchange = () => openArchive(archives.value);
+  roleFilter.onchange = () => { model.set("role", roleFilter.value); model.save_changes(); };
+  pageInput.onkeydown = (event) => {
+    if (event.key !== "Enter") return;
+    event.preventDefault();
+    const wanted = Number.parseInt(pageInput.value, 10);
+    if (Number.isFinite(wanted)) goTo(wanted - 1);
+    pageInput.value = "";
+  };
+  pageInput.onchange = () => {
+    const wanted = Number.parseInt(pageInput.value, 10);
+    if (Number.isFinite(wanted)) goTo(wanted - 1);
+  };
   closeCompaction.onclick = () => openArchive("");
   compact.onclick = () => { model.send({ command: "compact" }); };
 
@@ -651,7 +751,8 @@ function render({ model, el: root }) {
     "last_compaction", "problems"];
   const listing = ["page", "page_size", "newest_first", "messages", "query", "search_archives", "search_page",
     "search_total", "search_results", "archives", "open_archive", "archive_page", "archive_total",
-    "archive_messages", "exact", "show_tokens", "message_count", "compaction", "compactions"];
+    "archive_messages", "exact", "show_tokens", "message_count", "compaction", "compactions", "listed_total",
+    "role", "roles"];
   const statuses = ["status", "streaming"];
   const pinnedTraits = ["pinned_notes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
   const timelineTraits = ["compactions", "open_archive", "in_ram", "exists"];
