@@ -372,3 +372,235 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path) -> None:
         screenshot(widget, "widget-search.png")
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
         assert dialogs == []
+
+
+# ----------------------------------------------------------------------------------------------
+# Accessible and themed
+
+_COLOURS = """(widget) => {
+    const css = (node) => getComputedStyle(node);
+    const background = () => {  // what the widget is drawn on: the first opaque ancestor
+        for (let node = widget; node; node = node.parentElement) {
+            const colour = css(node).backgroundColor;
+            if (!/rgba\\(.*, 0\\)$/.test(colour) && colour !== "transparent") return colour;
+        }
+        return "rgb(255, 255, 255)";
+    };
+    const gauge = widget.querySelector('[data-testid="gauge"]');
+    const mark = widget.querySelector('[data-testid="threshold"]');
+    const one = (selector) => {
+        const node = widget.querySelector(selector);
+        return node && {background: css(node).backgroundColor, colour: css(node).color,
+                        shadow: css(node).boxShadow, outline: css(node).outlineColor};
+    };
+    return {
+        background: background(),
+        track: css(gauge).backgroundColor,
+        outline: gauge.classList.contains("compacts") ? css(gauge).outlineColor : null,
+        segments: [...widget.querySelectorAll('[data-testid="segment"]')]
+            .filter((s) => !s.hidden).map((s) => css(s).backgroundColor),
+        mark: css(mark).backgroundColor,
+        halo: css(mark).boxShadow,
+        dropped: one("mark.dropped"),
+        hit: one("mark.hit"),
+    };
+}"""
+
+_UNNAMED = """(widget) => {
+    const name = (node) => {
+        const label = node.getAttribute("aria-label");
+        if (label && label.trim()) return label;
+        const by = node.getAttribute("aria-labelledby");
+        if (by) {
+            const ids = by.split(/\\s+/);
+            return ids.map((id) => document.getElementById(id)?.textContent || "").join(" ");
+        }
+        const wrapping = node.closest("label");
+        if (wrapping && wrapping.textContent.trim()) return wrapping.textContent;
+        if (node.id) {
+            const label = document.querySelector(`label[for="${node.id}"]`);
+            if (label) return label.textContent;
+        }
+        if (node.tagName === "BUTTON") return node.textContent;
+        return node.getAttribute("title") || "";
+    };
+    const controls = widget.querySelectorAll('button, input, select, textarea, [role="button"],'
+        + ' [role="meter"], [tabindex]:not([tabindex="-1"])');
+    const unnamed = [...controls].filter((node) => !name(node).trim());
+    return unnamed.map((node) => node.outerHTML.slice(0, 120));
+}"""
+
+
+def _rgb(text: str) -> tuple[float, float, float, float]:
+    import re
+
+    found = re.search(r"rgba?\(([\d.]+),\s*([\d.]+),\s*([\d.]+)(?:,\s*([\d.]+))?\)", text)
+    assert found, text
+    r, g, b, a = found.groups()
+    return float(r), float(g), float(b), float(a) if a is not None else 1.0
+
+
+def _over(colour: str, background: str) -> tuple[float, float, float]:
+    """``colour`` as seen over ``background`` (alpha composited)."""
+    r, g, b, a = _rgb(colour)
+    br, bg, bb, _ = _rgb(background)
+    return (r * a + br * (1 - a), g * a + bg * (1 - a), b * a + bb * (1 - a))
+
+
+def contrast(one: str, two: str, background: str) -> float:
+    """WCAG contrast ratio of two CSS colours drawn over ``background``."""
+
+    def luminance(rgb: tuple[float, float, float]) -> float:
+        def channel(c: float) -> float:
+            c /= 255
+            return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+        r, g, b = (channel(c) for c in rgb)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    a, b = sorted((luminance(_over(one, background)), luminance(_over(two, background))))
+    return (b + 0.05) / (a + 0.05)
+
+
+def check_contrast(widget: Any, theme: str) -> list[str]:
+    """Every mark's contrast in the rendered colours; the failures, described."""
+    colours = widget.evaluate(_COLOURS)
+    ground, track = colours["background"], colours["track"]
+    found = []
+
+    def need(what: str, one: str, two: str, minimum: float = 3.0) -> None:
+        ratio = contrast(one, two, ground)
+        if ratio < minimum:
+            found.append(f"{theme}: {what} {ratio:.2f}:1 ({one} on {two})")
+
+    assert len(colours["segments"]) == len(PARTS), colours
+    for n, segment in enumerate(colours["segments"]):
+        need(f"segment {PARTS[n]} against the track", segment, track)
+        need(f"segment {PARTS[n]} against the background", segment, ground)
+    need("threshold mark against the track", colours["mark"], track)
+    need("threshold mark against its halo", colours["mark"], colours["halo"])
+    for n, segment in enumerate(colours["segments"]):
+        need(f"threshold halo against segment {PARTS[n]}", colours["halo"], segment)
+    assert colours["outline"], "the gauge is not marked as compacting"
+    need("compaction outline against the background", colours["outline"], ground)
+    for kind in ("dropped", "hit"):
+        mark = colours[kind]
+        if mark is None:
+            continue
+        need(f"{kind} mark's text", mark["colour"], mark["background"], 4.5)
+        need(f"{kind} mark's underline against the background", mark["shadow"], ground)
+    return found
+
+
+def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    from nbmemory import Conversation
+    from nbmemory.run_settings import RunSettings, write_settings
+
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    # The measure itself: the old threshold mark (#555) on the dark theme's track (#424242).
+    assert 1.3 < contrast("rgb(85, 85, 85)", "rgb(66, 66, 66)", "rgb(17, 17, 17)") < 1.4
+    root = tmp_path / "lab"
+    root.mkdir()
+    convo = Conversation(name="Themed", memory_md_path=memory_path("Themed"))
+    convo.add("User", f"The vault code is ZX-4471. {HOSTILE}")
+    for i in range(25):
+        convo.add("User", f"Search line {i}.")
+    convo.compact("Twenty-six lines; nothing about the vault.")
+    for i in range(4):
+        convo.add("User", f"Later line {i}: Lyon.")
+    folder = memory_path("Themed").parent
+    Notes(folder).add("Budget: 40k EUR.")
+    session = (os.getpid(), memory_path("Themed").stat().st_ino, 2)  # this process preloaded 2
+
+    def settings(window: int) -> RunSettings:
+        return RunSettings("gpt-4o", window, 0.9, "o200k_base", 120, 700, 30, 250, session)
+
+    write_settings(folder, settings(100_000))
+    tokens = ReadModel().usage("Themed").tokens
+    write_settings(folder, settings(int(tokens / 0.95)))  # past the threshold: compacts next
+    assert ReadModel().usage("Themed").compacts_next
+    assert all(tokens for _, tokens in ReadModel().usage("Themed").parts)
+    write_notebook(
+        root / "themed.ipynb",
+        "from nbmemory.jupyter.widget import MemoryWidget\nMemoryWidget('Themed')",
+    )
+    with jupyter_lab(root) as lab, open_notebook(lab, "themed.ipynb", height=1800) as page:
+        run_all_cells(page)
+        widget = page.locator(WIDGET)
+        expect(widget.locator('[data-testid="compacts-next"]')).to_contain_text(
+            "will compact", timeout=WAIT_MS
+        )
+        cells = "() => window.jupyterapp.shell.currentWidget.content.widgets.length"
+
+        # Every control has an accessible name; the gauge says its figures.
+        assert widget.evaluate(_UNNAMED) == []
+        meter = widget.get_by_role("meter", name="Context window used")
+        assert "tokens" in (meter.get_attribute("aria-valuetext") or "")
+
+        # Keyboard: type, tab to a control, press it; notebook shortcuts stay out of the way.
+        search = widget.get_by_label("Search memory")
+        search.focus()
+        page.keyboard.type("line")
+        expect(widget.locator('[data-testid="listing"]')).to_contain_text("5 messages match")
+        page.keyboard.press("Tab")
+        expect(widget.get_by_label("Search the archives too")).to_be_focused()
+        page.keyboard.press("Space")
+        expect(widget.locator('[data-testid="listing"]')).to_contain_text("30 messages match")
+        expect(widget.locator('[data-testid="messages"] mark.hit').first).to_be_visible()
+        for _ in range(8):
+            if page.evaluate("() => document.activeElement.dataset.testid") == "last":
+                break
+            page.keyboard.press("Tab")
+        expect(widget.get_by_role("button", name="Last page of results")).to_be_focused()
+        page.keyboard.press("Enter")
+        expect(widget.locator('[data-testid="page"]')).to_have_text("page 2 of 2")
+        before = page.evaluate(cells)
+        for key in ("a", "b", "d", "d", "m", "y"):  # notebook commands outside the widget
+            page.keyboard.press(key)
+        assert page.evaluate(cells) == before
+        light = check_contrast(widget, "light")
+        search.fill("")
+
+        row = widget.locator('[data-testid="compaction"]').first
+        row.focus()
+        page.keyboard.press("Enter")
+        view = widget.locator('[data-testid="compaction-view"]')
+        expect(view).to_be_visible()
+        expect(widget.locator('[data-testid="compaction-head"]')).to_be_focused()
+        expect(widget.locator('[data-testid="messages"] mark.dropped').first).to_be_visible()
+        assert widget.evaluate(_UNNAMED) == []
+        light += check_contrast(widget, "light")
+        screenshot(widget, "widget-light.png")
+        page.keyboard.press("Escape")
+        expect(view).to_be_hidden()
+        expect(row).to_be_focused()
+
+        # The dark theme: the same checks in its colours.
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+            " {theme: 'JupyterLab Dark'})"
+        )
+        page.wait_for_function(
+            "() => document.body.dataset.jpThemeLight === 'false'", timeout=WAIT_MS
+        )
+        page.wait_for_function(
+            """(widget) => getComputedStyle(widget.querySelector('[data-testid="gauge"]'))
+                .backgroundColor === 'rgb(66, 66, 66)'""",
+            arg=widget.element_handle(),
+            timeout=WAIT_MS,
+        )
+        search.fill("line")
+        expect(widget.locator('[data-testid="messages"] mark.hit').first).to_be_visible()
+        dark = check_contrast(widget, "dark")
+        search.fill("")
+        row.click()
+        expect(widget.locator('[data-testid="messages"] mark.dropped').first).to_be_visible()
+        dark += check_contrast(widget, "dark")
+        screenshot(widget, "widget-dark.png")
+        assert light + dark == []

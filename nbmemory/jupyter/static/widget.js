@@ -218,7 +218,7 @@ function render({ model, el: root }) {
   const summaryPane = el("section", {
     class: "summary-pane", "data-testid": "compaction-view", "aria-label": "The compaction's summary",
   });
-  const summaryHead = el("div", { class: "summary-head", "data-testid": "compaction-head" });
+  const summaryHead = el("div", { class: "summary-head", "data-testid": "compaction-head", tabindex: "-1" });
   const closeCompaction = el("button", {
     type: "button", class: "close", "data-testid": "close-compaction", "aria-label": "Close this compaction and show the memory",
   }, "Back to the memory");
@@ -564,7 +564,7 @@ function render({ model, el: root }) {
       });
       button.append(el("span", { class: "number" }, `${i + 1}.`), el("span", {}, text),
         el("span", { class: "archive-name" }, c.archive));
-      button.onclick = () => openArchive(open === c.archive ? "" : c.archive);
+      button.onclick = () => openArchive(open === c.archive ? "" : c.archive, true);
       const item = el("li");
       item.append(button);
       return item;
@@ -609,12 +609,24 @@ function render({ model, el: root }) {
       body.append(renderMarkdown(info.summary));
     }
     summaryBody.replaceChildren(body);
+    if (focusSummary) {
+      focusSummary = false;
+      summaryHead.focus();
+    }
   }
 
-  function openArchive(name) {
+  let focusSummary = false; // a compaction opened by the person: its summary gets the focus
+  function openArchive(name, byPerson = false) {
+    focusSummary = byPerson && Boolean(name);
     model.set("open_archive", name);
     model.set("archive_page", 0);
     model.save_changes();
+  }
+  function closeCompactionView() {
+    const archive = model.get("open_archive");
+    openArchive("");
+    const row = [...timelineList.querySelectorAll("button.compaction")].find((b) => b.dataset.archive === archive);
+    if (row) row.focus();
   }
 
   let pending = false; // a pin or unpin sent, its answer not in yet
@@ -743,7 +755,14 @@ function render({ model, el: root }) {
     const wanted = Number.parseInt(pageInput.value, 10);
     if (Number.isFinite(wanted)) goTo(wanted - 1);
   };
-  closeCompaction.onclick = () => openArchive("");
+  closeCompaction.onclick = closeCompactionView;
+  // Escape closes an open compaction (the widget's keys are its own: data-lm-suppress-shortcuts).
+  widget.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || summaryPane.hidden) return;
+    event.preventDefault();
+    event.stopPropagation();
+    closeCompactionView();
+  });
   compact.onclick = () => { model.send({ command: "compact" }); };
 
   const figures = ["name", "model_name", "exists", "in_ram", "counting", "tokens_used", "context_length",
