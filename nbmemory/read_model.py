@@ -191,17 +191,24 @@ def _notes(folder: Path, model: str) -> Notes:
     return Notes(folder, model=model)
 
 
-def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = None) -> int:
-    """The memory's part of a request (or, given ``first``, the part its first messages would
-    make), each message counted once per encoding."""
+def _block_counts(followed: FollowedFile, counter: TokenCounter, first: int | None) -> list[int]:
+    """The tokens of the file's first messages (all without ``first``), each as its block,
+    counted once per encoding and kept with the followed file."""
     messages = followed.messages[:first]
-    if not messages:
-        return 0
     with followed.lock:
         counts = followed.per_message.setdefault(f"tokens:{counter.encoding_name}", [])
         for message in messages[len(counts) :]:
             counts.append(block_tokens(counter, {"timestamp": "", **message}))
-        return preload_tokens(counter, followed.header) + sum(counts[: len(messages)])
+        return counts[: len(messages)]
+
+
+def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = None) -> int:
+    """The memory's part of a request (or, given ``first``, the part its first messages would
+    make), each message counted once per encoding."""
+    counts = _block_counts(followed, counter, first)
+    if not counts:
+        return 0
+    return preload_tokens(counter, followed.header) + sum(counts)
 
 
 def _alive(pid: int) -> bool:
@@ -249,6 +256,11 @@ def to_items(
     return [_item(index, message, source, fold) for index, message in messages]
 
 
+def has_role(message: dict[str, Any], role: str | None) -> bool:
+    """Whether ``message`` was said by ``role`` (any case); every message has role ``None``."""
+    return role is None or str(message.get("role", "")).casefold() == role.casefold()
+
+
 def page_of(
     messages: Sequence[dict[str, Any]],
     source: str,
@@ -256,15 +268,21 @@ def page_of(
     limit: int,
     newest_first: bool,
     fold: int | None,
+    role: str | None = None,
 ) -> Page:
-    """A page of ``messages`` kept elsewhere (or of a file's), as views show it."""
-    total = len(messages)
+    """A page of ``messages`` kept elsewhere (or of a file's), as views show it; with ``role``,
+    of that role's messages only (``total`` counts those, and items keep their own index)."""
+    kept: Sequence[int] = range(len(messages))
+    if role is not None:
+        kept = [i for i, message in enumerate(messages) if has_role(message, role)]
+    total = len(kept)
     offset = max(0, offset)
     if newest_first:
         chosen = range(total - 1 - offset, max(total - 1 - offset - limit, -1), -1)
     else:
         chosen = range(offset, min(total, offset + limit))
-    return Page(total, offset, newest_first, [_item(i, messages[i], source, fold) for i in chosen])
+    items = [_item(kept[n], messages[kept[n]], source, fold) for n in chosen]
+    return Page(total, offset, newest_first, items)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -377,11 +395,31 @@ class ReadModel:
         *,
         newest_first: bool = True,
         fold: int | None = FOLD_CHARS,
+        role: str | None = None,
     ) -> Page:
-        """A page of agent ``name``'s memory, newest first unless asked otherwise."""
+        """A page of agent ``name``'s memory, newest first unless asked otherwise; with
+        ``role``, of the messages of that role (any case) only."""
         path, followed = self._memory(name)
         messages = followed.messages if followed is not None else []
-        return page_of(messages, path.name, offset, limit, newest_first, fold)
+        return page_of(messages, path.name, offset, limit, newest_first, fold, role)
+
+    def roles(self, name: str, archive: str | None = None) -> list[str]:
+        """The roles of the messages of the memory (or of ``archive``), as first written."""
+        messages = self._file(name, archive).messages
+        return list(dict.fromkeys(str(message.get("role", "")) for message in messages))
+
+    def message_tokens(
+        self, name: str, indexes: Iterable[int], archive: str | None = None
+    ) -> dict[int, int]:
+        """The tokens of messages ``indexes`` of the memory (or of ``archive``): each as its
+        block in the file, counted for the agent's model, the pieces that the memory's part of
+        :class:`Usage` adds up from. An index the file does not have is left out."""
+        followed = self._file(name, archive)
+        wanted = sorted({i for i in indexes if 0 <= i < len(followed.messages)})
+        if not wanted:
+            return {}
+        counts = _block_counts(followed, _counter(self.settings(name)[0].model), wanted[-1] + 1)
+        return {i: counts[i] for i in wanted}
 
     def notes(self, name: str) -> list[str]:
         """Agent ``name``'s pinned notes, in order (see ``nbmemory.notes``)."""
@@ -479,10 +517,12 @@ class ReadModel:
         *,
         newest_first: bool = False,
         fold: int | None = FOLD_CHARS,
+        role: str | None = None,
     ) -> Page:
-        """A page of one archive, oldest first unless asked otherwise."""
+        """A page of one archive, oldest first unless asked otherwise; with ``role``, of the
+        messages of that role (any case) only."""
         followed = self._file(name, archive)
-        return page_of(followed.messages, archive, offset, limit, newest_first, fold)
+        return page_of(followed.messages, archive, offset, limit, newest_first, fold, role)
 
     # ------------------------------------------------------------------------------------------
     # Search
@@ -496,9 +536,11 @@ class ReadModel:
         offset: int = 0,
         limit: int = 50,
         fold: int | None = FOLD_CHARS,
+        role: str | None = None,
     ) -> SearchResults:
         """Messages of agent ``name`` that contain ``query`` (any case): archives oldest first
-        (if asked), then MEMORY.md; ``total`` counts them all, ``items`` is one page."""
+        (if asked), then MEMORY.md; with ``role``, only that role's (any case). ``total``
+        counts them all, ``items`` is one page."""
         sources = [a.name for a in self.archives(name)] if archives else []
         sources.append(None)
         hits: list[tuple[str, int, dict[str, Any]]] = []
@@ -507,7 +549,8 @@ class ReadModel:
             with followed.lock:
                 index = followed.cache.setdefault("search", MessageIndex(followed.messages))
             label = source or workspace.MEMORY_FILE
-            hits.extend((label, i, followed.messages[i]) for i in index.search(query))
+            found = ((label, i, followed.messages[i]) for i in index.search(query))
+            hits.extend(hit for hit in found if has_role(hit[2], role))
         chosen = hits[max(0, offset) : max(0, offset) + limit]
         items = [_item(i, message, label, fold) for label, i, message in chosen]
         return SearchResults(query, len(hits), max(0, offset), items)

@@ -279,3 +279,56 @@ def test_with_no_live_process_all_of_the_memory_is_earlier_sessions(workspace):
     )
     parts = dict(ReadModel().usage("Quiet").parts)
     assert parts["this session"] == 0 and parts["earlier sessions"] > 0
+
+
+def test_tokens_per_message_add_up_to_the_memorys_part(workspace):
+    from nbmemory.conversation import block_tokens, preload_tokens
+    from nbmemory.tokens import TokenCounter
+
+    convo = persistent("Counted")
+    for text in ("short", "a longer message " * 40, "<b>three</b>"):
+        convo.add("User", text)
+    reader = ReadModel()
+    counts = reader.message_tokens("Counted", [2, 0, 1, 7, -1])
+    assert sorted(counts) == [0, 1, 2]  # indexes the file does not have are left out
+    counter = TokenCounter(reader.settings("Counted")[0].model)
+    records = reader.records("Counted")
+    assert counts == {i: block_tokens(counter, m) for i, m in enumerate(records)}
+    header = follow(memory_path("Counted")).header
+    parts = dict(reader.usage("Counted").parts)
+    assert parts["earlier sessions"] == preload_tokens(counter, header) + sum(counts.values())
+    convo.compact("Three messages.")
+    archive = reader.archives("Counted")[0].name
+    assert reader.message_tokens("Counted", range(3), archive=archive) == counts
+    with pytest.raises(ArchiveNotFoundError):
+        reader.message_tokens("Counted", [0], archive="history_nope.md")
+
+
+def test_a_role_filter_pages_and_searches_one_roles_messages(workspace):
+    convo = persistent("Roles")
+    for i in range(30):
+        convo.add("User" if i % 3 else "Roles", f"line {i}")
+    convo.compact("Thirty lines.")
+    convo.add("User", "line after")
+    convo.add("Tool", "line from a tool")
+    reader = ReadModel()
+    archive = reader.archives("Roles")[0].name
+    assert reader.roles("Roles", archive) == ["Roles", "User"]
+    assert reader.roles("Roles") == ["System", "User", "Tool"]  # the summary is a System message
+
+    page = reader.archive_messages("Roles", archive, 0, 4, role="roles")  # any case
+    assert page.total == 10 and [i.index for i in page.items] == [0, 3, 6, 9]
+    assert {i.role for i in page.items} == {"Roles"}
+    page = reader.archive_messages("Roles", archive, 8, 4, newest_first=True, role="Roles")
+    assert [i.index for i in page.items] == [3, 0]
+    page = reader.messages("Roles", 0, 10, role="Tool")
+    assert page.total == 1 and page.items[0].text == "line from a tool"
+    assert reader.messages("Roles", role="Nobody").total == 0
+    assert reader.messages("Roles", 0, 50).total == reader.messages("Roles", 0, 50, role=None).total
+
+    found = reader.search("Roles", "line", archives=True, role="User", limit=5)
+    assert found.total == 20 + 1 and len(found.items) == 5
+    assert {i.role for i in found.items} == {"User"}
+    found = reader.search("Roles", "line", archives=True, role="user", offset=20)
+    assert [(i.source, i.text) for i in found.items] == [("MEMORY.md", "line after")]
+    assert reader.search("Roles", "line", role="Tool").total == 1

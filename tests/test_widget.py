@@ -444,3 +444,119 @@ def test_notes_need_an_agent_on_disk(widgets):
     assert not absent.pin("anything")
     assert absent.status.startswith("No agent named 'Ghost' yet")
     assert not memory_path("Ghost").parent.exists()  # nothing created
+
+
+# ----------------------------------------------------------------------------------------------
+# Context X-ray
+
+
+def test_the_xray_parts_are_the_read_models_and_add_up(widgets):
+    agent = Agent(agent_name="Parts", persistent_memory=True, context_length=3000)
+    agent.run("Our office is in Lyon.")
+    agent.notes.add("Budget: 40k EUR.")
+    widget = settled(MemoryWidget("Parts", agent=agent))
+    widgets.append(widget)
+    eventually(lambda: widget.notes_tokens > 0, "the notes")
+    usage = ReadModel().usage("Parts")
+    assert [(p["name"], p["tokens"]) for p in widget.usage_parts] == list(usage.parts)
+    assert sum(p["tokens"] for p in widget.usage_parts) == widget.tokens_used == usage.tokens
+    absent = MemoryWidget("Nobody")
+    widgets.append(absent)
+    assert absent.usage_parts == []
+
+
+def test_tokens_per_message_on_demand(widgets):
+    convo = persistent("Counter")
+    for text in ("one", "two " * 50, "three " * 9):
+        convo.add("User", text)
+    convo.compact("Three said.")
+    convo.add("User", "four")
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    assert all("tokens" not in m for m in widget.messages)
+    widget.show_tokens = True
+    reader = ReadModel()
+    assert {m["index"]: m["tokens"] for m in widget.messages} == reader.message_tokens(
+        "Counter", range(2)
+    )
+    widget.open_archive = archive = widget.archives[0]["name"]
+    assert {m["index"]: m["tokens"] for m in widget.archive_messages} == (
+        reader.message_tokens("Counter", range(3), archive=archive)
+    )
+    widget.search_archives, widget.query = True, "t"
+    by_source = {(r["source"], r["index"]): r["tokens"] for r in widget.search_results}
+    assert by_source[("MEMORY.md", 0)] == reader.message_tokens("Counter", [0])[0]
+    assert by_source[(archive, 1)] == reader.message_tokens("Counter", [1], archive)[1]
+    widget.show_tokens = False
+    assert all("tokens" not in m for m in widget.messages + widget.search_results)
+
+
+# ----------------------------------------------------------------------------------------------
+# Compactions
+
+
+def test_the_timeline_is_the_read_models_and_opens_a_compaction(widgets):
+    convo = persistent("Forgetful")
+    for i in range(30):
+        convo.add("User", f"filler {i}")
+    convo.add("User", "The vault code is ZX-4471.")
+    convo.add("User", "Our office is in Lyon.")
+    convo.compact("Office in Lyon.")
+    convo.add("User", "Later news.")
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    found = ReadModel().compactions("Forgetful")
+    assert len(found) == 1 and "ZX-4471" in found[0].dropped
+    assert widget.compactions == [
+        {k: v for k, v in c.to_json().items() if k != "summary"} for c in found
+    ]
+    assert widget.compaction == {}
+    widget.open_archive = found[0].archive
+    assert widget.compaction == found[0].to_json()
+    assert widget.compaction["summary"].endswith("Office in Lyon.")
+
+    # A dropped term turns the transcript to its page, in either order.
+    sent: list[dict] = []
+    widget.send = sent.append
+    widget._command(widget, {"command": "find", "term": "zx-4471"}, [])
+    assert sent == [{"command": "find", "term": "zx-4471", "index": 30}]
+    assert widget.archive_page == 0  # newest first: message 31 of 32 is on the first page
+    assert 30 in [m["index"] for m in widget.archive_messages]
+    widget.newest_first = False
+    assert widget.find_in_archive("ZX-4471") == 30 and widget.archive_page == 1
+    assert 30 in [m["index"] for m in widget.archive_messages]
+    assert widget.find_in_archive("filler 3") == 3 and widget.archive_page == 0
+    assert widget.find_in_archive("not there at all") is None
+    assert "is not in" in widget.status
+
+    # A new compaction shows up; closing the archive closes the compaction.
+    convo.compact("Only the news.")
+    assert len(widget.compactions) == 2
+    widget.open_archive = ""
+    assert widget.compaction == {}
+
+
+# ----------------------------------------------------------------------------------------------
+# Roles
+
+
+def test_a_role_filter_pages_searches_and_keeps_the_counts(widgets):
+    convo = persistent("Cast")
+    for i in range(45):
+        convo.add("Tool" if i % 3 == 0 else "User", f"line {i}")
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    assert widget.roles == ["Tool", "User"]
+    widget.page = 1
+    widget.role = "Tool"
+    assert widget.page == 0 and widget.listed_total == 15 and widget.message_count == 45
+    assert [m["index"] for m in widget.messages] == list(range(42, -1, -3))
+    widget.page = 5  # clamped to the last page of the role's messages
+    assert widget.page == 0
+    widget.query = "line 4"
+    assert widget.search_total == ReadModel().search("Cast", "line 4", role="Tool").total == 1
+    assert {r["role"] for r in widget.search_results} == {"Tool"}
+    widget.role = ""
+    assert widget.search_total == 6 and widget.listed_total == 45
+    convo.compact("All lines.")
+    eventually(lambda: widget.roles == ["System", "Tool", "User"], "the archive's roles")

@@ -1,9 +1,11 @@
 """``MemoryWidget``: a live view of one agent's memory (anywidget; traits are the whole contract).
 
 Everything it shows comes from the read model (:mod:`nbmemory.read_model`): the figures (tokens
-against the window and the compression threshold, counts, bytes), pages of messages in either
-order, archives and their pages, search with a hit count, and whole messages when a folded one
-is opened. It follows the agent it names from whatever process writes it: a daemon thread asks
+against the window and the compression threshold, and what the next request carries part by
+part, ``Usage.parts``), counts, bytes, pages of messages in either order (with each message's
+tokens on demand), archives and their pages, the compactions (what each archived, its summary,
+what that summary dropped), search with a hit count, and whole messages when a folded one is
+opened. It follows the agent it names from whatever process writes it: a daemon thread asks
 the read model for the agent's version token every ``POLL_SECONDS`` (a few ``stat`` calls when
 nothing changed); given an ``Agent`` or ``Conversation`` it also listens to their change hooks,
 for immediacy and for the answer being streamed. Only a ``Conversation`` kept in RAM is read
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import threading
 import warnings
 import weakref
@@ -39,7 +42,16 @@ from nbmemory.agent import Agent
 from nbmemory.conversation import ChangeEvent, Conversation
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, NbmemoryError
 from nbmemory.notes import DEFAULT_BUDGET, Notes
-from nbmemory.read_model import FOLD_CHARS, Item, ReadModel, page_of, to_items
+from nbmemory.read_model import (
+    FOLD_CHARS,
+    ArchiveInfo,
+    CompactionInfo,
+    Item,
+    ReadModel,
+    has_role,
+    page_of,
+    to_items,
+)
 from nbmemory.report import markdown_escape
 
 _STATIC = Path(__file__).parent / "static"
@@ -158,6 +170,12 @@ class MemoryWidget(anywidget.AnyWidget):
     newest_first = traitlets.Bool(True).tag(sync=True)
     messages = traitlets.List(traitlets.Dict()).tag(sync=True)
     """The current page only: ``Item.to_json()`` dicts (text folded to ``FOLD_CHARS``)."""
+    listed_total = traitlets.Int(0).tag(sync=True)
+    """How many messages the pages go through: ``message_count``, or those of ``role``."""
+    role = traitlets.Unicode("").tag(sync=True)
+    """Show (and search) only the messages of this role (any case); empty for every role."""
+    roles = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """The roles found in the memory and its archives, for the role filter."""
 
     # Search
     query = traitlets.Unicode("").tag(sync=True)
@@ -174,6 +192,13 @@ class MemoryWidget(anywidget.AnyWidget):
     archive_total = traitlets.Int(0).tag(sync=True)
     archive_messages = traitlets.List(traitlets.Dict()).tag(sync=True)
 
+    # Compactions: what each archived, the summary that replaced it, what that summary dropped
+    compactions = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """Oldest first (``ReadModel.compactions``), without their summaries: ``{"archive", "time",
+    "messages", "tokens_before", "tokens_after", "kept_messages", "dropped", "recorded"}``."""
+    compaction = traitlets.Dict().tag(sync=True)
+    """The compaction that wrote ``open_archive``, its ``summary`` included; empty if none."""
+
     # Pinned notes (NOTES.md): carried by every request, never compacted
     pinned_notes = traitlets.List(traitlets.Unicode()).tag(sync=True)
     """The agent's notes in order (``ReadModel.notes``); the browser numbers them from 1."""
@@ -183,6 +208,8 @@ class MemoryWidget(anywidget.AnyWidget):
 
     exact = traitlets.Bool(False).tag(sync=True)
     """Show each message's stored text verbatim instead of rendered Markdown."""
+    show_tokens = traitlets.Bool(False).tag(sync=True)
+    """Give each listed message its tokens (``ReadModel.message_tokens``) as ``"tokens"``."""
     streaming = traitlets.Unicode("").tag(sync=True)
     """The answer an agent is writing right now."""
     status = traitlets.Unicode("").tag(sync=True)
@@ -205,6 +232,9 @@ class MemoryWidget(anywidget.AnyWidget):
         self._thread: threading.Thread | None = None
         self._absent_status = ""
         self._notes_files: dict[str, Notes] = {}
+        self._compactions_key: tuple[Any, ...] | None = None
+        self._archive_roles: list[str] = []
+        self._compaction_infos: dict[str, CompactionInfo] = {}
 
         conversation: Conversation | None = None
         if isinstance(source, Agent):
@@ -327,6 +357,7 @@ class MemoryWidget(anywidget.AnyWidget):
             try:
                 info = self._reader.agent(self.name)
                 archives = self._reader.archives(self.name)
+                compactions = self._read_compactions(archives)
             except AgentNotFoundError:
                 self._version = version
                 self._absent()
@@ -344,7 +375,6 @@ class MemoryWidget(anywidget.AnyWidget):
                 self.threshold = usage.threshold
                 self.compacts_next = usage.compacts_next
                 self.usage_parts = [{"name": n, "tokens": t} for n, t in usage.parts]
-                self.message_count = info.messages
                 self.memory_bytes = info.size
                 self.last_activity = info.last_activity or ""
                 self.problems = list(info.problems)
@@ -353,11 +383,15 @@ class MemoryWidget(anywidget.AnyWidget):
                 ]
                 self.archive_count = len(archives)
                 self.last_compaction = archives[-1].time if archives else ""
-                self.counting = False
                 self._show_notes(usage.model)
+                if compactions is not None:
+                    self._show_compactions(*compactions)
+                self._show_roles(self._reader.roles(self.name))
                 self._show_page()
+                self.message_count = info.messages
                 self._show_archive()
                 self._show_search()
+                self.counting = False  # last: whoever waits for the figures finds them all
             self._version = version
 
     def _refresh_ram(self) -> None:
@@ -379,11 +413,12 @@ class MemoryWidget(anywidget.AnyWidget):
             self.compacts_next = self.threshold is not None and (
                 self.tokens_used >= self.threshold * self.context_length
             )
-            self.message_count = len(convo.conversation_history)
             self.memory_bytes = 0
             self.pinned_notes = []
             self.notes_tokens = 0
+            self._show_roles([str(m.get("role", "")) for m in convo.conversation_history])
             self._show_page()
+            self.message_count = len(convo.conversation_history)
             self._show_search()
 
     def _absent(self) -> None:
@@ -395,11 +430,16 @@ class MemoryWidget(anywidget.AnyWidget):
             self.exists = False
             self.counting = False
             self.tokens_used = self.message_count = self.memory_bytes = self.archive_count = 0
+            self.listed_total = 0
+            self.roles = []
             self.messages = self.archives = self.search_results = self.archive_messages = []
             self.pinned_notes = []
             self.notes_tokens = 0
+            self.compactions, self.compaction = [], {}
+            self._compactions_key, self._compaction_infos = None, {}
             self.page = self.search_total = self.archive_total = 0
             self.compacts_next = False
+            self.usage_parts = []
             self.status = self._absent_status
 
     def _changed(self, event: ChangeEvent) -> None:
@@ -417,6 +457,20 @@ class MemoryWidget(anywidget.AnyWidget):
     def _clamp(page: int, total: int, size: int) -> int:
         return min(max(0, page), max(0, (total - 1) // size))
 
+    def _show_roles(self, found: list[str]) -> None:
+        roles = list(dict.fromkeys([*found, *self._archive_roles]))
+        if roles != self.roles:
+            self.roles = roles
+
+    @traitlets.observe("role")
+    def _role_chosen(self, change: dict[str, Any]) -> None:
+        with self._lock, self.hold_trait_notifications():
+            self.page = self.archive_page = self.search_page = 0
+        with self._lock:
+            self._show_page()
+            self._show_archive()
+            self._show_search()
+
     @traitlets.observe("page", "page_size", "newest_first")
     def _paging(self, change: dict[str, Any]) -> None:
         with self._lock:
@@ -432,13 +486,23 @@ class MemoryWidget(anywidget.AnyWidget):
         if self._ram is not None:
             history = self._ram.to_dict()
             page = page_of(
-                history, RAM_SOURCE, self.page * size, size, self.newest_first, FOLD_CHARS
+                history,
+                RAM_SOURCE,
+                self.page * size,
+                size,
+                self.newest_first,
+                FOLD_CHARS,
+                self.role or None,
             )
             total, items = page.total, page.items
         else:
             try:
                 page = self._reader.messages(
-                    self.name, self.page * size, size, newest_first=self.newest_first
+                    self.name,
+                    self.page * size,
+                    size,
+                    newest_first=self.newest_first,
+                    role=self.role or None,
                 )
             except AgentNotFoundError:
                 return
@@ -446,15 +510,47 @@ class MemoryWidget(anywidget.AnyWidget):
         if self.page != self._clamp(self.page, total, size):
             self.page = self._clamp(self.page, total, size)  # observed: shows that page
             return
-        self.message_count = total
-        self.messages = [item.to_json() for item in items]
+        self.messages = self._json(items)
+        self.listed_total = total
+        if not self.role:
+            self.message_count = total  # after the page: whoever waits for the count finds it
+
+    def _json(self, items: list[Item]) -> list[dict[str, Any]]:
+        """Items as the browser gets them; with ``show_tokens``, each with its tokens."""
+        found = [item.to_json() for item in items]
+        if not self.show_tokens or self._ram is not None:
+            return found
+        by_source: dict[str, list[dict[str, Any]]] = {}
+        for item in found:
+            by_source.setdefault(item["source"], []).append(item)
+        for source, group in by_source.items():
+            archive = None if source == MEMORY_SOURCE else source
+            try:
+                counts = self._reader.message_tokens(
+                    self.name, [item["index"] for item in group], archive=archive
+                )
+            except (AgentNotFoundError, ArchiveNotFoundError):
+                continue
+            for item in group:
+                if item["index"] in counts:
+                    item["tokens"] = counts[item["index"]]
+        return found
+
+    @traitlets.observe("show_tokens")
+    def _tokens_shown(self, change: dict[str, Any]) -> None:
+        with self._lock:
+            self._show_page()
+            self._show_archive()
+            self._show_search()
 
     @traitlets.observe("open_archive", "archive_page")
     def _archive_paging(self, change: dict[str, Any]) -> None:
         with self._lock:
-            if change["name"] == "open_archive" and self.archive_page:
-                self.archive_page = 0  # observed: shows the first page
-                return
+            if change["name"] == "open_archive":
+                self._show_compaction()
+                if self.archive_page:
+                    self.archive_page = 0  # observed: shows the first page
+                    return
             self._show_archive()
 
     def _show_archive(self) -> None:
@@ -469,6 +565,7 @@ class MemoryWidget(anywidget.AnyWidget):
                 self.archive_page * size,
                 size,
                 newest_first=self.newest_first,
+                role=self.role or None,
             )
         except (AgentNotFoundError, ArchiveNotFoundError) as exc:
             self.archive_messages, self.archive_total = [], 0
@@ -478,7 +575,61 @@ class MemoryWidget(anywidget.AnyWidget):
             self.archive_page = self._clamp(self.archive_page, page.total, size)
             return
         self.archive_total = page.total
-        self.archive_messages = [item.to_json() for item in page.items]
+        self.archive_messages = self._json(page.items)
+
+    # ------------------------------------------------------------------------------------------
+    # Compactions
+
+    def _read_compactions(
+        self, archives: list[ArchiveInfo]
+    ) -> tuple[tuple[Any, ...], list[CompactionInfo]] | None:
+        """The compactions, read again only when an archive or the notes changed (what a
+        summary dropped is reckoned against the notes when no record was kept)."""
+        key = (tuple((a.name, a.size) for a in archives), tuple(self._reader.notes(self.name)))
+        if key == self._compactions_key:
+            return None
+        return key, self._reader.compactions(self.name)
+
+    def _show_compactions(self, key: tuple[Any, ...], found: list[CompactionInfo]) -> None:
+        self._archive_roles = list(
+            dict.fromkeys(
+                role for info in found for role in self._reader.roles(self.name, info.archive)
+            )
+        )
+        self._compaction_infos = {info.archive: info for info in found}
+        self.compactions = [
+            {k: v for k, v in info.to_json().items() if k != "summary"} for info in found
+        ]
+        self._compactions_key = key
+        self._show_compaction()
+
+    def _show_compaction(self) -> None:
+        info = self._compaction_infos.get(self.open_archive)
+        self.compaction = info.to_json() if info is not None else {}
+
+    def find_in_archive(self, term: str) -> int | None:
+        """Turn the open archive to the page where ``term`` first appears (any case), and
+        return that message's index; ``None`` (said in ``status``) if it is not there."""
+        with self._lock:
+            if not self.open_archive or not term.strip() or self._ram is not None:
+                return None
+            try:
+                found = self._reader.search(
+                    self.name, term, archives=True, limit=sys.maxsize, fold=0
+                )
+            except (AgentNotFoundError, ArchiveNotFoundError) as exc:
+                self.status = str(exc)
+                return None
+            indexes = [item.index for item in found.items if item.source == self.open_archive]
+            if not indexes:
+                self.status = f"{term!r} is not in {self.open_archive}."
+                return None
+            index, size = indexes[0], max(1, self.page_size)
+            total = self.archive_total or indexes[-1] + 1
+            position = total - 1 - index if self.newest_first else index
+            self.archive_page = position // size
+            self.status = f"{term!r} first appears in message {index + 1} of {self.open_archive}."
+            return index
 
     # ------------------------------------------------------------------------------------------
     # Search
@@ -499,14 +650,21 @@ class MemoryWidget(anywidget.AnyWidget):
         size = max(1, self.page_size)
         offset = self.search_page * size
         if self._ram is not None:
-            found = self._ram.search_memory(query)
+            found = [
+                h for h in self._ram.search_memory(query) if has_role(h.message, self.role or None)
+            ]
             total = len(found)
             chosen = ((hit.index, hit.message) for hit in found[offset : offset + size])
             items = to_items(chosen, RAM_SOURCE, FOLD_CHARS)
         else:
             try:
                 found = self._reader.search(
-                    self.name, query, archives=self.search_archives, offset=offset, limit=size
+                    self.name,
+                    query,
+                    archives=self.search_archives,
+                    offset=offset,
+                    limit=size,
+                    role=self.role or None,
                 )
             except AgentNotFoundError:
                 return
@@ -516,7 +674,7 @@ class MemoryWidget(anywidget.AnyWidget):
             return
         with self.hold_sync():
             self.search_total = total
-            self.search_results = [item.to_json() for item in items]
+            self.search_results = self._json(items)
 
     # ------------------------------------------------------------------------------------------
     # Pinned notes
@@ -621,6 +779,9 @@ class MemoryWidget(anywidget.AnyWidget):
                 str(content.get("number", "")), str(shown) if shown is not None else None
             )
             self.send({"command": "unpin", "ok": ok})
+        elif command == "find":
+            term = str(content.get("term") or "")
+            self.send({"command": "find", "term": term, "index": self.find_in_archive(term)})
         elif command == "full":
             index, source = content.get("index"), str(content.get("source") or MEMORY_SOURCE)
             reply: dict[str, Any] = {"command": "full", "index": index, "source": source}

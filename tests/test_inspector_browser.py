@@ -1,0 +1,606 @@
+"""The memory inspector in the widget, in real JupyterLab and Chromium: the context X-ray against
+what a loopback model server receives, the compaction timeline, search, copy, roles, keyboard and
+themes. Hostile text stays text in each of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browser import (
+    WAIT_MS,
+    execute,
+    jupyter_lab,
+    open_notebook,
+    require,
+    run_all_cells,
+    screenshot,
+    write_notebook,
+)
+from fake_openai import FakeOpenAI
+from nbmemory import Agent
+from nbmemory.notes import Notes
+from nbmemory.read_model import PARTS, ReadModel
+from nbmemory.search import content_text
+from nbmemory.tokens import TokenCounter
+from nbmemory.workspace import memory_path
+
+pytestmark = pytest.mark.browser
+
+WIDGET = '[data-testid="nbmemory-widget"]'
+TOOL_SOURCE = '''
+def weather(city: str) -> str:
+    """Today's weather in a city.
+
+    Args:
+        city: The city.
+    """
+    return f"sunny in {city}"
+'''
+
+
+def xray_agent_options(url: str) -> dict[str, Any]:
+    return dict(
+        agent_name="Xray",
+        model_name="openai/test-model",
+        api_base=url,
+        api_key="test-key",
+        persistent_memory=True,
+        context_length=4000,
+        max_tokens=300,
+        max_retries=0,
+        system_prompt="You are exact.",
+        rules="Cite sources.",
+    )
+
+
+def shown_parts(widget: Any) -> list[tuple[str, int]]:
+    items = widget.locator('[data-testid="legend-item"]')
+    return [
+        (item["part"], int(item["tokens"]))
+        for item in items.evaluate_all(
+            "(nodes) => nodes.map((n) => ({part: n.dataset.part, tokens: n.dataset.tokens}))"
+        )
+    ]
+
+
+def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(tmp_path: Path) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    figures = tmp_path / "figures.json"
+    namespace: dict[str, Any] = {}
+    exec(TOOL_SOURCE, namespace)
+    with FakeOpenAI() as server:
+        options = xray_agent_options(server.url)
+        # An earlier session, in this process: the kernel's agent preloads it.
+        server.reply("Noted.")
+        Agent(**options, tools=[namespace["weather"]]).run("The launch is on 2027-03-14.")
+        Notes(memory_path("Xray").parent).add("Office: Lyon <img src=x onerror=alert(1)>.")
+        server.reply("Also noted.")
+        write_notebook(
+            root / "xray.ipynb",
+            "import json, pathlib\nfrom nbmemory import Agent\n"
+            "from nbmemory.jupyter.widget import MemoryWidget\n" + TOOL_SOURCE,
+            f"agent = Agent(**{options!r}, tools=[weather])\n"
+            "agent.run('The budget is 40k EUR.')\n"
+            f"pathlib.Path({str(figures)!r}).write_text("
+            "json.dumps({'tokens': agent.next_request_tokens()}))\n"
+            "MemoryWidget('Xray', agent=agent)",
+        )
+        with jupyter_lab(root) as lab, open_notebook(lab, "xray.ipynb", height=1600) as page:
+            run_all_cells(page)
+            widget = page.locator(WIDGET)
+            legend = widget.locator('[data-testid="legend"]')
+            expect(legend.locator('[data-testid="legend-total"]')).to_be_visible(timeout=WAIT_MS)
+            engine = json.loads(figures.read_text())["tokens"]
+            usage = ReadModel().usage("Xray")
+
+            # The shown parts are the engine's, in request order, and add up to its figure.
+            parts = shown_parts(widget)
+            assert [name for name, _ in parts] == list(PARTS)
+            assert parts == list(usage.parts)
+            assert sum(tokens for _, tokens in parts) == usage.tokens == engine
+            total = legend.locator('[data-testid="legend-total"]')
+            assert total.get_attribute("data-tokens") == str(engine)
+            expect(widget.locator('[data-testid="usage"]')).to_contain_text(f"{engine:,} / 4,000")
+            # Each segment is as wide as its share of the window.
+            bar = widget.locator('[data-testid="gauge"]').bounding_box()
+            assert bar is not None
+            for segment in widget.locator('[data-testid="segment"]').all():
+                tokens = int(segment.get_attribute("data-tokens") or 0)
+                box = segment.bounding_box()
+                assert box is not None
+                assert abs(box["width"] - bar["width"] * tokens / 4000) <= 2.5, (tokens, box)
+            threshold = widget.locator('[data-testid="threshold"]').bounding_box()
+            assert threshold is not None
+            assert abs(threshold["x"] + 1 - (bar["x"] + 0.9 * bar["width"])) <= 2
+            expect(widget.locator('[data-testid="compacts-next"]')).to_have_text("")
+
+            # The next request, as the loopback server receives it, against the parts shown.
+            # Compared exactly: the tool schemas (their JSON counted with the agent's encoding),
+            # the reply room (the request's max_tokens), the system prompt, the rules and the
+            # pinned notes (each wire message counted as the engine writes it, "Role: text"),
+            # and the earlier sessions (the preloaded-memory message, "System: text"). This
+            # session's messages travel as plain turns while the engine counts them as their
+            # MEMORY.md blocks, so for them the messages themselves are compared, and the
+            # tokens only as an upper bound of their plain text.
+            before = len(server.requests)
+            server.reply("Done.")
+            execute(page, "agent.run('What is next?')")
+            request = server.requests[before]
+            counter = TokenCounter(options["model_name"])
+            shown = dict(parts)
+            wire = request["messages"]
+            assert wire[-1] == {"role": "user", "content": "What is next?"}
+
+            def line(message: dict[str, Any]) -> int:
+                role = message["role"].capitalize()
+                return counter.count(f"{role}: {message['content']}\n\n")
+
+            assert counter.count(json.dumps(request["tools"])) == shown["tool schemas"]
+            assert request["max_tokens"] == shown["reply room"]
+            assert line(wire[0]) == shown["system prompt"]
+            assert line(wire[1]) == shown["rules"]
+            assert wire[2]["content"].startswith("[Pinned notes")
+            assert "<img src=x onerror=alert(1)>" in wire[2]["content"]
+            assert line(wire[2]) == shown["pinned notes"]
+            assert wire[3]["content"].startswith("[Persistent Memory")
+            assert counter.count(f"System: {wire[3]['content']}") == shown["earlier sessions"]
+            session = wire[4:-1]
+            stored = ReadModel().records("Xray")[2:4]
+            assert [m["content"] for m in session] == [content_text(m["content"]) for m in stored]
+            assert [m["role"] for m in session] == ["user", "assistant"]
+            plain = sum(counter.count(m["content"]) for m in session)
+            assert 0 < plain < shown["this session"]
+
+            # Tokens per message on demand: each message's own figure from the read model.
+            widget.get_by_label("Show the tokens of each message").check()
+            counts = widget.locator('[data-testid="message-tokens"]')
+            expect(counts).to_have_count(6, timeout=WAIT_MS)
+            expected = ReadModel().message_tokens("Xray", range(6))
+            got = counts.evaluate_all("(nodes) => nodes.map((n) => Number(n.dataset.tokens))")
+            assert sorted(got) == sorted(expected.values())
+
+            # Past the threshold: the view says that the next call compacts, and it does.
+            execute(
+                page,
+                "agent.short_memory.add('User', 'filler ' * 3000)\n"
+                "agent.add_memory('Filed.')\n"
+                "agent.short_memory.add('User', 'One more thing.')\n"
+                "agent.add_memory('Noted too.')",
+            )
+            note = widget.locator('[data-testid="compacts-next"]')
+            expect(note).to_contain_text("The next model call will compact", timeout=WAIT_MS)
+            expect(widget.locator('[data-testid="gauge"]')).to_have_class("gauge compacts")
+            screenshot(widget.locator('[data-testid="xray"]'), "widget-xray-compacts.png")
+            before = len(server.requests)
+            server.reply("Summary: launch 2027-03-14, budget 40k EUR.")
+            server.reply("Done again.")
+            execute(page, "agent.run('And now?')")
+            summarizer = server.requests[before]
+            assert "And now?" not in json.dumps(summarizer["messages"])  # a summary request
+            expect(note).to_have_text("", timeout=WAIT_MS)
+            expect(widget.locator('[data-testid="counts"]')).to_contain_text("1 archives")
+            screenshot(widget.locator('[data-testid="xray"]'), "widget-xray.png")
+            assert widget.locator("img").count() == 0
+
+
+HOSTILE = '<img src=x onerror="window.__pwned=1">'
+
+
+def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    with FakeOpenAI() as server:
+        agent = Agent(**{**xray_agent_options(server.url), "agent_name": "Forget"})
+        memory = agent.short_memory
+        memory.add("User", f"The vault code is ZX-4471. {HOSTILE}")
+        memory.add("Forget", "Noted, the vault code.")
+        for i in range(24):
+            memory.add("User", f"Filler note number {i}.")
+        memory.add("User", "Our office is in Lyon and the budget is 40k EUR.")
+        memory.add("Forget", "Noted.")
+        server.reply("The office is in Lyon; the budget is 40k EUR.")
+        assert agent._context_compressor is not None
+        assert agent._context_compressor.compress(agent)
+    memory.add("User", "What is the vault code?")
+    (compaction,) = ReadModel().compactions("Forget")
+    assert compaction.recorded and "ZX-4471" in compaction.dropped
+    assert "ZX-4471" not in compaction.summary
+    write_notebook(
+        root / "forget.ipynb",
+        "from nbmemory.jupyter.widget import MemoryWidget\nMemoryWidget('Forget')",
+    )
+    with jupyter_lab(root) as lab, open_notebook(lab, "forget.ipynb", height=2000) as page:
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        run_all_cells(page)
+        widget = page.locator(WIDGET)
+        rows = widget.locator('[data-testid="compaction"]')
+        expect(rows).to_have_count(1, timeout=WAIT_MS)
+        row = rows.first
+        expect(row).to_contain_text(compaction.time)
+        before, after = f"{compaction.tokens_before:,}", f"{compaction.tokens_after:,}"
+        expect(row).to_contain_text(f"{before} → {after} tokens")
+        expect(row).to_contain_text(f"{compaction.messages} messages archived")
+        expect(row).to_contain_text(compaction.archive)
+
+        # Opened: the summary beside the transcript, the dropped terms listed and marked.
+        row.click()
+        view = widget.locator('[data-testid="compaction-view"]')
+        expect(view).to_be_visible()
+        expect(view.locator('[data-testid="summary"]')).to_have_text(compaction.summary)
+        terms = view.locator('[data-testid="dropped-term"]')
+        expect(terms).to_have_count(len(compaction.dropped))
+        assert terms.all_text_contents() == compaction.dropped
+        expect(view.locator('[data-testid="summary"]')).not_to_contain_text("ZX-4471")
+        listing = widget.locator('[data-testid="listing"]')
+        expect(listing).to_have_text(f"Archive {compaction.archive}: 28 messages")
+        summary_box, list_box = view.bounding_box(), listing.bounding_box()
+        assert summary_box and list_box and summary_box["x"] + summary_box["width"] <= list_box["x"]
+
+        # The fact is on the last page (newest first): the term's button turns to it.
+        marks = widget.locator('[data-testid="messages"] mark.dropped')
+        expect(marks.filter(has_text="ZX-4471")).to_have_count(0)
+        terms.filter(has_text="ZX-4471").click()
+        expect(marks.filter(has_text="ZX-4471")).to_have_count(1, timeout=WAIT_MS)
+        expect(widget.locator('[data-testid="page"]')).to_have_text("page 2 of 2")
+        fact = widget.locator('[data-testid="message"][data-index="0"]')
+        expect(fact).to_be_focused()
+        # Marked from text nodes: the hostile HTML around it stays text.
+        expect(fact.locator(".content")).to_have_text(f"The vault code is ZX-4471. {HOSTILE}")
+        made = fact.locator("mark").evaluate_all("(ms) => ms.map((m) => m.outerHTML)")
+        assert '<mark class="dropped">ZX-4471</mark>' in made
+        assert all(
+            m in (f'<mark class="dropped">{t}</mark>' for t in compaction.dropped) for m in made
+        )
+        widget.get_by_label("Show the exact stored text").check()
+        expect(fact.locator("pre mark.dropped").filter(has_text="ZX-4471")).to_have_count(1)
+        widget.get_by_label("Show the exact stored text").uncheck()
+        screenshot(widget, "widget-compaction.png")
+
+        # Closed: back to the memory.
+        widget.get_by_role("button", name="Close this compaction and show the memory").click()
+        expect(view).to_be_hidden()
+        expect(widget.locator('[data-testid="listing"]')).to_have_text("")
+        for tag in ("img", "script", "svg"):
+            expect(widget.locator(tag)).to_have_count(0)
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+        assert dialogs == []
+
+
+def test_search_paging_roles_jumps_and_copy(tmp_path: Path) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    from nbmemory import Conversation
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    convo = Conversation(name="Finder", memory_md_path=memory_path("Finder"))
+    hostile = f"Budget {HOSTILE} and <b>bold</b> budget."
+    long_text = "Long budget report. " + "x" * 3000 + " THE END"
+    convo.add("User", hostile)
+    convo.add("Tool", long_text)
+    for i in range(148):
+        convo.add("User" if i % 2 else "Finder", f"Budget line {i}: 40k EUR.")
+    for i in range(5):
+        convo.add("Finder", f"Other note {i}.")
+    write_notebook(
+        root / "find.ipynb",
+        "from nbmemory.jupyter.widget import MemoryWidget\nMemoryWidget('Finder')",
+    )
+    with jupyter_lab(root) as lab, open_notebook(lab, "find.ipynb", height=2400) as page:
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab.url)
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        run_all_cells(page)
+        widget = page.locator(WIDGET)
+        messages = widget.locator('[data-testid="messages"] [data-testid="message"]')
+        expect(messages).to_have_count(20, timeout=WAIT_MS)
+        listing = widget.locator('[data-testid="listing"]')
+        pager = widget.locator('[data-testid="page"]')
+
+        # Search: the hit count, every page reachable (no stop at 100), matches marked.
+        widget.get_by_label("Search memory").fill("budget")
+        expect(listing).to_contain_text("150 messages match “budget”")
+        expect(pager).to_have_text("page 1 of 8")
+        hits = widget.locator('[data-testid="messages"] mark.hit')
+        expect(hits.first).to_be_visible()
+        assert {t.casefold() for t in hits.all_text_contents()} == {"budget"}
+        widget.get_by_role("button", name="Last page of results").click()
+        expect(pager).to_have_text("page 8 of 8")
+        expect(messages).to_have_count(10)
+        expect(messages.last).to_contain_text("Budget line 147")
+        page_field = widget.get_by_label("Go to page")
+        page_field.fill("6")
+        page_field.press("Enter")
+        expect(pager).to_have_text("page 6 of 8")
+        expect(messages.first).to_contain_text("Budget line 98:")
+        widget.get_by_role("button", name="First page of results").click()
+        expect(pager).to_have_text("page 1 of 8")
+        first = messages.first
+        expect(first.locator(".content")).to_have_text(hostile)  # hostile text, marked, inert
+        assert first.locator("mark.hit").all_text_contents() == ["Budget", "budget"]
+        expect(widget.locator("img")).to_have_count(0)
+        expect(widget.locator(".content b")).to_have_count(0)
+        widget.get_by_label("Search memory").fill("no such words")
+        expect(listing).to_contain_text("No results: no message contains “no such words”")
+        expect(messages).to_have_count(0)
+        expect(pager).to_have_text("page 1 of 1")
+
+        # A role: its messages only, searched and paged alone.
+        widget.get_by_label("Search memory").fill("budget")
+        widget.get_by_label("Show the messages of one role").select_option("Finder")
+        expect(listing).to_contain_text("74 messages match “budget” among Finder's messages")
+        widget.get_by_label("Search memory").fill("")
+        expect(listing).to_have_text("79 messages from Finder")
+        roles = messages.locator(".role").all_text_contents()
+        assert set(roles) == {"Finder"}, roles
+        widget.get_by_label("Show the messages of one role").select_option("")
+        expect(listing).to_have_text("")
+
+        # Oldest and newest, whatever the order.
+        widget.get_by_role("button", name="Oldest messages (last page)").click()
+        expect(pager).to_have_text("page 8 of 8")
+        expect(messages.last).to_have_attribute("data-index", "0")
+        widget.get_by_role("button", name="Newest messages (first page)").click()
+        expect(messages.first).to_have_attribute("data-index", "154")
+        widget.locator('[data-testid="order"]').click()  # oldest first
+        expect(messages.first).to_have_attribute("data-index", "0")
+        widget.get_by_role("button", name="Newest messages (last page)").click()
+        expect(messages.last).to_have_attribute("data-index", "154")
+        widget.get_by_role("button", name="Oldest messages (first page)").click()
+
+        # Copy: the stored text exactly, the whole of a folded message too.
+        widget.get_by_role("button", name="Copy message 1 of MEMORY.md").click()
+        status = widget.locator('[data-testid="status"]')
+        expect(status).to_have_text(f"Copied message 1 of MEMORY.md ({len(hostile):,} characters).")
+        assert page.evaluate("() => navigator.clipboard.readText()") == hostile
+        widget.get_by_role("button", name="Copy message 2 of MEMORY.md").click()
+        expect(status).to_contain_text(f"Copied message 2 of MEMORY.md ({len(long_text):,} ")
+        assert page.evaluate("() => navigator.clipboard.readText()") == long_text
+        screenshot(widget, "widget-search.png")
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+        assert dialogs == []
+
+
+# ----------------------------------------------------------------------------------------------
+# Accessible and themed
+
+_COLOURS = """(widget) => {
+    const css = (node) => getComputedStyle(node);
+    const background = () => {  // what the widget is drawn on: the first opaque ancestor
+        for (let node = widget; node; node = node.parentElement) {
+            const colour = css(node).backgroundColor;
+            if (!/rgba\\(.*, 0\\)$/.test(colour) && colour !== "transparent") return colour;
+        }
+        return "rgb(255, 255, 255)";
+    };
+    const gauge = widget.querySelector('[data-testid="gauge"]');
+    const mark = widget.querySelector('[data-testid="threshold"]');
+    const one = (selector) => {
+        const node = widget.querySelector(selector);
+        return node && {background: css(node).backgroundColor, colour: css(node).color,
+                        shadow: css(node).boxShadow, outline: css(node).outlineColor};
+    };
+    return {
+        background: background(),
+        track: css(gauge).backgroundColor,
+        outline: gauge.classList.contains("compacts") ? css(gauge).outlineColor : null,
+        segments: [...widget.querySelectorAll('[data-testid="segment"]')]
+            .filter((s) => !s.hidden).map((s) => css(s).backgroundColor),
+        mark: css(mark).backgroundColor,
+        halo: css(mark).boxShadow,
+        dropped: one("mark.dropped"),
+        hit: one("mark.hit"),
+    };
+}"""
+
+_UNNAMED = """(widget) => {
+    const name = (node) => {
+        const label = node.getAttribute("aria-label");
+        if (label && label.trim()) return label;
+        const by = node.getAttribute("aria-labelledby");
+        if (by) {
+            const ids = by.split(/\\s+/);
+            return ids.map((id) => document.getElementById(id)?.textContent || "").join(" ");
+        }
+        const wrapping = node.closest("label");
+        if (wrapping && wrapping.textContent.trim()) return wrapping.textContent;
+        if (node.id) {
+            const label = document.querySelector(`label[for="${node.id}"]`);
+            if (label) return label.textContent;
+        }
+        if (node.tagName === "BUTTON") return node.textContent;
+        return node.getAttribute("title") || "";
+    };
+    const controls = widget.querySelectorAll('button, input, select, textarea, [role="button"],'
+        + ' [role="meter"], [tabindex]:not([tabindex="-1"])');
+    const unnamed = [...controls].filter((node) => !name(node).trim());
+    return unnamed.map((node) => node.outerHTML.slice(0, 120));
+}"""
+
+
+def _rgb(text: str) -> tuple[float, float, float, float]:
+    import re
+
+    found = re.search(r"rgba?\(([\d.]+),\s*([\d.]+),\s*([\d.]+)(?:,\s*([\d.]+))?\)", text)
+    assert found, text
+    r, g, b, a = found.groups()
+    return float(r), float(g), float(b), float(a) if a is not None else 1.0
+
+
+def _over(colour: str, background: str) -> tuple[float, float, float]:
+    """``colour`` as seen over ``background`` (alpha composited)."""
+    r, g, b, a = _rgb(colour)
+    br, bg, bb, _ = _rgb(background)
+    return (r * a + br * (1 - a), g * a + bg * (1 - a), b * a + bb * (1 - a))
+
+
+def contrast(one: str, two: str, background: str) -> float:
+    """WCAG contrast ratio of two CSS colours drawn over ``background``."""
+
+    def luminance(rgb: tuple[float, float, float]) -> float:
+        def channel(c: float) -> float:
+            c /= 255
+            return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+        r, g, b = (channel(c) for c in rgb)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    a, b = sorted((luminance(_over(one, background)), luminance(_over(two, background))))
+    return (b + 0.05) / (a + 0.05)
+
+
+def check_contrast(widget: Any, theme: str) -> list[str]:
+    """Every mark's contrast in the rendered colours; the failures, described."""
+    colours = widget.evaluate(_COLOURS)
+    ground, track = colours["background"], colours["track"]
+    found = []
+
+    def need(what: str, one: str, two: str, minimum: float = 3.0) -> None:
+        ratio = contrast(one, two, ground)
+        if ratio < minimum:
+            found.append(f"{theme}: {what} {ratio:.2f}:1 ({one} on {two})")
+
+    assert len(colours["segments"]) == len(PARTS), colours
+    for n, segment in enumerate(colours["segments"]):
+        need(f"segment {PARTS[n]} against the track", segment, track)
+        need(f"segment {PARTS[n]} against the background", segment, ground)
+    need("threshold mark against the track", colours["mark"], track)
+    need("threshold mark against its halo", colours["mark"], colours["halo"])
+    for n, segment in enumerate(colours["segments"]):
+        need(f"threshold halo against segment {PARTS[n]}", colours["halo"], segment)
+    assert colours["outline"], "the gauge is not marked as compacting"
+    need("compaction outline against the background", colours["outline"], ground)
+    for kind in ("dropped", "hit"):
+        mark = colours[kind]
+        if mark is None:
+            continue
+        need(f"{kind} mark's text", mark["colour"], mark["background"], 4.5)
+        need(f"{kind} mark's underline against the background", mark["shadow"], ground)
+    return found
+
+
+def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    from nbmemory import Conversation
+    from nbmemory.run_settings import RunSettings, write_settings
+
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    # The measure itself: the old threshold mark (#555) on the dark theme's track (#424242).
+    assert 1.3 < contrast("rgb(85, 85, 85)", "rgb(66, 66, 66)", "rgb(17, 17, 17)") < 1.4
+    root = tmp_path / "lab"
+    root.mkdir()
+    convo = Conversation(name="Themed", memory_md_path=memory_path("Themed"))
+    convo.add("User", f"The vault code is ZX-4471. {HOSTILE}")
+    for i in range(25):
+        convo.add("User", f"Search line {i}.")
+    convo.compact("Twenty-six lines; nothing about the vault.")
+    for i in range(4):
+        convo.add("User", f"Later line {i}: Lyon.")
+    folder = memory_path("Themed").parent
+    Notes(folder).add("Budget: 40k EUR.")
+    session = (os.getpid(), memory_path("Themed").stat().st_ino, 2)  # this process preloaded 2
+
+    def settings(window: int) -> RunSettings:
+        return RunSettings("gpt-4o", window, 0.9, "o200k_base", 120, 700, 30, 250, session)
+
+    write_settings(folder, settings(100_000))
+    tokens = ReadModel().usage("Themed").tokens
+    write_settings(folder, settings(int(tokens / 0.95)))  # past the threshold: compacts next
+    assert ReadModel().usage("Themed").compacts_next
+    assert all(tokens for _, tokens in ReadModel().usage("Themed").parts)
+    write_notebook(
+        root / "themed.ipynb",
+        "from nbmemory.jupyter.widget import MemoryWidget\nMemoryWidget('Themed')",
+    )
+    with jupyter_lab(root) as lab, open_notebook(lab, "themed.ipynb", height=1800) as page:
+        run_all_cells(page)
+        widget = page.locator(WIDGET)
+        expect(widget.locator('[data-testid="compacts-next"]')).to_contain_text(
+            "will compact", timeout=WAIT_MS
+        )
+        cells = "() => window.jupyterapp.shell.currentWidget.content.widgets.length"
+
+        # Every control has an accessible name; the gauge says its figures.
+        assert widget.evaluate(_UNNAMED) == []
+        meter = widget.get_by_role("meter", name="Context window used")
+        assert "tokens" in (meter.get_attribute("aria-valuetext") or "")
+
+        # Keyboard: type, tab to a control, press it; notebook shortcuts stay out of the way.
+        search = widget.get_by_label("Search memory")
+        search.focus()
+        page.keyboard.type("line")
+        expect(widget.locator('[data-testid="listing"]')).to_contain_text("5 messages match")
+        page.keyboard.press("Tab")
+        expect(widget.get_by_label("Search the archives too")).to_be_focused()
+        page.keyboard.press("Space")
+        expect(widget.locator('[data-testid="listing"]')).to_contain_text("30 messages match")
+        expect(widget.locator('[data-testid="messages"] mark.hit').first).to_be_visible()
+        for _ in range(8):
+            if page.evaluate("() => document.activeElement.dataset.testid") == "last":
+                break
+            page.keyboard.press("Tab")
+        expect(widget.get_by_role("button", name="Last page of results")).to_be_focused()
+        page.keyboard.press("Enter")
+        expect(widget.locator('[data-testid="page"]')).to_have_text("page 2 of 2")
+        before = page.evaluate(cells)
+        for key in ("a", "b", "d", "d", "m", "y"):  # notebook commands outside the widget
+            page.keyboard.press(key)
+        assert page.evaluate(cells) == before
+        light = check_contrast(widget, "light")
+        search.fill("")
+
+        row = widget.locator('[data-testid="compaction"]').first
+        row.focus()
+        page.keyboard.press("Enter")
+        view = widget.locator('[data-testid="compaction-view"]')
+        expect(view).to_be_visible()
+        expect(widget.locator('[data-testid="compaction-head"]')).to_be_focused()
+        expect(widget.locator('[data-testid="messages"] mark.dropped').first).to_be_visible()
+        assert widget.evaluate(_UNNAMED) == []
+        light += check_contrast(widget, "light")
+        screenshot(widget, "widget-light.png")
+        page.keyboard.press("Escape")
+        expect(view).to_be_hidden()
+        expect(row).to_be_focused()
+
+        # The dark theme: the same checks in its colours.
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme',"
+            " {theme: 'JupyterLab Dark'})"
+        )
+        page.wait_for_function(
+            "() => document.body.dataset.jpThemeLight === 'false'", timeout=WAIT_MS
+        )
+        page.wait_for_function(
+            """(widget) => getComputedStyle(widget.querySelector('[data-testid="gauge"]'))
+                .backgroundColor === 'rgb(66, 66, 66)'""",
+            arg=widget.element_handle(),
+            timeout=WAIT_MS,
+        )
+        search.fill("line")
+        expect(widget.locator('[data-testid="messages"] mark.hit').first).to_be_visible()
+        dark = check_contrast(widget, "dark")
+        search.fill("")
+        row.click()
+        expect(widget.locator('[data-testid="messages"] mark.dropped').first).to_be_visible()
+        dark += check_contrast(widget, "dark")
+        screenshot(widget, "widget-dark.png")
+        assert light + dark == []
