@@ -172,6 +172,30 @@ class CompactionInfo:
 
 
 @dataclass(frozen=True)
+class MessageTokens:
+    """What each message of a file adds to a request, counted with ``encoding``.
+
+    ``tokens`` maps the indexes asked for to their counts; ``preload`` is what the file adds
+    besides its messages (the preloaded memory's role, intro and header), and ``total`` the
+    whole file as a request carries it: ``preload`` plus every message (0 for an empty file).
+    For MEMORY.md, ``total`` is the "earlier sessions" and "this session" parts together.
+    """
+
+    encoding: str
+    preload: int
+    total: int
+    tokens: dict[int, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "encoding": self.encoding,
+            "preload": self.preload,
+            "total": self.total,
+            "tokens": {str(index): count for index, count in self.tokens.items()},
+        }
+
+
+@dataclass(frozen=True)
 class SearchResults:
     """``total`` messages matched ``query``; ``items`` holds those from ``offset`` on."""
 
@@ -191,17 +215,24 @@ def _notes(folder: Path, model: str) -> Notes:
     return Notes(folder, model=model)
 
 
-def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = None) -> int:
-    """The memory's part of a request (or, given ``first``, the part its first messages would
-    make), each message counted once per encoding."""
+def _block_counts(
+    followed: FollowedFile, counter: TokenCounter, first: int | None = None
+) -> list[int]:
+    """The tokens of each of the file's (first) messages as its model reads them, each
+    message counted once per encoding."""
     messages = followed.messages[:first]
-    if not messages:
-        return 0
     with followed.lock:
         counts = followed.per_message.setdefault(f"tokens:{counter.encoding_name}", [])
         for message in messages[len(counts) :]:
             counts.append(block_tokens(counter, {"timestamp": "", **message}))
-        return preload_tokens(counter, followed.header) + sum(counts[: len(messages)])
+        return counts[: len(messages)]
+
+
+def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = None) -> int:
+    """The memory's part of a request (or, given ``first``, the part its first messages would
+    make)."""
+    counts = _block_counts(followed, counter, first)
+    return preload_tokens(counter, followed.header) + sum(counts) if counts else 0
 
 
 def _alive(pid: int) -> bool:
@@ -400,6 +431,28 @@ class ReadModel:
         if not 0 <= index < len(messages):
             raise IndexError(f"{name} has no message {index} in {archive or 'MEMORY.md'}")
         return _item(index, messages[index], archive or workspace.MEMORY_FILE, None)
+
+    def message_tokens(
+        self, name: str, indexes: Iterable[int] | None = None, archive: str | None = None
+    ) -> MessageTokens:
+        """The tokens of messages of the memory (or of ``archive``), by index (all of them
+        without ``indexes``), counted as agent ``name``'s model reads them in a request."""
+        followed = self._file(name, archive)
+        counter = _counter(self.settings(name)[0].model)
+        counts = _block_counts(followed, counter)
+        wanted = range(len(counts)) if indexes is None else indexes
+        chosen = {}
+        for index in wanted:
+            if not 0 <= index < len(counts):
+                raise IndexError(f"{name} has no message {index} in {archive or 'MEMORY.md'}")
+            chosen[index] = counts[index]
+        preload = preload_tokens(counter, followed.header)
+        return MessageTokens(
+            encoding=counter.encoding_name,
+            preload=preload,
+            total=preload + sum(counts) if counts else 0,
+            tokens=chosen,
+        )
 
     # ------------------------------------------------------------------------------------------
     # Archives

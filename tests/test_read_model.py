@@ -279,3 +279,29 @@ def test_with_no_live_process_all_of_the_memory_is_earlier_sessions(workspace):
     )
     parts = dict(ReadModel().usage("Quiet").parts)
     assert parts["this session"] == 0 and parts["earlier sessions"] > 0
+
+
+def test_tokens_per_message_add_up_to_the_memorys_part_of_the_request(workspace):
+    convo = persistent("Counter")
+    for i in range(6):
+        convo.add("User" if i % 2 else "Counter", f"message {i} " + "word " * i)
+    write_settings(memory_path("Counter").parent, RunSettings("gpt-4o", 3000, 0.9, "o200k_base"))
+    reader = ReadModel()
+    counted = reader.message_tokens("Counter")
+    assert counted.encoding == "o200k_base" and sorted(counted.tokens) == list(range(6))
+    assert all(count > 0 for count in counted.tokens.values())
+    assert counted.tokens[5] > counted.tokens[0]  # a longer message weighs more
+    parts = dict(reader.usage("Counter").parts)
+    memory = parts["earlier sessions"] + parts["this session"]
+    assert counted.total == counted.preload + sum(counted.tokens.values()) == memory
+    some = reader.message_tokens("Counter", [4, 1])
+    assert some.tokens == {4: counted.tokens[4], 1: counted.tokens[1]}
+    assert some.total == counted.total
+    with pytest.raises(IndexError, match="no message 6"):
+        reader.message_tokens("Counter", [6])
+    convo.compact("Six messages.")
+    [archive] = reader.archives("Counter")
+    archived = reader.message_tokens("Counter", archive=archive.name)
+    assert archived.tokens == counted.tokens  # the same messages, counted the same way
+    after = reader.message_tokens("Counter")
+    assert after.tokens == {0: after.total - after.preload}  # the summary alone

@@ -89,6 +89,7 @@ GETS = [
     "/agents/Scout/messages/0",
     "/agents/Scout/archives",
     "/agents/Scout/search?q=budget&archives=1",
+    "/agents/Scout/tokens?indexes=0,1",
 ]
 
 
@@ -166,6 +167,34 @@ def test_long_messages_come_folded_and_whole_on_request(lab, agents):
     assert first["text"] == "note 0 about the budget" and first["source"] == archive
     assert call(lab, "/agents/Writer/messages/99")[0] == 404
     assert call(lab, "/agents/Writer/messages/x")[0] == 400
+
+
+def test_tokens_per_message_on_demand(lab, agents):
+    model = ReadModel(agents)
+    status, data = call(lab, "/agents/Scout/tokens?indexes=1,0")
+    assert status == 200
+    counted = model.message_tokens("Scout", [1, 0])
+    assert data["tokens"] == {"1": counted.tokens[1], "0": counted.tokens[0]}
+    assert (data["encoding"], data["preload"], data["total"]) == (
+        counted.encoding,
+        counted.preload,
+        counted.total,
+    )
+    parts = dict(model.usage("Scout").parts)
+    assert data["total"] == parts["earlier sessions"] + parts["this session"]
+    archive = model.archives("Scout")[0].name
+    _, whole = call(lab, f"/agents/Scout/tokens?archive={archive}")
+    assert whole == {
+        "name": "Scout",
+        "archive": archive,
+        **model.message_tokens("Scout", archive=archive).to_json(),
+    }
+    assert len(whole["tokens"]) == 30
+    for bad, code in [("indexes=x", 400), ("indexes=-1", 400), ("indexes=2", 404)]:
+        status, data = call(lab, f"/agents/Scout/tokens?{bad}")
+        assert status == code and data["message"], bad
+    assert call(lab, "/agents/Scout/tokens?indexes=" + ",".join(["0"] * 201))[0] == 400
+    assert call(lab, "/agents/Scout/tokens?archive=history_none.md")[0] == 404
 
 
 def test_search_pages_its_hits_and_counts_them_all(lab, agents):

@@ -5,6 +5,7 @@ Routes, under ``<base_url>/nbmemory/api``::
     GET  /agents                                    workspace, poll interval, every agent's figures
     GET  /agents/NAME?offset=&limit=&newest_first=&fold=      a page of MEMORY.md
     GET  /agents/NAME/messages/INDEX?archive=FILE   one whole message ("show full text")
+    GET  /agents/NAME/tokens?indexes=3,4&archive=FILE   what those messages add to a request
     GET  /agents/NAME/archives                      the agent's archives
     GET  /agents/NAME/archives/FILE?offset=&limit=&newest_first=&fold=
     GET  /agents/NAME/search?q=&archives=1&offset=&limit=&fold=     total and one page of hits
@@ -148,6 +149,7 @@ class NbMemoryServer(ExtensionApp):
                 (f"{base}/agents", AgentsHandler),
                 (f"{base}{name}", AgentHandler),
                 (f"{base}{name}/messages/(?P<index>[^/]+)", MessageHandler),
+                (f"{base}{name}/tokens", TokensHandler),
                 (f"{base}{name}/archives", ArchivesHandler),
                 (f"{base}{name}/compactions", CompactionsHandler),
                 (f"{base}{name}/archives/(?P<archive>[^/]+)", ArchiveHandler),
@@ -355,6 +357,31 @@ class MessageHandler(_Handler):
             return
         item = await self.in_thread(self.model.message, name, int(index), archive)
         self.reply({"name": name, "archive": archive, **item.to_json()})
+
+
+class TokensHandler(_Handler):
+    """Tokens per message, on demand: ``indexes`` (at most ``MAX_LIMIT``, comma-separated;
+    all of the file's without it), counted as the agent's model reads them."""
+
+    @tornado.web.authenticated
+    @authorized("read")
+    async def get(self, name: str) -> None:
+        archive = self.get_query_argument("archive", None) or None
+        raw = self.get_query_argument("indexes", None)
+        indexes = None
+        if raw is not None:
+            words = [word.strip() for word in raw.split(",") if word.strip()]
+            if not all(word.isdigit() for word in words):
+                raise tornado.web.HTTPError(
+                    400, f"indexes must be whole numbers separated by commas, not {raw!r}"
+                )
+            if len(words) > MAX_LIMIT:
+                raise tornado.web.HTTPError(400, f"at most {MAX_LIMIT} indexes at a time")
+            indexes = [int(word) for word in words]
+        if await self.not_modified(name, archive, indexes):
+            return
+        counted = await self.in_thread(self.model.message_tokens, name, indexes, archive)
+        self.reply({"name": name, "archive": archive, **counted.to_json()})
 
 
 class ArchivesHandler(_Handler):
