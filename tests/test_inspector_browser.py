@@ -167,3 +167,97 @@ def test_the_xray_shows_what_the_next_request_carries_with_the_engines_figures(
         assert sum(shown) == usage.tokens
         screenshot(panel, "xray.png")
         no_payload_ran(page, panel)
+
+
+def test_the_timeline_shows_what_each_compaction_forgot(
+    tmp_path: Path, workspace: Path, openai_server
+) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    from nbmemory import ContextCompressor
+
+    convo = persistent("Auditor")
+    for i in range(22):
+        convo.add("User" if i % 2 else "Auditor", f"filler {i}: nothing to keep here")
+    convo.add("User", "Ticket ACME-42 blocks the release. " + HOSTILE)  # index 22: page 2
+    convo.add("User", "The launch is on 2027-03-14 and the budget is 40k EUR.")
+    convo.compact("Launch on 2027-03-14, budget 40k EUR.")  # by hand: ACME-42 left out
+    convo.add("User", "Order PO-7781 ships from Rotterdam.")
+    agent = type("Plain", (), {})()
+    agent.short_memory, agent.context_length = convo, 4000
+    agent.model_name, agent.agent_name = "openai/test-model", "Auditor"
+    agent.api_base, agent.api_key, agent.max_retries = openai_server.url, "test-key", 0
+    openai_server.reply("An order ships from Rotterdam. " + HOSTILE)
+    ContextCompressor().compress(agent)
+    first, second = ReadModel(workspace).compactions("Auditor")
+    assert "ACME-42" in first.dropped and not first.recorded
+    assert second.recorded and "PO-7781" in second.dropped
+    root = tmp_path / "lab"
+    root.mkdir()
+
+    with (
+        jupyter_lab(root, extra_args=lab_args(tmp_path)) as server,
+        open_lab(server) as page,
+    ):
+        panel = open_panel(page)
+        select(panel, "Auditor")
+        timeline = panel.get_by_test_id("nbmemory-compaction")
+        expect(timeline).to_have_count(2)
+        for row, info in zip(timeline.all(), (first, second), strict=True):
+            assert row.get_attribute("data-archive") == info.archive
+            figures = row.get_by_test_id("nbmemory-compaction-figures").inner_text()
+            before, after = page.evaluate(
+                "([b, a]) => [b.toLocaleString(), a.toLocaleString()]",
+                [info.tokens_before, info.tokens_after],
+            )
+            assert f"{before} → {after} tokens" in figures
+            assert f"{info.messages} messages archived" in figures
+            assert f"{len(info.dropped)} term" in figures
+            expect(row).to_contain_text(info.time.replace("T", " "))
+
+        # Open the first: the summary beside the transcript it replaced, ACME-42 dropped.
+        timeline.first.get_by_role("button", name="What did compaction 1 forget?").click()
+        view = page.get_by_test_id("nbmemory-compaction-view")
+        expect(view).to_be_visible()
+        expect(view.get_by_test_id("nbmemory-summary")).to_contain_text(
+            "Launch on 2027-03-14, budget 40k EUR."
+        )
+        terms = view.get_by_test_id("nbmemory-dropped-term")
+        expect(terms).to_have_count(len(first.dropped))
+        assert [t.get_attribute("data-term") for t in terms.all()] == first.dropped
+        transcript = view.get_by_test_id("nbmemory-transcript-message")
+        expect(transcript).to_have_count(20)
+        expect(transcript.first).to_contain_text("filler 0")
+        summary_box = view.get_by_test_id("nbmemory-summary").bounding_box()
+        transcript_box = view.get_by_test_id("nbmemory-transcript").bounding_box()
+        assert summary_box["x"] + summary_box["width"] <= transcript_box["x"]  # side by side
+
+        # "Find" goes to the page that holds the term; the term is marked there, as text.
+        view.get_by_role("button", name="Find “ACME-42” in the transcript").click()
+        holder = view.locator('[data-testid="nbmemory-transcript-message"][data-index="22"]')
+        expect(holder).to_be_visible()
+        expect(holder).to_be_focused()
+        marks = holder.locator('mark.jp-nbmemory-dropped-mark[data-term="ACME-42"]')
+        expect(marks).to_have_count(1)
+        expect(marks).to_have_text("ACME-42")
+        expect(holder).to_contain_text('<img src="x" onerror="window.__pwned=1" />')
+        assert view.locator(".jp-nbmemory-messages img, .jp-nbmemory-messages script").count() == 0
+        view.get_by_label("Exact text").check()
+        exact = holder.get_by_test_id("nbmemory-exact-text")
+        expect(exact).to_contain_text(HOSTILE)
+        expect(exact.locator('mark[data-term="ACME-42"]')).to_have_count(1)
+        screenshot(page, "compaction-view.png")
+
+        # The second, recorded by the compressor: its summary is hostile and stays text.
+        timeline.nth(1).get_by_role("button", name="What did compaction 2 forget?").click()
+        second_view = page.get_by_test_id("nbmemory-compaction-view").filter(
+            has_text="compaction 2 of 2"
+        )
+        expect(second_view).to_be_visible()
+        expect(second_view).to_contain_text("as the compressor recorded them")
+        expect(second_view.get_by_test_id("nbmemory-summary")).to_contain_text("onerror=")
+        transcript = second_view.get_by_test_id("nbmemory-transcript-message")
+        expect(transcript.locator('mark[data-term="PO-7781"]')).to_have_count(1)
+        assert page.locator(".jp-nbmemory-view img, .jp-nbmemory-view script").count() == 0
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"

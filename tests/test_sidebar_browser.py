@@ -209,7 +209,9 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         expect(messages.last).to_contain_text("Budget notes summarized.")  # MEMORY.md comes last
 
         panel.get_by_role("button", name="Back to memory").click()
-        panel.get_by_test_id("nbmemory-archive").get_by_role("button").click()
+        panel.get_by_test_id("nbmemory-compaction").get_by_role(
+            "button", name="Show archive"
+        ).click()
         expect(messages).to_have_count(20)
         panel.get_by_role("button", name="Older").click()
         expect(messages).to_have_count(5)

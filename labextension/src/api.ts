@@ -68,6 +68,23 @@ export interface IArchive {
   time: string;
 }
 
+/**
+ * One compaction (`ReadModel.compactions`): the archive it wrote, the summary that replaced the
+ * archived transcript, and the terms of the transcript neither the summary nor the pinned
+ * notes hold (`dropped`; the archive still does).
+ */
+export interface ICompaction {
+  archive: string;
+  time: string;
+  messages: number;
+  tokens_before: number;
+  tokens_after: number;
+  kept_messages: number;
+  summary: string;
+  dropped: string[];
+  recorded: boolean;
+}
+
 /** What each message adds to a request (`ReadModel.message_tokens`). */
 export interface IMessageTokens {
   encoding: string;

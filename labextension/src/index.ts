@@ -30,7 +30,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       new MessageSanitizer(sanitizer ?? new Sanitizer()),
       markdownParser
     );
-    const panel = new MemoryPanel(renderer);
+    const panel = new MemoryPanel({ renderer, shell: app.shell });
     app.shell.add(panel, 'left', { rank: 600 });
     restorer?.add(panel, PANEL_ID);
   }

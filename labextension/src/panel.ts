@@ -13,6 +13,8 @@
  * with an Unpin button each and a field to pin a new one (`POST .../notes`, the "write" action);
  * note text is untrusted too and rendered the same way as messages.
  */
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import { MainAreaWidget } from '@jupyterlab/apputils';
 import { Toolbar, ToolbarButton, listIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
@@ -21,7 +23,7 @@ import {
   Api,
   IAgent,
   IAgents,
-  IArchive,
+  ICompaction,
   IFetched,
   IItem,
   IMessageTokens,
@@ -33,6 +35,7 @@ import {
 } from './api';
 import { button, el, number, percent, plural } from './dom';
 import { TextRenderer } from './render';
+import { CompactionTimeline, CompactionView } from './timeline';
 import { ContextXray } from './xray';
 
 export const PANEL_ID = 'nbmemory-panel';
@@ -57,9 +60,17 @@ interface IAgentRow {
   key: string;
 }
 
+export interface IPanelOptions {
+  renderer: TextRenderer;
+  /** Where compaction views open (the main area). */
+  shell: JupyterFrontEnd.IShell;
+}
+
 export class MemoryPanel extends Panel {
-  constructor(private readonly renderer: TextRenderer) {
+  constructor(options: IPanelOptions) {
     super();
+    this.renderer = options.renderer;
+    this.shell = options.shell;
     this.id = PANEL_ID;
     this.addClass('jp-nbmemory-panel');
     this.node.dataset.testid = PANEL_ID;
@@ -138,6 +149,10 @@ export class MemoryPanel extends Panel {
     tokensLabel.append(this.showTokens, ' Tokens per message');
 
     this.xray = new ContextXray();
+    this.timeline = new CompactionTimeline(
+      (compaction, position, count) => this.openCompaction(compaction, position, count),
+      archive => this.setView({ kind: 'archive', file: archive, offset: 0 })
+    );
 
     this.notesTitle = el('h4', 'jp-nbmemory-notes-title', 'Pinned notes');
     this.notesList = el('ol', 'jp-nbmemory-notes', undefined, {
@@ -175,7 +190,6 @@ export class MemoryPanel extends Panel {
     this.detailTitle = el('h3', 'jp-nbmemory-detail-title');
     this.viewBar = el('div', 'jp-nbmemory-viewbar');
     this.messageList = el('ol', 'jp-nbmemory-messages', undefined, { 'aria-label': 'Messages' });
-    this.archiveList = el('ul', 'jp-nbmemory-archives', undefined, { 'aria-label': 'Archives' });
     this.detail = el('div', 'jp-nbmemory-detail');
     const titleBar = el('div', 'jp-nbmemory-detail-bar');
     titleBar.append(this.detailTitle, exactLabel, tokensLabel);
@@ -186,8 +200,7 @@ export class MemoryPanel extends Panel {
       form,
       this.viewBar,
       this.messageList,
-      el('h4', 'jp-nbmemory-archives-title', 'Archives'),
-      this.archiveList
+      this.timeline.node
     );
     this.detail.hidden = true;
     body.node.append(this.workspace, this.status, this.agentList, this.detail);
@@ -400,7 +413,9 @@ export class MemoryPanel extends Panel {
         : 'no messages';
       caption = view.kind === 'archive' ? `Archive ${view.file}: ${range}` : `Memory: ${range}`;
     }
-    const archives = await this.api.get<{ archives: IArchive[] }>(agentPath(name, 'archives'));
+    const compactions = await this.api.get<{ compactions: ICompaction[] }>(
+      agentPath(name, 'compactions')
+    );
     const notes = await this.api.get<INotes>(agentPath(name, 'notes'));
     if (generation !== this.generation) {
       return;
@@ -411,7 +426,7 @@ export class MemoryPanel extends Panel {
       this.notesAgent = name;
       await this.renderNotes();
     }
-    const changed = this.dirty || page.fresh || archives.fresh || name !== this.shownAgent;
+    const changed = this.dirty || page.fresh || compactions.fresh || name !== this.shownAgent;
     if (!changed) {
       return; // a poll when nothing changed: leave the page (and the focus) as it is
     }
@@ -422,7 +437,10 @@ export class MemoryPanel extends Panel {
     this.items = page.data.items;
     this.itemsAgent = name;
     await this.renderMessages();
-    this.renderArchives(archives.data.archives);
+    this.timeline.update(
+      compactions.data.compactions,
+      view.kind === 'archive' ? view.file : null
+    );
   }
 
   private renderViewBar(caption: string, page: IPage): void {
@@ -672,29 +690,35 @@ export class MemoryPanel extends Panel {
     }
   }
 
-  private renderArchives(archives: IArchive[]): void {
-    const open = this.view.kind === 'archive' ? this.view.file : null;
-    this.archiveList.replaceChildren(
-      ...archives.map(archive => {
-        const row = el('li', 'jp-nbmemory-archive', undefined, {
-          'aria-current': String(archive.name === open),
-          'data-testid': 'nbmemory-archive'
-        });
-        row.append(
-          button(archive.name, 'Show this archive', () =>
-            this.setView({ kind: 'archive', file: archive.name, offset: 0 })
-          ),
-          el('span', 'jp-nbmemory-agent-figures', plural(archive.messages, 'message'))
-        );
-        return row;
-      })
-    );
-    if (!archives.length) {
-      this.archiveList.append(el('li', 'jp-nbmemory-empty', 'No archives.'));
+  /** Open (or bring forward) the main-area view of one compaction of the selected agent. */
+  private openCompaction(compaction: ICompaction, position: number, count: number): void {
+    const agent = this.shownAgent;
+    const id = CompactionView.idFor(agent, compaction.archive);
+    const open = this.views.get(id);
+    if (open && !open.isDisposed) {
+      this.shell.activateById(open.id);
+      return;
     }
+    const view = new CompactionView(this.api, this.renderer, agent, compaction, position, count);
+    const main = new MainAreaWidget({ content: view });
+    main.id = `${id}:main`;
+    main.title.label = view.title.label;
+    main.title.caption = view.title.caption;
+    main.title.icon = listIcon;
+    main.title.closable = true;
+    this.views.set(id, main);
+    main.disposed.connect(() => this.views.delete(id));
+    this.shell.add(main, 'main');
+    this.shell.activateById(main.id);
+    void view.load();
   }
 
   private readonly api = new Api();
+  private readonly renderer: TextRenderer;
+  private readonly shell: JupyterFrontEnd.IShell;
+  private readonly timeline: CompactionTimeline;
+  /** Compaction views open in the main area, by id. */
+  private readonly views = new Map<string, MainAreaWidget>();
   private readonly workspace: HTMLElement;
   private readonly status: HTMLElement;
   private readonly agentList: HTMLUListElement;
@@ -704,7 +728,6 @@ export class MemoryPanel extends Panel {
   private readonly xray: ContextXray;
   private readonly viewBar: HTMLElement;
   private readonly messageList: HTMLOListElement;
-  private readonly archiveList: HTMLUListElement;
   private readonly notesTitle: HTMLElement;
   private readonly notesList: HTMLOListElement;
   private readonly notesStatus: HTMLElement;
