@@ -280,6 +280,11 @@ def to_items(
     return [_item(index, message, source, fold) for index, message in messages]
 
 
+def has_role(message: dict[str, Any], role: str | None) -> bool:
+    """Whether ``message`` is by ``role`` (any case); every message is when ``role`` is None."""
+    return role is None or str(message.get("role", "")).casefold() == role.casefold()
+
+
 def page_of(
     messages: Sequence[dict[str, Any]],
     source: str,
@@ -287,15 +292,22 @@ def page_of(
     limit: int,
     newest_first: bool,
     fold: int | None,
+    *,
+    role: str | None = None,
 ) -> Page:
-    """A page of ``messages`` kept elsewhere (or of a file's), as views show it."""
-    total = len(messages)
+    """A page of ``messages`` kept elsewhere (or of a file's), as views show it; with ``role``,
+    of that role's messages only (``total`` counts those; indexes stay the file's)."""
+    indexes: Sequence[int] = range(len(messages))
+    if role is not None:
+        indexes = [i for i in indexes if has_role(messages[i], role)]
+    total = len(indexes)
     offset = max(0, offset)
     if newest_first:
         chosen = range(total - 1 - offset, max(total - 1 - offset - limit, -1), -1)
     else:
         chosen = range(offset, min(total, offset + limit))
-    return Page(total, offset, newest_first, [_item(i, messages[i], source, fold) for i in chosen])
+    items = [_item(indexes[j], messages[indexes[j]], source, fold) for j in chosen]
+    return Page(total, offset, newest_first, items)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -408,11 +420,35 @@ class ReadModel:
         *,
         newest_first: bool = True,
         fold: int | None = FOLD_CHARS,
+        role: str | None = None,
     ) -> Page:
-        """A page of agent ``name``'s memory, newest first unless asked otherwise."""
+        """A page of agent ``name``'s memory, newest first unless asked otherwise; with
+        ``role``, of that role's messages only (any case)."""
         path, followed = self._memory(name)
         messages = followed.messages if followed is not None else []
-        return page_of(messages, path.name, offset, limit, newest_first, fold)
+        return page_of(messages, path.name, offset, limit, newest_first, fold, role=role)
+
+    def roles(self, name: str, archive: str | None = None) -> list[tuple[str, int]]:
+        """The roles of the memory's (or ``archive``'s) messages and how many each has, in
+        the order they first speak."""
+        followed = self._file(name, archive)
+        with followed.lock:
+            if "roles" not in followed.cache:
+                counts: dict[str, int] = {}
+                for message in followed.messages:
+                    role = str(message.get("role", ""))
+                    counts[role] = counts.get(role, 0) + 1
+                followed.cache["roles"] = list(counts.items())
+            return list(followed.cache["roles"])
+
+    def file_path(self, name: str, archive: str | None = None) -> Path:
+        """Where agent ``name``'s MEMORY.md (which may not exist yet) or ``archive`` is."""
+        if archive is None:
+            return self._folder(name) / workspace.MEMORY_FILE
+        for path in self._archive_paths(self._folder(name).name):
+            if path.name == archive:
+                return path
+        raise ArchiveNotFoundError(f"{name} has no archive named {archive!r}")
 
     def notes(self, name: str) -> list[str]:
         """Agent ``name``'s pinned notes, in order (see ``nbmemory.notes``)."""
@@ -532,10 +568,12 @@ class ReadModel:
         *,
         newest_first: bool = False,
         fold: int | None = FOLD_CHARS,
+        role: str | None = None,
     ) -> Page:
-        """A page of one archive, oldest first unless asked otherwise."""
+        """A page of one archive, oldest first unless asked otherwise (``role`` as in
+        :meth:`messages`)."""
         followed = self._file(name, archive)
-        return page_of(followed.messages, archive, offset, limit, newest_first, fold)
+        return page_of(followed.messages, archive, offset, limit, newest_first, fold, role=role)
 
     # ------------------------------------------------------------------------------------------
     # Search
@@ -549,9 +587,11 @@ class ReadModel:
         offset: int = 0,
         limit: int = 50,
         fold: int | None = FOLD_CHARS,
+        role: str | None = None,
     ) -> SearchResults:
         """Messages of agent ``name`` that contain ``query`` (any case): archives oldest first
-        (if asked), then MEMORY.md; ``total`` counts them all, ``items`` is one page."""
+        (if asked), then MEMORY.md; ``total`` counts them all, ``items`` is one page. With
+        ``role``, only that role's messages (any case)."""
         sources = [a.name for a in self.archives(name)] if archives else []
         sources.append(None)
         hits: list[tuple[str, int, dict[str, Any]]] = []
@@ -560,7 +600,11 @@ class ReadModel:
             with followed.lock:
                 index = followed.cache.setdefault("search", MessageIndex(followed.messages))
             label = source or workspace.MEMORY_FILE
-            hits.extend((label, i, followed.messages[i]) for i in index.search(query))
+            hits.extend(
+                (label, i, followed.messages[i])
+                for i in index.search(query)
+                if has_role(followed.messages[i], role)
+            )
         chosen = hits[max(0, offset) : max(0, offset) + limit]
         items = [_item(i, message, label, fold) for label, i, message in chosen]
         return SearchResults(query, len(hits), max(0, offset), items)

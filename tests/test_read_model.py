@@ -305,3 +305,30 @@ def test_tokens_per_message_add_up_to_the_memorys_part_of_the_request(workspace)
     assert archived.tokens == counted.tokens  # the same messages, counted the same way
     after = reader.message_tokens("Counter")
     assert after.tokens == {0: after.total - after.preload}  # the summary alone
+
+
+def test_pages_and_search_by_role_keep_the_files_indexes(workspace):
+    convo = persistent("Roles")
+    for i in range(30):
+        convo.add(["User", "Roles", "Tool"][i % 3], f"turn {i} about the budget")
+    reader = ReadModel()
+    assert reader.roles("Roles") == [("User", 10), ("Roles", 10), ("Tool", 10)]
+    page = reader.messages("Roles", limit=4, role="user")  # any case
+    assert page.total == 10
+    assert [item.index for item in page.items] == [27, 24, 21, 18]
+    assert {item.role for item in page.items} == {"User"}
+    page = reader.messages("Roles", offset=8, limit=4, newest_first=False, role="Tool")
+    assert [item.index for item in page.items] == [26, 29]
+    assert reader.messages("Roles", role="Nobody").total == 0
+    found = reader.search("Roles", "budget", role="roles")
+    assert found.total == 10 and [i.index for i in found.items][:2] == [1, 4]
+    convo.compact("Thirty turns.")
+    [archive] = reader.archives("Roles")
+    page = reader.archive_messages("Roles", archive.name, limit=3, role="TOOL")
+    assert (page.total, [i.index for i in page.items]) == (10, [2, 5, 8])
+    assert reader.roles("Roles", archive.name) == [("User", 10), ("Roles", 10), ("Tool", 10)]
+    assert reader.roles("Roles") == [("System", 1)]
+    assert reader.file_path("Roles") == memory_path("Roles")
+    assert reader.file_path("Roles", archive.name).name == archive.name
+    with pytest.raises(ArchiveNotFoundError):
+        reader.file_path("Roles", "history_none.md")
