@@ -261,3 +261,187 @@ def test_the_timeline_shows_what_each_compaction_forgot(
         expect(transcript.locator('mark[data-term="PO-7781"]')).to_have_count(1)
         assert page.locator(".jp-nbmemory-view img, .jp-nbmemory-view script").count() == 0
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+        # The context menu of a compaction opens its archive; this workspace is outside the
+        # server's root, so JupyterLab cannot: it says so and shows the absolute path.
+        timeline.first.click(button="right")
+        menu = page.locator(".lm-Menu")
+        item = menu.get_by_text(f"Open Archive {first.archive} in Editor")
+        expect(item).to_be_visible()
+        item.click()
+        dialog = page.locator(".jp-Dialog")
+        expect(dialog).to_contain_text("JupyterLab cannot open Auditor's archive")
+        expect(dialog).to_contain_text("outside the Jupyter server's root folder")
+        path = ReadModel(workspace).file_path("Auditor", first.archive)
+        expect(dialog.get_by_test_id("nbmemory-absolute-path")).to_have_text(str(path))
+        dialog.get_by_role("button", name="Close").click()
+        expect(dialog).to_be_hidden()
+
+
+def palette(page, label: str) -> None:
+    """Run the command labelled ``label`` from the command palette, in "Agent Memory"."""
+    from playwright.sync_api import expect
+
+    page.keyboard.press("Control+Shift+C")
+    modal = page.locator(".jp-ModalCommandPalette")
+    box = modal.locator(".lm-CommandPalette-input")
+    expect(box).to_be_visible()
+    box.fill(label)
+    item = modal.locator(".lm-CommandPalette-item").filter(
+        has=page.locator(
+            ".lm-CommandPalette-itemLabel", has_text=re.compile(f"^{re.escape(label)}$")
+        )
+    )
+    expect(item).to_have_count(1)
+    expect(modal.locator(".lm-CommandPalette-header").first).to_contain_text("Agent Memory")
+    item.click()
+    expect(modal).to_be_hidden()
+
+
+def test_the_palette_commands_act_on_the_agent_and_message_chosen(
+    tmp_path: Path, workspace: Path
+) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    from browser import write_notebook
+    from nbmemory.export import export_text
+
+    convo = persistent("Scout")
+    for i in range(250):
+        role = ["User", "Scout", "Tool"][i % 3]
+        convo.add(role, f"note {i} about the Budget of team {i % 7}")
+    convo.add("User", HOSTILE)
+    write_notebook(tmp_path / "work.ipynb", "print('hello')")
+    model = ReadModel(workspace)
+    assert workspace.parent == tmp_path  # the workspace is under the server's root
+
+    with (
+        jupyter_lab(tmp_path, extra_args=lab_args(tmp_path)) as server,
+        open_lab(server, failure_name="palette") as page,
+    ):
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('docmanager:open', {path: 'work.ipynb'})"
+        )
+        expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(1)
+        panel = open_panel(page)
+        select(panel, "Scout")
+        memory = panel.get_by_test_id("nbmemory-messages").get_by_test_id("nbmemory-message")
+        expect(memory.first).to_contain_text("window.__pwned=1")
+        caption = panel.get_by_test_id("nbmemory-list-caption")
+        expect(caption).to_have_text("1\u201320 of 251 messages, newest first")
+
+        # Search: a hit count, paging past 200 hits, the matches marked, "no results".
+        search = panel.get_by_test_id("nbmemory-search")
+        search.fill("budget")
+        search.press("Enter")
+        found = panel.get_by_test_id("nbmemory-search-caption")
+        expect(found).to_have_text("250 hits in MEMORY.md; 1\u201320 shown")
+        hits = panel.get_by_test_id("nbmemory-search-results").get_by_test_id("nbmemory-message")
+        expect(hits).to_have_count(20)
+        expect(hits.first.locator("mark.jp-nbmemory-hit")).to_have_text("Budget")
+        expect(memory).to_have_count(20)  # the message list stays, apart
+        panel.get_by_role("button", name="Last hits").click()
+        expect(found).to_have_text("250 hits in MEMORY.md; 241\u2013250 shown")
+        field = panel.get_by_test_id("nbmemory-search-section").get_by_test_id(
+            "nbmemory-page-input"
+        )
+        field.fill("11")
+        field.press("Enter")
+        expect(found).to_have_text("250 hits in MEMORY.md; 201\u2013220 shown")
+        expect(hits.first).to_contain_text("note 200 about")
+        search.fill("onerror")
+        search.press("Enter")
+        expect(found).to_have_text("1 hit in MEMORY.md; 1\u20131 shown")
+        expect(hits.first.locator("mark.jp-nbmemory-hit")).to_have_text("onerror")
+        search.fill("zebra")
+        search.press("Enter")
+        expect(found).to_contain_text("No results for “zebra” in MEMORY.md.")
+        expect(hits).to_have_count(0)
+        panel.get_by_role("button", name="Close search").click()
+        expect(panel.get_by_test_id("nbmemory-search-section")).to_be_hidden()
+
+        # Filter by role; jump to the oldest page, a page number, the newest.
+        panel.get_by_test_id("nbmemory-role").select_option("Tool")
+        tools = model.messages("Scout", role="Tool")
+        expect(caption).to_have_text(f"1\u201320 of {tools.total} messages by Tool, newest first")
+        assert {m.get_attribute("data-role") for m in memory.all()} == {"Tool"}
+        assert [int(m.get_attribute("data-index")) for m in memory.all()] == [
+            item.index for item in tools.items
+        ]
+        panel.get_by_test_id("nbmemory-role").select_option("")
+        expect(caption).to_have_text("1\u201320 of 251 messages, newest first")
+        palette(page, "Go to Oldest Messages")
+        expect(caption).to_have_text("241\u2013251 of 251 messages, newest first")
+        expect(memory.last).to_contain_text("note 0 about")
+        palette(page, "Go to Page of Messages…")
+        dialog = page.locator(".jp-Dialog")
+        dialog.locator("input").fill("3")
+        dialog.get_by_role("button", name="Ok").click()
+        expect(caption).to_have_text("41\u201360 of 251 messages, newest first")
+        palette(page, "Go to Newest Messages")
+        expect(caption).to_have_text("1\u201320 of 251 messages, newest first")
+
+        # Copy: the message focused last, whole, to the clipboard.
+        memory.first.click()
+        palette(page, "Copy Message Text")
+        expect(
+            page.locator(".Toastify__toast").filter(has_text="Copied message #250")
+        ).to_have_count(1)
+        assert page.evaluate("() => navigator.clipboard.readText()") == HOSTILE
+
+        # Insert it into the notebook: a raw cell, as text, never run.
+        palette(page, "Insert Message into Notebook as Raw Cell")
+        cells = page.evaluate(
+            """() => [...window.jupyterapp.shell.widgets('main')]
+                .find(w => w.context && w.context.path === 'work.ipynb')
+                .content.model.sharedModel.cells.map(c => [c.cell_type, c.source])"""
+        )
+        assert cells == [["code", "print('hello')"], ["raw", HOSTILE]]
+        assert page.locator(".jp-Notebook img, .jp-Notebook script").count() == 0
+
+        # Open MEMORY.md in JupyterLab's editor, by its path from the server's root.
+        palette(page, "Open Scout's MEMORY.md in Editor")
+        page.wait_for_function(
+            "() => window.jupyterapp.shell.currentWidget?.context?.path"
+            " === 'workspace/agents/Scout/MEMORY.md'"
+        )
+        editor = page.locator(".jp-FileEditor .cm-content")
+        expect(editor).to_contain_text("### User —")
+
+        # Export as JSON and as Markdown: what `nbmemory export` writes.
+        for label, form in (("JSON", "json"), ("Markdown", "md")):
+            with page.expect_download() as download:
+                palette(page, f"Export Agent Memory as {label}")
+            saved = Path(download.value.path()).read_text(encoding="utf-8")
+            assert saved == export_text("Scout", model.records("Scout"), form)
+            assert download.value.suggested_filename == f"Scout.{form}"
+
+        screenshot(page, "palette-editor.png")
+
+        # Compact, after confirming: the dialog names the agent, the messages and the tokens.
+        usage = model.usage("Scout")
+        parts = dict(usage.parts)
+        archived = parts["earlier sessions"] + parts["this session"]
+        palette(page, "Compact Scout's Memory…")
+        dialog = page.locator(".jp-Dialog")
+        expect(dialog).to_contain_text("Compact Scout?")
+        tokens = page.evaluate("(n) => n.toLocaleString()", archived)
+        expect(dialog.get_by_test_id("nbmemory-compact-what")).to_contain_text(
+            f"All 251 messages of Scout's MEMORY.md ({tokens} tokens"
+        )
+        dialog.get_by_role("button", name="Compact").click()  # no summary: asked again
+        expect(page.locator(".jp-Dialog [role=alert]")).to_contain_text("A summary is needed")
+        assert model.messages("Scout").total == 251
+        page.locator(".jp-Dialog").get_by_test_id("nbmemory-compact-summary").fill(
+            "Budget notes of seven teams."
+        )
+        page.locator(".jp-Dialog").get_by_role("button", name="Compact").click()
+        toast = page.locator(".Toastify__toast").filter(has_text="Compacted Scout")
+        expect(toast).to_have_count(1, timeout=WAIT_MS)
+        expect(caption).to_have_text("1\u20131 of 1 message, newest first", timeout=WAIT_MS)
+        assert [i.text for i in model.messages("Scout").items] == ["Budget notes of seven teams."]
+        assert len(model.archives("Scout")) == 1
+        expect(panel.get_by_test_id("nbmemory-compaction")).to_have_count(1)
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"

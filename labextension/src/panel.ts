@@ -4,10 +4,10 @@
  *
  * Every figure is the server's (the read model's): each agent's gauge is drawn against its own
  * context window with its own compression threshold marked, and the context X-ray splits the
- * selected agent's next request into its parts. The panel polls at the server's
- * `poll_interval` with `If-None-Match`, so a poll when nothing changed is a 304 with no body and
- * leaves the page as it is. Message text is untrusted: it is rendered as Markdown with raw HTML
- * escaped and no images, or, with "Exact text", shown verbatim in a <pre>.
+ * selected agent's next request into its parts. The panel polls with `If-None-Match`, so a poll
+ * when nothing changed is a 304 with no body and leaves the page (and the focus) as it is.
+ * Message text is untrusted: it is rendered as Markdown with raw HTML escaped and no images, or,
+ * with "Exact text", shown verbatim in a <pre>; search hits are marked by splitting text nodes.
  *
  * The selected agent's pinned notes (NOTES.md: in every request, never compacted) are listed
  * with an Unpin button each and a field to pin a new one (`POST .../notes`, the "write" action);
@@ -15,8 +15,9 @@
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import { MainAreaWidget } from '@jupyterlab/apputils';
-import { Toolbar, ToolbarButton, listIcon, refreshIcon } from '@jupyterlab/ui-components';
+import { Toolbar, listIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
+import { ISignal, Signal } from '@lumino/signaling';
 import { Panel, Widget } from '@lumino/widgets';
 
 import {
@@ -24,7 +25,6 @@ import {
   IAgent,
   IAgents,
   ICompaction,
-  IFetched,
   IItem,
   IMessageTokens,
   INotes,
@@ -33,22 +33,57 @@ import {
   query,
   reason
 } from './api';
-import { button, el, number, percent, plural } from './dom';
+import { anyCase, button, el, markText, number, percent, plural } from './dom';
+import { keepingFocus, pageCount, pager } from './pager';
 import { TextRenderer } from './render';
+import { MEMORY_FILE, Targets } from './targets';
 import { CompactionTimeline, CompactionView } from './timeline';
 import { ContextXray } from './xray';
 
 export const PANEL_ID = 'nbmemory-panel';
+export const PAGE_SIZE = 20;
+
+/** The panel's settings (the `nbmemory:plugin` settings of JupyterLab). */
+export interface IPanelSettings {
+  /** Seconds between polls; `null`: the server's `poll_interval`; 0: no polling. */
+  pollInterval: number | null;
+  /** Messages longer than this many characters come folded. */
+  foldLength: number;
+  /** Newest or oldest message first. */
+  order: 'newest' | 'oldest';
+  /** Whether a new search looks in the archives too. */
+  searchArchives: boolean;
+}
+
+export const DEFAULT_SETTINGS: IPanelSettings = {
+  pollInterval: null,
+  foldLength: 2000,
+  order: 'newest',
+  searchArchives: false
+};
+
+/** The server's `MIN_POLL_INTERVAL`: a shorter interval is raised to it. */
+const MIN_POLL_SECONDS = 0.5;
 /** Until the server says otherwise (`NbMemoryServer.poll_interval`). */
 const DEFAULT_POLL_SECONDS = 3;
-const PAGE_SIZE = 20;
-const MEMORY_FILE = 'MEMORY.md';
 
-/** What the detail area shows for the selected agent. */
-type View =
-  | { kind: 'memory'; offset: number }
-  | { kind: 'archive'; file: string; offset: number }
-  | { kind: 'search'; query: string; archives: boolean; offset: number };
+/** The message list: MEMORY.md or one archive, a page at a time, maybe one role only. */
+interface IListView {
+  archive: string | null;
+  offset: number;
+  role: string;
+}
+
+/** The search shown above the message list. */
+interface ISearchView {
+  query: string;
+  archives: boolean;
+  offset: number;
+}
+
+interface IRolePage extends IPage {
+  roles?: { role: string; count: number }[];
+}
 
 /** One row of the agent list, kept across polls so focus and selection stay put. */
 interface IAgentRow {
@@ -77,23 +112,16 @@ export class MemoryPanel extends Panel {
     this.title.icon = listIcon;
     this.title.caption = 'Agent Memory';
 
+    const header = new Widget({ node: el('h2', 'jp-nbmemory-title', 'Agent Memory') });
     this.toolbar = new Toolbar();
     this.toolbar.addClass('jp-nbmemory-toolbar');
-    this.toolbar.addItem('title', new Widget({ node: el('h2', 'jp-nbmemory-title', 'Agent Memory') }));
-    this.toolbar.addItem('spacer', Toolbar.createSpacerItem());
-    this.toolbar.addItem(
-      'refresh',
-      new ToolbarButton({
-        icon: refreshIcon,
-        label: 'Refresh',
-        tooltip: 'Reload agents and messages',
-        onClick: () => void this.refresh()
-      })
-    );
+    this.toolbar.node.setAttribute('aria-label', 'Agent Memory actions');
     const body = new Widget();
     body.addClass('jp-nbmemory-body');
+    this.addWidget(header);
     this.addWidget(this.toolbar);
     this.addWidget(body);
+    this.targets.watch(this.node);
 
     this.workspace = el('div', 'jp-nbmemory-workspace', '', {
       'data-testid': 'nbmemory-workspace'
@@ -103,27 +131,49 @@ export class MemoryPanel extends Panel {
       role: 'listbox',
       'aria-label': 'Agents'
     });
+    this.agentList.addEventListener('keydown', event => this.onAgentKey(event));
 
+    // Search: a form of its own; its results are a section apart from the message list.
     this.search = el('input', 'jp-mod-styled jp-nbmemory-search-input', undefined, {
       type: 'search',
-      placeholder: 'Search (Enter)',
+      placeholder: 'Search messages (Enter)',
       'aria-label': 'Search messages',
       'data-testid': 'nbmemory-search'
     });
     this.searchArchives = el('input', '', undefined, { type: 'checkbox' });
     const archivesToo = el('label', 'jp-nbmemory-archives-too');
     archivesToo.append(this.searchArchives, ' archives too');
-    const form = el('form', 'jp-nbmemory-search', undefined, { role: 'search' });
-    form.append(this.search, archivesToo);
-    form.addEventListener('submit', event => {
+    const searchForm = el('form', 'jp-nbmemory-search', undefined, { role: 'search' });
+    searchForm.append(this.search, archivesToo);
+    searchForm.addEventListener('submit', event => {
       event.preventDefault();
-      const text = this.search.value.trim();
-      this.setView(
-        text
-          ? { kind: 'search', query: text, archives: this.searchArchives.checked, offset: 0 }
-          : { kind: 'memory', offset: 0 }
-      );
+      this.runSearch(this.search.value);
     });
+    this.searchTitle = el('h4', 'jp-nbmemory-section-title', 'Search results');
+    this.searchCaption = el('div', 'jp-nbmemory-caption', '', {
+      role: 'status',
+      'data-testid': 'nbmemory-search-caption'
+    });
+    this.searchPager = el('div', 'jp-nbmemory-pager-slot');
+    this.searchList = el('ol', 'jp-nbmemory-messages', undefined, {
+      'aria-label': 'Search results',
+      'data-testid': 'nbmemory-search-results'
+    });
+    this.watchList(this.searchList, () => this.searchView, v => this.goSearch(v));
+    const closeSearch = button(
+      'Close search',
+      'Close the search results',
+      () => this.closeSearch(),
+      'Close search'
+    );
+    const searchHead = el('div', 'jp-nbmemory-section-bar');
+    searchHead.append(this.searchTitle, closeSearch);
+    this.searchSection = el('section', 'jp-nbmemory-search-results', undefined, {
+      'aria-label': 'Search results',
+      'data-testid': 'nbmemory-search-section'
+    });
+    this.searchSection.append(searchHead, this.searchCaption, this.searchPager, this.searchList);
+    this.searchSection.hidden = true;
 
     this.exact = el('input', '', undefined, {
       type: 'checkbox',
@@ -131,7 +181,7 @@ export class MemoryPanel extends Panel {
     });
     this.exact.addEventListener('change', () => {
       this.dirty = true;
-      void this.renderMessages();
+      void this.renderAllMessages();
       void this.renderNotes();
     });
     const exactLabel = el('label', 'jp-nbmemory-exact', undefined, {
@@ -142,7 +192,10 @@ export class MemoryPanel extends Panel {
       type: 'checkbox',
       'data-testid': 'nbmemory-show-tokens'
     });
-    this.showTokens.addEventListener('change', () => void this.renderTokens());
+    this.showTokens.addEventListener('change', () => {
+      void this.renderTokens(this.messageList);
+      void this.renderTokens(this.searchList);
+    });
     const tokensLabel = el('label', 'jp-nbmemory-exact', undefined, {
       title: "Show what each message adds to a request, counted with the agent's encoding"
     });
@@ -151,7 +204,7 @@ export class MemoryPanel extends Panel {
     this.xray = new ContextXray();
     this.timeline = new CompactionTimeline(
       (compaction, position, count) => this.openCompaction(compaction, position, count),
-      archive => this.setView({ kind: 'archive', file: archive, offset: 0 })
+      archive => this.showArchive(archive)
     );
 
     this.notesTitle = el('h4', 'jp-nbmemory-notes-title', 'Pinned notes');
@@ -169,12 +222,17 @@ export class MemoryPanel extends Panel {
       'aria-label': 'Note to pin',
       'data-testid': 'nbmemory-pin-input'
     });
-    this.pinButton = el('button', 'jp-Button jp-mod-small jp-mod-minimal jp-nbmemory-button', 'Pin', {
-      type: 'submit',
-      title: 'Pin this note: every request carries it, no compaction removes it',
-      'aria-label': 'Pin this note',
-      'data-testid': 'nbmemory-pin'
-    });
+    this.pinButton = el(
+      'button',
+      'jp-Button jp-mod-small jp-mod-minimal jp-nbmemory-button',
+      'Pin',
+      {
+        type: 'submit',
+        title: 'Pin this note: every request carries it, no compaction removes it',
+        'aria-label': 'Pin this note',
+        'data-testid': 'nbmemory-pin'
+      }
+    );
     const pinForm = el('form', 'jp-nbmemory-pin-form');
     pinForm.append(this.pinInput, this.pinButton);
     pinForm.addEventListener('submit', event => {
@@ -187,9 +245,42 @@ export class MemoryPanel extends Panel {
     });
     notesSection.append(this.notesTitle, this.notesList, this.notesStatus, pinForm);
 
+    // The message list: MEMORY.md or an archive, filtered by role, a page at a time.
+    this.listTitle = el('h4', 'jp-nbmemory-section-title', 'Memory');
+    this.backToMemory = button(
+      'Back to memory',
+      'Show the live memory (MEMORY.md)',
+      () => this.showArchive(null),
+      'Back to memory'
+    );
+    this.backToMemory.hidden = true;
+    this.roleSelect = el('select', 'jp-mod-styled jp-nbmemory-role', undefined, {
+      'aria-label': 'Show the messages of one role',
+      'data-testid': 'nbmemory-role'
+    });
+    this.roleSelect.addEventListener('change', () =>
+      this.setList({ ...this.list, role: this.roleSelect.value, offset: 0 })
+    );
+    this.listCaption = el('div', 'jp-nbmemory-caption', '', {
+      'data-testid': 'nbmemory-list-caption'
+    });
+    this.listPager = el('div', 'jp-nbmemory-pager-slot');
+    this.messageList = el('ol', 'jp-nbmemory-messages', undefined, {
+      'aria-label': 'Messages',
+      'data-testid': 'nbmemory-messages'
+    });
+    this.watchList(this.messageList, () => this.list, v => this.setList(v));
+    const listHead = el('div', 'jp-nbmemory-section-bar');
+    listHead.append(this.listTitle, this.backToMemory);
+    const listBar = el('div', 'jp-nbmemory-viewbar');
+    listBar.append(this.listCaption, this.roleSelect);
+    const listSection = el('section', 'jp-nbmemory-list', undefined, {
+      'aria-label': 'Messages',
+      'data-testid': 'nbmemory-list-section'
+    });
+    listSection.append(listHead, listBar, this.listPager, this.messageList);
+
     this.detailTitle = el('h3', 'jp-nbmemory-detail-title');
-    this.viewBar = el('div', 'jp-nbmemory-viewbar');
-    this.messageList = el('ol', 'jp-nbmemory-messages', undefined, { 'aria-label': 'Messages' });
     this.detail = el('div', 'jp-nbmemory-detail');
     const titleBar = el('div', 'jp-nbmemory-detail-bar');
     titleBar.append(this.detailTitle, exactLabel, tokensLabel);
@@ -197,9 +288,9 @@ export class MemoryPanel extends Panel {
       titleBar,
       this.xray.node,
       notesSection,
-      form,
-      this.viewBar,
-      this.messageList,
+      searchForm,
+      this.searchSection,
+      listSection,
       this.timeline.node
     );
     this.detail.hidden = true;
@@ -207,6 +298,47 @@ export class MemoryPanel extends Panel {
   }
 
   readonly toolbar: Toolbar;
+  readonly api = new Api();
+
+  /** The selected agent changed (or was deselected). */
+  get selectionChanged(): ISignal<this, string | null> {
+    return this._selectionChanged;
+  }
+
+  /** The message and archive the commands act on. */
+  readonly targets = new Targets();
+
+  /** The selected agent's latest figures, or null. */
+  get selectedAgent(): IAgent | null {
+    return this.agents.find(a => a.name === this.selected) ?? null;
+  }
+
+  /** The archive shown in the message list, if one is. */
+  get shownArchive(): string | null {
+    return this.list.archive;
+  }
+
+  /** The panel's settings; changing them reloads what depends on them. */
+  get settings(): IPanelSettings {
+    return this.options;
+  }
+
+  set settings(value: IPanelSettings) {
+    const before = this.options;
+    this.options = { ...value };
+    if (before.searchArchives !== value.searchArchives && !this.searchView) {
+      this.searchArchives.checked = value.searchArchives;
+    }
+    if (before.pollInterval !== value.pollInterval) {
+      this.startPolling();
+    }
+    if (before.order !== value.order || before.foldLength !== value.foldLength) {
+      this.list = { ...this.list, offset: 0 };
+      this.full.clear();
+      this.dirty = true;
+      void this.refresh();
+    }
+  }
 
   /** Reload the agent list and the selected agent's current view (unchanged parts stay). */
   async refresh(): Promise<void> {
@@ -216,13 +348,16 @@ export class MemoryPanel extends Panel {
       if (generation !== this.generation) {
         return;
       }
-      this.setPollInterval(data.poll_interval);
+      this.serverPoll = data.poll_interval;
+      this.startPolling(false);
       this.workspace.textContent = `Workspace: ${data.workspace}`;
       this.workspace.title = data.workspace;
+      this.agents = data.agents;
       this.renderAgents(data.agents);
       const selected = data.agents.find(a => a.name === this.selected);
-      if (!selected) {
+      if (!selected && this.selected !== null) {
         this.selected = null;
+        this._selectionChanged.emit(null);
       }
       this.detail.hidden = !selected;
       if (selected) {
@@ -236,9 +371,67 @@ export class MemoryPanel extends Panel {
       }
     } catch (error) {
       if (generation === this.generation) {
-        this.status.textContent = `Could not reach the nbmemory server extension: ${error}`;
+        this.status.textContent = `Could not reach the nbmemory server extension: ${reason(error)}`;
       }
     }
+  }
+
+  /** Select agent `name` (its memory, newest page first). */
+  select(name: string): void {
+    if (name !== this.selected) {
+      this.search.value = '';
+      this.searchView = null;
+      this.searchArchives.checked = this.options.searchArchives;
+      this.full.clear();
+      this.targets.forget(name);
+      this.list = { archive: null, offset: 0, role: '' };
+    }
+    const changed = this.selected !== name;
+    this.selected = name;
+    this.dirty = true;
+    if (changed) {
+      this._selectionChanged.emit(name);
+    }
+    for (const [other, { row }] of this.rows) {
+      row.setAttribute('aria-selected', String(other === name));
+      row.tabIndex = other === name ? 0 : -1;
+    }
+    void this.refresh();
+  }
+
+  /** Show MEMORY.md (`null`) or an archive in the message list, from its first page. */
+  showArchive(archive: string | null): void {
+    if (archive && this.selected) {
+      this.targets.archive = { agent: this.selected, archive };
+    }
+    this.setList({ archive, offset: 0, role: '' });
+  }
+
+  /** Go to the newest or oldest page of the message list, or to page `n` (from 1). */
+  goTo(where: 'newest' | 'oldest' | number): void {
+    const total = this.listTotal;
+    const last = (pageCount(total, PAGE_SIZE) - 1) * PAGE_SIZE;
+    const newestFirst = this.options.order === 'newest';
+    let offset: number;
+    if (where === 'newest') {
+      offset = newestFirst ? 0 : last;
+    } else if (where === 'oldest') {
+      offset = newestFirst ? last : 0;
+    } else {
+      offset = Math.min(last, Math.max(0, (Math.round(where) - 1) * PAGE_SIZE));
+    }
+    this.setList({ ...this.list, offset });
+  }
+
+  /** How many pages the message list has now. */
+  get listPages(): number {
+    return pageCount(this.listTotal, PAGE_SIZE);
+  }
+
+  /** Put the focus in the search field (selecting `agent` first, if given). */
+  focusSearch(): void {
+    this.search.focus();
+    this.search.select();
   }
 
   protected onAfterShow(msg: Message): void {
@@ -258,42 +451,99 @@ export class MemoryPanel extends Panel {
     super.dispose();
   }
 
-  private startPolling(): void {
+  /** Seconds between polls: the setting, else the server's; 0 for none. */
+  get pollSeconds(): number {
+    const chosen = this.options.pollInterval;
+    if (chosen === null) {
+      return this.serverPoll;
+    }
+    return chosen <= 0 ? 0 : Math.max(MIN_POLL_SECONDS, chosen);
+  }
+
+  /** (Re)start the polling timer when the interval changed (or `force`). */
+  private startPolling(force = true): void {
+    const seconds = this.isVisible ? this.pollSeconds : 0;
+    if (!force && seconds === this.timerSeconds) {
+      return;
+    }
     window.clearInterval(this.timer);
-    this.timer = window.setInterval(() => {
-      if (this.isVisible && !document.hidden) {
-        void this.refresh();
-      }
-    }, this.pollSeconds * 1000);
-  }
-
-  private setPollInterval(seconds: number): void {
-    if (seconds > 0 && seconds !== this.pollSeconds) {
-      this.pollSeconds = seconds;
-      if (this.timer) {
-        this.startPolling();
-      }
+    this.timer = 0;
+    this.timerSeconds = seconds;
+    this.node.dataset.pollSeconds = String(seconds);
+    if (seconds > 0) {
+      this.timer = window.setInterval(() => {
+        if (this.isVisible && !document.hidden) {
+          void this.refresh();
+        }
+      }, seconds * 1000);
     }
   }
 
-  private select(name: string): void {
-    if (name !== this.selected) {
-      this.search.value = '';
-      this.full.clear();
-    }
-    this.selected = name;
-    this.view = { kind: 'memory', offset: 0 };
-    this.dirty = true;
-    for (const [other, { row }] of this.rows) {
-      row.setAttribute('aria-selected', String(other === name));
-    }
-    void this.refresh();
-  }
-
-  private setView(view: View): void {
-    this.view = view;
+  private setList(list: IListView): void {
+    this.list = list;
     this.dirty = true;
     void this.refresh();
+  }
+
+  private runSearch(text: string): void {
+    const q = text.trim();
+    if (!q) {
+      this.closeSearch();
+      return;
+    }
+    this.goSearch({ query: q, archives: this.searchArchives.checked, offset: 0 });
+  }
+
+  private goSearch(view: ISearchView): void {
+    this.searchView = view;
+    this.dirty = true;
+    void this.refresh();
+  }
+
+  private closeSearch(): void {
+    this.search.value = '';
+    this.searchView = null;
+    this.dirty = true;
+    void this.refresh();
+    this.search.focus();
+  }
+
+  // --------------------------------------------------------------------------------------------
+  // The agent list: a listbox with one tab stop, arrow keys, Home and End
+
+  private onAgentKey(event: KeyboardEvent): void {
+    const rows = Array.from(this.agentList.children) as HTMLElement[];
+    const at = rows.indexOf(document.activeElement as HTMLElement);
+    let next = -1;
+    switch (event.key) {
+      case 'ArrowDown':
+        next = Math.min(rows.length - 1, at + 1);
+        break;
+      case 'ArrowUp':
+        next = Math.max(0, at - 1);
+        break;
+      case 'Home':
+        next = 0;
+        break;
+      case 'End':
+        next = rows.length - 1;
+        break;
+      case 'Enter':
+      case ' ':
+        if (at >= 0 && rows[at].dataset.name) {
+          event.preventDefault();
+          this.select(rows[at].dataset.name);
+        }
+        return;
+      default:
+        return;
+    }
+    event.preventDefault();
+    const row = rows[next];
+    if (row?.dataset.name) {
+      row.focus();
+      this.select(row.dataset.name); // selection follows focus
+    }
   }
 
   /** Update the rows in place: a row is made once per agent and changed only when its figures do. */
@@ -312,19 +562,28 @@ export class MemoryPanel extends Panel {
         this.rows.set(agent.name, entry);
       }
       this.fillRow(entry, agent);
-      if (this.agentList.children[position] !== entry.row) {
-        this.agentList.insertBefore(entry.row, this.agentList.children[position] ?? null);
+      const here = this.agentList.children[position];
+      if (here !== entry.row) {
+        // Move the rows around the focused one, never the focused row itself (moving a
+        // focused element takes its focus away).
+        this.agentList.insertBefore(entry.row, here ?? null);
       }
     });
+    // One tab stop: the selected row, else the first.
+    const stop = this.selected && names.has(this.selected) ? this.selected : agents[0]?.name;
+    for (const [name, { row }] of this.rows) {
+      row.tabIndex = name === stop ? 0 : -1;
+    }
   }
 
   private makeRow(name: string): IAgentRow {
     const row = el('li', 'jp-nbmemory-agent', undefined, {
       role: 'option',
-      tabindex: '0',
+      tabindex: '-1',
       'aria-selected': String(name === this.selected),
       'data-testid': 'nbmemory-agent',
-      'data-name': name
+      'data-name': name,
+      'data-key': `agent:${name}`
     });
     const gauge = el('div', 'jp-nbmemory-gauge', undefined, {
       role: 'meter',
@@ -339,12 +598,12 @@ export class MemoryPanel extends Panel {
     const figures = el('span', 'jp-nbmemory-agent-figures', '', {
       'data-testid': 'nbmemory-figures'
     });
-    row.append(el('span', 'jp-nbmemory-agent-name', name), gauge, figures);
+    const label = el('span', 'jp-nbmemory-agent-name', name);
+    row.append(label, gauge, figures);
     row.addEventListener('click', () => this.select(name));
-    row.addEventListener('keydown', event => {
-      if (event.key === 'Enter' || event.key === ' ') {
-        event.preventDefault();
-        this.select(name);
+    row.addEventListener('contextmenu', () => {
+      if (this.selected !== name) {
+        this.select(name); // the context menu acts on the row it was opened on
       }
     });
     return { row, gauge, bar, mark, figures, key: '' };
@@ -383,36 +642,41 @@ export class MemoryPanel extends Panel {
       ` · ${plural(agent.messages, 'message')}` +
       (agent.archives ? ` · ${plural(agent.archives, 'archive')}` : '') +
       (agent.compacts_next ? ' · compacts on next run' : '');
+    entry.row.setAttribute('aria-label', `${agent.name}: ${entry.figures.textContent}`);
   }
 
+  // --------------------------------------------------------------------------------------------
+  // The selected agent
+
   private async loadDetail(name: string, generation: number): Promise<void> {
-    const view = this.view;
-    let page: IFetched<IPage>;
-    let caption: string;
-    if (view.kind === 'search') {
-      const params = query({
-        q: view.query,
-        archives: view.archives,
-        offset: view.offset,
-        limit: PAGE_SIZE
-      });
-      page = await this.api.get<IPage>(agentPath(name, 'search') + params);
-      const { total, offset, items } = page.data;
-      const range = items.length ? `, ${offset + 1}–${offset + items.length}` : '';
-      caption = `${plural(total, 'hit')} for “${view.query}”${range}`;
-    } else {
-      const paging = query({ offset: view.offset, limit: PAGE_SIZE, newest_first: true });
-      const path =
-        view.kind === 'archive'
-          ? agentPath(name, 'archives', view.file) + paging
-          : agentPath(name) + paging;
-      page = await this.api.get<IPage>(path);
-      const { total, offset, items } = page.data;
-      const range = total
-        ? `${offset + 1}–${offset + items.length} of ${number(total)}, newest first`
-        : 'no messages';
-      caption = view.kind === 'archive' ? `Archive ${view.file}: ${range}` : `Memory: ${range}`;
-    }
+    const list = this.list;
+    const newestFirst = this.options.order === 'newest';
+    const fold = this.options.foldLength;
+    const paging = query({
+      offset: list.offset,
+      limit: PAGE_SIZE,
+      newest_first: newestFirst,
+      fold,
+      role: list.role || null
+    });
+    const path = list.archive
+      ? agentPath(name, 'archives', list.archive) + paging
+      : agentPath(name) + paging;
+    const page = await this.api.get<IRolePage>(path);
+    const search = this.searchView;
+    const found = search
+      ? await this.api.get<IPage>(
+          agentPath(name, 'search') +
+            query({
+              q: search.query,
+              archives: search.archives,
+              offset: search.offset,
+              limit: PAGE_SIZE,
+              fold,
+              role: list.role || null
+            })
+        )
+      : null;
     const compactions = await this.api.get<{ compactions: ICompaction[] }>(
       agentPath(name, 'compactions')
     );
@@ -426,73 +690,154 @@ export class MemoryPanel extends Panel {
       this.notesAgent = name;
       await this.renderNotes();
     }
-    const changed = this.dirty || page.fresh || compactions.fresh || name !== this.shownAgent;
+    const changed =
+      this.dirty ||
+      page.fresh ||
+      (found?.fresh ?? false) ||
+      compactions.fresh ||
+      name !== this.shownAgent;
     if (!changed) {
       return; // a poll when nothing changed: leave the page (and the focus) as it is
     }
     this.dirty = false;
     this.shownAgent = name;
-    this.detailTitle.textContent = name;
-    this.renderViewBar(caption, page.data);
-    this.items = page.data.items;
     this.itemsAgent = name;
-    await this.renderMessages();
-    this.timeline.update(
-      compactions.data.compactions,
-      view.kind === 'archive' ? view.file : null
-    );
+    this.detailTitle.textContent = name;
+    this.renderList(page.data);
+    this.renderSearch(found?.data ?? null);
+    await this.renderAllMessages();
+    this.timeline.update(name, compactions.data.compactions, list.archive);
   }
 
-  private renderViewBar(caption: string, page: IPage): void {
-    const view = this.view;
-    const controls: HTMLElement[] = [el('span', 'jp-nbmemory-caption', caption)];
-    if (view.kind !== 'memory') {
-      controls.push(
-        button('Back to memory', 'Show the live memory', () => {
-          this.search.value = '';
-          this.setView({ kind: 'memory', offset: 0 });
+  private renderList(page: IRolePage): void {
+    const list = this.list;
+    this.listTotal = page.total;
+    this.listItems = page.items;
+    this.listTitle.textContent = list.archive ? `Archive ${list.archive}` : 'Memory (MEMORY.md)';
+    this.backToMemory.hidden = list.archive === null;
+    const newestFirst = this.options.order === 'newest';
+    const order = newestFirst ? 'newest first' : 'oldest first';
+    const { total, offset, items } = page;
+    const role = list.role ? ` by ${list.role}` : '';
+    this.listCaption.textContent = total
+      ? `${number(offset + 1)}–${number(offset + items.length)} of ${plural(total, 'message')}${role}, ${order}`
+      : list.role
+        ? `No messages by ${list.role}.`
+        : 'No messages.';
+    // Roles: the file's, with counts; the chosen one stays even when it has none left.
+    const roles = page.roles ?? [];
+    const options = [el('option', '', 'All roles', { value: '' })];
+    for (const { role: name, count } of roles) {
+      options.push(el('option', '', `${name} (${number(count)})`, { value: name }));
+    }
+    if (list.role && !roles.some(r => r.role === list.role)) {
+      options.push(el('option', '', `${list.role} (0)`, { value: list.role }));
+    }
+    keepingFocus(this.roleSelect.parentElement!, () => {
+      this.roleSelect.replaceChildren(...options);
+      this.roleSelect.value = list.role;
+    });
+    keepingFocus(this.listPager, () =>
+      this.listPager.replaceChildren(
+        pager({
+          total,
+          offset,
+          size: PAGE_SIZE,
+          labels: newestFirst
+            ? ['Newest', 'Newer', 'Older', 'Oldest']
+            : ['Oldest', 'Older', 'Newer', 'Newest'],
+          what: 'messages',
+          go: at => this.setList({ ...this.list, offset: at })
         })
-      );
-    }
-    const search = view.kind === 'search';
-    const back = button(
-      search ? 'Previous' : 'Newer',
-      search ? 'Previous hits' : 'Newer messages',
-      () => this.setView({ ...view, offset: Math.max(0, view.offset - PAGE_SIZE) })
+      )
     );
-    const on = button(search ? 'Next' : 'Older', search ? 'More hits' : 'Older messages', () =>
-      this.setView({ ...view, offset: view.offset + PAGE_SIZE })
-    );
-    back.disabled = page.offset === 0;
-    on.disabled = page.offset + page.items.length >= page.total;
-    if (!(back.disabled && on.disabled)) {
-      controls.push(back, on);
-    }
-    this.viewBar.replaceChildren(...controls);
   }
 
-  private fullKey(item: IItem): string {
-    return `${this.itemsAgent}\u0000${item.source}\u0000${item.index}`;
+  private renderSearch(found: IPage | null): void {
+    const view = this.searchView;
+    this.searchSection.hidden = !view || !found;
+    if (!view || !found) {
+      this.searchItems = [];
+      return;
+    }
+    this.searchItems = found.items;
+    const where = view.archives ? 'MEMORY.md and the archives' : 'MEMORY.md';
+    const role = this.list.role ? ` (messages by ${this.list.role})` : '';
+    const { total, offset, items } = found;
+    this.searchTitle.textContent = `Search results for “${view.query}”`;
+    this.searchCaption.textContent = total
+      ? `${plural(total, 'hit')} in ${where}${role}; ${number(offset + 1)}–` +
+        `${number(offset + items.length)} shown`
+      : `No results for “${view.query}” in ${where}${role}.` +
+        (view.archives ? '' : ' Tick “archives too” to look in the archives.');
+    this.searchSection.dataset.total = String(total);
+    keepingFocus(this.searchPager, () =>
+      this.searchPager.replaceChildren(
+        pager({
+          total,
+          offset,
+          size: PAGE_SIZE,
+          labels: ['First', 'Previous', 'Next', 'Last'],
+          what: 'hits',
+          go: at => this.goSearch({ ...view, offset: at })
+        })
+      )
+    );
   }
 
-  private async renderMessages(): Promise<void> {
+  // --------------------------------------------------------------------------------------------
+  // Messages
+
+  private fullKey(source: string, index: number): string {
+    return `${this.itemsAgent}\u0000${source}\u0000${index}`;
+  }
+
+  private async renderAllMessages(): Promise<void> {
     const rendered = ++this.renderGeneration;
-    const cards = this.items.map(item => this.card(item));
-    this.messageList.replaceChildren(...cards.map(c => c.card));
-    if (!this.items.length) {
-      this.messageList.append(el('li', 'jp-nbmemory-empty', 'Nothing here.'));
+    await Promise.all([
+      this.renderMessages(this.messageList, this.listItems, rendered, null),
+      this.renderMessages(this.searchList, this.searchItems, rendered, this.searchView?.query ?? null)
+    ]);
+  }
+
+  /** Fill `list` with cards for `items`; `highlight` marks the search's matches. */
+  private async renderMessages(
+    list: HTMLOListElement,
+    items: IItem[],
+    rendered: number,
+    highlight: string | null
+  ): Promise<void> {
+    const cards = items.map(item => this.card(item, highlight));
+    keepingFocus(list, () => {
+      list.replaceChildren(...cards.map(c => c.card));
+      if (!items.length) {
+        list.append(el('li', 'jp-nbmemory-empty', 'Nothing here.'));
+      }
+      if (cards.length && !list.contains(document.activeElement)) {
+        cards[0].card.tabIndex = 0; // one tab stop per list; arrow keys move inside
+      }
+    });
+    if (!cards.some(c => c.card.tabIndex === 0) && cards.length) {
+      cards[0].card.tabIndex = 0;
     }
     await Promise.all(cards.map(c => c.fill(rendered)));
-    await this.renderTokens();
+    await this.renderTokens(list);
   }
 
   /** A message card; `fill` renders its body (Markdown, or the exact text). */
-  private card(item: IItem): { card: HTMLLIElement; fill: (r: number) => Promise<void> } {
+  private card(
+    item: IItem,
+    highlight: string | null
+  ): { card: HTMLLIElement; fill: (r: number) => Promise<void> } {
     const card = el('li', 'jp-nbmemory-message', undefined, {
       'data-testid': 'nbmemory-message',
-      'data-role': item.role.toLowerCase(),
+      'data-agent': this.itemsAgent,
+      'data-role': item.role,
       'data-index': String(item.index),
-      'data-source': item.source
+      'data-source': item.source,
+      'data-key': `${item.source}#${item.index}`,
+      tabindex: '-1',
+      'aria-label': `${item.role}, message ${item.index} of ${item.source}, ${item.timestamp}`
     });
     const meta = el('div', 'jp-nbmemory-message-meta');
     meta.append(
@@ -500,14 +845,14 @@ export class MemoryPanel extends Panel {
       el('span', 'jp-nbmemory-when', `#${item.index} ${item.timestamp}`),
       el('span', 'jp-nbmemory-message-tokens', '', { 'data-testid': 'nbmemory-message-tokens' })
     );
-    if (item.source !== MEMORY_FILE || this.view.kind === 'search') {
+    if (item.source !== MEMORY_FILE || highlight !== null) {
       meta.append(el('span', 'jp-nbmemory-source', item.source));
     }
     const body = el('div', 'jp-nbmemory-message-body', undefined, {
       'data-testid': 'nbmemory-message-body'
     });
     card.append(meta, body);
-    const full = this.full.get(this.fullKey(item));
+    const full = this.full.get(this.fullKey(item.source, item.index));
     const text = full ?? item.text;
     if (item.folded && full === undefined) {
       const note = el('div', 'jp-nbmemory-fold');
@@ -524,16 +869,80 @@ export class MemoryPanel extends Panel {
     const fill = async (rendered: number) => {
       if (rendered === this.renderGeneration) {
         await this.renderer.render(body, text, this.exact.checked);
+        if (highlight) {
+          const hits = markText(body, [[highlight, anyCase(highlight)]], 'jp-nbmemory-hit');
+          card.dataset.hits = String(hits);
+        }
       }
     };
     return { card, fill };
   }
 
+  /**
+   * Keyboard in a message list: arrow keys, Home and End move between cards; Page Up and Page
+   * Down turn the page and focus its first card.
+   */
+  private watchList<V extends { offset: number }>(
+    list: HTMLOListElement,
+    current: () => V | null,
+    go: (view: V) => void
+  ): void {
+    list.addEventListener('keydown', event => {
+      const cards = Array.from(list.querySelectorAll<HTMLElement>('.jp-nbmemory-message'));
+      const at = cards.indexOf(document.activeElement as HTMLElement);
+      const view = current();
+      let next = -1;
+      switch (event.key) {
+        case 'ArrowDown':
+          next = Math.min(cards.length - 1, at + 1);
+          break;
+        case 'ArrowUp':
+          next = Math.max(0, at - 1);
+          break;
+        case 'Home':
+          next = 0;
+          break;
+        case 'End':
+          next = cards.length - 1;
+          break;
+        case 'PageDown':
+        case 'PageUp': {
+          if (!view) {
+            return;
+          }
+          event.preventDefault();
+          const step = event.key === 'PageDown' ? PAGE_SIZE : -PAGE_SIZE;
+          const total = list === this.messageList ? this.listTotal : Number(this.searchSection.dataset.total ?? 0);
+          const offset = view.offset + step;
+          if (offset >= 0 && offset < total) {
+            this.focusFirstCardOf = list;
+            go({ ...view, offset });
+          }
+          return;
+        }
+        default:
+          return;
+      }
+      if (at === -1 || next === -1 || !cards[next]) {
+        return;
+      }
+      event.preventDefault();
+      for (const card of cards) {
+        card.tabIndex = -1;
+      }
+      cards[next].tabIndex = 0;
+      cards[next].focus();
+    });
+  }
+
   /** With "Tokens per message" on, ask the server what each shown message adds to a request. */
-  private async renderTokens(): Promise<void> {
-    const cards = Array.from(
-      this.messageList.querySelectorAll<HTMLElement>('.jp-nbmemory-message')
-    );
+  private async renderTokens(list: HTMLOListElement): Promise<void> {
+    const cards = Array.from(list.querySelectorAll<HTMLElement>('.jp-nbmemory-message'));
+    if (this.focusFirstCardOf === list && cards.length) {
+      this.focusFirstCardOf = null;
+      cards.forEach((card, i) => (card.tabIndex = i === 0 ? 0 : -1));
+      cards[0].focus();
+    }
     if (!this.showTokens.checked) {
       for (const card of cards) {
         const slot = card.querySelector<HTMLElement>('.jp-nbmemory-message-tokens');
@@ -587,17 +996,26 @@ export class MemoryPanel extends Panel {
       if (name !== this.itemsAgent) {
         return;
       }
-      this.full.set(this.fullKey(item), data.text);
+      this.full.set(this.fullKey(item.source, item.index), data.text);
       const card = note.parentElement;
       const body = card?.querySelector<HTMLElement>('.jp-nbmemory-message-body');
       note.remove();
       if (body) {
         await this.renderer.render(body, data.text, this.exact.checked);
+        const highlight = card?.closest('.jp-nbmemory-search-results') ? this.searchView?.query : null;
+        if (highlight) {
+          markText(body, [[highlight, anyCase(highlight)]], 'jp-nbmemory-hit');
+        }
       }
     } catch (error) {
-      note.replaceChildren(el('span', 'jp-nbmemory-fold-text', `Could not load it: ${error}`));
+      note.replaceChildren(
+        el('span', 'jp-nbmemory-fold-text', `Could not load it: ${reason(error)}`)
+      );
     }
   }
+
+  // --------------------------------------------------------------------------------------------
+  // Pinned notes
 
   /** The selected agent's pinned notes, numbered, each with its Unpin button. */
   private async renderNotes(): Promise<void> {
@@ -625,15 +1043,18 @@ export class MemoryPanel extends Panel {
         `Unpin note ${i + 1}`
       );
       unpin.dataset.testid = 'nbmemory-unpin';
+      unpin.dataset.key = `unpin:${i + 1}`;
       unpin.disabled = this.notesBusy;
       row.append(body, unpin);
       bodies.push([body, text]);
       return row;
     });
-    this.notesList.replaceChildren(...rows);
-    if (!rows.length) {
-      this.notesList.append(el('li', 'jp-nbmemory-empty', 'No pinned notes.'));
-    }
+    keepingFocus(this.notesList, () => {
+      this.notesList.replaceChildren(...rows);
+      if (!rows.length) {
+        this.notesList.append(el('li', 'jp-nbmemory-empty', 'No pinned notes.'));
+      }
+    });
     for (const [body, text] of bodies) {
       if (rendered !== this.notesGeneration) {
         return;
@@ -690,9 +1111,13 @@ export class MemoryPanel extends Panel {
     }
   }
 
+  // --------------------------------------------------------------------------------------------
+  // Compactions
+
   /** Open (or bring forward) the main-area view of one compaction of the selected agent. */
   private openCompaction(compaction: ICompaction, position: number, count: number): void {
     const agent = this.shownAgent;
+    this.targets.archive = { agent, archive: compaction.archive };
     const id = CompactionView.idFor(agent, compaction.archive);
     const open = this.views.get(id);
     if (open && !open.isDisposed) {
@@ -700,6 +1125,7 @@ export class MemoryPanel extends Panel {
       return;
     }
     const view = new CompactionView(this.api, this.renderer, agent, compaction, position, count);
+    this.targets.watch(view.node);
     const main = new MainAreaWidget({ content: view });
     main.id = `${id}:main`;
     main.title.label = view.title.label;
@@ -713,7 +1139,7 @@ export class MemoryPanel extends Panel {
     void view.load();
   }
 
-  private readonly api = new Api();
+  private readonly _selectionChanged = new Signal<this, string | null>(this);
   private readonly renderer: TextRenderer;
   private readonly shell: JupyterFrontEnd.IShell;
   private readonly timeline: CompactionTimeline;
@@ -723,11 +1149,21 @@ export class MemoryPanel extends Panel {
   private readonly status: HTMLElement;
   private readonly agentList: HTMLUListElement;
   private readonly rows = new Map<string, IAgentRow>();
+  private agents: IAgent[] = [];
   private readonly detail: HTMLElement;
   private readonly detailTitle: HTMLElement;
   private readonly xray: ContextXray;
-  private readonly viewBar: HTMLElement;
+  private readonly listTitle: HTMLElement;
+  private readonly backToMemory: HTMLButtonElement;
+  private readonly roleSelect: HTMLSelectElement;
+  private readonly listCaption: HTMLElement;
+  private readonly listPager: HTMLElement;
   private readonly messageList: HTMLOListElement;
+  private readonly searchSection: HTMLElement;
+  private readonly searchTitle: HTMLElement;
+  private readonly searchCaption: HTMLElement;
+  private readonly searchPager: HTMLElement;
+  private readonly searchList: HTMLOListElement;
   private readonly notesTitle: HTMLElement;
   private readonly notesList: HTMLOListElement;
   private readonly notesStatus: HTMLElement;
@@ -743,14 +1179,20 @@ export class MemoryPanel extends Panel {
   private readonly showTokens: HTMLInputElement;
   /** Whole texts loaded with "Show full text", by agent, file and index. */
   private readonly full = new Map<string, string>();
+  private options: IPanelSettings = { ...DEFAULT_SETTINGS };
   private selected: string | null = null;
-  private view: View = { kind: 'memory', offset: 0 };
-  private items: IItem[] = [];
+  private list: IListView = { archive: null, offset: 0, role: '' };
+  private listTotal = 0;
+  private listItems: IItem[] = [];
+  private searchView: ISearchView | null = null;
+  private searchItems: IItem[] = [];
+  private focusFirstCardOf: HTMLOListElement | null = null;
   private itemsAgent = '';
   private shownAgent = '';
   private dirty = true;
   private generation = 0;
   private renderGeneration = 0;
-  private pollSeconds = DEFAULT_POLL_SECONDS;
+  private serverPoll = DEFAULT_POLL_SECONDS;
   private timer = 0;
+  private timerSeconds = -1;
 }

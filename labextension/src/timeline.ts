@@ -42,13 +42,15 @@ export class CompactionTimeline {
     );
   }
 
-  /** Show `compactions` (oldest first); `current` is the archive open in the message list. */
-  update(compactions: ICompaction[], current: string | null): void {
+  /** Show agent `agent`'s `compactions` (oldest first); `current` is the archive open in the
+   * message list. */
+  update(agent: string, compactions: ICompaction[], current: string | null): void {
     const count = compactions.length;
     this.list.replaceChildren(
       ...compactions.map((compaction, position) => {
         const row = el('li', 'jp-nbmemory-compaction', undefined, {
           'data-testid': 'nbmemory-compaction',
+          'data-agent': agent,
           'data-archive': compaction.archive,
           'aria-current': String(compaction.archive === current)
         });
@@ -116,6 +118,8 @@ export class CompactionView extends Widget {
     super();
     this.addClass('jp-nbmemory-view');
     this.node.dataset.testid = 'nbmemory-compaction-view';
+    this.node.dataset.agent = agent; // what the commands act on when used here
+    this.node.dataset.archive = compaction.archive;
     this.node.tabIndex = -1;
     this.id = CompactionView.idFor(agent, compaction.archive);
     this.title.label = `${agent}: compaction ${position + 1}`;
@@ -278,8 +282,11 @@ export class CompactionView extends Widget {
   private async card(item: IItem, exact: boolean): Promise<HTMLLIElement> {
     const card = el('li', 'jp-nbmemory-message', undefined, {
       'data-testid': 'nbmemory-transcript-message',
+      'data-agent': this.agent,
+      'data-source': item.source,
       'data-index': String(item.index),
-      tabindex: '-1'
+      'data-role': item.role,
+      tabindex: '0'
     });
     const meta = el('div', 'jp-nbmemory-message-meta');
     meta.append(
