@@ -445,3 +445,64 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
         assert len(model.archives("Scout")) == 1
         expect(panel.get_by_test_id("nbmemory-compaction")).to_have_count(1)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+
+def test_the_settings_change_the_panel(tmp_path: Path, workspace: Path) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    convo = persistent("Scout")
+    for i in range(29):
+        convo.add("User", f"message {i}")
+    convo.add("User", "long " + "x" * 300)
+    root = tmp_path / "lab"
+    root.mkdir()
+    args = lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5")
+
+    with jupyter_lab(root, extra_args=args) as server, open_lab(server) as page:
+        panel = open_panel(page)
+        select(panel, "Scout")
+        caption = panel.get_by_test_id("nbmemory-list-caption")
+        memory = panel.get_by_test_id("nbmemory-messages").get_by_test_id("nbmemory-message")
+        polling = panel.get_by_test_id("nbmemory-polling")
+        expect(caption).to_have_text("1\u201320 of 30 messages, newest first")
+        expect(memory.first).to_have_attribute("data-index", "29")
+        expect(memory.first).not_to_contain_text("Showing")
+        expect(polling).to_have_text("Checks for changes every 0.5 s (the server's setting)")
+        archives_too = panel.get_by_label("archives too")
+        expect(archives_too).not_to_be_checked()
+
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute("
+            "'settingeditor:open', {query: 'Agent Memory'})"
+        )
+        form = page.locator(".jp-SettingsPanel")
+
+        def field(key: str):
+            return form.locator(f'[id="jp-SettingsEditor-nbmemory:plugin_{key}"]')
+
+        expect(field("order")).to_be_visible()
+        field("order").select_option("oldest")
+        expect(caption).to_have_text("1\u201320 of 30 messages, oldest first", timeout=WAIT_MS)
+        expect(memory.first).to_have_attribute("data-index", "0")
+
+        field("foldLength").fill("100")
+        field("order").select_option("newest")
+        expect(memory.first).to_contain_text("Showing 100 of 305 characters.", timeout=WAIT_MS)
+
+        field("searchArchives").check()
+        expect(archives_too).to_be_checked(timeout=WAIT_MS)
+
+        field("pollInterval").fill("0")
+        expect(polling).to_have_text(
+            "Does not check for changes (off in the settings): use Refresh", timeout=WAIT_MS
+        )
+        expect(panel).to_have_attribute("data-poll-seconds", "0")
+        subprocess.run([sys.executable, "-c", APPEND, "Scout", "1"], check=True, timeout=60)
+        page.locator(".jp-nbmemory-toolbar [data-command='nbmemory:refresh']").click()
+        expect(memory.first).to_contain_text("filler 0", timeout=WAIT_MS)
+
+        field("pollInterval").fill("2")
+        expect(polling).to_have_text("Checks for changes every 2 s", timeout=WAIT_MS)
+        expect(panel).to_have_attribute("data-poll-seconds", "2")
+        screenshot(page, "settings.png")

@@ -127,6 +127,7 @@ export class MemoryPanel extends Panel {
       'data-testid': 'nbmemory-workspace'
     });
     this.status = el('div', 'jp-nbmemory-status', '', { role: 'status' });
+    this.polling = el('div', 'jp-nbmemory-polling', '', { 'data-testid': 'nbmemory-polling' });
     this.agentList = el('ul', 'jp-nbmemory-agents', undefined, {
       role: 'listbox',
       'aria-label': 'Agents'
@@ -294,7 +295,7 @@ export class MemoryPanel extends Panel {
       this.timeline.node
     );
     this.detail.hidden = true;
-    body.node.append(this.workspace, this.status, this.agentList, this.detail);
+    body.node.append(this.workspace, this.polling, this.status, this.agentList, this.detail);
   }
 
   readonly toolbar: Toolbar;
@@ -470,6 +471,12 @@ export class MemoryPanel extends Panel {
     this.timer = 0;
     this.timerSeconds = seconds;
     this.node.dataset.pollSeconds = String(seconds);
+    const interval = this.pollSeconds;
+    this.polling.textContent =
+      interval > 0
+        ? `Checks for changes every ${number(interval)} s` +
+          (this.options.pollInterval === null ? ' (the server\'s setting)' : '')
+        : 'Does not check for changes (off in the settings): use Refresh';
     if (seconds > 0) {
       this.timer = window.setInterval(() => {
         if (this.isVisible && !document.hidden) {
@@ -1147,6 +1154,7 @@ export class MemoryPanel extends Panel {
   private readonly views = new Map<string, MainAreaWidget>();
   private readonly workspace: HTMLElement;
   private readonly status: HTMLElement;
+  private readonly polling: HTMLElement;
   private readonly agentList: HTMLUListElement;
   private readonly rows = new Map<string, IAgentRow>();
   private agents: IAgent[] = [];
