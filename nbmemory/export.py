@@ -18,10 +18,15 @@ def format_of(path: str | os.PathLike[str]) -> str:
 
 
 def export_text(name: str, messages: list[dict[str, Any]], form: str) -> str:
-    """The messages of memory ``name`` as a document; ``Conversation.load`` reads JSON and YAML."""
+    """The messages of memory ``name`` as a document; ``Conversation.load`` reads JSON and YAML.
+
+    The same messages always give the same document: a Markdown export is dated by its first
+    message (now, only when there is none).
+    """
     if form == "md":
         blocks = (format_block(m["role"], m["content"], m.get("timestamp", "")) for m in messages)
-        return format_header(name) + "".join(blocks)
+        created = str(messages[0].get("timestamp") or "") if messages else ""
+        return format_header(name, created or None) + "".join(blocks)
     plain = json.loads(json.dumps(messages, default=str))
     if form == "json":
         return json.dumps(plain, indent=2, ensure_ascii=False) + "\n"

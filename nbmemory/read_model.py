@@ -172,6 +172,30 @@ class CompactionInfo:
 
 
 @dataclass(frozen=True)
+class MessageTokens:
+    """What each message of a file adds to a request, counted with ``encoding``.
+
+    ``tokens`` maps the indexes asked for to their counts; ``preload`` is what the file adds
+    besides its messages (the preloaded memory's role, intro and header), and ``total`` the
+    whole file as a request carries it: ``preload`` plus every message (0 for an empty file).
+    For MEMORY.md, ``total`` is the "earlier sessions" and "this session" parts together.
+    """
+
+    encoding: str
+    preload: int
+    total: int
+    tokens: dict[int, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "encoding": self.encoding,
+            "preload": self.preload,
+            "total": self.total,
+            "tokens": {str(index): count for index, count in self.tokens.items()},
+        }
+
+
+@dataclass(frozen=True)
 class SearchResults:
     """``total`` messages matched ``query``; ``items`` holds those from ``offset`` on."""
 
@@ -191,9 +215,11 @@ def _notes(folder: Path, model: str) -> Notes:
     return Notes(folder, model=model)
 
 
-def _block_counts(followed: FollowedFile, counter: TokenCounter, first: int | None) -> list[int]:
-    """The tokens of the file's first messages (all without ``first``), each as its block,
-    counted once per encoding and kept with the followed file."""
+def _block_counts(
+    followed: FollowedFile, counter: TokenCounter, first: int | None = None
+) -> list[int]:
+    """The tokens of each of the file's (first) messages as its model reads them, each
+    message counted once per encoding."""
     messages = followed.messages[:first]
     with followed.lock:
         counts = followed.per_message.setdefault(f"tokens:{counter.encoding_name}", [])
@@ -204,11 +230,9 @@ def _block_counts(followed: FollowedFile, counter: TokenCounter, first: int | No
 
 def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = None) -> int:
     """The memory's part of a request (or, given ``first``, the part its first messages would
-    make), each message counted once per encoding."""
+    make)."""
     counts = _block_counts(followed, counter, first)
-    if not counts:
-        return 0
-    return preload_tokens(counter, followed.header) + sum(counts)
+    return preload_tokens(counter, followed.header) + sum(counts) if counts else 0
 
 
 def _alive(pid: int) -> bool:
@@ -257,7 +281,7 @@ def to_items(
 
 
 def has_role(message: dict[str, Any], role: str | None) -> bool:
-    """Whether ``message`` was said by ``role`` (any case); every message has role ``None``."""
+    """Whether ``message`` is by ``role`` (any case); every message is when ``role`` is None."""
     return role is None or str(message.get("role", "")).casefold() == role.casefold()
 
 
@@ -268,20 +292,21 @@ def page_of(
     limit: int,
     newest_first: bool,
     fold: int | None,
+    *,
     role: str | None = None,
 ) -> Page:
     """A page of ``messages`` kept elsewhere (or of a file's), as views show it; with ``role``,
-    of that role's messages only (``total`` counts those, and items keep their own index)."""
-    kept: Sequence[int] = range(len(messages))
+    of that role's messages only (``total`` counts those; indexes stay the file's)."""
+    indexes: Sequence[int] = range(len(messages))
     if role is not None:
-        kept = [i for i, message in enumerate(messages) if has_role(message, role)]
-    total = len(kept)
+        indexes = [i for i in indexes if has_role(messages[i], role)]
+    total = len(indexes)
     offset = max(0, offset)
     if newest_first:
         chosen = range(total - 1 - offset, max(total - 1 - offset - limit, -1), -1)
     else:
         chosen = range(offset, min(total, offset + limit))
-    items = [_item(kept[n], messages[kept[n]], source, fold) for n in chosen]
+    items = [_item(indexes[j], messages[indexes[j]], source, fold) for j in chosen]
     return Page(total, offset, newest_first, items)
 
 
@@ -398,28 +423,32 @@ class ReadModel:
         role: str | None = None,
     ) -> Page:
         """A page of agent ``name``'s memory, newest first unless asked otherwise; with
-        ``role``, of the messages of that role (any case) only."""
+        ``role``, of that role's messages only (any case)."""
         path, followed = self._memory(name)
         messages = followed.messages if followed is not None else []
-        return page_of(messages, path.name, offset, limit, newest_first, fold, role)
+        return page_of(messages, path.name, offset, limit, newest_first, fold, role=role)
 
-    def roles(self, name: str, archive: str | None = None) -> list[str]:
-        """The roles of the messages of the memory (or of ``archive``), as first written."""
-        messages = self._file(name, archive).messages
-        return list(dict.fromkeys(str(message.get("role", "")) for message in messages))
-
-    def message_tokens(
-        self, name: str, indexes: Iterable[int], archive: str | None = None
-    ) -> dict[int, int]:
-        """The tokens of messages ``indexes`` of the memory (or of ``archive``): each as its
-        block in the file, counted for the agent's model, the pieces that the memory's part of
-        :class:`Usage` adds up from. An index the file does not have is left out."""
+    def roles(self, name: str, archive: str | None = None) -> list[tuple[str, int]]:
+        """The roles of the memory's (or ``archive``'s) messages and how many each has, in
+        the order they first speak."""
         followed = self._file(name, archive)
-        wanted = sorted({i for i in indexes if 0 <= i < len(followed.messages)})
-        if not wanted:
-            return {}
-        counts = _block_counts(followed, _counter(self.settings(name)[0].model), wanted[-1] + 1)
-        return {i: counts[i] for i in wanted}
+        with followed.lock:
+            if "roles" not in followed.cache:
+                counts: dict[str, int] = {}
+                for message in followed.messages:
+                    role = str(message.get("role", ""))
+                    counts[role] = counts.get(role, 0) + 1
+                followed.cache["roles"] = list(counts.items())
+            return list(followed.cache["roles"])
+
+    def file_path(self, name: str, archive: str | None = None) -> Path:
+        """Where agent ``name``'s MEMORY.md (which may not exist yet) or ``archive`` is."""
+        if archive is None:
+            return self._folder(name) / workspace.MEMORY_FILE
+        for path in self._archive_paths(self._folder(name).name):
+            if path.name == archive:
+                return path
+        raise ArchiveNotFoundError(f"{name} has no archive named {archive!r}")
 
     def notes(self, name: str) -> list[str]:
         """Agent ``name``'s pinned notes, in order (see ``nbmemory.notes``)."""
@@ -438,6 +467,28 @@ class ReadModel:
         if not 0 <= index < len(messages):
             raise IndexError(f"{name} has no message {index} in {archive or 'MEMORY.md'}")
         return _item(index, messages[index], archive or workspace.MEMORY_FILE, None)
+
+    def message_tokens(
+        self, name: str, indexes: Iterable[int] | None = None, archive: str | None = None
+    ) -> MessageTokens:
+        """The tokens of messages of the memory (or of ``archive``), by index (all of them
+        without ``indexes``), counted as agent ``name``'s model reads them in a request."""
+        followed = self._file(name, archive)
+        counter = _counter(self.settings(name)[0].model)
+        counts = _block_counts(followed, counter)
+        wanted = range(len(counts)) if indexes is None else indexes
+        chosen = {}
+        for index in wanted:
+            if not 0 <= index < len(counts):
+                raise IndexError(f"{name} has no message {index} in {archive or 'MEMORY.md'}")
+            chosen[index] = counts[index]
+        preload = preload_tokens(counter, followed.header)
+        return MessageTokens(
+            encoding=counter.encoding_name,
+            preload=preload,
+            total=preload + sum(counts) if counts else 0,
+            tokens=chosen,
+        )
 
     # ------------------------------------------------------------------------------------------
     # Archives
@@ -519,10 +570,10 @@ class ReadModel:
         fold: int | None = FOLD_CHARS,
         role: str | None = None,
     ) -> Page:
-        """A page of one archive, oldest first unless asked otherwise; with ``role``, of the
-        messages of that role (any case) only."""
+        """A page of one archive, oldest first unless asked otherwise (``role`` as in
+        :meth:`messages`)."""
         followed = self._file(name, archive)
-        return page_of(followed.messages, archive, offset, limit, newest_first, fold, role)
+        return page_of(followed.messages, archive, offset, limit, newest_first, fold, role=role)
 
     # ------------------------------------------------------------------------------------------
     # Search
@@ -539,8 +590,8 @@ class ReadModel:
         role: str | None = None,
     ) -> SearchResults:
         """Messages of agent ``name`` that contain ``query`` (any case): archives oldest first
-        (if asked), then MEMORY.md; with ``role``, only that role's (any case). ``total``
-        counts them all, ``items`` is one page."""
+        (if asked), then MEMORY.md; ``total`` counts them all, ``items`` is one page. With
+        ``role``, only that role's messages (any case)."""
         sources = [a.name for a in self.archives(name)] if archives else []
         sources.append(None)
         hits: list[tuple[str, int, dict[str, Any]]] = []
@@ -549,8 +600,11 @@ class ReadModel:
             with followed.lock:
                 index = followed.cache.setdefault("search", MessageIndex(followed.messages))
             label = source or workspace.MEMORY_FILE
-            found = ((label, i, followed.messages[i]) for i in index.search(query))
-            hits.extend(hit for hit in found if has_role(hit[2], role))
+            hits.extend(
+                (label, i, followed.messages[i])
+                for i in index.search(query)
+                if has_role(followed.messages[i], role)
+            )
         chosen = hits[max(0, offset) : max(0, offset) + limit]
         items = [_item(i, message, label, fold) for label, i, message in chosen]
         return SearchResults(query, len(hits), max(0, offset), items)

@@ -281,54 +281,54 @@ def test_with_no_live_process_all_of_the_memory_is_earlier_sessions(workspace):
     assert parts["this session"] == 0 and parts["earlier sessions"] > 0
 
 
-def test_tokens_per_message_add_up_to_the_memorys_part(workspace):
-    from nbmemory.conversation import block_tokens, preload_tokens
-    from nbmemory.tokens import TokenCounter
-
-    convo = persistent("Counted")
-    for text in ("short", "a longer message " * 40, "<b>three</b>"):
-        convo.add("User", text)
+def test_tokens_per_message_add_up_to_the_memorys_part_of_the_request(workspace):
+    convo = persistent("Counter")
+    for i in range(6):
+        convo.add("User" if i % 2 else "Counter", f"message {i} " + "word " * i)
+    write_settings(memory_path("Counter").parent, RunSettings("gpt-4o", 3000, 0.9, "o200k_base"))
     reader = ReadModel()
-    counts = reader.message_tokens("Counted", [2, 0, 1, 7, -1])
-    assert sorted(counts) == [0, 1, 2]  # indexes the file does not have are left out
-    counter = TokenCounter(reader.settings("Counted")[0].model)
-    records = reader.records("Counted")
-    assert counts == {i: block_tokens(counter, m) for i, m in enumerate(records)}
-    header = follow(memory_path("Counted")).header
-    parts = dict(reader.usage("Counted").parts)
-    assert parts["earlier sessions"] == preload_tokens(counter, header) + sum(counts.values())
-    convo.compact("Three messages.")
-    archive = reader.archives("Counted")[0].name
-    assert reader.message_tokens("Counted", range(3), archive=archive) == counts
-    with pytest.raises(ArchiveNotFoundError):
-        reader.message_tokens("Counted", [0], archive="history_nope.md")
+    counted = reader.message_tokens("Counter")
+    assert counted.encoding == "o200k_base" and sorted(counted.tokens) == list(range(6))
+    assert all(count > 0 for count in counted.tokens.values())
+    assert counted.tokens[5] > counted.tokens[0]  # a longer message weighs more
+    parts = dict(reader.usage("Counter").parts)
+    memory = parts["earlier sessions"] + parts["this session"]
+    assert counted.total == counted.preload + sum(counted.tokens.values()) == memory
+    some = reader.message_tokens("Counter", [4, 1])
+    assert some.tokens == {4: counted.tokens[4], 1: counted.tokens[1]}
+    assert some.total == counted.total
+    with pytest.raises(IndexError, match="no message 6"):
+        reader.message_tokens("Counter", [6])
+    convo.compact("Six messages.")
+    [archive] = reader.archives("Counter")
+    archived = reader.message_tokens("Counter", archive=archive.name)
+    assert archived.tokens == counted.tokens  # the same messages, counted the same way
+    after = reader.message_tokens("Counter")
+    assert after.tokens == {0: after.total - after.preload}  # the summary alone
 
 
-def test_a_role_filter_pages_and_searches_one_roles_messages(workspace):
+def test_pages_and_search_by_role_keep_the_files_indexes(workspace):
     convo = persistent("Roles")
     for i in range(30):
-        convo.add("User" if i % 3 else "Roles", f"line {i}")
-    convo.compact("Thirty lines.")
-    convo.add("User", "line after")
-    convo.add("Tool", "line from a tool")
+        convo.add(["User", "Roles", "Tool"][i % 3], f"turn {i} about the budget")
     reader = ReadModel()
-    archive = reader.archives("Roles")[0].name
-    assert reader.roles("Roles", archive) == ["Roles", "User"]
-    assert reader.roles("Roles") == ["System", "User", "Tool"]  # the summary is a System message
-
-    page = reader.archive_messages("Roles", archive, 0, 4, role="roles")  # any case
-    assert page.total == 10 and [i.index for i in page.items] == [0, 3, 6, 9]
-    assert {i.role for i in page.items} == {"Roles"}
-    page = reader.archive_messages("Roles", archive, 8, 4, newest_first=True, role="Roles")
-    assert [i.index for i in page.items] == [3, 0]
-    page = reader.messages("Roles", 0, 10, role="Tool")
-    assert page.total == 1 and page.items[0].text == "line from a tool"
+    assert reader.roles("Roles") == [("User", 10), ("Roles", 10), ("Tool", 10)]
+    page = reader.messages("Roles", limit=4, role="user")  # any case
+    assert page.total == 10
+    assert [item.index for item in page.items] == [27, 24, 21, 18]
+    assert {item.role for item in page.items} == {"User"}
+    page = reader.messages("Roles", offset=8, limit=4, newest_first=False, role="Tool")
+    assert [item.index for item in page.items] == [26, 29]
     assert reader.messages("Roles", role="Nobody").total == 0
-    assert reader.messages("Roles", 0, 50).total == reader.messages("Roles", 0, 50, role=None).total
-
-    found = reader.search("Roles", "line", archives=True, role="User", limit=5)
-    assert found.total == 20 + 1 and len(found.items) == 5
-    assert {i.role for i in found.items} == {"User"}
-    found = reader.search("Roles", "line", archives=True, role="user", offset=20)
-    assert [(i.source, i.text) for i in found.items] == [("MEMORY.md", "line after")]
-    assert reader.search("Roles", "line", role="Tool").total == 1
+    found = reader.search("Roles", "budget", role="roles")
+    assert found.total == 10 and [i.index for i in found.items][:2] == [1, 4]
+    convo.compact("Thirty turns.")
+    [archive] = reader.archives("Roles")
+    page = reader.archive_messages("Roles", archive.name, limit=3, role="TOOL")
+    assert (page.total, [i.index for i in page.items]) == (10, [2, 5, 8])
+    assert reader.roles("Roles", archive.name) == [("User", 10), ("Roles", 10), ("Tool", 10)]
+    assert reader.roles("Roles") == [("System", 1)]
+    assert reader.file_path("Roles") == memory_path("Roles")
+    assert reader.file_path("Roles", archive.name).name == archive.name
+    with pytest.raises(ArchiveNotFoundError):
+        reader.file_path("Roles", "history_none.md")

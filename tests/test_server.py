@@ -89,6 +89,10 @@ GETS = [
     "/agents/Scout/messages/0",
     "/agents/Scout/archives",
     "/agents/Scout/search?q=budget&archives=1",
+    "/agents/Scout/tokens?indexes=0,1",
+    "/agents/Scout/path",
+    "/agents/Scout/export?format=json",
+    "/agents/Scout?role=User",
 ]
 
 
@@ -166,6 +170,105 @@ def test_long_messages_come_folded_and_whole_on_request(lab, agents):
     assert first["text"] == "note 0 about the budget" and first["source"] == archive
     assert call(lab, "/agents/Writer/messages/99")[0] == 404
     assert call(lab, "/agents/Writer/messages/x")[0] == 400
+
+
+def test_tokens_per_message_on_demand(lab, agents):
+    model = ReadModel(agents)
+    status, data = call(lab, "/agents/Scout/tokens?indexes=1,0")
+    assert status == 200
+    counted = model.message_tokens("Scout", [1, 0])
+    assert data["tokens"] == {"1": counted.tokens[1], "0": counted.tokens[0]}
+    assert (data["encoding"], data["preload"], data["total"]) == (
+        counted.encoding,
+        counted.preload,
+        counted.total,
+    )
+    parts = dict(model.usage("Scout").parts)
+    assert data["total"] == parts["earlier sessions"] + parts["this session"]
+    archive = model.archives("Scout")[0].name
+    _, whole = call(lab, f"/agents/Scout/tokens?archive={archive}")
+    assert whole == {
+        "name": "Scout",
+        "archive": archive,
+        **model.message_tokens("Scout", archive=archive).to_json(),
+    }
+    assert len(whole["tokens"]) == 30
+    for bad, code in [("indexes=x", 400), ("indexes=-1", 400), ("indexes=2", 404)]:
+        status, data = call(lab, f"/agents/Scout/tokens?{bad}")
+        assert status == code and data["message"], bad
+    assert call(lab, "/agents/Scout/tokens?indexes=" + ",".join(["0"] * 201))[0] == 400
+    assert call(lab, "/agents/Scout/tokens?archive=history_none.md")[0] == 404
+
+
+def test_messages_and_search_filtered_by_role(lab, agents):
+    _, page = call(lab, "/agents/Scout?role=user")
+    assert page["role"] == "user" and page["total"] == 1
+    assert page["roles"] == [{"role": "System", "count": 1}, {"role": "User", "count": 1}]
+    archive = call(lab, "/agents/Scout/archives")[1]["archives"][0]["name"]
+    _, page = call(lab, f"/agents/Scout/archives/{archive}?role=Scout&limit=3")
+    assert page["total"] == 15 and [i["index"] for i in page["items"]] == [0, 2, 4]
+    assert page["roles"] == [{"role": "Scout", "count": 15}, {"role": "User", "count": 15}]
+    _, found = call(lab, "/agents/Scout/search?q=budget&archives=1&role=USER")
+    model = ReadModel(agents)
+    assert found["total"] == model.search("Scout", "budget", archives=True, role="user").total
+    assert found["total"] == 15 and {i["role"] for i in found["items"]} == {"User"}
+
+
+def test_the_path_of_a_memory_from_the_servers_root(lab, agents):
+    status, data = call(lab, "/agents/Scout/path")
+    assert status == 200
+    assert data["absolute"] == str(memory_path("Scout"))
+    assert data["relative"] == "workspace/agents/Scout/MEMORY.md"
+    assert data["exists"] and data["reason"] is None
+    archive = ReadModel(agents).archives("Scout")[0].name
+    _, data = call(lab, f"/agents/Scout/path?archive={archive}")
+    assert data["relative"] == f"workspace/agents/Scout/archive/{archive}"
+    assert call(lab, "/agents/Scout/path?archive=history_none.md")[0] == 404
+    assert call(lab, "/agents/Nobody/path")[0] == 404
+
+
+def test_export_is_what_the_cli_writes(lab, agents, tmp_path):
+    from nbmemory.export import export_text
+
+    model = ReadModel(agents)
+    for form in ("json", "yaml", "md"):
+        status, headers, body = request(lab, f"/agents/Scout/export?format={form}")
+        assert status == 200, body
+        assert body.decode() == export_text("Scout", model.records("Scout"), form)
+        assert f'filename="Scout.{form}"' in headers["Content-Disposition"]
+        out = tmp_path / f"cli.{form}"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "nbmemory",
+                "--workspace",
+                str(agents),
+                "export",
+                "Scout",
+                "--format",
+                form,
+                "-o",
+                str(out),
+            ],
+            check=True,
+            timeout=60,
+        )
+        assert out.read_text() == body.decode()
+    assert (
+        "<img src=x onerror=alert(1)>" in request(lab, "/agents/Scout/export?format=md")[2].decode()
+    )
+    assert request(lab, "/agents/Scout/export?format=json")[1]["Content-Type"].startswith(
+        "application/json"
+    )
+    archive = model.archives("Scout")[0].name
+    status, headers, body = request(lab, f"/agents/Scout/export?format=json&archive={archive}")
+    assert json.loads(body) == json.loads(
+        export_text("Scout", model.records("Scout", archive), "json")
+    )
+    assert f"Scout-{archive.removesuffix('.md')}.json" in headers["Content-Disposition"]
+    status, data = call(lab, "/agents/Scout/export?format=csv")
+    assert status == 400 and "json, yaml, md" in data["message"]
 
 
 def test_search_pages_its_hits_and_counts_them_all(lab, agents):
@@ -411,9 +514,16 @@ def test_an_authorizer_can_allow_reading_and_deny_compaction(tmp_path, monkeypat
         server_extension_on(tmp_path),
         "--ServerApp.authorizer_class=readonly_authorizer.ReadOnlyAuthorizer",
     )
-    with jupyter_lab(tmp_path, extra_args=args) as server:
+    root = tmp_path / "root"
+    root.mkdir()
+    with jupyter_lab(root, extra_args=args) as server:
         status, data = call(server, "/agents")
         assert status == 200 and data["workspace"] == str(tmp_path / "shared")
+        # A workspace outside the server's root: said so, with the absolute path.
+        status, data = call(server, "/agents/Scout/path")
+        assert status == 200 and data["relative"] is None
+        assert data["absolute"] == str(memory_path("Scout"))
+        assert "outside the Jupyter server's root folder" in data["reason"]
         for path in GETS[1:4]:
             assert call(server, path)[0] == 200, path
         status, data = call(server, "/agents/Scout/compact", body={"summary": "gone"})

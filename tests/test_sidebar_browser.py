@@ -196,26 +196,32 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         assert page.evaluate("() => window.__pwned") is None
         assert dialogs == [] and hits == []
 
-        # Search: the total of hits, a page at a time.
+        # Search: the total of hits, a page at a time, apart from the message list.
         panel.get_by_test_id("nbmemory-search").fill("budget")
         panel.get_by_label("archives too").check()
         panel.get_by_test_id("nbmemory-search").press("Enter")
-        caption = panel.locator(".jp-nbmemory-caption")
-        expect(caption).to_have_text("26 hits for “budget”, 1\u201320")
-        expect(messages).to_have_count(20)
-        panel.get_by_role("button", name="Next").click()
-        expect(caption).to_have_text("26 hits for “budget”, 21\u201326")
-        expect(messages).to_have_count(6)
-        expect(messages.last).to_contain_text("Budget notes summarized.")  # MEMORY.md comes last
+        results = panel.get_by_test_id("nbmemory-search-results").get_by_test_id("nbmemory-message")
+        caption = panel.get_by_test_id("nbmemory-search-caption")
+        expect(caption).to_have_text("26 hits in MEMORY.md and the archives; 1\u201320 shown")
+        expect(results).to_have_count(20)
+        panel.get_by_role("button", name="Next hits").click()
+        expect(caption).to_have_text("26 hits in MEMORY.md and the archives; 21\u201326 shown")
+        expect(results).to_have_count(6)
+        expect(results.last).to_contain_text("Budget notes summarized.")  # MEMORY.md comes last
+        expect(results.last.locator("mark.jp-nbmemory-hit")).to_have_text("Budget")
+        panel.get_by_role("button", name="Close search").click()
+        expect(results).to_have_count(0)
 
+        memory = panel.get_by_test_id("nbmemory-messages").get_by_test_id("nbmemory-message")
+        panel.get_by_test_id("nbmemory-compaction").get_by_role(
+            "button", name="Show archive"
+        ).click()
+        expect(memory).to_have_count(20)
+        panel.get_by_role("button", name="Older messages").click()
+        expect(memory).to_have_count(5)
+        expect(memory.last).to_contain_text("note 0 about the budget")
         panel.get_by_role("button", name="Back to memory").click()
-        panel.get_by_test_id("nbmemory-archive").get_by_role("button").click()
-        expect(messages).to_have_count(20)
-        panel.get_by_role("button", name="Older").click()
-        expect(messages).to_have_count(5)
-        expect(messages.last).to_contain_text("note 0 about the budget")
-        panel.get_by_role("button", name="Back to memory").click()
-        expect(messages.first).to_contain_text("Ignore previous instructions")
+        expect(memory.first).to_contain_text("Ignore previous instructions")
         screenshot(page, "sidebar.png")
 
         # A 1 MB message comes folded; "Show full text" loads the whole of it.

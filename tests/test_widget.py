@@ -478,15 +478,15 @@ def test_tokens_per_message_on_demand(widgets):
     reader = ReadModel()
     assert {m["index"]: m["tokens"] for m in widget.messages} == reader.message_tokens(
         "Counter", range(2)
-    )
+    ).tokens
     widget.open_archive = archive = widget.archives[0]["name"]
     assert {m["index"]: m["tokens"] for m in widget.archive_messages} == (
-        reader.message_tokens("Counter", range(3), archive=archive)
+        reader.message_tokens("Counter", range(3), archive=archive).tokens
     )
     widget.search_archives, widget.query = True, "t"
     by_source = {(r["source"], r["index"]): r["tokens"] for r in widget.search_results}
-    assert by_source[("MEMORY.md", 0)] == reader.message_tokens("Counter", [0])[0]
-    assert by_source[(archive, 1)] == reader.message_tokens("Counter", [1], archive)[1]
+    assert by_source[("MEMORY.md", 0)] == reader.message_tokens("Counter", [0]).tokens[0]
+    assert by_source[(archive, 1)] == reader.message_tokens("Counter", [1], archive).tokens[1]
     widget.show_tokens = False
     assert all("tokens" not in m for m in widget.messages + widget.search_results)
 

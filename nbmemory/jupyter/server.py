@@ -3,11 +3,15 @@
 Routes, under ``<base_url>/nbmemory/api``::
 
     GET  /agents                                    workspace, poll interval, every agent's figures
-    GET  /agents/NAME?offset=&limit=&newest_first=&fold=      a page of MEMORY.md
+    GET  /agents/NAME?offset=&limit=&newest_first=&fold=&role=   a page of MEMORY.md
     GET  /agents/NAME/messages/INDEX?archive=FILE   one whole message ("show full text")
+    GET  /agents/NAME/tokens?indexes=3,4&archive=FILE   what those messages add to a request
     GET  /agents/NAME/archives                      the agent's archives
-    GET  /agents/NAME/archives/FILE?offset=&limit=&newest_first=&fold=
-    GET  /agents/NAME/search?q=&archives=1&offset=&limit=&fold=     total and one page of hits
+    GET  /agents/NAME/archives/FILE?offset=&limit=&newest_first=&fold=&role=
+    GET  /agents/NAME/search?q=&archives=1&offset=&limit=&fold=&role=   total and a page of hits
+    GET  /agents/NAME/path?archive=FILE             where MEMORY.md (or the archive) is, absolute
+                                                    and from the Jupyter server's root
+    GET  /agents/NAME/export?format=json|yaml|md&archive=FILE   the memory as a file to save
     POST /agents/NAME/compact                       {"summary": "..."}
     GET  /agents/NAME/notes                         pinned notes and the tokens they add
     POST /agents/NAME/notes                         {"pin": "text"} or {"unpin": "number or words"}
@@ -44,6 +48,7 @@ import asyncio
 import hashlib
 import json
 import os
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -66,6 +71,7 @@ from nbmemory.errors import (
     NotesFullError,
     UnsafeFileError,
 )
+from nbmemory.export import FORMATS, export_text
 from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, AgentInfo, Item, ReadModel
 
@@ -148,12 +154,15 @@ class NbMemoryServer(ExtensionApp):
                 (f"{base}/agents", AgentsHandler),
                 (f"{base}{name}", AgentHandler),
                 (f"{base}{name}/messages/(?P<index>[^/]+)", MessageHandler),
+                (f"{base}{name}/tokens", TokensHandler),
                 (f"{base}{name}/archives", ArchivesHandler),
                 (f"{base}{name}/compactions", CompactionsHandler),
                 (f"{base}{name}/archives/(?P<archive>[^/]+)", ArchiveHandler),
                 (f"{base}{name}/search", SearchHandler),
                 (f"{base}{name}/compact", CompactHandler),
                 (f"{base}{name}/notes", NotesHandler),
+                (f"{base}{name}/path", PathHandler),
+                (f"{base}{name}/export", ExportHandler),
             ]
         )
 
@@ -264,13 +273,41 @@ class _Handler(APIHandler):
             return False
         raise tornado.web.HTTPError(400, f"{key} must be 1 or 0, not {raw!r}")
 
+    def role_arg(self) -> str | None:
+        """``role``: only that role's messages (any case); none or empty: every message."""
+        return self.get_query_argument("role", "") or None
+
     def paging(self, newest_first: bool) -> dict[str, Any]:
         return {
             "offset": self.int_arg("offset", 0, 0),
             "limit": self.int_arg("limit", 20, 1, MAX_LIMIT),
             "newest_first": self.bool_arg("newest_first", newest_first),
             "fold": self.int_arg("fold", FOLD_CHARS, 1, MAX_FOLD),
+            "role": self.role_arg(),
         }
+
+    async def page_json(self, name: str, archive: str | None, paging: dict[str, Any]) -> Any:
+        """A page of MEMORY.md or of ``archive`` and the roles of its messages, as JSON."""
+
+        def read() -> dict[str, Any]:
+            if archive is None:
+                page = self.model.messages(name, **paging)
+            else:
+                page = self.model.archive_messages(name, archive, **paging)
+            roles = self.model.roles(name, archive)
+            return {
+                "name": name,
+                "source": archive or workspace.MEMORY_FILE,
+                "total": page.total,
+                "offset": page.offset,
+                "limit": paging["limit"],
+                "newest_first": page.newest_first,
+                "role": paging["role"],
+                "roles": [{"role": role, "count": count} for role, count in roles],
+                "items": _items(page.items),
+            }
+
+        return await self.in_thread(read)
 
     # Conditional GETs -------------------------------------------------------------------------
 
@@ -330,18 +367,7 @@ class AgentHandler(_Handler):
         paging = self.paging(newest_first=True)
         if await self.not_modified(name, paging):
             return
-        page = await self.in_thread(self.model.messages, name, **paging)
-        self.reply(
-            {
-                "name": name,
-                "source": workspace.MEMORY_FILE,
-                "total": page.total,
-                "offset": page.offset,
-                "limit": paging["limit"],
-                "newest_first": page.newest_first,
-                "items": _items(page.items),
-            }
-        )
+        self.reply(await self.page_json(name, None, paging))
 
 
 class MessageHandler(_Handler):
@@ -355,6 +381,31 @@ class MessageHandler(_Handler):
             return
         item = await self.in_thread(self.model.message, name, int(index), archive)
         self.reply({"name": name, "archive": archive, **item.to_json()})
+
+
+class TokensHandler(_Handler):
+    """Tokens per message, on demand: ``indexes`` (at most ``MAX_LIMIT``, comma-separated;
+    all of the file's without it), counted as the agent's model reads them."""
+
+    @tornado.web.authenticated
+    @authorized("read")
+    async def get(self, name: str) -> None:
+        archive = self.get_query_argument("archive", None) or None
+        raw = self.get_query_argument("indexes", None)
+        indexes = None
+        if raw is not None:
+            words = [word.strip() for word in raw.split(",") if word.strip()]
+            if not all(word.isdigit() for word in words):
+                raise tornado.web.HTTPError(
+                    400, f"indexes must be whole numbers separated by commas, not {raw!r}"
+                )
+            if len(words) > MAX_LIMIT:
+                raise tornado.web.HTTPError(400, f"at most {MAX_LIMIT} indexes at a time")
+            indexes = [int(word) for word in words]
+        if await self.not_modified(name, archive, indexes):
+            return
+        counted = await self.in_thread(self.model.message_tokens, name, indexes, archive)
+        self.reply({"name": name, "archive": archive, **counted.to_json()})
 
 
 class ArchivesHandler(_Handler):
@@ -392,19 +443,7 @@ class ArchiveHandler(_Handler):
         paging = self.paging(newest_first=False)
         if await self.not_modified(name, paging):
             return
-        page = await self.in_thread(self.model.archive_messages, name, archive, **paging)
-        self.reply(
-            {
-                "name": name,
-                "archive": archive,
-                "source": archive,
-                "total": page.total,
-                "offset": page.offset,
-                "limit": paging["limit"],
-                "newest_first": page.newest_first,
-                "items": _items(page.items),
-            }
-        )
+        self.reply({"archive": archive, **await self.page_json(name, archive, paging)})
 
 
 class SearchHandler(_Handler):
@@ -418,16 +457,25 @@ class SearchHandler(_Handler):
         offset = self.int_arg("offset", 0, 0)
         limit = self.int_arg("limit", 50, 1, MAX_LIMIT)
         fold = self.int_arg("fold", FOLD_CHARS, 1, MAX_FOLD)
-        if await self.not_modified(name, query, archives, offset, limit, fold):
+        role = self.role_arg()
+        if await self.not_modified(name, query, archives, offset, limit, fold, role):
             return
         found = await self.in_thread(
-            self.model.search, name, query, archives=archives, offset=offset, limit=limit, fold=fold
+            self.model.search,
+            name,
+            query,
+            archives=archives,
+            offset=offset,
+            limit=limit,
+            fold=fold,
+            role=role,
         )
         self.reply(
             {
                 "name": name,
                 "query": found.query,
                 "archives": archives,
+                "role": role,
                 "total": found.total,
                 "offset": found.offset,
                 "limit": limit,
@@ -528,6 +576,91 @@ class NotesHandler(_Handler):
         except NotesChangedError as exc:
             raise tornado.web.HTTPError(409, str(exc)) from None
         self.reply(data)
+
+
+class PathHandler(_Handler):
+    """Where an agent's MEMORY.md (or one of its archives) is: its absolute path and, when
+    JupyterLab can open it, its path from the Jupyter server's root folder; else why not."""
+
+    @tornado.web.authenticated
+    @authorized("read")
+    async def get(self, name: str) -> None:
+        archive = self.get_query_argument("archive", None) or None
+        if await self.not_modified(name, archive):
+            return
+        manager = self.contents_manager
+        root = Path(os.path.realpath(manager.root_dir))
+
+        def locate() -> dict[str, Any]:
+            path = self.model.file_path(name, archive)
+            relative, why = None, None
+            real = Path(os.path.realpath(path))
+            try:
+                inside = real.relative_to(root)
+            except ValueError:
+                why = (
+                    f"{path} is outside the Jupyter server's root folder {root}, so JupyterLab "
+                    "cannot open it; open it by its path instead"
+                )
+            else:
+                hidden = [part for part in inside.parts if part.startswith(".")]
+                if hidden and not getattr(manager, "allow_hidden", False):
+                    why = (
+                        f"{path} is in the hidden folder {hidden[0]!r}, and JupyterLab opens "
+                        "hidden files only with ContentsManager.allow_hidden = True"
+                    )
+                else:
+                    relative = inside.as_posix()
+            return {
+                "name": name,
+                "archive": archive,
+                "absolute": str(path),
+                "relative": relative,
+                "root": str(root),
+                "exists": path.is_file(),
+                "reason": why,
+            }
+
+        self.reply(await self.in_thread(locate))
+
+
+EXPORT_TYPES = {
+    "json": "application/json; charset=utf-8",
+    "yaml": "application/yaml; charset=utf-8",
+    "md": "text/markdown; charset=utf-8",
+}
+
+
+class ExportHandler(_Handler):
+    """The memory (or an archive) as ``nbmemory export`` writes it, to download."""
+
+    @tornado.web.authenticated
+    @authorized("read")
+    async def get(self, name: str) -> None:
+        form = self.get_query_argument("format", "md")
+        if form not in FORMATS:
+            raise tornado.web.HTTPError(
+                400, f"format must be one of {', '.join(FORMATS)}, not {form!r}"
+            )
+        archive = self.get_query_argument("archive", None) or None
+        if await self.not_modified(name, form, archive):
+            return
+        text = await self.in_thread(
+            lambda: export_text(name, self.model.records(name, archive), form)
+        )
+        stem = name if archive is None else f"{name}-{Path(archive).stem}"
+        filename = f"{stem}.{form}"
+        plain = "".join(
+            c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in filename
+        )
+        self.set_header("Content-Type", EXPORT_TYPES[form])
+        self.set_header(
+            "Content-Disposition",
+            f'attachment; filename="{plain}"; '
+            f"filename*=UTF-8''{urllib.parse.quote(filename, safe='')}",
+        )
+        self.timing()
+        self.finish(text.encode("utf-8"))
 
 
 def main(argv: list[str] | None = None) -> None:

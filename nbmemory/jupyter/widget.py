@@ -386,7 +386,7 @@ class MemoryWidget(anywidget.AnyWidget):
                 self._show_notes(usage.model)
                 if compactions is not None:
                     self._show_compactions(*compactions)
-                self._show_roles(self._reader.roles(self.name))
+                self._show_roles([role for role, _ in self._reader.roles(self.name)])
                 self._show_page()
                 self.message_count = info.messages
                 self._show_archive()
@@ -492,7 +492,7 @@ class MemoryWidget(anywidget.AnyWidget):
                 size,
                 self.newest_first,
                 FOLD_CHARS,
-                self.role or None,
+                role=self.role or None,
             )
             total, items = page.total, page.items
         else:
@@ -528,12 +528,11 @@ class MemoryWidget(anywidget.AnyWidget):
             try:
                 counts = self._reader.message_tokens(
                     self.name, [item["index"] for item in group], archive=archive
-                )
-            except (AgentNotFoundError, ArchiveNotFoundError):
-                continue
+                ).tokens
+            except (AgentNotFoundError, ArchiveNotFoundError, IndexError):
+                continue  # the file changed since the page was read: the next refresh counts
             for item in group:
-                if item["index"] in counts:
-                    item["tokens"] = counts[item["index"]]
+                item["tokens"] = counts[item["index"]]
         return found
 
     @traitlets.observe("show_tokens")
@@ -593,7 +592,7 @@ class MemoryWidget(anywidget.AnyWidget):
     def _show_compactions(self, key: tuple[Any, ...], found: list[CompactionInfo]) -> None:
         self._archive_roles = list(
             dict.fromkeys(
-                role for info in found for role in self._reader.roles(self.name, info.archive)
+                role for info in found for role, _ in self._reader.roles(self.name, info.archive)
             )
         )
         self._compaction_infos = {info.archive: info for info in found}

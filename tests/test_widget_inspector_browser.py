@@ -163,7 +163,7 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(tmp_path:
             widget.get_by_label("Show the tokens of each message").check()
             counts = widget.locator('[data-testid="message-tokens"]')
             expect(counts).to_have_count(6, timeout=WAIT_MS)
-            expected = ReadModel().message_tokens("Xray", range(6))
+            expected = ReadModel().message_tokens("Xray", range(6)).tokens
             got = counts.evaluate_all("(nodes) => nodes.map((n) => Number(n.dataset.tokens))")
             assert sorted(got) == sorted(expected.values())
 

@@ -1,0 +1,188 @@
+/**
+ * The server extension's REST API (`<base_url>/nbmemory/api`) and the shapes of its answers.
+ *
+ * Every figure the panel shows comes from here, and the server reads it through nbmemory's read
+ * model: the panel shows the numbers the CLI and the widget show.
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+/** One part of the next request (`Usage.parts`): they add up to `IAgent.tokens`. */
+export interface IPart {
+  name: string;
+  tokens: number;
+}
+
+export interface IAgent {
+  name: string;
+  messages: number;
+  size: number;
+  archives: number;
+  last_activity: string | null;
+  tokens: number;
+  context_length: number;
+  threshold: number | null;
+  fraction: number;
+  model: string;
+  encoding: string;
+  recorded: boolean;
+  compacts_next: boolean;
+  parts: IPart[];
+  problems: string[];
+}
+
+export interface IAgents {
+  workspace: string;
+  poll_interval: number;
+  agents: IAgent[];
+}
+
+export interface IItem {
+  index: number;
+  role: string;
+  timestamp: string;
+  text: string;
+  length: number;
+  folded: boolean;
+  source: string;
+}
+
+export interface IPage {
+  total: number;
+  offset: number;
+  limit: number;
+  items: IItem[];
+}
+
+export interface INotes {
+  name: string;
+  notes: string[];
+  tokens: number;
+  budget: number;
+}
+
+export interface IArchive {
+  name: string;
+  messages: number;
+  size: number;
+  time: string;
+}
+
+/**
+ * One compaction (`ReadModel.compactions`): the archive it wrote, the summary that replaced the
+ * archived transcript, and the terms of the transcript neither the summary nor the pinned
+ * notes hold (`dropped`; the archive still does).
+ */
+export interface ICompaction {
+  archive: string;
+  time: string;
+  messages: number;
+  tokens_before: number;
+  tokens_after: number;
+  kept_messages: number;
+  summary: string;
+  dropped: string[];
+  recorded: boolean;
+}
+
+/** What each message adds to a request (`ReadModel.message_tokens`). */
+export interface IMessageTokens {
+  encoding: string;
+  preload: number;
+  total: number;
+  tokens: Record<string, number>;
+}
+
+/** An answer of the API, and whether it differs from the last one for the same path. */
+export interface IFetched<T> {
+  data: T;
+  fresh: boolean;
+}
+
+/** The server's message for a failed request, else the error as text. */
+export function reason(error: unknown): string {
+  return error instanceof ServerConnection.ResponseError ? error.message : String(error);
+}
+
+/** A query string of the defined values. */
+export function query(params: Record<string, string | number | boolean | null | undefined>): string {
+  const parts = Object.entries(params)
+    .filter(([, value]) => value !== null && value !== undefined && value !== '')
+    .map(([key, value]) => {
+      const text = typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
+      return `${key}=${encodeURIComponent(text)}`;
+    });
+  return parts.length ? `?${parts.join('&')}` : '';
+}
+
+/** The API path of agent `name` (`agents/NAME`), with `more` path segments after it. */
+export function agentPath(name: string, ...more: string[]): string {
+  return ['agents', name, ...more].map(encodeURIComponent).join('/');
+}
+
+/**
+ * GETs under the nbmemory API, with Jupyter's token and XSRF header. The last answer for each
+ * path is kept with its ETag; the next GET sends `If-None-Match` and a 304 reuses it.
+ */
+export class Api {
+  async get<T>(path: string): Promise<IFetched<T>> {
+    const settings = ServerConnection.makeSettings();
+    const url = URLExt.join(settings.baseUrl, 'nbmemory', 'api', path);
+    const cached = this.cache.get(path);
+    const headers: Record<string, string> = cached ? { 'If-None-Match': cached.etag } : {};
+    const response = await ServerConnection.makeRequest(url, { headers }, settings);
+    if (response.status === 304 && cached) {
+      return { data: cached.data as T, fresh: false };
+    }
+    if (!response.ok) {
+      throw await ServerConnection.ResponseError.create(response);
+    }
+    const data = (await response.json()) as T;
+    const etag = response.headers.get('ETag');
+    this.cache.delete(path);
+    if (etag) {
+      this.cache.set(path, { etag, data });
+      while (this.cache.size > 64) {
+        this.cache.delete(this.cache.keys().next().value as string);
+      }
+    }
+    return { data, fresh: true };
+  }
+
+  /** GET `path` as a file: its text, content type and the file name the server suggests. */
+  async download(path: string): Promise<{ text: string; type: string; filename: string }> {
+    const settings = ServerConnection.makeSettings();
+    const url = URLExt.join(settings.baseUrl, 'nbmemory', 'api', path);
+    const response = await ServerConnection.makeRequest(url, {}, settings);
+    if (!response.ok) {
+      throw await ServerConnection.ResponseError.create(response);
+    }
+    const disposition = response.headers.get('Content-Disposition') ?? '';
+    const encoded = /filename\*=UTF-8''([^;]+)/i.exec(disposition);
+    const plain = /filename="([^"]+)"/i.exec(disposition);
+    const filename = encoded ? decodeURIComponent(encoded[1]) : plain ? plain[1] : 'export.txt';
+    const type = response.headers.get('Content-Type') ?? 'text/plain';
+    return { text: await response.text(), type, filename };
+  }
+
+  /** POST `body` as JSON; the answer, or a `ResponseError` carrying the server's message. */
+  async post<T>(path: string, body: unknown): Promise<T> {
+    const settings = ServerConnection.makeSettings();
+    const url = URLExt.join(settings.baseUrl, 'nbmemory', 'api', path);
+    const response = await ServerConnection.makeRequest(
+      url,
+      {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'Content-Type': 'application/json' }
+      },
+      settings
+    );
+    if (!response.ok) {
+      throw await ServerConnection.ResponseError.create(response);
+    }
+    return (await response.json()) as T;
+  }
+
+  private readonly cache = new Map<string, { etag: string; data: unknown }>();
+}

@@ -1,0 +1,85 @@
+/**
+ * Paging controls: to the start, back, "Page [n] of N", on, to the end. Every control has an
+ * accessible name; the page field takes a number and Enter.
+ */
+import { button, el, number } from './dom';
+
+export interface IPagerOptions {
+  total: number;
+  offset: number;
+  size: number;
+  /** Names of the four buttons: start, back, on, end (e.g. Newest, Newer, Older, Oldest). */
+  labels: [string, string, string, string];
+  /** What is paged, for accessible names: "messages", "hits". */
+  what: string;
+  go: (offset: number) => void;
+}
+
+export function pageCount(total: number, size: number): number {
+  return Math.max(1, Math.ceil(total / size));
+}
+
+/** A navigation bar for `options` (`data-key`s let the caller keep focus across redraws). */
+export function pager(options: IPagerOptions): HTMLElement {
+  const { total, offset, size, labels, what, go } = options;
+  const pages = pageCount(total, size);
+  const current = Math.floor(offset / size) + 1;
+  const nav = el('nav', 'jp-nbmemory-pager', undefined, { 'aria-label': `Pages of ${what}` });
+  const make = (label: string, key: string, page: number, disabled: boolean) => {
+    const node = button(label, `${label} ${what}`, () => go((page - 1) * size), `${label} ${what}`);
+    node.dataset.key = key;
+    node.disabled = disabled;
+    return node;
+  };
+  const field = el('input', 'jp-mod-styled jp-nbmemory-page-input', undefined, {
+    type: 'number',
+    min: '1',
+    max: String(pages),
+    value: String(current),
+    'aria-label': `Page number of ${what}, 1 to ${pages}`,
+    'data-key': 'page',
+    'data-testid': 'nbmemory-page-input'
+  });
+  const jump = () => {
+    const page = Math.round(Number(field.value));
+    if (Number.isFinite(page) && page >= 1 && page <= pages) {
+      go((page - 1) * size);
+    } else {
+      field.value = String(current);
+      field.setCustomValidity(`A page from 1 to ${pages}`);
+      field.reportValidity();
+    }
+  };
+  field.addEventListener('keydown', event => {
+    if (event.key === 'Enter') {
+      event.preventDefault();
+      jump();
+    }
+  });
+  field.addEventListener('change', () => field.setCustomValidity(''));
+  const label = el('label', 'jp-nbmemory-page-label');
+  label.append('Page ', field, ` of ${number(pages)}`);
+  nav.append(
+    make(labels[0], 'start', 1, current <= 1),
+    make(labels[1], 'back', current - 1, current <= 1),
+    label,
+    make(labels[2], 'on', current + 1, current >= pages),
+    make(labels[3], 'end', pages, current >= pages)
+  );
+  nav.hidden = pages <= 1;
+  return nav;
+}
+
+/**
+ * Run `draw`, which replaces what is inside `container`, and put the focus back on the element
+ * with the same `data-key` if it was inside before (so a poll never takes the focus away).
+ */
+export function keepingFocus(container: HTMLElement, draw: () => void): void {
+  const active = document.activeElement as HTMLElement | null;
+  const key = active && container.contains(active) ? active.dataset.key : undefined;
+  draw();
+  if (key !== undefined) {
+    const again = container.querySelector<HTMLElement>(`[data-key="${CSS.escape(key)}"]`);
+    again?.focus();
+  }
+}

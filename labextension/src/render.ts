@@ -1,0 +1,98 @@
+/**
+ * Untrusted text (messages, notes, summaries) on screen: Markdown with raw HTML escaped and no
+ * images, through JupyterLab's sanitizer, or, in "Exact text" mode, verbatim in a <pre>.
+ */
+import { renderMarkdown } from '@jupyterlab/rendermime';
+import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+
+import { el } from './dom';
+
+/** Tags Markdown produces, minus <img>; any other tag in a message (raw HTML) is shown as text. */
+const MARKDOWN_TAGS = [
+  'a', 'b', 'blockquote', 'br', 'code', 'del', 'div', 'em', 'h1', 'h2', 'h3', 'h4', 'h5',
+  'h6', 'hr', 'i', 'li', 'ol', 'p', 'pre', 's', 'span', 'strong', 'sub', 'sup', 'table',
+  'tbody', 'td', 'th', 'thead', 'tr', 'ul'
+];
+
+/**
+ * Tags never rendered: when a message holds one, it is escaped and shown with all its
+ * attributes (`<img src=x onerror=...>` as text), so a reader sees what the payload was.
+ */
+const SHOWN_AS_TEXT = [
+  'audio', 'base', 'body', 'button', 'details', 'embed', 'form', 'frame', 'frameset', 'head',
+  'html', 'iframe', 'img', 'input', 'link', 'marquee', 'math', 'meta', 'object', 'picture',
+  'script', 'select', 'source', 'style', 'svg', 'template', 'textarea', 'track', 'video'
+];
+/** Attributes kept on rendered tags: no styles (no `url()` fetches), no handlers. */
+const RENDERED_ATTRIBUTES: Record<string, string[]> = {
+  a: ['href', 'title'],
+  ol: ['start'],
+  td: ['align'],
+  th: ['align']
+};
+
+/**
+ * The app's sanitizer, restricted to the tags Markdown produces, without images or styles:
+ * raw HTML in a message (`<img onerror=...>`, `<script>`, `<svg onload=...>`) is escaped and
+ * shown as text (with its attributes), never rendered; Markdown images are escaped too, so no
+ * tracker is fetched; no style attribute survives (no CSS `url()` fetch); links keep only
+ * http(s) and mailto targets (a `javascript:` link loses its href).
+ */
+export class MessageSanitizer implements IRenderMime.ISanitizer {
+  constructor(private readonly base: IRenderMime.ISanitizer) {}
+
+  sanitize(dirty: string, options?: IRenderMime.ISanitizerOptions): string {
+    const strict = {
+      allowedTags: MARKDOWN_TAGS,
+      disallowedTagsMode: 'escape',
+      allowedAttributes: {
+        ...Object.fromEntries(SHOWN_AS_TEXT.map(tag => [tag, ['*']])),
+        ...RENDERED_ATTRIBUTES
+      },
+      allowedStyles: {},
+      allowedSchemes: ['http', 'https', 'mailto'],
+      allowedSchemesByTag: {}
+    };
+    return this.base.sanitize(dirty, { ...options, ...strict } as IRenderMime.ISanitizerOptions);
+  }
+
+  getAutolink(): boolean {
+    return this.base.getAutolink?.() ?? true;
+  }
+
+  get allowNamedProperties(): boolean {
+    return false;
+  }
+}
+
+/** Renders untrusted text into a host element, as sanitized Markdown or as exact text. */
+export class TextRenderer {
+  constructor(
+    readonly sanitizer: IRenderMime.ISanitizer,
+    readonly markdownParser: IRenderMime.IMarkdownParser | null
+  ) {}
+
+  async render(body: HTMLElement, text: string, exact: boolean): Promise<void> {
+    if (exact) {
+      body.classList.remove('jp-RenderedMarkdown');
+      const pre = el('pre', 'jp-nbmemory-exact-text', undefined, {
+        'data-testid': 'nbmemory-exact-text'
+      });
+      pre.textContent = text; // verbatim: what the agent will read, injected instructions and all
+      body.replaceChildren(pre);
+      return;
+    }
+    body.classList.add('jp-RenderedMarkdown');
+    await renderMarkdown({
+      host: body,
+      source: text,
+      trusted: false,
+      sanitizer: this.sanitizer,
+      resolver: null,
+      linkHandler: null,
+      shouldTypeset: false,
+      latexTypesetter: null,
+      markdownParser: this.markdownParser
+    });
+  }
+}

@@ -1,0 +1,382 @@
+/**
+ * The compaction timeline ("what did it forget?"): every compaction of the selected agent, with
+ * its time, the tokens before and after, and its archive; opening one shows, in the main area,
+ * the summary beside the transcript it replaced (the archive, a page at a time), with each
+ * dropped term (a name, number, date or identifier of the transcript that neither the summary
+ * nor the pinned notes hold) listed and marked in the transcript.
+ *
+ * Summaries, transcripts and terms are untrusted text: they are rendered like messages
+ * (sanitized Markdown or exact text) and marked by splitting text nodes, never as HTML.
+ */
+import { Widget } from '@lumino/widgets';
+
+import { Api, ICompaction, IItem, IPage, agentPath, query, reason } from './api';
+import { button, el, markText, number, plural, wholeWord } from './dom';
+import { TextRenderer } from './render';
+
+const PAGE_SIZE = 20;
+/** The largest page the server gives (`MAX_LIMIT`). */
+const MAX_PAGE = 200;
+
+/** "1,234 → 345 tokens" */
+export function tokensChange(compaction: ICompaction): string {
+  return `${number(compaction.tokens_before)} → ${number(compaction.tokens_after)} tokens`;
+}
+
+/** The compaction list of the sidebar; a compaction opens with `onOpen`. */
+export class CompactionTimeline {
+  constructor(
+    private readonly onOpen: (compaction: ICompaction, position: number, count: number) => void,
+    private readonly onShowArchive: (archive: string) => void
+  ) {
+    this.list = el('ol', 'jp-nbmemory-timeline', undefined, {
+      'aria-label': 'Compactions',
+      'data-testid': 'nbmemory-timeline'
+    });
+    this.node = el('section', 'jp-nbmemory-compactions', undefined, {
+      'aria-label': 'Compactions: what did it forget?'
+    });
+    this.node.append(
+      el('h4', 'jp-nbmemory-section-title', 'Compactions: what did it forget?'),
+      this.list
+    );
+  }
+
+  /** Show agent `agent`'s `compactions` (oldest first); `current` is the archive open in the
+   * message list. */
+  update(agent: string, compactions: ICompaction[], current: string | null): void {
+    const count = compactions.length;
+    this.list.replaceChildren(
+      ...compactions.map((compaction, position) => {
+        const row = el('li', 'jp-nbmemory-compaction', undefined, {
+          'data-testid': 'nbmemory-compaction',
+          'data-agent': agent,
+          'data-archive': compaction.archive,
+          'aria-current': String(compaction.archive === current)
+        });
+        const dropped = compaction.dropped.length
+          ? `${plural(compaction.dropped.length, 'term')} dropped`
+          : 'nothing dropped';
+        const head = el('div', 'jp-nbmemory-compaction-head');
+        head.append(
+          el('span', 'jp-nbmemory-compaction-number', `#${position + 1}`),
+          el('time', 'jp-nbmemory-compaction-time', compaction.time.replace('T', ' '), {
+            datetime: compaction.time
+          })
+        );
+        const figures = el(
+          'div',
+          'jp-nbmemory-agent-figures',
+          `${tokensChange(compaction)} · ${plural(compaction.messages, 'message')} archived · ` +
+            dropped,
+          { 'data-testid': 'nbmemory-compaction-figures' }
+        );
+        const actions = el('div', 'jp-nbmemory-compaction-actions');
+        actions.append(
+          button(
+            'What did it forget?',
+            'Open the summary beside the transcript it replaced',
+            () => this.onOpen(compaction, position, count),
+            `What did compaction ${position + 1} forget?`
+          ),
+          button(
+            'Show archive',
+            `Show ${compaction.archive} in the message list`,
+            () => this.onShowArchive(compaction.archive),
+            `Show archive ${compaction.archive}`
+          )
+        );
+        const archive = el('div', 'jp-nbmemory-compaction-archive', compaction.archive, {
+          title: 'The archive of this compaction: the transcript as it was'
+        });
+        row.append(head, figures, archive, actions);
+        return row;
+      })
+    );
+    if (!count) {
+      this.list.append(el('li', 'jp-nbmemory-empty', 'No compactions yet.'));
+    }
+  }
+
+  readonly node: HTMLElement;
+  private readonly list: HTMLOListElement;
+}
+
+/**
+ * A compaction in the main area: the summary (left) beside the transcript it replaced (right,
+ * paged), and the dropped terms, listed and marked wherever they occur in the transcript.
+ */
+export class CompactionView extends Widget {
+  constructor(
+    private readonly api: Api,
+    private readonly renderer: TextRenderer,
+    readonly agent: string,
+    readonly compaction: ICompaction,
+    position: number,
+    count: number
+  ) {
+    super();
+    this.addClass('jp-nbmemory-view');
+    this.node.dataset.testid = 'nbmemory-compaction-view';
+    this.node.dataset.agent = agent; // what the commands act on when used here
+    this.node.dataset.archive = compaction.archive;
+    this.node.tabIndex = -1;
+    this.id = CompactionView.idFor(agent, compaction.archive);
+    this.title.label = `${agent}: compaction ${position + 1}`;
+    this.title.caption = `${agent}: what compaction ${position + 1} of ${count} forgot (${compaction.archive})`;
+    this.title.closable = true;
+
+    this.exact = el('input', '', undefined, { type: 'checkbox' });
+    this.exact.addEventListener('change', () => void this.renderAll());
+    const exactLabel = el('label', 'jp-nbmemory-exact', undefined, {
+      title: 'Show the summary and the transcript exactly as stored, with no Markdown'
+    });
+    exactLabel.append(this.exact, ' Exact text');
+
+    const kept = compaction.kept_messages
+      ? `, then ${plural(compaction.kept_messages, 'message')} kept word for word`
+      : '';
+    const header = el('header', 'jp-nbmemory-view-header');
+    header.append(
+      el('h2', 'jp-nbmemory-view-title', `${agent}: compaction ${position + 1} of ${count}`),
+      el(
+        'div',
+        'jp-nbmemory-view-figures',
+        `${compaction.time.replace('T', ' ')} · ${tokensChange(compaction)} · ` +
+          `${plural(compaction.messages, 'message')} archived in ${compaction.archive}${kept}`,
+        { 'data-testid': 'nbmemory-view-figures' }
+      ),
+      el(
+        'div',
+        'jp-nbmemory-view-source',
+        compaction.recorded
+          ? 'Dropped terms as the compressor recorded them when it compacted.'
+          : 'Dropped terms worked out from the archive and the summary, against the pinned ' +
+              'notes as they are now (no record of this compaction).'
+      ),
+      exactLabel
+    );
+
+    this.droppedList = el('ul', 'jp-nbmemory-dropped-list', undefined, {
+      'aria-label': 'Dropped terms',
+      'data-testid': 'nbmemory-dropped-list'
+    });
+    const dropped = el('section', 'jp-nbmemory-dropped', undefined, {
+      'aria-label': 'Dropped terms'
+    });
+    dropped.append(
+      el(
+        'h3',
+        'jp-nbmemory-section-title',
+        compaction.dropped.length
+          ? `Dropped: ${plural(compaction.dropped.length, 'term')} of the transcript that ` +
+              'neither the summary nor the pinned notes hold (the archive still does)'
+          : 'Nothing dropped: every name, number, date and identifier of the transcript is in ' +
+              'the summary or the pinned notes'
+      ),
+      this.droppedList
+    );
+
+    this.summary = el('div', 'jp-nbmemory-message-body jp-nbmemory-summary-body', undefined, {
+      'data-testid': 'nbmemory-summary'
+    });
+    const summary = el('section', 'jp-nbmemory-view-column', undefined, {
+      'aria-label': 'Summary'
+    });
+    summary.append(el('h3', 'jp-nbmemory-section-title', 'Summary (what the memory holds now)'), this.summary);
+
+    this.caption = el('span', 'jp-nbmemory-caption', '', { role: 'status' });
+    this.pager = el('div', 'jp-nbmemory-viewbar');
+    this.transcript = el('ol', 'jp-nbmemory-messages', undefined, {
+      'aria-label': 'Transcript replaced',
+      'data-testid': 'nbmemory-transcript'
+    });
+    const transcript = el('section', 'jp-nbmemory-view-column', undefined, {
+      'aria-label': 'Transcript replaced'
+    });
+    transcript.append(
+      el('h3', 'jp-nbmemory-section-title', 'Transcript it replaced (the archive)'),
+      this.pager,
+      this.transcript
+    );
+    const columns = el('div', 'jp-nbmemory-view-columns');
+    columns.append(summary, transcript);
+    this.node.append(header, dropped, columns);
+
+    this.droppedList.replaceChildren(
+      ...compaction.dropped.map(term => {
+        const row = el('li', 'jp-nbmemory-dropped-term', undefined, {
+          'data-testid': 'nbmemory-dropped-term',
+          'data-term': term
+        });
+        const find = button(
+          '',
+          `Show the first message of the transcript with “${term}”`,
+          () => void this.find(term),
+          `Find “${term}” in the transcript`
+        );
+        find.append(el('mark', 'jp-nbmemory-dropped-mark', term));
+        row.append(find);
+        return row;
+      })
+    );
+  }
+
+  static idFor(agent: string, archive: string): string {
+    return `nbmemory-compaction:${encodeURIComponent(agent)}:${encodeURIComponent(archive)}`;
+  }
+
+  /** Load the first page. */
+  async load(): Promise<void> {
+    await this.showPage(0);
+  }
+
+  private async showPage(offset: number, focus?: number): Promise<void> {
+    try {
+      const { data } = await this.api.get<IPage>(
+        agentPath(this.agent, 'archives', this.compaction.archive) +
+          query({ offset, limit: PAGE_SIZE, newest_first: false })
+      );
+      this.page = data;
+      await this.renderAll();
+      if (focus !== undefined) {
+        const card = this.transcript.querySelector<HTMLElement>(`[data-index="${focus}"]`);
+        if (card) {
+          card.classList.add('jp-mod-current');
+          card.focus();
+          card.scrollIntoView({ block: 'nearest' });
+        }
+      }
+    } catch (error) {
+      this.caption.textContent = `Could not read ${this.compaction.archive}: ${reason(error)}`;
+    }
+  }
+
+  private async renderAll(): Promise<void> {
+    const exact = this.exact.checked;
+    await this.renderer.render(this.summary, this.compaction.summary, exact);
+    const page = this.page;
+    if (!page) {
+      return;
+    }
+    const { total, offset, items } = page;
+    this.caption.textContent = total
+      ? `Messages ${number(offset + 1)}–${number(offset + items.length)} of ${number(total)}, oldest first`
+      : 'The archive holds no messages.';
+    const previous = button('Previous', 'Earlier messages of the transcript', () =>
+      void this.showPage(Math.max(0, offset - PAGE_SIZE))
+    );
+    const next = button('Next', 'Later messages of the transcript', () =>
+      void this.showPage(offset + PAGE_SIZE)
+    );
+    previous.disabled = offset === 0;
+    next.disabled = offset + items.length >= total;
+    this.pager.replaceChildren(this.caption, previous, next);
+    const cards = await Promise.all(items.map(item => this.card(item, exact)));
+    this.transcript.replaceChildren(...cards);
+    if (!items.length) {
+      this.transcript.append(el('li', 'jp-nbmemory-empty', 'Nothing here.'));
+    }
+  }
+
+  private async card(item: IItem, exact: boolean): Promise<HTMLLIElement> {
+    const card = el('li', 'jp-nbmemory-message', undefined, {
+      'data-testid': 'nbmemory-transcript-message',
+      'data-agent': this.agent,
+      'data-source': item.source,
+      'data-index': String(item.index),
+      'data-role': item.role,
+      tabindex: '0'
+    });
+    const meta = el('div', 'jp-nbmemory-message-meta');
+    meta.append(
+      el('span', 'jp-nbmemory-role', item.role),
+      el('span', 'jp-nbmemory-when', `#${item.index} ${item.timestamp}`)
+    );
+    const body = el('div', 'jp-nbmemory-message-body');
+    card.append(meta, body);
+    const text = this.full.get(item.index) ?? item.text;
+    await this.renderer.render(body, text, exact);
+    const marked = markText(
+      body,
+      this.compaction.dropped.map(term => [term, wholeWord(term)]),
+      'jp-nbmemory-dropped-mark'
+    );
+    if (marked) {
+      card.dataset.dropped = String(marked);
+    }
+    if (item.folded && !this.full.has(item.index)) {
+      const note = el('div', 'jp-nbmemory-fold');
+      note.append(
+        el(
+          'span',
+          'jp-nbmemory-fold-text',
+          `Showing ${number(item.text.length)} of ${number(item.length)} characters.`
+        ),
+        button('Show full text', 'Load the whole message', () => void this.loadFull(item.index))
+      );
+      card.append(note);
+    }
+    return card;
+  }
+
+  private async loadFull(index: number): Promise<void> {
+    try {
+      const { data } = await this.api.get<IItem>(
+        agentPath(this.agent, 'messages', String(index)) +
+          query({ archive: this.compaction.archive })
+      );
+      this.full.set(index, data.text);
+      await this.showPage(this.page?.offset ?? 0, index);
+    } catch (error) {
+      this.caption.textContent = `Could not load message ${index}: ${reason(error)}`;
+    }
+  }
+
+  /** Go to the first message of the transcript that holds `term`. */
+  private async find(term: string): Promise<void> {
+    this.caption.textContent = `Looking for “${term}”…`;
+    try {
+      // The search counts every hit and pages through them: none is missed past a page.
+      for (let offset = 0; ; offset += MAX_PAGE) {
+        const { data } = await this.api.get<IPage>(
+          agentPath(this.agent, 'search') +
+            query({ q: term, archives: true, offset, limit: MAX_PAGE, fold: 1 })
+        );
+        const hit = data.items.find(item => item.source === this.compaction.archive);
+        if (hit) {
+          const start = Math.floor(hit.index / PAGE_SIZE) * PAGE_SIZE;
+          const shown = await this.api.get<IPage>(
+            agentPath(this.agent, 'archives', this.compaction.archive) +
+              query({ offset: start, limit: PAGE_SIZE, newest_first: false })
+          );
+          const item = shown.data.items.find(i => i.index === hit.index);
+          if (item?.folded && !item.text.includes(term) && !this.full.has(hit.index)) {
+            const whole = await this.api.get<IItem>(
+              agentPath(this.agent, 'messages', String(hit.index)) +
+                query({ archive: this.compaction.archive })
+            );
+            this.full.set(hit.index, whole.data.text); // the term is past the fold
+          }
+          await this.showPage(start, hit.index);
+          return;
+        }
+        if (offset + data.items.length >= data.total) {
+          break;
+        }
+      }
+      this.caption.textContent = `“${term}” is not in ${this.compaction.archive} any more.`;
+    } catch (error) {
+      this.caption.textContent = `Could not look for “${term}”: ${reason(error)}`;
+    }
+  }
+
+  private readonly exact: HTMLInputElement;
+  private readonly summary: HTMLElement;
+  private readonly droppedList: HTMLUListElement;
+  private readonly caption: HTMLElement;
+  private readonly pager: HTMLElement;
+  private readonly transcript: HTMLOListElement;
+  private readonly full = new Map<number, string>();
+  private page: IPage | null = null;
+}

@@ -1,0 +1,508 @@
+"""The memory inspector in the "Agent Memory" sidebar, in real JupyterLab and Chromium: the
+context X-ray, the compaction timeline, the commands, the settings, keyboard use and themes.
+
+Every figure is compared with the read model's (the engine's) own, and memory content is
+hostile wherever it is shown: it must stay text."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from browser import WAIT_MS, jupyter_lab, lab_args, open_lab, require, screenshot
+from nbmemory import Conversation
+from nbmemory.notes import Notes
+from nbmemory.read_model import PARTS, ReadModel
+from nbmemory.run_settings import RunSettings, write_settings
+from nbmemory.workspace import memory_path
+
+pytestmark = pytest.mark.browser
+
+PANEL_TAB = '.jp-SideBar [data-id="nbmemory-panel"]'
+HOSTILE = '<img src=x onerror="window.__pwned=1"> **bold** <script>window.__pwned=2</script>'
+APPEND = (
+    "import sys\n"
+    "from nbmemory import Conversation\n"
+    "from nbmemory.workspace import memory_path\n"
+    "convo = Conversation(name=sys.argv[1], memory_md_path=memory_path(sys.argv[1]))\n"
+    "for i in range(int(sys.argv[2])):\n"
+    "    convo.add('User', f'filler {i}: ' + 'word ' * 40)\n"
+)
+
+
+def persistent(name: str) -> Conversation:
+    return Conversation(name=name, memory_md_path=memory_path(name))
+
+
+def shown_number(text: str) -> int:
+    """A number as the panel shows it (``12,345`` in the browser's locale) as an int."""
+    return int(re.sub(r"[^\d]", "", text))
+
+
+def open_panel(page):
+    page.locator(PANEL_TAB).click()
+    panel = page.get_by_test_id("nbmemory-panel")
+    panel.get_by_test_id("nbmemory-agent").first.wait_for()
+    return panel
+
+
+def select(panel, name: str):
+    panel.get_by_test_id("nbmemory-agent").filter(has_text=name).first.click()
+
+
+def no_payload_ran(page, panel) -> None:
+    assert page.evaluate("() => typeof window.__pwned") == "undefined"
+    for tag in ("img", "script"):
+        assert panel.locator(f".jp-nbmemory-body {tag}").count() == 0, tag
+
+
+def test_the_xray_shows_what_the_next_request_carries_with_the_engines_figures(
+    tmp_path: Path, workspace: Path
+) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    convo = persistent("Scout")
+    for i in range(4):
+        convo.add("User" if i % 2 else "Scout", f"earlier {i} about the budget")
+    inode = os.stat(memory_path("Scout")).st_ino
+    convo.add("User", HOSTILE)  # added by "this session": the live process below preloaded 4
+    write_settings(
+        memory_path("Scout").parent,
+        RunSettings(
+            "gpt-4o",
+            3000,
+            0.75,
+            "o200k_base",
+            static_tokens=320,
+            overhead_tokens=900,
+            rules_tokens=40,
+            tool_tokens=150,
+            session=(os.getpid(), inode, 4),
+        ),
+    )
+    Notes(memory_path("Scout").parent).add("The budget is 40k EUR.")
+    usage = ReadModel(workspace).usage("Scout")
+    parts = dict(usage.parts)
+    assert all(parts[name] > 0 for name in PARTS), parts  # every part is drawn
+    assert not usage.compacts_next
+    root = tmp_path / "lab"
+    root.mkdir()
+
+    with (
+        jupyter_lab(
+            root, extra_args=lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5")
+        ) as server,
+        open_lab(server) as page,
+    ):
+        panel = open_panel(page)
+        select(panel, "Scout")
+        xray = panel.get_by_test_id("nbmemory-xray")
+        expect(xray).to_have_attribute("data-tokens", str(usage.tokens))
+        legend = xray.get_by_test_id("nbmemory-xray-part")
+        expect(legend).to_have_count(len(PARTS))
+
+        # The legend: each part's tokens as the engine counts them; they add up to its figure.
+        shown = {
+            row.get_attribute("data-part"): shown_number(
+                row.get_by_test_id("nbmemory-xray-tokens").inner_text()
+            )
+            for row in legend.all()
+        }
+        assert list(shown) == list(PARTS)
+        assert shown == parts
+        assert sum(shown.values()) == usage.tokens
+        total = xray.get_by_test_id("nbmemory-xray-total")
+        assert shown_number(total.locator(".jp-nbmemory-xray-tokens").inner_text()) == usage.tokens
+
+        # The gauge: one segment per part, as wide as its share of the window.
+        segments = xray.get_by_test_id("nbmemory-xray-segment")
+        expect(segments).to_have_count(len(PARTS))
+        track = xray.locator(".jp-nbmemory-xray-track").bounding_box()
+        widths = {}
+        for segment in segments.all():
+            name = segment.get_attribute("data-part")
+            assert int(segment.get_attribute("data-tokens")) == parts[name]
+            widths[name] = segment.bounding_box()["width"]
+        for name, width in widths.items():
+            assert width == pytest.approx(track["width"] * parts[name] / 3000, abs=1.5), name
+        threshold = xray.get_by_test_id("nbmemory-xray-threshold")
+        assert threshold.evaluate("m => m.style.left") == "75%"
+        expect(xray.get_by_test_id("nbmemory-xray-summary")).to_contain_text(
+            "compacts at 75% (2,250 tokens)"
+        )
+        expect(xray.get_by_test_id("nbmemory-xray-compacts")).to_be_hidden()
+
+        # Tokens per message, on demand: the engine's count for each message shown.
+        panel.get_by_label("Tokens per message").check()
+        counted = ReadModel(workspace).message_tokens("Scout")
+        cards = panel.get_by_test_id("nbmemory-message")
+        expect(cards).to_have_count(5)
+        for card in cards.all():
+            index = int(card.get_attribute("data-index"))
+            slot = card.get_by_test_id("nbmemory-message-tokens")
+            expect(slot).to_have_attribute("data-tokens", str(counted.tokens[index]))
+        assert counted.total == parts["earlier sessions"] + parts["this session"]
+        no_payload_ran(page, panel)
+
+        # Another process fills the memory past the threshold: "the next call will compact".
+        subprocess.run([sys.executable, "-c", APPEND, "Scout", "40"], check=True, timeout=60)
+        usage = ReadModel(workspace).usage("Scout")
+        assert usage.compacts_next
+        expect(xray).to_have_attribute("data-tokens", str(usage.tokens), timeout=WAIT_MS)
+        warning = xray.get_by_test_id("nbmemory-xray-compacts")
+        expect(warning).to_be_visible()
+        expect(warning).to_contain_text("The next call will compact")
+        expect(xray).to_have_class(re.compile("jp-mod-compacts"))
+        shown = [
+            shown_number(row.get_by_test_id("nbmemory-xray-tokens").inner_text())
+            for row in legend.all()
+        ]
+        assert shown == [tokens for _, tokens in usage.parts]
+        assert sum(shown) == usage.tokens
+        screenshot(panel, "xray.png")
+        no_payload_ran(page, panel)
+
+
+def test_the_timeline_shows_what_each_compaction_forgot(
+    tmp_path: Path, workspace: Path, openai_server
+) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    from nbmemory import ContextCompressor
+
+    convo = persistent("Auditor")
+    for i in range(22):
+        convo.add("User" if i % 2 else "Auditor", f"filler {i}: nothing to keep here")
+    convo.add("User", "Ticket ACME-42 blocks the release. " + HOSTILE)  # index 22: page 2
+    convo.add("User", "The launch is on 2027-03-14 and the budget is 40k EUR.")
+    convo.compact("Launch on 2027-03-14, budget 40k EUR.")  # by hand: ACME-42 left out
+    convo.add("User", "Order PO-7781 ships from Rotterdam.")
+    agent = type("Plain", (), {})()
+    agent.short_memory, agent.context_length = convo, 4000
+    agent.model_name, agent.agent_name = "openai/test-model", "Auditor"
+    agent.api_base, agent.api_key, agent.max_retries = openai_server.url, "test-key", 0
+    openai_server.reply("An order ships from Rotterdam. " + HOSTILE)
+    ContextCompressor().compress(agent)
+    first, second = ReadModel(workspace).compactions("Auditor")
+    assert "ACME-42" in first.dropped and not first.recorded
+    assert second.recorded and "PO-7781" in second.dropped
+    root = tmp_path / "lab"
+    root.mkdir()
+
+    with (
+        jupyter_lab(root, extra_args=lab_args(tmp_path)) as server,
+        open_lab(server) as page,
+    ):
+        panel = open_panel(page)
+        select(panel, "Auditor")
+        timeline = panel.get_by_test_id("nbmemory-compaction")
+        expect(timeline).to_have_count(2)
+        for row, info in zip(timeline.all(), (first, second), strict=True):
+            assert row.get_attribute("data-archive") == info.archive
+            figures = row.get_by_test_id("nbmemory-compaction-figures").inner_text()
+            before, after = page.evaluate(
+                "([b, a]) => [b.toLocaleString(), a.toLocaleString()]",
+                [info.tokens_before, info.tokens_after],
+            )
+            assert f"{before} → {after} tokens" in figures
+            assert f"{info.messages} messages archived" in figures
+            assert f"{len(info.dropped)} term" in figures
+            expect(row).to_contain_text(info.time.replace("T", " "))
+
+        # Open the first: the summary beside the transcript it replaced, ACME-42 dropped.
+        timeline.first.get_by_role("button", name="What did compaction 1 forget?").click()
+        view = page.get_by_test_id("nbmemory-compaction-view")
+        expect(view).to_be_visible()
+        expect(view.get_by_test_id("nbmemory-summary")).to_contain_text(
+            "Launch on 2027-03-14, budget 40k EUR."
+        )
+        terms = view.get_by_test_id("nbmemory-dropped-term")
+        expect(terms).to_have_count(len(first.dropped))
+        assert [t.get_attribute("data-term") for t in terms.all()] == first.dropped
+        transcript = view.get_by_test_id("nbmemory-transcript-message")
+        expect(transcript).to_have_count(20)
+        expect(transcript.first).to_contain_text("filler 0")
+        summary_box = view.get_by_test_id("nbmemory-summary").bounding_box()
+        transcript_box = view.get_by_test_id("nbmemory-transcript").bounding_box()
+        assert summary_box["x"] + summary_box["width"] <= transcript_box["x"]  # side by side
+
+        # "Find" goes to the page that holds the term; the term is marked there, as text.
+        view.get_by_role("button", name="Find “ACME-42” in the transcript").click()
+        holder = view.locator('[data-testid="nbmemory-transcript-message"][data-index="22"]')
+        expect(holder).to_be_visible()
+        expect(holder).to_be_focused()
+        marks = holder.locator('mark.jp-nbmemory-dropped-mark[data-term="ACME-42"]')
+        expect(marks).to_have_count(1)
+        expect(marks).to_have_text("ACME-42")
+        expect(holder).to_contain_text('<img src="x" onerror="window.__pwned=1" />')
+        assert view.locator(".jp-nbmemory-messages img, .jp-nbmemory-messages script").count() == 0
+        view.get_by_label("Exact text").check()
+        exact = holder.get_by_test_id("nbmemory-exact-text")
+        expect(exact).to_contain_text(HOSTILE)
+        expect(exact.locator('mark[data-term="ACME-42"]')).to_have_count(1)
+        screenshot(page, "compaction-view.png")
+
+        # The second, recorded by the compressor: its summary is hostile and stays text.
+        timeline.nth(1).get_by_role("button", name="What did compaction 2 forget?").click()
+        second_view = page.get_by_test_id("nbmemory-compaction-view").filter(
+            has_text="compaction 2 of 2"
+        )
+        expect(second_view).to_be_visible()
+        expect(second_view).to_contain_text("as the compressor recorded them")
+        expect(second_view.get_by_test_id("nbmemory-summary")).to_contain_text("onerror=")
+        transcript = second_view.get_by_test_id("nbmemory-transcript-message")
+        expect(transcript.locator('mark[data-term="PO-7781"]')).to_have_count(1)
+        assert page.locator(".jp-nbmemory-view img, .jp-nbmemory-view script").count() == 0
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+        # The context menu of a compaction opens its archive; this workspace is outside the
+        # server's root, so JupyterLab cannot: it says so and shows the absolute path.
+        timeline.first.click(button="right")
+        menu = page.locator(".lm-Menu")
+        item = menu.get_by_text(f"Open Archive {first.archive} in Editor")
+        expect(item).to_be_visible()
+        item.click()
+        dialog = page.locator(".jp-Dialog")
+        expect(dialog).to_contain_text("JupyterLab cannot open Auditor's archive")
+        expect(dialog).to_contain_text("outside the Jupyter server's root folder")
+        path = ReadModel(workspace).file_path("Auditor", first.archive)
+        expect(dialog.get_by_test_id("nbmemory-absolute-path")).to_have_text(str(path))
+        dialog.get_by_role("button", name="Close").click()
+        expect(dialog).to_be_hidden()
+
+
+def palette(page, label: str) -> None:
+    """Run the command labelled ``label`` from the command palette, in "Agent Memory"."""
+    from playwright.sync_api import expect
+
+    page.keyboard.press("Control+Shift+C")
+    modal = page.locator(".jp-ModalCommandPalette")
+    box = modal.locator(".lm-CommandPalette-input")
+    expect(box).to_be_visible()
+    box.fill(label)
+    item = modal.locator(".lm-CommandPalette-item").filter(
+        has=page.locator(
+            ".lm-CommandPalette-itemLabel", has_text=re.compile(f"^{re.escape(label)}$")
+        )
+    )
+    expect(item).to_have_count(1)
+    expect(modal.locator(".lm-CommandPalette-header").first).to_contain_text("Agent Memory")
+    item.click()
+    expect(modal).to_be_hidden()
+
+
+def test_the_palette_commands_act_on_the_agent_and_message_chosen(
+    tmp_path: Path, workspace: Path
+) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    from browser import write_notebook
+    from nbmemory.export import export_text
+
+    convo = persistent("Scout")
+    for i in range(250):
+        role = ["User", "Scout", "Tool"][i % 3]
+        convo.add(role, f"note {i} about the Budget of team {i % 7}")
+    convo.add("User", HOSTILE)
+    write_notebook(tmp_path / "work.ipynb", "print('hello')")
+    model = ReadModel(workspace)
+    assert workspace.parent == tmp_path  # the workspace is under the server's root
+
+    with (
+        jupyter_lab(tmp_path, extra_args=lab_args(tmp_path)) as server,
+        open_lab(server, failure_name="palette") as page,
+    ):
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('docmanager:open', {path: 'work.ipynb'})"
+        )
+        expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(1)
+        panel = open_panel(page)
+        select(panel, "Scout")
+        memory = panel.get_by_test_id("nbmemory-messages").get_by_test_id("nbmemory-message")
+        expect(memory.first).to_contain_text("window.__pwned=1")
+        caption = panel.get_by_test_id("nbmemory-list-caption")
+        expect(caption).to_have_text("1\u201320 of 251 messages, newest first")
+
+        # Search: a hit count, paging past 200 hits, the matches marked, "no results".
+        search = panel.get_by_test_id("nbmemory-search")
+        search.fill("budget")
+        search.press("Enter")
+        found = panel.get_by_test_id("nbmemory-search-caption")
+        expect(found).to_have_text("250 hits in MEMORY.md; 1\u201320 shown")
+        hits = panel.get_by_test_id("nbmemory-search-results").get_by_test_id("nbmemory-message")
+        expect(hits).to_have_count(20)
+        expect(hits.first.locator("mark.jp-nbmemory-hit")).to_have_text("Budget")
+        expect(memory).to_have_count(20)  # the message list stays, apart
+        panel.get_by_role("button", name="Last hits").click()
+        expect(found).to_have_text("250 hits in MEMORY.md; 241\u2013250 shown")
+        field = panel.get_by_test_id("nbmemory-search-section").get_by_test_id(
+            "nbmemory-page-input"
+        )
+        field.fill("11")
+        field.press("Enter")
+        expect(found).to_have_text("250 hits in MEMORY.md; 201\u2013220 shown")
+        expect(hits.first).to_contain_text("note 200 about")
+        search.fill("onerror")
+        search.press("Enter")
+        expect(found).to_have_text("1 hit in MEMORY.md; 1\u20131 shown")
+        expect(hits.first.locator("mark.jp-nbmemory-hit")).to_have_text("onerror")
+        search.fill("zebra")
+        search.press("Enter")
+        expect(found).to_contain_text("No results for “zebra” in MEMORY.md.")
+        expect(hits).to_have_count(0)
+        panel.get_by_role("button", name="Close search").click()
+        expect(panel.get_by_test_id("nbmemory-search-section")).to_be_hidden()
+
+        # Filter by role; jump to the oldest page, a page number, the newest.
+        panel.get_by_test_id("nbmemory-role").select_option("Tool")
+        tools = model.messages("Scout", role="Tool")
+        expect(caption).to_have_text(f"1\u201320 of {tools.total} messages by Tool, newest first")
+        assert {m.get_attribute("data-role") for m in memory.all()} == {"Tool"}
+        assert [int(m.get_attribute("data-index")) for m in memory.all()] == [
+            item.index for item in tools.items
+        ]
+        panel.get_by_test_id("nbmemory-role").select_option("")
+        expect(caption).to_have_text("1\u201320 of 251 messages, newest first")
+        palette(page, "Go to Oldest Messages")
+        expect(caption).to_have_text("241\u2013251 of 251 messages, newest first")
+        expect(memory.last).to_contain_text("note 0 about")
+        palette(page, "Go to Page of Messages…")
+        dialog = page.locator(".jp-Dialog")
+        dialog.locator("input").fill("3")
+        dialog.get_by_role("button", name="Ok").click()
+        expect(caption).to_have_text("41\u201360 of 251 messages, newest first")
+        palette(page, "Go to Newest Messages")
+        expect(caption).to_have_text("1\u201320 of 251 messages, newest first")
+
+        # Copy: the message focused last, whole, to the clipboard.
+        memory.first.click()
+        palette(page, "Copy Message Text")
+        expect(
+            page.locator(".Toastify__toast").filter(has_text="Copied message #250")
+        ).to_have_count(1)
+        assert page.evaluate("() => navigator.clipboard.readText()") == HOSTILE
+
+        # Insert it into the notebook: a raw cell, as text, never run.
+        palette(page, "Insert Message into Notebook as Raw Cell")
+        cells = page.evaluate(
+            """() => [...window.jupyterapp.shell.widgets('main')]
+                .find(w => w.context && w.context.path === 'work.ipynb')
+                .content.model.sharedModel.cells.map(c => [c.cell_type, c.source])"""
+        )
+        assert cells == [["code", "print('hello')"], ["raw", HOSTILE]]
+        assert page.locator(".jp-Notebook img, .jp-Notebook script").count() == 0
+
+        # Open MEMORY.md in JupyterLab's editor, by its path from the server's root.
+        palette(page, "Open Scout's MEMORY.md in Editor")
+        page.wait_for_function(
+            "() => window.jupyterapp.shell.currentWidget?.context?.path"
+            " === 'workspace/agents/Scout/MEMORY.md'"
+        )
+        editor = page.locator(".jp-FileEditor .cm-content")
+        expect(editor).to_contain_text("### User —")
+
+        # Export as JSON and as Markdown: what `nbmemory export` writes.
+        for label, form in (("JSON", "json"), ("Markdown", "md")):
+            with page.expect_download() as download:
+                palette(page, f"Export Agent Memory as {label}")
+            saved = Path(download.value.path()).read_text(encoding="utf-8")
+            assert saved == export_text("Scout", model.records("Scout"), form)
+            assert download.value.suggested_filename == f"Scout.{form}"
+
+        screenshot(page, "palette-editor.png")
+
+        # Compact, after confirming: the dialog names the agent, the messages and the tokens.
+        usage = model.usage("Scout")
+        parts = dict(usage.parts)
+        archived = parts["earlier sessions"] + parts["this session"]
+        palette(page, "Compact Scout's Memory…")
+        dialog = page.locator(".jp-Dialog")
+        expect(dialog).to_contain_text("Compact Scout?")
+        tokens = page.evaluate("(n) => n.toLocaleString()", archived)
+        expect(dialog.get_by_test_id("nbmemory-compact-what")).to_contain_text(
+            f"All 251 messages of Scout's MEMORY.md ({tokens} tokens"
+        )
+        dialog.get_by_role("button", name="Compact").click()  # no summary: asked again
+        expect(page.locator(".jp-Dialog [role=alert]")).to_contain_text("A summary is needed")
+        assert model.messages("Scout").total == 251
+        page.locator(".jp-Dialog").get_by_test_id("nbmemory-compact-summary").fill(
+            "Budget notes of seven teams."
+        )
+        page.locator(".jp-Dialog").get_by_role("button", name="Compact").click()
+        toast = page.locator(".Toastify__toast").filter(has_text="Compacted Scout")
+        expect(toast).to_have_count(1, timeout=WAIT_MS)
+        expect(caption).to_have_text("1\u20131 of 1 message, newest first", timeout=WAIT_MS)
+        assert [i.text for i in model.messages("Scout").items] == ["Budget notes of seven teams."]
+        assert len(model.archives("Scout")) == 1
+        expect(panel.get_by_test_id("nbmemory-compaction")).to_have_count(1)
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+
+def test_the_settings_change_the_panel(tmp_path: Path, workspace: Path) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    convo = persistent("Scout")
+    for i in range(29):
+        convo.add("User", f"message {i}")
+    convo.add("User", "long " + "x" * 300)
+    root = tmp_path / "lab"
+    root.mkdir()
+    args = lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5")
+
+    with jupyter_lab(root, extra_args=args) as server, open_lab(server) as page:
+        panel = open_panel(page)
+        select(panel, "Scout")
+        caption = panel.get_by_test_id("nbmemory-list-caption")
+        memory = panel.get_by_test_id("nbmemory-messages").get_by_test_id("nbmemory-message")
+        polling = panel.get_by_test_id("nbmemory-polling")
+        expect(caption).to_have_text("1\u201320 of 30 messages, newest first")
+        expect(memory.first).to_have_attribute("data-index", "29")
+        expect(memory.first).not_to_contain_text("Showing")
+        expect(polling).to_have_text("Checks for changes every 0.5 s (the server's setting)")
+        archives_too = panel.get_by_label("archives too")
+        expect(archives_too).not_to_be_checked()
+
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute("
+            "'settingeditor:open', {query: 'Agent Memory'})"
+        )
+        form = page.locator(".jp-SettingsPanel")
+
+        def field(key: str):
+            return form.locator(f'[id="jp-SettingsEditor-nbmemory:plugin_{key}"]')
+
+        expect(field("order")).to_be_visible()
+        field("order").select_option("oldest")
+        expect(caption).to_have_text("1\u201320 of 30 messages, oldest first", timeout=WAIT_MS)
+        expect(memory.first).to_have_attribute("data-index", "0")
+
+        field("foldLength").fill("100")
+        field("order").select_option("newest")
+        expect(memory.first).to_contain_text("Showing 100 of 305 characters.", timeout=WAIT_MS)
+
+        field("searchArchives").check()
+        expect(archives_too).to_be_checked(timeout=WAIT_MS)
+
+        field("pollInterval").fill("0")
+        expect(polling).to_have_text(
+            "Does not check for changes (off in the settings): use Refresh", timeout=WAIT_MS
+        )
+        expect(panel).to_have_attribute("data-poll-seconds", "0")
+        subprocess.run([sys.executable, "-c", APPEND, "Scout", "1"], check=True, timeout=60)
+        page.locator(".jp-nbmemory-toolbar [data-command='nbmemory:refresh']").click()
+        expect(memory.first).to_contain_text("filler 0", timeout=WAIT_MS)
+
+        field("pollInterval").fill("2")
+        expect(polling).to_have_text("Checks for changes every 2 s", timeout=WAIT_MS)
+        expect(panel).to_have_attribute("data-poll-seconds", "2")
+        screenshot(page, "settings.png")
