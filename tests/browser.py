@@ -1,8 +1,8 @@
-"""Real-browser helpers: a throwaway JupyterLab server and Debian's Chromium driven by playwright.
+"""Real-browser helpers: a throwaway JupyterLab server and a real Chromium driven by playwright.
 
 See ``/work/shared/notes/jupyter-build.md``: Lab runs on 127.0.0.1 with a token, in its own
-process group, with isolated settings; Chromium is ``/usr/bin/chromium`` (never
-``playwright install``). Missing tools make the test fail, not skip.
+process group, with isolated settings. Chromium is the one :func:`chromium` finds (never
+``playwright install``, which downloads browsers). Missing tools make the test fail, not skip.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import platform
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,6 +23,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +34,11 @@ from support import ROOT
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
 
-CHROMIUM = Path("/usr/bin/chromium")
+DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
+# An npm devDependency of the lab extension, so the install command brings it: a Chromium
+# (headless shell, x86-64 Linux) compressed with brotli.
+PACKAGED_CHROMIUM = ROOT / "labextension" / "node_modules" / "@sparticuz" / "chromium"
+INSTALL_CHROMIUM = "apt-get install -y chromium fonts-dejavu-core"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -96,12 +103,70 @@ class LabServer:
 
 
 def require(*modules: str) -> None:
-    """Fail (never skip) with a clear message if a browser-test tool is missing."""
+    """Fail (never skip) with a clear message if a browser-test tool is missing (with
+    ``playwright``, a Chromium too)."""
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:
         pytest.fail(f"browser test needs Python packages {missing}: pip install '.[test]'")
-    if not CHROMIUM.exists():
-        pytest.fail(f"browser test needs {CHROMIUM}: apt-get install -y chromium fonts-dejavu-core")
+    if "playwright" in modules:
+        chromium()
+
+
+@cache
+def chromium() -> Path:
+    """The Chromium the browser tests drive, found once per session (see :func:`find_chromium`)."""
+    return find_chromium()
+
+
+def find_chromium(debian: Path = DEBIAN_CHROMIUM, packaged: Path = PACKAGED_CHROMIUM) -> Path:
+    """``$NBMEMORY_CHROMIUM`` if set, else Debian's ``/usr/bin/chromium`` (CI installs it), else
+    the npm package's, unpacked on first use; fails naming the fix when there is none."""
+    chosen = os.environ.get("NBMEMORY_CHROMIUM")
+    if chosen:
+        if not (Path(chosen).is_file() and os.access(chosen, os.X_OK)):
+            pytest.fail(f"NBMEMORY_CHROMIUM={chosen} is not an executable file")
+        return Path(chosen)
+    if debian.exists():
+        return debian
+    if not (packaged / "package.json").exists():
+        pytest.fail(
+            f"browser tests need a Chromium: neither {debian} nor {packaged} is there. "
+            f"pip install -e '.[test]' installs the second; or {INSTALL_CHROMIUM}"
+        )
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        pytest.fail(f"{packaged} holds an x86-64 Linux Chromium; here: {INSTALL_CHROMIUM}")
+    return _unpack_chromium(packaged)
+
+
+_INFLATE = """const [source, target] = process.argv.slice(1);
+const fs = require("fs"), {pipeline} = require("stream"), zlib = require("zlib");
+pipeline(fs.createReadStream(source), zlib.createBrotliDecompress(),
+    fs.createWriteStream(target, {mode: 0o755}), (error) => { if (error) throw error; });"""
+
+
+def _unpack_chromium(packaged: Path) -> Path:
+    """Decompress the package's ``bin/chromium.br`` (~200 MB, a few seconds) into
+    ``node_modules/.cache``, once per package version; the rename makes it all or nothing."""
+    version = json.loads((packaged / "package.json").read_text())["version"]
+    target = packaged.parents[1] / ".cache" / f"nbmemory-chromium-{version}" / "chromium"
+    if target.exists():
+        return target
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail(f"unpacking {packaged} needs Node.js; or {INSTALL_CHROMIUM}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"chromium.{os.getpid()}.partial")
+    inflate = subprocess.run(
+        [node, "-e", _INFLATE, str(packaged / "bin" / "chromium.br"), str(partial)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if inflate.returncode != 0:
+        partial.unlink(missing_ok=True)
+        pytest.fail(f"could not unpack {packaged}: {inflate.stderr[-2000:]}")
+    os.replace(partial, target)
+    return target
 
 
 def artifacts_dir() -> Path:
@@ -201,8 +266,9 @@ def write_notebook(path: Path, *sources: str) -> Path:
 
 
 @contextmanager
-def _chromium_page(height: int, failure_name: str) -> Iterator[Page]:
-    """A page in headless Debian Chromium with a fresh profile; a failure leaves a screenshot."""
+def chromium_page(height: int, failure_name: str, executable: Path | None = None) -> Iterator[Page]:
+    """A page in headless Chromium (``executable``, else :func:`chromium`) with a fresh profile;
+    a failure leaves a screenshot."""
     require("playwright")
     from playwright.sync_api import sync_playwright
 
@@ -212,7 +278,7 @@ def _chromium_page(height: int, failure_name: str) -> Iterator[Page]:
     ):
         context = p.chromium.launch_persistent_context(
             profile,
-            executable_path=str(CHROMIUM),
+            executable_path=str(executable or chromium()),
             headless=True,
             args=CHROMIUM_ARGS,
             viewport={"width": 1280, "height": height},
@@ -241,7 +307,7 @@ def open_notebook(
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    with _chromium_page(height, Path(notebook).stem) as page:
+    with chromium_page(height, Path(notebook).stem) as page:
         page.goto(f"{server.url}/lab/tree/{notebook}?reset&token={server.token}")
         try:
             page.wait_for_function(_KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
@@ -278,7 +344,7 @@ def open_lab(server: LabServer, height: int = 900, failure_name: str = "lab") ->
 
     If the block raises, a ``<failure_name>-failure.png`` screenshot is saved to the artifacts.
     """
-    with _chromium_page(height, failure_name) as page:
+    with chromium_page(height, failure_name) as page:
         page.goto(f"{server.url}/lab?reset&token={server.token}")
         page.wait_for_function("() => window.jupyterapp !== undefined")
         page.evaluate("() => window.jupyterapp.restored.then(() => true)")
@@ -416,6 +482,6 @@ def offline_page(height: int = 900, failure_name: str = "page") -> Iterator[Page
     """
     import re
 
-    with _chromium_page(height, failure_name) as page:
+    with chromium_page(height, failure_name) as page:
         page.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
         yield page

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from support import close_litellm_clients
 
 
 @pytest.fixture(autouse=True)
@@ -16,6 +19,13 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     return root
+
+
+@pytest.fixture(autouse=True)
+def litellm_clients_closed() -> Iterator[None]:
+    """After each test, close the connections litellm kept open to the test's model server."""
+    yield
+    close_litellm_clients()
 
 
 @pytest.fixture

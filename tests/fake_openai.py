@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections import deque
+from contextlib import suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -61,15 +62,48 @@ def _halves(text: str) -> list[str]:
 
 
 class _Server(ThreadingHTTPServer):
-    """ThreadingHTTPServer that disables Nagle's algorithm on every accepted socket."""
+    """ThreadingHTTPServer that disables Nagle's algorithm on every accepted socket and, when
+    closed, hangs up on the connections its clients keep alive and waits for their threads."""
 
     daemon_threads = True
     owner: FakeOpenAI
 
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self.connections: set[socket.socket] = set()
+        self._handlers: list[threading.Thread] = []
+        self._connections_lock = threading.Lock()
+
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, addr = super().get_request()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._connections_lock:
+            self.connections.add(sock)
         return sock, addr
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve the connection in a daemon thread, remembered so that closing can wait for it."""
+        thread = threading.Thread(
+            target=self.process_request_thread, args=(request, client_address), daemon=True
+        )
+        self._handlers = [t for t in self._handlers if t.is_alive()] + [thread]
+        thread.start()
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self.connections.discard(request)
+            super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        """Stop listening, end the connections still open (a kept-alive one waits for a request
+        that will never come) and wait until their threads have closed them."""
+        super().server_close()
+        with self._connections_lock:
+            for sock in self.connections:
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+        for thread in self._handlers:
+            thread.join(timeout=5)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Ignore clients that hang up (timeouts, abandoned streams); report anything else."""
@@ -194,7 +228,8 @@ class FakeOpenAI:
         return self
 
     def stop(self) -> None:
-        """Stop serving and release the port (pending delays are cut short)."""
+        """Stop serving, hang up on every client and release the port (pending delays are cut
+        short)."""
         if self._server is None:
             return
         self._stopping.set()
@@ -203,6 +238,12 @@ class FakeOpenAI:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._server = self._thread = None
+
+    @property
+    def open_connections(self) -> int:
+        """How many client connections the server holds open now."""
+        server = self._server
+        return len(server.connections) if server is not None else 0
 
     def __enter__(self) -> FakeOpenAI:
         return self.start()

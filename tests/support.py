@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -70,3 +71,21 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
         )
         for path in sorted(root.rglob("*"))
     }
+
+
+def close_litellm_clients() -> None:
+    """Close the HTTP clients litellm cached in this process and forget them.
+
+    litellm keeps one client per endpoint for the life of the process, each with its kept-alive
+    connections; a test's endpoint (a loopback server) is gone once the test ends. Its async
+    clients, made at import and never connected by a synchronous call, are left alone.
+    """
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return
+    cache = litellm.in_memory_llm_clients_cache
+    for key, client in list(cache.cache_dict.items()):
+        close = getattr(client, "close", None)
+        if callable(close) and not inspect.iscoroutinefunction(close):
+            cache.delete_cache(key)
+            close()

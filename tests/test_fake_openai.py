@@ -15,6 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # after the environment variable above
 
 from fake_openai import FakeOpenAI
+from support import close_litellm_clients
 
 MESSAGES = [
     {"role": "system", "content": "You are terse."},
@@ -219,3 +220,30 @@ def test_stop_releases_port() -> None:
     fake.stop()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+def test_stop_hangs_up_on_a_kept_alive_connection() -> None:
+    import http.client
+
+    fake = FakeOpenAI().start()
+    connection = http.client.HTTPConnection(fake.url.split("/")[2], timeout=5)
+    try:
+        connection.request("GET", "/v1/models")
+        assert connection.getresponse().read()
+        assert fake.open_connections == 1  # HTTP/1.1: kept for the next request
+        fake.stop()
+        assert connection.sock.recv(1) == b""  # closed by the server, not left to time out
+    finally:
+        connection.close()
+
+
+def test_closing_litellms_clients_ends_their_connections(server: FakeOpenAI) -> None:
+    complete(server)
+    assert server.open_connections == 1  # litellm keeps its client, and the connection, alive
+    close_litellm_clients()
+    for _ in range(100):  # the server's thread notices the hang-up and closes its end
+        if server.open_connections == 0:
+            break
+        time.sleep(0.05)
+    assert server.open_connections == 0
+    assert complete(server).choices[0].message.content == "ok"  # a new client, a new connection
