@@ -393,11 +393,11 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
 
         # Insert it into the notebook: a raw cell, as text, never run.
         palette(page, "Insert Message into Notebook as Raw Cell")
-        cells = page.evaluate(
-            """() => [...window.jupyterapp.shell.widgets('main')]
-                .find(w => w.context && w.context.path === 'work.ipynb')
-                .content.model.sharedModel.cells.map(c => [c.cell_type, c.source])"""
-        )
+        cells_js = """() => [...window.jupyterapp.shell.widgets('main')]
+            .find(w => w.context && w.context.path === 'work.ipynb')
+            .content.model.sharedModel.cells.map(c => [c.cell_type, c.source])"""
+        page.wait_for_function(f"() => ({cells_js})().length === 2")
+        cells = page.evaluate(cells_js)
         assert cells == [["code", "print('hello')"], ["raw", HOSTILE]]
         assert page.locator(".jp-Notebook img, .jp-Notebook script").count() == 0
 
@@ -506,3 +506,319 @@ def test_the_settings_change_the_panel(tmp_path: Path, workspace: Path) -> None:
         expect(polling).to_have_text("Checks for changes every 2 s", timeout=WAIT_MS)
         expect(panel).to_have_attribute("data-poll-seconds", "2")
         screenshot(page, "settings.png")
+
+
+# Every mark the inspector draws, with the colour it is drawn in and what it is drawn on, and the
+# contrast it needs: 3:1 for graphical marks, 4.5:1 for text.
+MEASURE_MARKS = """() => {
+    const parse = (text) => {
+        const m = text.match(/rgba?\\(([^)]*)\\)/);
+        if (!m) return null;
+        const [r, g, b, a] = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+        return [r, g, b, a === undefined ? 1 : a];
+    };
+    const over = (fg, bg) => [0, 1, 2].map((i) => fg[i] * fg[3] + bg[i] * (1 - fg[3])).concat(1);
+    const backgroundOf = (node) => {
+        const layers = [];
+        for (let n = node; n; n = n.parentElement) {
+            const c = parse(getComputedStyle(n).backgroundColor);
+            if (c && c[3] > 0) { layers.push(c); if (c[3] === 1) break; }
+        }
+        return layers.reverse().reduce((bg, c) => over(c, bg), [255, 255, 255, 1]);
+    };
+    const lum = (c) => {
+        const f = (v) => {
+            v /= 255;
+            return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+        };
+        return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+    };
+    const ratio = (a, b) => {
+        const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+        return (x + 0.05) / (y + 0.05);
+    };
+    const found = [];
+    const measure = (what, node, property, behind, min) => {
+        const base = behind || backgroundOf(node.parentElement);
+        const colour = over(parse(getComputedStyle(node)[property]), base);
+        found.push({what, ratio: Math.round(ratio(colour, base) * 100) / 100, min});
+    };
+    const all = (selector) => [...document.querySelectorAll(selector)]
+        .filter((n) => n.offsetParent !== null || n.getClientRects().length);
+    for (const n of all('.jp-nbmemory-gauge-threshold'))
+        measure('agent threshold mark', n, 'backgroundColor', backgroundOf(n.parentElement), 3);
+    for (const n of all('.jp-nbmemory-gauge-bar'))
+        if (n.offsetWidth) measure('agent gauge bar', n, 'backgroundColor', null, 3);
+    for (const n of all('.jp-nbmemory-xray-segment'))
+        measure(`segment ${n.dataset.part}`, n, 'backgroundColor',
+                backgroundOf(n.closest('.jp-nbmemory-xray-gauge')), 3);
+    for (const n of all('.jp-nbmemory-xray-swatch[class*=part-]'))
+        measure(`swatch ${n.parentElement.dataset.part}`, n, 'backgroundColor', null, 3);
+    for (const n of all('.jp-nbmemory-xray-threshold'))
+        measure('x-ray threshold mark', n, 'backgroundColor',
+                backgroundOf(n.parentElement), 3);
+    for (const n of all('.jp-nbmemory-xray-compacts'))
+        measure('compacts-next bar', n, 'borderLeftColor', backgroundOf(n), 3);
+    for (const n of all('mark.jp-nbmemory-hit')) {
+        const card = backgroundOf(n.parentElement);
+        measure('search hit mark', n, 'backgroundColor', card, 3);
+        measure('search hit text', n, 'color', backgroundOf(n), 4.5);
+    }
+    for (const n of all('mark.jp-nbmemory-dropped-mark')) {
+        measure('dropped term outline', n, 'outlineColor', backgroundOf(n.parentElement), 3);
+        measure('dropped term text', n, 'color', backgroundOf(n), 4.5);
+    }
+    return found;
+}"""
+
+
+def check_marks(page, theme: str) -> set[str]:
+    marks = page.evaluate(MEASURE_MARKS)
+    weak = [m for m in marks if m["ratio"] < m["min"]]
+    assert not weak, f"{theme}: marks under their contrast: {weak}"
+    return {m["what"] for m in marks}
+
+
+def use_theme(page, theme: str, light: bool) -> None:
+    page.evaluate(
+        "(theme) => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
+    )
+    page.wait_for_function(
+        "(light) => document.body.dataset.jpThemeLight === String(light)"
+        " && getComputedStyle(document.querySelector('.jp-nbmemory-panel')).backgroundColor"
+        " === (light ? 'rgb(255, 255, 255)' : 'rgb(33, 33, 33)')",
+        arg=light,
+        timeout=WAIT_MS,
+    )
+    page.wait_for_function("() => !document.getElementById('jupyterlab-splash')", timeout=WAIT_MS)
+
+
+def test_every_mark_has_contrast_in_the_light_and_dark_themes(
+    tmp_path: Path, workspace: Path
+) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    convo = persistent("Scout")
+    convo.add("User", "Ticket ACME-42 blocks the release in Lyon.")
+    convo.add("Scout", "Noted: the budget is 40k EUR.")
+    convo.compact("The budget is 40k EUR.")  # ACME-42 and Lyon dropped
+    for i in range(4):
+        convo.add("User" if i % 2 else "Scout", f"earlier {i} about the budget")
+    inode = os.stat(memory_path("Scout")).st_ino
+    convo.add("User", "the budget again, " + HOSTILE)
+    Notes(memory_path("Scout").parent).add("The budget is 40k EUR.")
+    settings = RunSettings(
+        "gpt-4o",
+        1200,
+        0.5,
+        "o200k_base",
+        static_tokens=120,
+        overhead_tokens=400,
+        rules_tokens=30,
+        tool_tokens=80,
+        session=(os.getpid(), inode, 5),
+    )
+    write_settings(memory_path("Scout").parent, settings)
+    usage = ReadModel(workspace).usage("Scout")
+    assert usage.compacts_next and usage.tokens < usage.context_length
+    assert all(tokens > 0 for _, tokens in usage.parts)
+    root = tmp_path / "lab"
+    root.mkdir()
+
+    with (
+        jupyter_lab(root, extra_args=lab_args(tmp_path)) as server,
+        open_lab(server, failure_name="themes") as page,
+    ):
+        panel = open_panel(page)
+        select(panel, "Scout")
+        expect(panel.get_by_test_id("nbmemory-xray-compacts")).to_be_visible()
+        search = panel.get_by_test_id("nbmemory-search")
+        search.fill("budget")
+        search.press("Enter")
+        hits = panel.get_by_test_id("nbmemory-search-results").locator("mark.jp-nbmemory-hit")
+        expect(hits.first).to_be_visible()
+        panel.get_by_role("button", name="What did compaction 1 forget?").click()
+        view = page.get_by_test_id("nbmemory-compaction-view")
+        expect(view.locator("mark.jp-nbmemory-dropped-mark[data-term='ACME-42']")).to_have_count(
+            2  # listed, and marked in the transcript
+        )
+        expected = {
+            "agent threshold mark",
+            "agent gauge bar",
+            "x-ray threshold mark",
+            "compacts-next bar",
+            "search hit mark",
+            "search hit text",
+            "dropped term outline",
+            "dropped term text",
+            *(f"segment {name}" for name in PARTS),
+            *(f"swatch {name}" for name in PARTS),
+        }
+        for theme, light in (("JupyterLab Light", True), ("JupyterLab Dark", False)):
+            use_theme(page, theme, light)
+            assert check_marks(page, theme) == expected
+            name = "light" if light else "dark"
+            panel.get_by_test_id("nbmemory-xray").scroll_into_view_if_needed()
+            screenshot(page, f"inspector-{name}.png")
+            screenshot(panel, f"panel-{name}.png")
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+        assert page.locator(".jp-nbmemory-body img, .jp-nbmemory-view img").count() == 0
+
+
+def focused(page) -> dict[str, str | None]:
+    """What has the keyboard focus: its test id, agent name, label and key."""
+    return page.evaluate(
+        """() => {
+            const n = document.activeElement;
+            return {testid: n.dataset.testid || null, name: n.dataset.name || null,
+                    label: n.getAttribute('aria-label'), key: n.dataset.key || null,
+                    text: (n.textContent || '').slice(0, 60)};
+        }"""
+    )
+
+
+def tab_to(page, wanted, most: int = 60) -> None:
+    """Press Tab (Shift+Tab with ``back``) until ``wanted(focused)`` holds."""
+    for _ in range(most):
+        page.keyboard.press("Tab")
+        if wanted(focused(page)):
+            return
+    pytest.fail(f"Tab never reached the control; last focus: {focused(page)}")
+
+
+ROLES = (
+    "button",
+    "checkbox",
+    "textbox",
+    "searchbox",
+    "combobox",
+    "spinbutton",
+    "option",
+    "listbox",
+    "meter",
+    "img",
+    "navigation",
+    "region",
+)
+
+
+def test_the_panel_works_from_the_keyboard_alone(tmp_path: Path, workspace: Path) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    for name in ("Alpha", "Scout", "Zed"):
+        convo = persistent(name)
+        for i in range(45):
+            convo.add("User" if i % 2 else name, f"{name} message {i}")
+    persistent("Scout").add("User", HOSTILE)
+    persistent("Scout").compact("Scout summarized.")
+    for i in range(45):
+        persistent("Scout").add("User", f"Scout again {i}")
+    root = tmp_path / "lab"
+    root.mkdir()
+    args = lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5")
+
+    with (
+        jupyter_lab(root, extra_args=args) as server,
+        open_lab(server, failure_name="keyboard") as page,
+    ):
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+        # Open the panel from the palette: the focus lands on the agent list. (Lab gives the
+        # launcher the focus just after it is restored: a palette opened before closes again.)
+        page.wait_for_function("() => document.activeElement.closest('.jp-Launcher') !== null")
+        page.keyboard.press("Control+Shift+C")
+        modal = page.locator(".jp-ModalCommandPalette")
+        expect(modal.locator(".lm-CommandPalette-input")).to_be_focused()
+        page.keyboard.type("Show Agent Memory")
+        expect(modal.locator(".lm-CommandPalette-item.lm-mod-active")).to_contain_text(
+            "Show Agent Memory"
+        )
+        page.keyboard.press("Enter")
+        panel = page.get_by_test_id("nbmemory-panel")
+        expect(panel).to_be_visible()
+        page.wait_for_function("() => document.activeElement.dataset.name === 'Alpha'")
+        rows = panel.get_by_test_id("nbmemory-agent")
+        assert [r.get_attribute("tabindex") for r in rows.all()] == ["0", "-1", "-1"]
+
+        # Arrow keys move along the listbox and select; End and Home jump.
+        page.keyboard.press("ArrowDown")
+        assert focused(page)["name"] == "Scout"
+        expect(rows.nth(1)).to_have_attribute("aria-selected", "true")
+        page.keyboard.press("End")
+        assert focused(page)["name"] == "Zed"
+        page.keyboard.press("Home")
+        assert focused(page)["name"] == "Alpha"
+        page.keyboard.press("ArrowDown")
+        expect(panel.locator(".jp-nbmemory-detail-title")).to_have_text("Scout")
+
+        # The focus survives polls that change the focused agent, and a new agent before it.
+        subprocess.run([sys.executable, "-c", APPEND, "Scout", "2"], check=True, timeout=60)
+        subprocess.run([sys.executable, "-c", APPEND, "Aaron", "1"], check=True, timeout=60)
+        expect(rows).to_have_count(4, timeout=WAIT_MS)
+        expect(rows.filter(has_text="Scout")).to_have_attribute(
+            "data-messages", "48", timeout=WAIT_MS
+        )
+        assert focused(page)["name"] == "Scout"
+
+        # Tab on to the pages of messages; Enter turns them; the focus stays through polls.
+        tab_to(page, lambda f: f["label"] == "Older messages")
+        page.keyboard.press("Enter")
+        caption = panel.get_by_test_id("nbmemory-list-caption")
+        expect(caption).to_have_text("21\u201340 of 48 messages, newest first")
+        subprocess.run([sys.executable, "-c", APPEND, "Scout", "1"], check=True, timeout=60)
+        expect(caption).to_have_text("21\u201340 of 49 messages, newest first", timeout=WAIT_MS)
+        assert focused(page)["label"] == "Older messages"
+        tab_to(page, lambda f: f["testid"] == "nbmemory-page-input")
+        page.keyboard.press("Control+A")
+        page.keyboard.type("3")
+        page.keyboard.press("Enter")
+        expect(caption).to_have_text("41\u201349 of 49 messages, newest first")
+
+        # Into the list: arrow keys between messages, Page Up to the page before.
+        tab_to(page, lambda f: f["testid"] == "nbmemory-message")
+        first = focused(page)["key"]
+        page.keyboard.press("ArrowDown")
+        assert focused(page)["key"] != first and focused(page)["testid"] == "nbmemory-message"
+        page.keyboard.press("PageUp")
+        expect(caption).to_have_text("21\u201340 of 49 messages, newest first")
+        page.wait_for_function(
+            "() => document.activeElement.dataset.testid === 'nbmemory-message'"
+            " && document.activeElement.dataset.index === '28'"
+        )
+
+        # The context menu from the keyboard: copy the focused message.
+        page.keyboard.press("Shift+F10")
+        menu = page.locator(".lm-Menu")
+        expect(menu.get_by_text("Copy Message Text")).to_be_visible()
+        active = menu.locator(".lm-Menu-item.lm-mod-active")
+        for _ in range(10):
+            page.keyboard.press("ArrowDown")
+            if "Copy Message Text" in active.inner_text():
+                break
+        page.keyboard.press("Enter")
+        expect(menu).to_be_hidden()
+        toast = page.locator(".Toastify__toast").filter(has_text="Copied message #28 of Scout")
+        expect(toast).to_have_count(1, timeout=WAIT_MS)
+        copied = ReadModel(workspace).message("Scout", 28).text
+        assert copied == "Scout again 27"
+        assert page.evaluate("() => navigator.clipboard.readText()") == copied
+
+        # Search from the keyboard; hits page with their own controls.
+        tab_to(page, lambda f: f["testid"] == "nbmemory-search")
+        page.keyboard.type("again")
+        page.keyboard.press("Enter")
+        found = panel.get_by_test_id("nbmemory-search-caption")
+        expect(found).to_have_text("45 hits in MEMORY.md; 1\u201320 shown")
+        tab_to(page, lambda f: f["label"] == "Next hits")
+        page.keyboard.press("Enter")
+        expect(found).to_have_text("45 hits in MEMORY.md; 21\u201340 shown")
+        assert focused(page)["label"] == "Next hits"
+
+        # Every control of the panel has an accessible name.
+        for role in ROLES:
+            every = panel.get_by_role(role)
+            named = panel.get_by_role(role, name=re.compile(r"\S"))
+            assert every.count() == named.count(), role
+        no_payload_ran(page, panel)
+        screenshot(panel, "keyboard.png")

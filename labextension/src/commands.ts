@@ -219,7 +219,7 @@ export function addCommands(
   commands.addCommand(CommandIDs.show, {
     label: 'Show Agent Memory',
     caption: 'Open the Agent Memory panel',
-    execute: () => showPanel()
+    execute: () => showPanel() // the panel takes the focus when activated
   });
 
   commands.addCommand(CommandIDs.refresh, {

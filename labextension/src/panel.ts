@@ -429,7 +429,29 @@ export class MemoryPanel extends Panel {
     return pageCount(this.listTotal, PAGE_SIZE);
   }
 
-  /** Put the focus in the search field (selecting `agent` first, if given). */
+  /** Put the focus on the agent list (on the selected agent, else the first), once listed. */
+  async focusAgents(): Promise<void> {
+    if (!this.agentList.children.length) {
+      await this.refresh();
+    }
+    const rows = Array.from(this.agentList.children) as HTMLElement[];
+    const row = rows.find(r => r.tabIndex === 0) ?? rows[0];
+    if (row) {
+      row.focus();
+    } else {
+      this.toolbar.node.querySelector<HTMLElement>('button')?.focus();
+    }
+  }
+
+  /** Activated (from a command, the keyboard): the focus goes into the panel. */
+  protected onActivateRequest(msg: Message): void {
+    super.onActivateRequest(msg);
+    if (!this.node.contains(document.activeElement)) {
+      void this.focusAgents();
+    }
+  }
+
+  /** Put the focus in the search field. */
   focusSearch(): void {
     this.search.focus();
     this.search.select();
@@ -713,7 +735,9 @@ export class MemoryPanel extends Panel {
     this.renderList(page.data);
     this.renderSearch(found?.data ?? null);
     await this.renderAllMessages();
-    this.timeline.update(name, compactions.data.compactions, list.archive);
+    keepingFocus(this.timeline.node, () =>
+      this.timeline.update(name, compactions.data.compactions, list.archive)
+    );
   }
 
   private renderList(page: IRolePage): void {
@@ -820,12 +844,11 @@ export class MemoryPanel extends Panel {
       if (!items.length) {
         list.append(el('li', 'jp-nbmemory-empty', 'Nothing here.'));
       }
-      if (cards.length && !list.contains(document.activeElement)) {
-        cards[0].card.tabIndex = 0; // one tab stop per list; arrow keys move inside
-      }
     });
-    if (!cards.some(c => c.card.tabIndex === 0) && cards.length) {
-      cards[0].card.tabIndex = 0;
+    // One tab stop per list (the focused card, else the first); arrow keys move inside.
+    const focused = cards.find(c => c.card === document.activeElement) ?? cards[0];
+    if (focused) {
+      focused.card.tabIndex = 0;
     }
     await Promise.all(cards.map(c => c.fill(rendered)));
     await this.renderTokens(list);

@@ -72,20 +72,21 @@ export class CompactionTimeline {
           { 'data-testid': 'nbmemory-compaction-figures' }
         );
         const actions = el('div', 'jp-nbmemory-compaction-actions');
-        actions.append(
-          button(
-            'What did it forget?',
-            'Open the summary beside the transcript it replaced',
-            () => this.onOpen(compaction, position, count),
-            `What did compaction ${position + 1} forget?`
-          ),
-          button(
-            'Show archive',
-            `Show ${compaction.archive} in the message list`,
-            () => this.onShowArchive(compaction.archive),
-            `Show archive ${compaction.archive}`
-          )
+        const open = button(
+          'What did it forget?',
+          'Open the summary beside the transcript it replaced',
+          () => this.onOpen(compaction, position, count),
+          `What did compaction ${position + 1} forget?`
         );
+        open.dataset.key = `open:${compaction.archive}`;
+        const show = button(
+          'Show archive',
+          `Show ${compaction.archive} in the message list`,
+          () => this.onShowArchive(compaction.archive),
+          `Show archive ${compaction.archive}`
+        );
+        show.dataset.key = `show:${compaction.archive}`;
+        actions.append(open, show);
         const archive = el('div', 'jp-nbmemory-compaction-archive', compaction.archive, {
           title: 'The archive of this compaction: the transcript as it was'
         });
@@ -215,7 +216,7 @@ export class CompactionView extends Widget {
           () => void this.find(term),
           `Find “${term}” in the transcript`
         );
-        find.append(el('mark', 'jp-nbmemory-dropped-mark', term));
+        find.append(el('mark', 'jp-nbmemory-dropped-mark', term, { 'data-term': term }));
         row.append(find);
         return row;
       })
