@@ -195,28 +195,40 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def jupyter_lab(
-    root_dir: Path, timeout: float = 60, extra_args: tuple[str, ...] = ()
+    root_dir: Path,
+    timeout: float = 60,
+    extra_args: tuple[str, ...] = (),
+    settings: dict[str, dict[str, Any]] | None = None,
+    app: str = "jupyterlab",
 ) -> Iterator[LabServer]:
-    """Run ``jupyter lab`` serving ``root_dir`` until the block ends; yields once it answers."""
-    require("jupyterlab")
+    """Run ``jupyter lab`` serving ``root_dir`` until the block ends; yields once it answers.
+
+    ``settings`` are user settings by plugin id (``"@jupyter-widgets/jupyterlab-manager:plugin":
+    {"saveState": True}``); ``app="notebook"`` runs Jupyter Notebook 7 the same way instead.
+    """
+    require(app)
     with tempfile.TemporaryDirectory(prefix="nbmemory-lab-") as tmp:
         state = Path(tmp)
-        settings = state / "settings"
-        notification = settings / "@jupyterlab" / "apputils-extension"
+        settings_dir = state / "settings"
+        notification = settings_dir / "@jupyterlab" / "apputils-extension"
         notification.mkdir(parents=True)
         (notification / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
+        for plugin, values in (settings or {}).items():
+            package, name = plugin.rsplit(":", 1)
+            (settings_dir / package).mkdir(parents=True, exist_ok=True)
+            (settings_dir / package / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
         env = {
             **os.environ,  # PYTHONPATH and WORKSPACE_DIR as they are now
             "JUPYTER_CONFIG_DIR": str(state / "config"),
             "JUPYTER_RUNTIME_DIR": str(state / "runtime"),
-            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_SETTINGS_DIR": str(settings_dir),
             "JUPYTERLAB_WORKSPACES_DIR": str(state / "workspaces"),
         }
         token, port = secrets.token_hex(16), _free_port()
         command = [
-            *(sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser"),
+            *(sys.executable, "-m", app, "--allow-root", "--no-browser"),
             *("--ip", "127.0.0.1", "--port", str(port), "--ServerApp.port_retries=0"),
             f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={root_dir}",

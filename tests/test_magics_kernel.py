@@ -184,3 +184,41 @@ def test_model_output_reaches_the_notebook_as_inert_html(kernel_env, openai_serv
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+def test_the_widget_comes_after_the_answer_as_a_one_line_summary(kernel_env, tmp_path):
+    manager, client = start(kernel_env, tmp_path)
+    try:
+        execute(client, "%load_ext nbmemory")
+        shown: list[tuple[str, dict]] = []
+
+        def collect(message):
+            kind = message["header"]["msg_type"]
+            if kind in ("display_data", "update_display_data", "execute_result"):
+                shown.append((kind, message["content"]["data"]))
+
+        reply = client.execute_interactive(
+            "%%agent Placed --widget\nOur office is in Lyon.", output_hook=collect, timeout=120
+        )
+        assert reply["content"]["status"] == "ok"
+        displays = [data for kind, data in shown if kind == "display_data"]
+        assert len(displays) == 3
+        answer, summary, view = displays  # the answer first, then the widget
+        assert set(answer) == {"text/html", "text/plain"}
+        assert 'class="nbmemory-static"' in summary["text/html"]
+        assert "0 messages" in summary["text/plain"]
+        assert set(view) == {"application/vnd.jupyter.widget-view+json", "text/plain"}
+        updates = [data for kind, data in shown if kind == "update_display_data"]
+        assert "Our office is in Lyon" in updates[-2]["text/plain"]  # the answer, whole
+        assert "2 messages" in updates[-1]["text/plain"]  # the summary, after the run
+        assert "Lyon" in updates[-1]["text/html"]
+        state = execute(
+            client,
+            "import gc\nfrom nbmemory.jupyter.widget import MemoryWidget\n"
+            "[w] = [w for w in gc.get_objects() if isinstance(w, MemoryWidget)]\n"
+            "print(w.expanded, w.model_ref == w.model_id, w.message_count)",
+        )
+        assert state.split() == ["False", "True", "2"]
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)

@@ -560,3 +560,37 @@ def test_a_role_filter_pages_searches_and_keeps_the_counts(widgets):
     assert widget.search_total == 6 and widget.listed_total == 45
     convo.compact("All lines.")
     eventually(lambda: widget.roles == ["System", "Tool", "User"], "the archive's roles")
+
+
+# ----------------------------------------------------------------------------------------------
+# Shown with a static summary
+
+
+def test_it_shows_as_a_static_summary_then_the_view(widgets, monkeypatch):
+    import IPython.display
+
+    convo = persistent("Static", context_length=1000)
+    for text in HOSTILE:
+        convo.add("User", text)
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    assert widget.model_ref == widget.model_id
+    bundle = widget._static_bundle()
+    page = bundle["text/html"]
+    body = page.split("</style>", 1)[1]
+    for tag in ("<img", "<script", "<svg", "<a "):
+        assert tag not in body.lower(), (tag, body)
+    assert "&lt;img src=x onerror=" in body and f'data-nbmemory-static="{widget.model_id}"' in body
+    assert f"{widget.tokens_used:,} / {widget.context_length:,} tokens" in body
+    assert "5 messages" in body
+    assert "\x1b" not in bundle["text/plain"] and "5 messages" in bundle["text/plain"]
+
+    published: list[dict] = []
+    monkeypatch.setattr(IPython.display, "display", lambda data, raw: published.append(data))
+    widget._ipython_display_()
+    assert [sorted(d) for d in published] == [
+        ["text/html", "text/plain"],
+        ["application/vnd.jupyter.widget-view+json", "text/plain"],
+    ]
+    view = published[1]["application/vnd.jupyter.widget-view+json"]
+    assert view["model_id"] == widget.model_id

@@ -14,9 +14,11 @@ from browser import (
     WAIT_MS,
     execute,
     jupyter_lab,
+    open_lab,
     open_notebook,
     require,
     run_all_cells,
+    save_notebook,
     screenshot,
     write_notebook,
 )
@@ -348,6 +350,7 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path) -> None:
         assert set(roles) == {"Finder"}, roles
         widget.get_by_label("Show the messages of one role").select_option("")
         expect(listing).to_have_text("")
+        expect(pager).to_have_text("page 1 of 8")  # every role's pages again
 
         # Oldest and newest, whatever the order.
         widget.get_by_role("button", name="Oldest messages (last page)").click()
@@ -604,3 +607,138 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         dark += check_contrast(widget, "dark")
         screenshot(widget, "widget-dark.png")
         assert light + dark == []
+
+
+# ----------------------------------------------------------------------------------------------
+# Placement and persistence
+
+ANSWER = ".jp-OutputArea-output"
+SAVE_STATE = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
+
+
+def visible_text(page: Any, text: str) -> Any:
+    return page.get_by_text(text).filter(visible=True)
+
+
+def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
+    tmp_path: Path,
+) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    import nbformat
+    from nbformat.sign import NotebookNotary
+    from playwright.sync_api import expect
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    task = f"Our office is in Lyon. {HOSTILE}"
+    write_notebook(root / "placed.ipynb", "%load_ext nbmemory", f"%%agent Keeper --widget\n{task}")
+    # Saved with the widget state (the user setting "Save Widget State Automatically").
+    with (
+        jupyter_lab(root, settings=SAVE_STATE) as lab,
+        open_notebook(lab, "placed.ipynb", height=1000) as page,
+    ):
+        run_all_cells(page)
+        cell = page.locator(".jp-Notebook .jp-CodeCell").nth(1)
+        outputs = cell.locator(".jp-OutputArea-child")
+        expect(outputs).to_have_count(3, timeout=WAIT_MS)
+        # The answer first, the widget after it; its static summary hidden while it is live.
+        expect(outputs.nth(0)).to_contain_text("Keeper")
+        expect(outputs.nth(0).locator(WIDGET)).to_have_count(0)
+        expect(outputs.nth(1)).to_be_hidden()
+        widget = outputs.nth(2).locator(WIDGET)
+        expect(widget).to_be_visible()
+        # Folded: one line, the gauge and the counts; the inspector a click away.
+        line = widget.locator('[data-testid="summary-line"]')
+        expect(widget.locator('[data-testid="brief"]')).to_have_text("2 messages · 0 archives")
+        expect(widget.locator('[data-testid="mini-gauge"]')).to_be_visible()
+        expect(widget.locator('[data-testid="details"]')).to_be_hidden()
+        box, whole = line.bounding_box(), widget.bounding_box()
+        assert box and whole and box["height"] < 40 and whole["height"] < 70, (box, whole)
+        answer = outputs.nth(0).bounding_box()
+        assert answer and answer["y"] + answer["height"] <= whole["y"]
+        toggle = widget.get_by_role("button", name="Show the memory inspector")
+        expect(toggle).to_have_attribute("aria-expanded", "false")
+        toggle.click()
+        expect(widget.locator('[data-testid="details"]')).to_be_visible()
+        expect(widget.locator('[data-testid="messages"] [data-testid="message"]')).to_have_count(2)
+        widget.get_by_role("button", name="Hide the memory inspector").click()
+        expect(widget.locator('[data-testid="details"]')).to_be_hidden()
+        screenshot(cell, "agent-widget-placed.png")
+        save_notebook(page)
+
+    saved = nbformat.read(root / "placed.ipynb", as_version=4)
+    state = saved.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    summary, view = [o["data"] for o in saved.cells[1].outputs if "data" in o][1:]
+    assert view["application/vnd.jupyter.widget-view+json"]["model_id"] in state
+    html = summary["text/html"].split("</style>", 1)[1]  # escaped, every piece
+    assert "2 messages" in html and "&lt;img src=x" in html and "<img" not in html
+
+    # Elsewhere: no kernel to run it (no kernelspec, no language) and no widget state, still
+    # trusted (signed here, as the server signed it on saving). Without the widget state,
+    # with a new kernel. From someone else: the same outputs, not signed.
+    def variant(name: str, *, drop: tuple[str, ...] = (), sign: bool = True) -> None:
+        copy = nbformat.from_dict(json.loads(json.dumps(saved)))
+        for key in drop:
+            del copy.metadata[key]
+        if sign:
+            NotebookNotary().sign(copy)
+        else:
+            copy.cells[0].source = "%load_ext nbmemory  # edited by someone else"
+        nbformat.write(copy, root / name)
+
+    variant("elsewhere.ipynb", drop=("kernelspec", "language_info", "widgets"))
+    variant("stateless.ipynb", drop=("widgets",))
+    variant("foreign.ipynb", sign=False)
+
+    with jupyter_lab(root) as lab, open_lab(lab, height=1000, failure_name="reopened") as page:
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+        def show(path: str) -> Any:
+            page.evaluate(
+                "(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", path
+            )
+            page.wait_for_function(
+                "(path) => window.jupyterapp.shell.currentWidget.context.path === path", arg=path
+            )
+            return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+
+        def shows_the_summary(notebook: Any) -> None:
+            static = notebook.locator(".nbmemory-static")
+            expect(static).to_be_visible(timeout=WAIT_MS)
+            expect(static).to_contain_text("Keeper memory")
+            expect(static).to_contain_text("2 messages, 0 archives")
+            expect(static).to_contain_text(HOSTILE)  # as text
+            expect(static).to_contain_text("run the cell to inspect this memory live")
+            expect(notebook.locator(ANSWER).first).to_contain_text("Keeper")
+            for words in ("Error displaying widget", "Loading widget"):
+                expect(visible_text(notebook, words)).to_have_count(0)
+            expect(notebook.locator(f"{ANSWER} img")).to_have_count(0)
+
+        page.goto(f"{lab.url}/lab/tree/elsewhere.ipynb?reset&token={lab.token}")
+        page.locator(".jp-Dialog").get_by_role("button", name="No Kernel").click()
+        notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+        shows_the_summary(notebook)
+        screenshot(notebook, "saved-no-kernel.png")
+
+        shows_the_summary(show("stateless.ipynb"))  # a new kernel, no widget model
+
+        shows_the_summary(show("foreign.ipynb"))  # untrusted: no widget renderer at all
+
+        # With the widget state saved and a new kernel: the widget as it was, marked so.
+        notebook = show("placed.ipynb")
+        widget = notebook.locator(WIDGET)
+        expect(widget.locator('[data-testid="offline"]')).to_contain_text(
+            "Saved view", timeout=WAIT_MS
+        )
+        expect(notebook.locator(".nbmemory-static")).to_be_hidden()
+        expect(widget.locator('[data-testid="brief"]')).to_have_text("2 messages · 0 archives")
+        widget.get_by_role("button", name="Show the memory inspector").click()
+        messages = widget.locator('[data-testid="messages"] [data-testid="message"]')
+        expect(messages).to_have_count(2)
+        expect(messages.last.locator(".content")).to_have_text(task)
+        assert widget.get_by_label("Search memory").is_disabled()
+        expect(visible_text(page, "Error displaying widget")).to_have_count(0)
+        screenshot(widget, "widget-saved-view.png")
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+        assert dialogs == []

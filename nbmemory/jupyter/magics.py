@@ -137,10 +137,12 @@ class NbMemoryMagics(Magics):
     def _reader(self) -> ReadModel:
         return ReadModel(self._workspace())
 
-    def _widget(self, name: str) -> Any:
+    def _widget(self, name: str, **options: Any) -> Any:
         from nbmemory.jupyter.widget import MemoryWidget
 
-        return MemoryWidget(name, workspace=self._workspace(), agent=self.agents.get(name))
+        return MemoryWidget(
+            name, workspace=self._workspace(), agent=self.agents.get(name), **options
+        )
 
     def _in_ram(self, name: str) -> Agent | None:
         """The kernel's agent ``name`` if its memory is kept in RAM only."""
@@ -188,7 +190,12 @@ class NbMemoryMagics(Magics):
     @argument(
         "--no-recall", action="store_true", help="do not let it search its memory and archives"
     )
-    @argument("-w", "--widget", action="store_true", help="show the live memory widget above")
+    @argument(
+        "-w",
+        "--widget",
+        action="store_true",
+        help="show the live memory widget after the answer (a one-line summary; expand it)",
+    )
     @no_var_expand
     @cell_magic
     @_usage_errors
@@ -222,28 +229,45 @@ class NbMemoryMagics(Magics):
         agent = self._agent(args)
         task = self._task(cell, args.var)
         agent.check_ready()
-        if args.widget:
-            from IPython.display import display
-
-            display(self._widget(agent.agent_name))
-        answer = self._run(agent, task, stream=self.stream and not args.no_stream)
+        widget = self._widget(agent.agent_name, expanded=False) if args.widget else None
+        answer = self._run(agent, task, stream=self.stream and not args.no_stream, widget=widget)
         if answer is None:
             return None
         if args.out:
             self.shell.user_ns[args.out] = str(answer)
         return answer
 
-    def _run(self, agent: Agent, task: str, *, stream: bool) -> Answer | None:
-        """Run the task, drawing the answer as it arrives; ``None`` if interrupted."""
+    def _run(self, agent: Agent, task: str, *, stream: bool, widget: Any = None) -> Answer | None:
+        """Run the task, drawing the answer as it arrives; ``None`` if interrupted.
+
+        ``widget`` is shown after the answer: in a notebook at once, under the answer's
+        display (so it follows the run live), its static summary (what a notebook opened
+        without this kernel shows) drawn again once the run is over; in a terminal once the
+        answer is printed.
+        """
+        from IPython.display import display
+
         header = f"**{agent.agent_name}** · `{agent.model_name}`"
-        draw = _Live(header) if getattr(self.shell, "kernel", None) else _Printed(header)
+        live = bool(getattr(self.shell, "kernel", None))
+        draw = _Live(header) if live else _Printed(header)
+        summary = None
+        if widget is not None and live:  # as MemoryWidget._ipython_display_, with a handle
+            summary = display(widget._static_bundle(), raw=True, display_id=True)
+            display(widget._view_bundle(), raw=True)
         try:
-            text = agent.run(task, streaming_callback=draw.add if stream else None)
-        except KeyboardInterrupt:
-            draw.finish(draw.text + "\n\n*Interrupted: this unfinished answer was not saved.*")
-            return None
-        draw.finish(text)
-        return Answer(text, shown=True)
+            try:
+                text = agent.run(task, streaming_callback=draw.add if stream else None)
+            except KeyboardInterrupt:
+                draw.finish(draw.text + "\n\n*Interrupted: this unfinished answer was not saved.*")
+                return None
+            draw.finish(text)
+            return Answer(text, shown=True)
+        finally:
+            if summary is not None:
+                widget.refresh()
+                summary.update(widget._static_bundle(), raw=True)
+            elif widget is not None:
+                display(widget)
 
     # ------------------------------------------------------------------------------------------
     # %memory

@@ -25,6 +25,7 @@ verbatim with "Exact text"; the Markdown fallback escapes it.
 from __future__ import annotations
 
 import functools
+import html
 import re
 import sys
 import threading
@@ -52,7 +53,7 @@ from nbmemory.read_model import (
     page_of,
     to_items,
 )
-from nbmemory.report import markdown_escape
+from nbmemory.report import markdown_escape, visible
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
@@ -120,6 +121,17 @@ def _md_text(text: str, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[:limit] + "…"
     return markdown_escape(text)
+
+
+def _md_line(text: str, limit: int | None = None) -> str:
+    """Untrusted text on one line, cut to ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text[:limit] + "…" if limit is not None and len(text) > limit else text
+
+
+def _html_text(text: str, limit: int | None = None) -> str:
+    """Untrusted text as HTML that shows exactly that text (on one line)."""
+    return html.escape(_md_line(text, limit))
 
 
 def _sentence(exc: BaseException) -> str:
@@ -212,6 +224,11 @@ class MemoryWidget(anywidget.AnyWidget):
     """Give each listed message its tokens (``ReadModel.message_tokens``) as ``"tokens"``."""
     streaming = traitlets.Unicode("").tag(sync=True)
     """The answer an agent is writing right now."""
+    expanded = traitlets.Bool(True).tag(sync=True)
+    """The whole inspector, or (``False``) a one-line summary: the gauge and the counts."""
+    model_ref = traitlets.Unicode("").tag(sync=True)
+    """This widget's model id: the browser asks the widget manager whether a kernel still
+    backs it, and shows a saved view (from the notebook's widget state) when none does."""
     status = traitlets.Unicode("").tag(sync=True)
 
     def __init__(
@@ -275,6 +292,7 @@ class MemoryWidget(anywidget.AnyWidget):
         if agent is not None:
             self._stream_hook = _weak(self._streamed)
             agent.stream_observers.append(self._stream_hook)
+        self.model_ref = self._comm_id()
         self.on_msg(self._command)
         if self.comm is not None:  # the front end closed the widget: stop following
             ref = weakref.ref(self)
@@ -310,6 +328,12 @@ class MemoryWidget(anywidget.AnyWidget):
         if self.agent is not None and self._stream_hook in self.agent.stream_observers:
             self.agent.stream_observers.remove(self._stream_hook)
         super().close()
+
+    def _comm_id(self) -> str:
+        try:
+            return str(self.model_id)
+        except (AttributeError, TypeError):  # no comm: nothing to refer to
+            return ""
 
     @property
     def following(self) -> bool:
@@ -846,38 +870,116 @@ class MemoryWidget(anywidget.AnyWidget):
     # ------------------------------------------------------------------------------------------
     # Outside a widget front end
 
-    def _repr_markdown_(self) -> str:
-        name = _md_text(self.name)
+    def _summary(self) -> tuple[str, str, list[str], list[tuple[str, str, str]]]:
+        """The summary's plain-text pieces (untrusted: each view escapes them): the title, the
+        figures, further lines, and (role, time, text) of the newest messages."""
         if self.counting:  # a summary is read once, as it is: wait for the figures
             self.refresh()
+        title = f"{self.name} memory" + (f" · {self.model_name}" if self.model_name else "")
         if not self.exists:
-            return f"**{name}**: no agent with this name in the workspace yet."
+            return title, "no agent with this name in the workspace yet", [], []
         if self.counting:
             usage = "tokens being counted"
         else:
-            percent = self.tokens_used / self.context_length if self.context_length else 0.0
-            usage = f"{self.tokens_used:,} / {self.context_length:,} tokens ({percent:.0%}"
+            share = self.tokens_used / self.context_length if self.context_length else 0.0
+            usage = f"{self.tokens_used:,} / {self.context_length:,} tokens ({share:.0%}"
             usage += (
                 f"; compression at {self.threshold:.0%})"
                 if self.threshold is not None
                 else "; no compression)"
             )
-        lines = [
-            f"**{name}** memory: {usage}, {self.message_count} messages, "
-            f"{self.archive_count} archives",
-        ]
-        for item in self.messages[:5]:
+        usage += f", {self.message_count} messages, {self.archive_count} archives"
+        lines = []
+        parts = [f"{p['name']} {p['tokens']:,}" for p in self.usage_parts]
+        if parts:
+            lines.append("Next request: " + " · ".join(parts))
+        if self.compacts_next and not self.counting:
+            lines.append("The next model call will compact this memory first.")
+        if self.compactions:
+            last = self.compactions[-1]
             lines.append(
-                f"- *{_md_text(item['role'])}* · {_md_text(item['timestamp'])}: "
-                f"{_md_text(item['text'], 120)}"
+                f"{len(self.compactions)} compactions; the last at {last['time']}: "
+                f"{last['tokens_before']:,} -> {last['tokens_after']:,} tokens, "
+                f"{len(last['dropped'])} terms dropped"
             )
-        return "\n".join(lines)
+        if self.pinned_notes:
+            lines.append(f"{len(self.pinned_notes)} pinned notes ({self.notes_tokens:,} tokens)")
+        shown = [(m["role"], m["timestamp"], m["text"]) for m in self.messages[:5]]
+        return title, usage, lines, shown
+
+    def _repr_markdown_(self) -> str:
+        _, usage, _, shown = self._summary()
+        if not self.exists:
+            return f"**{_md_text(self.name)}**: no agent with this name in the workspace yet."
+        out = [f"**{_md_text(self.name)}** memory: {_md_text(usage)}"]
+        for role, time, text in shown:
+            out.append(f"- *{_md_text(role)}* · {_md_text(time)}: {_md_text(text, 120)}")
+        return "\n".join(out)
+
+    def _static_html(self) -> str:
+        """The summary as HTML, every piece of text escaped: what a notebook shows when no
+        kernel backs this widget (see :meth:`_ipython_display_`)."""
+        title, usage, lines, shown = self._summary()
+        items = "".join(
+            f"<li><em>{_html_text(role)}</em> · {_html_text(time)}: {_html_text(text, 120)}</li>"
+            for role, time, text in shown
+        )
+        body = "".join(f"<div>{_html_text(line)}</div>" for line in lines)
+        return (
+            f"<style>{_STATIC_CSS}</style>"
+            f'<div class="nbmemory-static" data-nbmemory-static="{html.escape(self.model_ref)}">'
+            f"<div><strong>{_html_text(title)}</strong>: {_html_text(usage)}</div>{body}"
+            + (f"<ul>{items}</ul>" if items else "")
+            + f"<div><small>{_STATIC_NOTE}</small></div></div>"
+        )
+
+    def _static_bundle(self) -> dict[str, str]:
+        """The static summary as a display bundle (HTML, and plain text for terminals)."""
+        title, usage, lines, shown = self._summary()
+        plain = [f"{title}: {usage}", *lines]
+        plain += [f"- {role} · {time}: {_md_line(text, 120)}" for role, time, text in shown]
+        return {"text/html": self._static_html(), "text/plain": visible("\n".join(plain))}
+
+    def _view_bundle(self) -> dict[str, Any]:
+        """The widget's own output: its view, and a one-line text for what cannot show it."""
+        bundle = super()._repr_mimebundle_()
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        return {**(data or {}), "text/plain": repr(self)}
+
+    def _ipython_display_(self, **kwargs: Any) -> None:
+        """Show the widget as two outputs: a static summary, then the live view.
+
+        A notebook saved with its outputs and opened again without the kernel that made the
+        widget (or with no kernel at all) has no widget model to render: JupyterLab and
+        Notebook 7 would show "Error displaying widget: model not found" or "Loading
+        widget...", whatever else the bundle holds, because the widget renderer outranks
+        every other. So the summary is an output of its own, with a style rule that hides it
+        while the view beside it renders (and hides that output while it cannot), and the
+        view hides the summary from its script too, for front ends without that rule.
+        """
+        from IPython.display import display
+
+        display(self._static_bundle(), raw=True)
+        display(self._view_bundle(), raw=True)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         data = {**(data or {}), "text/markdown": self._repr_markdown_(), "text/plain": repr(self)}
         return data, metadata
+
+
+_STATIC_NOTE = "A summary saved with the notebook: run the cell to inspect this memory live."
+_STATIC_CSS = (
+    # The summary is shown when the widget beside it is not (no kernel, no widget model) and
+    # hidden once the widget view is there; the widget's own output is hidden while it holds
+    # no view ("Loading widget...", "Error displaying widget").
+    ".jp-OutputArea-child:has(.nbmemory-static):has(+ .jp-OutputArea-child .nbmemory-widget)"
+    "{display:none}"
+    ".jp-OutputArea-child:has(.nbmemory-static) + .jp-OutputArea-child:not(:has(.nbmemory-widget))"
+    "{display:none}"
+    ".nbmemory-static{border-left:3px solid var(--jp-border-color1,#bdbdbd);padding-left:8px}"
+)
 
 
 __all__ = ["MARKED_VERSION", "PAGE_SIZE", "MemoryWidget"]

@@ -148,10 +148,22 @@ function render({ model, el: root }) {
   const widget = el("div", {
     class: "nbmemory-widget", "data-testid": "nbmemory-widget", "data-lm-suppress-shortcuts": "true",
   });
-  const head = el("div", { class: "head" });
+  // The one-line summary, always shown: the toggle, the name, a small gauge and the counts.
+  const detailsId = `nbmemory-details-${Math.random().toString(36).slice(2)}`;
+  const head = el("div", { class: "head", "data-testid": "summary-line" });
+  const toggle = el("button", {
+    type: "button", class: "toggle", "data-testid": "toggle", "aria-controls": detailsId,
+  });
   const name = el("span", { class: "name", "data-testid": "name" });
+  const miniGauge = el("div", { class: "gauge mini", "data-testid": "mini-gauge", "aria-hidden": "true" });
+  const miniSegments = el("div", { class: "segments" });
+  const miniMark = el("div", { class: "threshold" });
+  miniGauge.append(miniSegments, miniMark);
   const usage = el("span", { class: "usage", "data-testid": "usage" });
-  head.append(name, usage);
+  const brief = el("span", { class: "brief", "data-testid": "brief" });
+  head.append(toggle, name, miniGauge, usage, brief);
+  const offline = el("div", { class: "offline", "data-testid": "offline", role: "status" });
+  const details = el("div", { class: "details", id: detailsId, "data-testid": "details" });
   // Context X-ray: what the next request carries, part by part, against the window.
   const xray = el("section", { class: "xray", "data-testid": "xray", "aria-label": "Context X-ray" });
   const gauge = el("div", {
@@ -245,7 +257,8 @@ function render({ model, el: root }) {
   pinForm.append(pinInput, pinButton);
   pinned.append(pinnedTitle, pinnedInfo, pinnedList, pinForm);
 
-  widget.append(head, xray, counts, notes, pinned, timeline, bar, nav, status, streaming, inspect);
+  details.append(xray, counts, notes, pinned, timeline, bar, nav, status, streaming, inspect);
+  widget.append(head, offline, details);
   root.append(widget);
 
   const whole = new Map(); // "source:index" -> full text fetched from Python
@@ -344,6 +357,12 @@ function render({ model, el: root }) {
     const parts = model.get("usage_parts");
     const shown = parts.length ? parts : exists ? [{ name: "memory", tokens: used }] : [];
     const scale = Math.max(win, used, 1); // past the window, the bar is full and in scale
+    miniSegments.replaceChildren(...shown.map((part, i) => {
+      const segment = el("div", { class: `segment part-${i}` });
+      segment.style.width = `${(100 * part.tokens) / scale}%`;
+      segment.hidden = !part.tokens;
+      return segment;
+    }));
     segments.replaceChildren(...shown.map((part, i) => {
       const segment = el("div", {
         class: `segment part-${i}`, "data-testid": "segment", "data-part": part.name,
@@ -377,13 +396,26 @@ function render({ model, el: root }) {
     legend.replaceChildren(...items);
     const compacting = exists && !model.get("counting") && model.get("compacts_next");
     gauge.classList.toggle("compacts", compacting);
+    miniGauge.classList.toggle("compacts", compacting);
     compactsNext.textContent = compacting
       ? `The next model call will compact this memory first: ${number(used)} tokens reach the `
         + `${Math.round(threshold * 100)}% threshold (${number(Math.ceil(threshold * win))} of ${number(win)}).`
       : "";
   }
 
+  // The static summary shown with this widget (for a notebook opened without its kernel):
+  // hidden while this view is there. In JupyterLab and Notebook 7 a style rule of the
+  // summary does it too; this is for other front ends.
+  function hideStatic() {
+    const ref = model.get("model_ref");
+    if (!ref) return;
+    for (const node of document.querySelectorAll("[data-nbmemory-static]")) {
+      if (node.dataset.nbmemoryStatic === ref) node.hidden = true;
+    }
+  }
+
   function drawFigures() {
+    hideStatic();
     const exists = model.get("exists");
     const used = model.get("tokens_used");
     const win = model.get("context_length") || 1;
@@ -402,11 +434,16 @@ function render({ model, el: root }) {
     gauge.setAttribute("aria-valuenow", String(exists ? Math.min(100, percent) : 0));
     gauge.setAttribute("aria-valuetext", exists ? usage.textContent : "no agent yet");
     drawXray(exists, used, win, threshold);
-    mark.hidden = threshold === null;
+    mark.hidden = miniMark.hidden = threshold === null;
     if (threshold !== null) {
-      mark.style.left = `calc(${Math.min(100, threshold * 100)}% - 1px)`;
+      mark.style.left = miniMark.style.left = `calc(${Math.min(100, threshold * 100)}% - 1px)`;
       mark.title = `compression at ${Math.round(threshold * 100)}%`;
     }
+    const messageCount = model.get("message_count");
+    const archiveCount = model.get("archive_count");
+    brief.textContent = !exists ? "" : `${number(messageCount)} ${messageCount === 1 ? "message" : "messages"}`
+      + ` · ${number(archiveCount)} ${archiveCount === 1 ? "archive" : "archives"}`
+      + (exists && !model.get("counting") && model.get("compacts_next") ? " · the next call compacts" : "");
     if (!exists) {
       counts.textContent = "";
     } else {
@@ -698,6 +735,44 @@ function render({ model, el: root }) {
     model.send({ command: "pin", note: pinInput.value });
   }
 
+  // Expanded or a one-line summary; live, or a saved view with no kernel behind it.
+  let live = true;
+  function drawMode() {
+    const expanded = model.get("expanded");
+    widget.classList.toggle("collapsed", !expanded);
+    details.hidden = !expanded;
+    miniGauge.hidden = expanded;
+    toggle.setAttribute("aria-expanded", String(expanded));
+    toggle.textContent = expanded ? "▾" : "▸";
+    toggle.setAttribute("aria-label", expanded ? "Hide the memory inspector" : "Show the memory inspector");
+    widget.classList.toggle("saved-view", !live);
+    const when = model.get("last_activity");
+    offline.textContent = live ? "" : "Saved view: the memory as it was when this notebook was saved"
+      + (when ? ` (last activity ${when})` : "") + ". No kernel follows it now: run the cell again to inspect it live.";
+    for (const control of details.querySelectorAll("button, input, select")) {
+      if (!live && !control.classList.contains("copy")) control.disabled = true;
+    }
+  }
+  async function checkLive() {
+    let real = null;
+    try {
+      const ref = model.get("model_ref");
+      real = ref && model.widget_manager ? await model.widget_manager.get_model(ref) : null;
+    } catch (error) {
+      real = null;
+    }
+    live = Boolean(real && real.comm_live);
+    if (real && !watched) {
+      watched = real;
+      real.on("comm_live_update", onLiveChange);
+    }
+    drawAll();
+  }
+  let watched = null;
+  function onLiveChange() {
+    checkLive();
+  }
+
   function drawStatus() {
     status.textContent = model.get("status");
     streaming.textContent = model.get("streaming");
@@ -756,6 +831,11 @@ function render({ model, el: root }) {
     if (Number.isFinite(wanted)) goTo(wanted - 1);
   };
   closeCompaction.onclick = closeCompactionView;
+  toggle.onclick = () => {
+    model.set("expanded", !model.get("expanded"));
+    model.save_changes();
+    drawMode();
+  };
   // Escape closes an open compaction (the widget's keys are its own: data-lm-suppress-shortcuts).
   widget.addEventListener("keydown", (event) => {
     if (event.key !== "Escape" || summaryPane.hidden) return;
@@ -780,12 +860,20 @@ function render({ model, el: root }) {
     ...timelineTraits.map((t) => [t, drawTimeline])];
   for (const [trait, handler] of handlers) model.on(`change:${trait}`, handler);
   model.on("msg:custom", onMessage);
-  drawFigures();
-  drawList();
-  drawNotes();
-  drawTimeline();
-  drawStatus();
+  function drawAll() {
+    drawFigures();
+    drawList();
+    drawNotes();
+    drawTimeline();
+    drawStatus();
+    drawMode();
+  }
+  model.on("change:expanded", drawMode);
+  drawAll();
+  checkLive();
   return () => {
+    model.off("change:expanded", drawMode);
+    if (watched) watched.off("comm_live_update", onLiveChange);
     for (const [trait, handler] of handlers) model.off(`change:${trait}`, handler);
     model.off("msg:custom", onMessage);
   };
