@@ -527,8 +527,8 @@ export function addCommands(
   const menus: [string, string, ReadonlyJSONObject?][] = [
     ['.jp-nbmemory-message[data-agent]', CommandIDs.copyMessage],
     ['.jp-nbmemory-message[data-agent]', CommandIDs.insertMessage],
-    ['.jp-nbmemory-message[data-agent]', CommandIDs.openArchive],
-    ['.jp-nbmemory-panel .jp-nbmemory-message[data-agent]', CommandIDs.openMemory],
+    [`.jp-nbmemory-message[data-agent]:not([data-source="${MEMORY_FILE}"])`, CommandIDs.openArchive],
+    [`.jp-nbmemory-message[data-agent][data-source="${MEMORY_FILE}"]`, CommandIDs.openMemory],
     ['.jp-nbmemory-agent', CommandIDs.openMemory],
     ['.jp-nbmemory-agent', CommandIDs.compact],
     ['.jp-nbmemory-agent', CommandIDs.exportMemory, { format: 'json' }],

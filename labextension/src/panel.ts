@@ -577,6 +577,8 @@ export class MemoryPanel extends Panel {
 
   /** Update the rows in place: a row is made once per agent and changed only when its figures do. */
   private renderAgents(agents: IAgent[]): void {
+    const active = document.activeElement as HTMLElement | null;
+    const focusedRow = active && this.agentList.contains(active) ? active : null;
     const names = new Set(agents.map(a => a.name));
     for (const [name, { row }] of this.rows) {
       if (!names.has(name)) {
@@ -593,8 +595,7 @@ export class MemoryPanel extends Panel {
       this.fillRow(entry, agent);
       const here = this.agentList.children[position];
       if (here !== entry.row) {
-        // Move the rows around the focused one, never the focused row itself (moving a
-        // focused element takes its focus away).
+        // Agents come sorted, so a new row goes in between and existing rows stay put.
         this.agentList.insertBefore(entry.row, here ?? null);
       }
     });
@@ -602,6 +603,14 @@ export class MemoryPanel extends Panel {
     const stop = this.selected && names.has(this.selected) ? this.selected : agents[0]?.name;
     for (const [name, { row }] of this.rows) {
       row.tabIndex = name === stop ? 0 : -1;
+    }
+    // Moving a focused element takes its focus away: should a focused row ever move (a name
+    // that sorts differently), it gets the focus back; if its agent is gone, the focus stays
+    // in the list.
+    if (focusedRow && focusedRow.isConnected && document.activeElement !== focusedRow) {
+      focusedRow.focus();
+    } else if (focusedRow && !focusedRow.isConnected) {
+      (Array.from(this.agentList.children) as HTMLElement[]).find(r => r.tabIndex === 0)?.focus();
     }
   }
 

@@ -51,9 +51,9 @@ export class Targets {
       const { agent, source, index, role } = card.dataset;
       if (agent && source && index !== undefined) {
         this.message = { agent, source, index: Number(index), role: role ?? '' };
-        if (source !== MEMORY_FILE) {
-          this.archive = { agent, archive: source };
-        }
+        // A message of an archive makes that archive the one to act on; one of MEMORY.md, none
+        // (the archive shown in the list, if any, is then the one).
+        this.archive = source === MEMORY_FILE ? null : { agent, archive: source };
       }
       return;
     }
