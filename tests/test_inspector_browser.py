@@ -18,6 +18,7 @@ from browser import (
     open_lab,
     open_notebook,
     require,
+    restart_kernel,
     run_all_cells,
     save_notebook,
     screenshot,
@@ -397,6 +398,14 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
         expect(status).to_contain_text(f"Copied message 2 of MEMORY.md ({len(long_text):,} ")
         assert page.evaluate("() => navigator.clipboard.readText()") == long_text
         screenshot(widget, shot(app, "widget-search.png"))
+
+        # The kernel restarted: nothing follows the memory any more, and the view says so.
+        restart_kernel(page, "find.ipynb")
+        expect(widget.locator('[data-testid="offline"]')).to_contain_text(
+            "no kernel follows this widget now", timeout=WAIT_MS
+        )
+        expect(widget.get_by_label("Search memory")).to_be_disabled()
+        expect(widget.get_by_role("button", name="Copy message 1 of MEMORY.md")).to_be_enabled()
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
         assert dialogs == []
 
