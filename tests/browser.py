@@ -96,6 +96,8 @@ class LabServer:
     token: str
     process: subprocess.Popen[bytes]
     log: Path
+    app: str = "jupyterlab"
+    """The front end it serves: ``"jupyterlab"``, or ``"notebook"`` (Jupyter Notebook 7)."""
 
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the server's log, for failure messages."""
@@ -232,7 +234,9 @@ def jupyter_lab(
             *("--ip", "127.0.0.1", "--port", str(port), "--ServerApp.port_retries=0"),
             f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={root_dir}",
-            "--LabApp.expose_app_in_browser=True",
+            "--JupyterNotebookApp.expose_app_in_browser=True"
+            if app == "notebook"
+            else "--LabApp.expose_app_in_browser=True",
             *extra_args,
         ]
         log = state / "lab.log"
@@ -240,7 +244,7 @@ def jupyter_lab(
             process = subprocess.Popen(
                 command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        server = LabServer(f"http://127.0.0.1:{port}", token, process, log)
+        server = LabServer(f"http://127.0.0.1:{port}", token, process, log, app)
         try:
             _wait_until_up(server, timeout)
             yield server
@@ -314,19 +318,28 @@ def open_notebook(
 ) -> Iterator[Page]:
     """Open ``notebook`` (relative to the root) in headless Chromium once its kernel is idle.
 
-    The page is 1280 x ``height`` pixels with the left sidebar collapsed (room for outputs).
-    If the block raises, a ``<notebook>-failure.png`` screenshot is saved to the artifacts.
+    The page is 1280 x ``height`` pixels with the left sidebar collapsed (room for outputs);
+    a Notebook 7 server opens it on a page of its own. If the block raises, a
+    ``<notebook>-failure.png`` screenshot is saved to the artifacts.
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     with chromium_page(height, Path(notebook).stem) as page:
-        page.goto(f"{server.url}/lab/tree/{notebook}?reset&token={server.token}")
+        page.goto(notebook_url(server, notebook))
         try:
             page.wait_for_function(_KERNEL_IDLE, arg=notebook, timeout=timeout_ms)
         except PlaywrightTimeout:
             pytest.fail(f"{notebook}: kernel not connected and idle:\n{server.log_tail()}")
-        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+        if server.app != "notebook":
+            page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
         yield page
+
+
+def notebook_url(server: LabServer, notebook: str) -> str:
+    """Where ``server`` shows ``notebook``: in Lab (a fresh layout) or on a Notebook 7 page."""
+    if server.app == "notebook":
+        return f"{server.url}/notebooks/{notebook}?token={server.token}"
+    return f"{server.url}/lab/tree/{notebook}?reset&token={server.token}"
 
 
 def run_all_cells(page: Page, timeout_ms: int = WAIT_MS) -> None:
@@ -352,12 +365,14 @@ def screenshot(target: Page | Locator, name: str) -> Path:
 
 @contextmanager
 def open_lab(server: LabServer, height: int = 900, failure_name: str = "lab") -> Iterator[Page]:
-    """Open Lab itself (``/lab?reset``, no document) in headless Chromium once it is restored.
+    """Open Lab itself (``/lab?reset``, no document; a Notebook 7 server's file tree) in
+    headless Chromium once it is restored.
 
     If the block raises, a ``<failure_name>-failure.png`` screenshot is saved to the artifacts.
     """
     with chromium_page(height, failure_name) as page:
-        page.goto(f"{server.url}/lab?reset&token={server.token}")
+        start = "tree" if server.app == "notebook" else "lab?reset"
+        page.goto(f"{server.url}/{start}{'&' if '?' in start else '?'}token={server.token}")
         page.wait_for_function("() => window.jupyterapp !== undefined")
         page.evaluate("() => window.jupyterapp.restored.then(() => true)")
         yield page

@@ -47,7 +47,10 @@ def write_memory(name: str, *texts: str) -> Conversation:
     return convo
 
 
-def test_hostile_memory_is_shown_as_text_and_nothing_runs_or_loads(tmp_path: Path) -> None:
+@pytest.mark.parametrize("app", ["jupyterlab", "notebook"])  # Lab, and Notebook 7
+def test_hostile_memory_is_shown_as_text_and_nothing_runs_or_loads(
+    tmp_path: Path, app: str
+) -> None:
     require("jupyterlab", "playwright", "nbformat")
     from playwright.sync_api import expect
 
@@ -58,7 +61,7 @@ def test_hostile_memory_is_shown_as_text_and_nothing_runs_or_loads(tmp_path: Pat
         write_memory("Hostile", LONG, TABLE, NUMBERED, "Some **bold** text.", *payloads)
         write_notebook(root / "hostile.ipynb", IMPORT, 'widget = MemoryWidget("Hostile")\nwidget')
         with (
-            jupyter_lab(root) as server,
+            jupyter_lab(root, app=app) as server,
             open_notebook(server, "hostile.ipynb", height=2400) as page,
         ):
             dialogs: list[str] = []
@@ -128,7 +131,9 @@ def test_hostile_memory_is_shown_as_text_and_nothing_runs_or_loads(tmp_path: Pat
             )
             expect(widget.locator("b")).to_have_count(0)
 
-            path = screenshot(widget, "widget.png")
+            path = screenshot(
+                widget, "widget.png" if app == "jupyterlab" else "widget-notebook7.png"
+            )
             assert path.exists() and path.stat().st_size > 0, path
             assert page.evaluate("() => typeof window.__pwned") == "undefined"
             assert dialogs == []

@@ -14,9 +14,11 @@ from browser import (
     WAIT_MS,
     execute,
     jupyter_lab,
+    notebook_url,
     open_lab,
     open_notebook,
     require,
+    restart_kernel,
     run_all_cells,
     save_notebook,
     screenshot,
@@ -31,6 +33,13 @@ from nbmemory.tokens import TokenCounter
 from nbmemory.workspace import memory_path
 
 pytestmark = pytest.mark.browser
+APPS = pytest.mark.parametrize("app", ["jupyterlab", "notebook"])  # Lab, and Notebook 7
+
+
+def shot(app: str, name: str) -> str:
+    """A screenshot's file name, marked for Notebook 7."""
+    return name if app == "jupyterlab" else name.replace(".png", "-notebook7.png")
+
 
 WIDGET = '[data-testid="nbmemory-widget"]'
 TOOL_SOURCE = '''
@@ -69,7 +78,10 @@ def shown_parts(widget: Any) -> list[tuple[str, int]]:
     ]
 
 
-def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(tmp_path: Path) -> None:
+@APPS
+def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
+    tmp_path: Path, app: str
+) -> None:
     require("jupyterlab", "playwright", "nbformat")
     from playwright.sync_api import expect
 
@@ -95,7 +107,10 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(tmp_path:
             "json.dumps({'tokens': agent.next_request_tokens()}))\n"
             "MemoryWidget('Xray', agent=agent)",
         )
-        with jupyter_lab(root) as lab, open_notebook(lab, "xray.ipynb", height=1600) as page:
+        with (
+            jupyter_lab(root, app=app) as lab,
+            open_notebook(lab, "xray.ipynb", height=1600) as page,
+        ):
             run_all_cells(page)
             widget = page.locator(WIDGET)
             legend = widget.locator('[data-testid="legend"]')
@@ -180,7 +195,9 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(tmp_path:
             note = widget.locator('[data-testid="compacts-next"]')
             expect(note).to_contain_text("The next model call will compact", timeout=WAIT_MS)
             expect(widget.locator('[data-testid="gauge"]')).to_have_class("gauge compacts")
-            screenshot(widget.locator('[data-testid="xray"]'), "widget-xray-compacts.png")
+            screenshot(
+                widget.locator('[data-testid="xray"]'), shot(app, "widget-xray-compacts.png")
+            )
             before = len(server.requests)
             server.reply("Summary: launch 2027-03-14, budget 40k EUR.")
             server.reply("Done again.")
@@ -189,14 +206,15 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(tmp_path:
             assert "And now?" not in json.dumps(summarizer["messages"])  # a summary request
             expect(note).to_have_text("", timeout=WAIT_MS)
             expect(widget.locator('[data-testid="counts"]')).to_contain_text("1 archives")
-            screenshot(widget.locator('[data-testid="xray"]'), "widget-xray.png")
+            screenshot(widget.locator('[data-testid="xray"]'), shot(app, "widget-xray.png"))
             assert widget.locator("img").count() == 0
 
 
 HOSTILE = '<img src=x onerror="window.__pwned=1">'
 
 
-def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path) -> None:
+@APPS
+def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path, app: str) -> None:
     require("jupyterlab", "playwright", "nbformat")
     from playwright.sync_api import expect
 
@@ -222,7 +240,10 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path) -> None:
         root / "forget.ipynb",
         "from nbmemory.jupyter.widget import MemoryWidget\nMemoryWidget('Forget')",
     )
-    with jupyter_lab(root) as lab, open_notebook(lab, "forget.ipynb", height=2000) as page:
+    with (
+        jupyter_lab(root, app=app) as lab,
+        open_notebook(lab, "forget.ipynb", height=2000) as page,
+    ):
         dialogs: list[str] = []
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         run_all_cells(page)
@@ -268,7 +289,7 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path) -> None:
         widget.get_by_label("Show the exact stored text").check()
         expect(fact.locator("pre mark.dropped").filter(has_text="ZX-4471")).to_have_count(1)
         widget.get_by_label("Show the exact stored text").uncheck()
-        screenshot(widget, "widget-compaction.png")
+        screenshot(widget, shot(app, "widget-compaction.png"))
 
         # Closed: back to the memory.
         widget.get_by_role("button", name="Close this compaction and show the memory").click()
@@ -280,7 +301,8 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path) -> None:
         assert dialogs == []
 
 
-def test_search_paging_roles_jumps_and_copy(tmp_path: Path) -> None:
+@APPS
+def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
     require("jupyterlab", "playwright", "nbformat")
     from playwright.sync_api import expect
 
@@ -301,7 +323,10 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path) -> None:
         root / "find.ipynb",
         "from nbmemory.jupyter.widget import MemoryWidget\nMemoryWidget('Finder')",
     )
-    with jupyter_lab(root) as lab, open_notebook(lab, "find.ipynb", height=2400) as page:
+    with (
+        jupyter_lab(root, app=app) as lab,
+        open_notebook(lab, "find.ipynb", height=2400) as page,
+    ):
         page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab.url)
         dialogs: list[str] = []
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
@@ -372,7 +397,15 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path) -> None:
         widget.get_by_role("button", name="Copy message 2 of MEMORY.md").click()
         expect(status).to_contain_text(f"Copied message 2 of MEMORY.md ({len(long_text):,} ")
         assert page.evaluate("() => navigator.clipboard.readText()") == long_text
-        screenshot(widget, "widget-search.png")
+        screenshot(widget, shot(app, "widget-search.png"))
+
+        # The kernel restarted: nothing follows the memory any more, and the view says so.
+        restart_kernel(page, "find.ipynb")
+        expect(widget.locator('[data-testid="offline"]')).to_contain_text(
+            "no kernel follows this widget now", timeout=WAIT_MS
+        )
+        expect(widget.get_by_label("Search memory")).to_be_disabled()
+        expect(widget.get_by_role("button", name="Copy message 1 of MEMORY.md")).to_be_enabled()
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
         assert dialogs == []
 
@@ -495,8 +528,9 @@ def check_contrast(widget: Any, theme: str) -> list[str]:
     return found
 
 
+@APPS
 def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
-    tmp_path: Path,
+    tmp_path: Path, app: str
 ) -> None:
     import os
 
@@ -533,7 +567,10 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         root / "themed.ipynb",
         "from nbmemory.jupyter.widget import MemoryWidget\nMemoryWidget('Themed')",
     )
-    with jupyter_lab(root) as lab, open_notebook(lab, "themed.ipynb", height=1800) as page:
+    with (
+        jupyter_lab(root, app=app) as lab,
+        open_notebook(lab, "themed.ipynb", height=1800) as page,
+    ):
         run_all_cells(page)
         widget = page.locator(WIDGET)
         expect(widget.locator('[data-testid="compacts-next"]')).to_contain_text(
@@ -579,12 +616,15 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         expect(widget.locator('[data-testid="messages"] mark.dropped').first).to_be_visible()
         assert widget.evaluate(_UNNAMED) == []
         light += check_contrast(widget, "light")
-        screenshot(widget, "widget-light.png")
+        screenshot(widget, shot(app, "widget-light.png"))
         page.keyboard.press("Escape")
         expect(view).to_be_hidden()
         expect(row).to_be_focused()
 
         # The dark theme: the same checks in its colours.
+        track = """(widget) => getComputedStyle(widget.querySelector('[data-testid="gauge"]'))
+            .backgroundColor"""
+        light_track = widget.evaluate(track)
         page.evaluate(
             "() => window.jupyterapp.commands.execute('apputils:change-theme',"
             " {theme: 'JupyterLab Dark'})"
@@ -593,9 +633,8 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
             "() => document.body.dataset.jpThemeLight === 'false'", timeout=WAIT_MS
         )
         page.wait_for_function(
-            """(widget) => getComputedStyle(widget.querySelector('[data-testid="gauge"]'))
-                .backgroundColor === 'rgb(66, 66, 66)'""",
-            arg=widget.element_handle(),
+            f"([widget, light]) => ({track})(widget) !== light",
+            arg=[widget.element_handle(), light_track],
             timeout=WAIT_MS,
         )
         search.fill("line")
@@ -605,7 +644,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         row.click()
         expect(widget.locator('[data-testid="messages"] mark.dropped').first).to_be_visible()
         dark += check_contrast(widget, "dark")
-        screenshot(widget, "widget-dark.png")
+        screenshot(widget, shot(app, "widget-dark.png"))
         assert light + dark == []
 
 
@@ -620,8 +659,9 @@ def visible_text(page: Any, text: str) -> Any:
     return page.get_by_text(text).filter(visible=True)
 
 
+@APPS
 def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
-    tmp_path: Path,
+    tmp_path: Path, app: str
 ) -> None:
     require("jupyterlab", "playwright", "nbformat")
     import nbformat
@@ -634,7 +674,7 @@ def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
     write_notebook(root / "placed.ipynb", "%load_ext nbmemory", f"%%agent Keeper --widget\n{task}")
     # Saved with the widget state (the user setting "Save Widget State Automatically").
     with (
-        jupyter_lab(root, settings=SAVE_STATE) as lab,
+        jupyter_lab(root, settings=SAVE_STATE, app=app) as lab,
         open_notebook(lab, "placed.ipynb", height=1000) as page,
     ):
         run_all_cells(page)
@@ -663,7 +703,7 @@ def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
         expect(widget.locator('[data-testid="messages"] [data-testid="message"]')).to_have_count(2)
         widget.get_by_role("button", name="Hide the memory inspector").click()
         expect(widget.locator('[data-testid="details"]')).to_be_hidden()
-        screenshot(cell, "agent-widget-placed.png")
+        screenshot(cell, shot(app, "agent-widget-placed.png"))
         save_notebook(page)
 
     saved = nbformat.read(root / "placed.ipynb", as_version=4)
@@ -690,16 +730,22 @@ def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
     variant("stateless.ipynb", drop=("widgets",))
     variant("foreign.ipynb", sign=False)
 
-    with jupyter_lab(root) as lab, open_lab(lab, height=1000, failure_name="reopened") as page:
+    with (
+        jupyter_lab(root, app=app) as lab,
+        open_lab(lab, height=1000, failure_name="reopened") as page,
+    ):
         dialogs: list[str] = []
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
 
         def show(path: str) -> Any:
+            """The notebook at ``path``, opened in Lab, or on a page of its own (Notebook 7)."""
+            if app == "notebook":
+                opened = page.context.new_page()
+                opened.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+                opened.goto(notebook_url(lab, path))
+                return opened.locator(".jp-NotebookPanel")
             page.evaluate(
                 "(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", path
-            )
-            page.wait_for_function(
-                "(path) => window.jupyterapp.shell.currentWidget.context.path === path", arg=path
             )
             return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
 
@@ -715,11 +761,10 @@ def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
                 expect(visible_text(notebook, words)).to_have_count(0)
             expect(notebook.locator(f"{ANSWER} img")).to_have_count(0)
 
-        page.goto(f"{lab.url}/lab/tree/elsewhere.ipynb?reset&token={lab.token}")
-        page.locator(".jp-Dialog").get_by_role("button", name="No Kernel").click()
-        notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+        notebook = show("elsewhere.ipynb")
+        notebook.page.locator(".jp-Dialog").get_by_role("button", name="No Kernel").click()
         shows_the_summary(notebook)
-        screenshot(notebook, "saved-no-kernel.png")
+        screenshot(notebook, shot(app, "saved-no-kernel.png"))
 
         shows_the_summary(show("stateless.ipynb"))  # a new kernel, no widget model
 
@@ -729,7 +774,8 @@ def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
         notebook = show("placed.ipynb")
         widget = notebook.locator(WIDGET)
         expect(widget.locator('[data-testid="offline"]')).to_contain_text(
-            "Saved view", timeout=WAIT_MS
+            "Saved view",
+            timeout=3 * WAIT_MS,  # after its new kernel started, on a busy machine
         )
         expect(notebook.locator(".nbmemory-static")).to_be_hidden()
         expect(widget.locator('[data-testid="brief"]')).to_have_text("2 messages · 0 archives")
@@ -738,7 +784,8 @@ def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
         expect(messages).to_have_count(2)
         expect(messages.last.locator(".content")).to_have_text(task)
         assert widget.get_by_label("Search memory").is_disabled()
-        expect(visible_text(page, "Error displaying widget")).to_have_count(0)
-        screenshot(widget, "widget-saved-view.png")
-        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+        expect(visible_text(notebook, "Error displaying widget")).to_have_count(0)
+        screenshot(widget, shot(app, "widget-saved-view.png"))
+        for opened in page.context.pages:
+            assert opened.evaluate("() => typeof window.__pwned") == "undefined"
         assert dialogs == []

@@ -747,8 +747,9 @@ function render({ model, el: root }) {
     toggle.setAttribute("aria-label", expanded ? "Hide the memory inspector" : "Show the memory inspector");
     widget.classList.toggle("saved-view", !live);
     const when = model.get("last_activity");
-    offline.textContent = live ? "" : "Saved view: the memory as it was when this notebook was saved"
-      + (when ? ` (last activity ${when})` : "") + ". No kernel follows it now: run the cell again to inspect it live.";
+    offline.textContent = live ? "" : "Saved view: no kernel follows this widget now (the notebook was "
+      + "reopened, or its kernel stopped), so it shows the memory as it was"
+      + (when ? ` (last activity ${when})` : "") + ". Run the cell again to inspect it live.";
     for (const control of details.querySelectorAll("button, input, select")) {
       if (!live && !control.classList.contains("copy")) control.disabled = true;
     }
