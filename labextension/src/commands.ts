@@ -402,7 +402,9 @@ export function addCommands(
       const format = typeof args.format === 'string' ? FORMATS[args.format] : undefined;
       return format ? `Export Agent Memory as ${format}` : 'Export Agent Memory…';
     },
-    caption: "Download the selected agent's memory as JSON, YAML or Markdown (as nbmemory export writes it)",
+    caption:
+      "Download the selected agent's memory as JSON, YAML or Markdown " +
+      '(the file nbmemory export writes)',
     icon: downloadIcon,
     isEnabled: args => agentOf(args) !== null,
     execute: async args => {

@@ -30,7 +30,9 @@ function panelSettings(settings: ISettingRegistry.ISettings): IPanelSettings {
   return {
     pollInterval: typeof poll === 'number' && poll >= 0 ? poll : null,
     foldLength:
-      typeof fold === 'number' && fold >= 1 ? Math.min(100_000, Math.round(fold)) : DEFAULT_SETTINGS.foldLength,
+      typeof fold === 'number' && fold >= 1
+        ? Math.min(100_000, Math.round(fold))
+        : DEFAULT_SETTINGS.foldLength,
     order: order === 'oldest' ? 'oldest' : 'newest',
     searchArchives: get('searchArchives') === true
   };

@@ -760,7 +760,8 @@ export class MemoryPanel extends Panel {
     const { total, offset, items } = page;
     const role = list.role ? ` by ${list.role}` : '';
     this.listCaption.textContent = total
-      ? `${number(offset + 1)}–${number(offset + items.length)} of ${plural(total, 'message')}${role}, ${order}`
+      ? `${number(offset + 1)}–${number(offset + items.length)} of ` +
+        `${plural(total, 'message')}${role}, ${order}`
       : list.role
         ? `No messages by ${list.role}.`
         : 'No messages.';
@@ -859,6 +860,11 @@ export class MemoryPanel extends Panel {
     if (focused) {
       focused.card.tabIndex = 0;
     }
+    if (this.focusFirstCardOf === list && cards.length) {
+      this.focusFirstCardOf = null; // a page turned from the keyboard: on to its first message
+      cards.forEach((c, i) => (c.card.tabIndex = i === 0 ? 0 : -1));
+      cards[0].card.focus();
+    }
     await Promise.all(cards.map(c => c.fill(rendered)));
     await this.renderTokens(list);
   }
@@ -951,7 +957,10 @@ export class MemoryPanel extends Panel {
           }
           event.preventDefault();
           const step = event.key === 'PageDown' ? PAGE_SIZE : -PAGE_SIZE;
-          const total = list === this.messageList ? this.listTotal : Number(this.searchSection.dataset.total ?? 0);
+          const total =
+            list === this.messageList
+              ? this.listTotal
+              : Number(this.searchSection.dataset.total ?? 0);
           const offset = view.offset + step;
           if (offset >= 0 && offset < total) {
             this.focusFirstCardOf = list;
@@ -977,11 +986,6 @@ export class MemoryPanel extends Panel {
   /** With "Tokens per message" on, ask the server what each shown message adds to a request. */
   private async renderTokens(list: HTMLOListElement): Promise<void> {
     const cards = Array.from(list.querySelectorAll<HTMLElement>('.jp-nbmemory-message'));
-    if (this.focusFirstCardOf === list && cards.length) {
-      this.focusFirstCardOf = null;
-      cards.forEach((card, i) => (card.tabIndex = i === 0 ? 0 : -1));
-      cards[0].focus();
-    }
     if (!this.showTokens.checked) {
       for (const card of cards) {
         const slot = card.querySelector<HTMLElement>('.jp-nbmemory-message-tokens');
@@ -1041,7 +1045,8 @@ export class MemoryPanel extends Panel {
       note.remove();
       if (body) {
         await this.renderer.render(body, data.text, this.exact.checked);
-        const highlight = card?.closest('.jp-nbmemory-search-results') ? this.searchView?.query : null;
+        const inSearch = card?.closest('.jp-nbmemory-search-results');
+        const highlight = inSearch ? this.searchView?.query : null;
         if (highlight) {
           markText(body, [[highlight, anyCase(highlight)]], 'jp-nbmemory-hit');
         }

@@ -124,7 +124,8 @@ export class CompactionView extends Widget {
     this.node.tabIndex = -1;
     this.id = CompactionView.idFor(agent, compaction.archive);
     this.title.label = `${agent}: compaction ${position + 1}`;
-    this.title.caption = `${agent}: what compaction ${position + 1} of ${count} forgot (${compaction.archive})`;
+    this.title.caption =
+      `${agent}: what compaction ${position + 1} of ${count} forgot (${compaction.archive})`;
     this.title.closable = true;
 
     this.exact = el('input', '', undefined, { type: 'checkbox' });
@@ -184,7 +185,10 @@ export class CompactionView extends Widget {
     const summary = el('section', 'jp-nbmemory-view-column', undefined, {
       'aria-label': 'Summary'
     });
-    summary.append(el('h3', 'jp-nbmemory-section-title', 'Summary (what the memory holds now)'), this.summary);
+    summary.append(
+      el('h3', 'jp-nbmemory-section-title', 'Summary (what the memory holds now)'),
+      this.summary
+    );
 
     this.caption = el('span', 'jp-nbmemory-caption', '', { role: 'status' });
     this.pager = el('div', 'jp-nbmemory-viewbar');
@@ -262,7 +266,8 @@ export class CompactionView extends Widget {
     }
     const { total, offset, items } = page;
     this.caption.textContent = total
-      ? `Messages ${number(offset + 1)}–${number(offset + items.length)} of ${number(total)}, oldest first`
+      ? `Messages ${number(offset + 1)}–${number(offset + items.length)} of ` +
+        `${number(total)}, oldest first`
       : 'The archive holds no messages.';
     const previous = button('Previous', 'Earlier messages of the transcript', () =>
       void this.showPage(Math.max(0, offset - PAGE_SIZE))
