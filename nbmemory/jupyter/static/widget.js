@@ -576,6 +576,10 @@ function render({ model, el: root }) {
       copyText(label, whole.has(key) ? whole.get(key) : item.text);
       return;
     }
+    if (!live) { // the whole text is the kernel's to give
+      copyText(`the first ${number(item.text.length)} characters of ${label} (no kernel for the rest)`, item.text);
+      return;
+    }
     copying.add(key);
     model.send({ command: "full", index: item.index, source: item.source });
   }
