@@ -42,6 +42,39 @@ export function button(
   return node;
 }
 
+/**
+ * Where arrow keys, Home and End move in a list of `count` items from `at` (-1 when none has
+ * focus), or -1 for any other key: the one key handling every list of the views shares.
+ */
+export function listMove(key: string, at: number, count: number): number {
+  switch (key) {
+    case 'ArrowDown':
+      return Math.min(count - 1, at + 1);
+    case 'ArrowUp':
+      return Math.max(0, at - 1);
+    case 'Home':
+      return 0;
+    case 'End':
+      return count - 1;
+    default:
+      return -1;
+  }
+}
+
+/** The note under a folded message: how much is shown, and a button that loads the rest. */
+export function foldNote(shown: number, length: number, showFull: () => void): HTMLDivElement {
+  const note = el('div', 'jp-nbmemory-fold');
+  note.append(
+    el(
+      'span',
+      'jp-nbmemory-fold-text',
+      `Showing ${number(shown)} of ${number(length)} characters.`
+    ),
+    button('Show full text', 'Load the whole message', showFull)
+  );
+  return note;
+}
+
 export const number = (n: number): string => n.toLocaleString();
 export const plural = (n: number, word: string): string =>
   `${number(n)} ${word}${n === 1 ? '' : 's'}`;

@@ -33,7 +33,7 @@ import {
   query,
   reason
 } from './api';
-import { anyCase, button, el, markText, number, percent, plural } from './dom';
+import { anyCase, button, el, foldNote, listMove, markText, number, percent, plural } from './dom';
 import { keepingFocus, pageCount, pager } from './pager';
 import { TextRenderer } from './render';
 import { MEMORY_FILE, Targets } from './targets';
@@ -543,29 +543,16 @@ export class MemoryPanel extends Panel {
   private onAgentKey(event: KeyboardEvent): void {
     const rows = Array.from(this.agentList.children) as HTMLElement[];
     const at = rows.indexOf(document.activeElement as HTMLElement);
-    let next = -1;
-    switch (event.key) {
-      case 'ArrowDown':
-        next = Math.min(rows.length - 1, at + 1);
-        break;
-      case 'ArrowUp':
-        next = Math.max(0, at - 1);
-        break;
-      case 'Home':
-        next = 0;
-        break;
-      case 'End':
-        next = rows.length - 1;
-        break;
-      case 'Enter':
-      case ' ':
-        if (at >= 0 && rows[at].dataset.name) {
-          event.preventDefault();
-          this.select(rows[at].dataset.name);
-        }
-        return;
-      default:
-        return;
+    if (event.key === 'Enter' || event.key === ' ') {
+      if (at >= 0 && rows[at].dataset.name) {
+        event.preventDefault();
+        this.select(rows[at].dataset.name);
+      }
+      return;
+    }
+    const next = listMove(event.key, at, rows.length);
+    if (next === -1) {
+      return;
     }
     event.preventDefault();
     const row = rows[next];
@@ -900,15 +887,7 @@ export class MemoryPanel extends Panel {
     const full = this.full.get(this.fullKey(item.source, item.index));
     const text = full ?? item.text;
     if (item.folded && full === undefined) {
-      const note = el('div', 'jp-nbmemory-fold');
-      note.append(
-        el(
-          'span',
-          'jp-nbmemory-fold-text',
-          `Showing ${number(item.text.length)} of ${number(item.length)} characters.`
-        ),
-        button('Show full text', 'Load the whole message', () => void this.showFull(item, note))
-      );
+      const note = foldNote(item.text.length, item.length, () => void this.showFull(item, note));
       card.append(note);
     }
     const fill = async (rendered: number) => {
@@ -936,41 +915,24 @@ export class MemoryPanel extends Panel {
       const cards = Array.from(list.querySelectorAll<HTMLElement>('.jp-nbmemory-message'));
       const at = cards.indexOf(document.activeElement as HTMLElement);
       const view = current();
-      let next = -1;
-      switch (event.key) {
-        case 'ArrowDown':
-          next = Math.min(cards.length - 1, at + 1);
-          break;
-        case 'ArrowUp':
-          next = Math.max(0, at - 1);
-          break;
-        case 'Home':
-          next = 0;
-          break;
-        case 'End':
-          next = cards.length - 1;
-          break;
-        case 'PageDown':
-        case 'PageUp': {
-          if (!view) {
-            return;
-          }
-          event.preventDefault();
-          const step = event.key === 'PageDown' ? PAGE_SIZE : -PAGE_SIZE;
-          const total =
-            list === this.messageList
-              ? this.listTotal
-              : Number(this.searchSection.dataset.total ?? 0);
-          const offset = view.offset + step;
-          if (offset >= 0 && offset < total) {
-            this.focusFirstCardOf = list;
-            go({ ...view, offset });
-          }
+      if (event.key === 'PageDown' || event.key === 'PageUp') {
+        if (!view) {
           return;
         }
-        default:
-          return;
+        event.preventDefault();
+        const step = event.key === 'PageDown' ? PAGE_SIZE : -PAGE_SIZE;
+        const total =
+          list === this.messageList
+            ? this.listTotal
+            : Number(this.searchSection.dataset.total ?? 0);
+        const offset = view.offset + step;
+        if (offset >= 0 && offset < total) {
+          this.focusFirstCardOf = list;
+          go({ ...view, offset });
+        }
+        return;
       }
+      const next = listMove(event.key, at, cards.length);
       if (at === -1 || next === -1 || !cards[next]) {
         return;
       }

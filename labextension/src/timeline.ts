@@ -11,7 +11,7 @@
 import { Widget } from '@lumino/widgets';
 
 import { Api, ICompaction, IItem, IPage, agentPath, query, reason } from './api';
-import { button, el, markText, number, plural, wholeWord } from './dom';
+import { button, el, foldNote, markText, number, plural, wholeWord } from './dom';
 import { TextRenderer } from './render';
 
 const PAGE_SIZE = 20;
@@ -312,16 +312,7 @@ export class CompactionView extends Widget {
       card.dataset.dropped = String(marked);
     }
     if (item.folded && !this.full.has(item.index)) {
-      const note = el('div', 'jp-nbmemory-fold');
-      note.append(
-        el(
-          'span',
-          'jp-nbmemory-fold-text',
-          `Showing ${number(item.text.length)} of ${number(item.length)} characters.`
-        ),
-        button('Show full text', 'Load the whole message', () => void this.loadFull(item.index))
-      );
-      card.append(note);
+      card.append(foldNote(item.text.length, item.length, () => void this.loadFull(item.index)));
     }
     return card;
   }
