@@ -15,8 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from nbmemory import llm, workspace
-from nbmemory.atomic import write_atomic
+from nbmemory import llm, store, workspace
 from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import Conversation
 from nbmemory.errors import MemoryFormatError
@@ -247,7 +246,7 @@ class Agent:
         preloaded: how views tell earlier sessions from this one (``RunSettings.session``)."""
         path = self.short_memory.memory_md_path
         try:
-            inode = os.stat(path).st_ino if path is not None else None
+            inode = store.identity(path) if path is not None else None
         except OSError:
             inode = None
         if inode is None:
@@ -379,7 +378,8 @@ class Agent:
         """
         target = self._state_path(file_path)
         folder = target.parent
-        workspace.make_private_dir(workspace.check_folder(folder))
+        if store.locate(target) is None:
+            workspace.make_private_dir(workspace.check_folder(folder))
         state = {
             "agent_name": self.agent_name,
             "agent_description": self.agent_description,
@@ -388,7 +388,7 @@ class Agent:
             "context_length": self.context_length,
             "history": self.short_memory.to_dict(),
         }
-        path = write_atomic(target, json.dumps(state, indent=2, ensure_ascii=False, default=str))
+        path = store.write(target, json.dumps(state, indent=2, ensure_ascii=False, default=str))
         saver = getattr(self.long_term_memory, "save", None)
         if callable(saver):
             saver(str(folder / "long_term_memory"))
@@ -404,7 +404,7 @@ class Agent:
         """
         path = self._state_path(file_path)
         try:
-            state = json.loads(path.read_bytes())
+            state = json.loads(store.read(path))
             settings = {key: state[key] for key in _STATE_SETTINGS}
         except (ValueError, KeyError, TypeError) as exc:
             raise MemoryFormatError(f"{path}: not an agent state written by save()") from exc

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from nbmemory import workspace
+from nbmemory import store, workspace
 from nbmemory.atomic import write_atomic
 from nbmemory.conversation import Conversation
 from nbmemory.errors import (
@@ -22,6 +22,7 @@ from nbmemory.errors import (
     NoteNotFoundError,
 )
 from nbmemory.export import FORMATS, export_text
+from nbmemory.layout import export_layout, import_layout
 from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.report import AgentTable, Audit, MessageList, parts_line, usage_line, visible
@@ -66,6 +67,17 @@ def cmd_search(args: argparse.Namespace) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> str:
+    if args.layout:
+        if args.output or args.format != "md":
+            raise NbmemoryError("--layout writes the files as they are: no --format or --output")
+        names = export_layout(
+            args.layout, args.workspace or None, [args.name] if args.name else None
+        )
+        return (
+            f"exported {', '.join(names) or 'no agents'} from {store.describe()} to {args.layout}"
+        )
+    if not args.name:
+        raise NbmemoryError("name the agent to export (or pass --layout FOLDER for all of them)")
     text = export_text(args.name, _reader(args).records(args.name), args.format)
     if args.output:
         write_atomic(Path(args.output), text)
@@ -120,6 +132,11 @@ def cmd_path(args: argparse.Namespace) -> str:
     return str(_reader(args).agent(args.name).path)
 
 
+def cmd_import(args: argparse.Namespace) -> str:
+    names = import_layout(args.folder)
+    return f"imported {len(names)} agent(s) into {store.describe()}: {', '.join(names)}"
+
+
 def cmd_demo(args: argparse.Namespace) -> str:
     from nbmemory.demo import run
 
@@ -143,6 +160,11 @@ def parser() -> argparse.ArgumentParser:
     """The command line's parser (``nbmemory --help``)."""
     main = argparse.ArgumentParser(prog="nbmemory", description="Look into agents' memory.")
     main.add_argument("--workspace", help="the workspace folder (default: $WORKSPACE_DIR)")
+    main.add_argument(
+        "--store",
+        metavar="URL",
+        help="a PostgreSQL URL to keep agents in (default: $NBMEMORY_STORE, else files)",
+    )
     commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, run, help: str) -> argparse.ArgumentParser:
@@ -164,10 +186,24 @@ def parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--agent", metavar="NAME", help="search only this agent")
     search.add_argument("--archives", action="store_true", help="search archives too")
-    export = command("export", cmd_export, "print an agent's memory as JSON, YAML or Markdown")
-    export.add_argument("name")
+    export = command(
+        "export",
+        cmd_export,
+        "print an agent's memory as JSON, YAML or Markdown; or, with --layout, write agents' "
+        "files as the spec lays them out (agents/NAME/MEMORY.md, archive/...)",
+    )
+    export.add_argument("name", nargs="?", help="the agent (with --layout: all if omitted)")
+    export.add_argument(
+        "--layout", metavar="FOLDER", help="write FOLDER/agents/NAME/... from the store in use"
+    )
     export.add_argument("--format", choices=FORMATS, default="md")
     export.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead")
+    load = command(
+        "import",
+        cmd_import,
+        "load FOLDER's agents/ (nbmemory's or swarms' files) into the database",
+    )
+    load.add_argument("folder")
     compact = command("compact", cmd_compact, "replace an agent's memory with a summary")
     compact.add_argument("name")
     compact.add_argument("--summary", required=True, help="the summary text")
@@ -201,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser()
     args = arguments.parse_args(argv)
     try:
+        if args.store is not None:
+            store.use(args.store)
         output = args.run(args)
     except (NotFound, AgentNotFoundError, ArchiveNotFoundError, NoteNotFoundError) as exc:
         print(visible(f"nbmemory: {exc}"), file=sys.stderr)

@@ -14,8 +14,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from nbmemory.atomic import write_atomic
-from nbmemory.workspace import read_regular
+from nbmemory import store
 
 
 @dataclass(frozen=True)
@@ -39,13 +38,13 @@ def record_path(archive: str | os.PathLike[str]) -> Path:
 def write_record(archive: str | os.PathLike[str], compaction: Compaction) -> Path:
     """Keep ``compaction`` beside its archive (atomically, ``0600``)."""
     data = {**asdict(compaction), "archive": Path(archive).name}
-    return write_atomic(record_path(archive), json.dumps(data, indent=2) + "\n", durable=False)
+    return store.write(record_path(archive), json.dumps(data, indent=2) + "\n", durable=False)
 
 
 def read_record(archive: str | os.PathLike[str]) -> Compaction | None:
     """The record kept beside ``archive``, or ``None`` (a manual compaction, a damaged file)."""
     try:
-        data = json.loads(read_regular(record_path(archive)))
+        data = json.loads(store.read(record_path(archive)))
         data["archive"] = Path(archive)
         return Compaction(**data)
     except (OSError, ValueError, TypeError):

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nbmemory import memory_file, search
+from nbmemory import memory_file, search, store
 from nbmemory.atomic import write_atomic
 from nbmemory.errors import MemoryFormatError
-from nbmemory.memory_file import MemoryFile, format_block, format_header, now_iso
+from nbmemory.memory_file import format_block, format_header, now_iso
 from nbmemory.search import MemoryHit, content_text
 from nbmemory.swarms_conversation import SwarmsConversation, conversations_folder
 from nbmemory.tokens import TokenCounter, context_window
@@ -162,7 +162,8 @@ class Conversation(SwarmsConversation):
         self._counter = TokenCounter(tokenizer_model_name)
         self._static_count: tuple[tuple[Any, ...], list[int]] = ((), [])
         self._reset_counts()
-        self._memory: MemoryFile | None = None
+        self._memory: Any = None
+        """A ``MemoryFile`` or a ``DatabaseMemory`` (see ``store.open_memory``)."""
         self._header = ""
         """MEMORY.md's header, which a resumed agent's preload carries."""
 
@@ -195,7 +196,7 @@ class Conversation(SwarmsConversation):
         with self._lock:
             if self._memory is not None:
                 self._memory.close()
-            self._memory = MemoryFile(path, self.name) if path is not None else None
+            self._memory = store.open_memory(path, self.name) if path is not None else None
 
     def _preload(self) -> None:
         assert self._memory is not None
@@ -227,7 +228,7 @@ class Conversation(SwarmsConversation):
         wanted = Path(archive).name
         for path in self.archives():
             if path.name == wanted:
-                return memory_file.read_messages(path)
+                return store.messages(path)
         raise FileNotFoundError(f"no archive named {wanted!r} for {self.name}")
 
     def close(self) -> None:
@@ -405,7 +406,7 @@ class Conversation(SwarmsConversation):
         sources = [(p.name, search.file_index(p)) for p in self.archives()] if archives else []
         if self._memory is None:
             sources.append(("history", search.MessageIndex(self.conversation_history)))
-        elif self._memory.path.exists():
+        elif store.exists(self._memory.path):
             memory = self._memory
             index = search.file_index(memory.path, lambda _path: memory.messages())
             sources.append((memory.path.name, index))
@@ -557,7 +558,7 @@ class Conversation(SwarmsConversation):
         suffix = path.suffix.lower()
         if suffix not in (".json", ".yaml", ".yml"):
             raise MemoryFormatError(f"{path}: expected a .json, .yaml or .yml file")
-        text = path.read_text(encoding="utf-8")
+        text = store.read(path).decode("utf-8")
         try:
             data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
         except (ValueError, yaml.YAMLError) as exc:

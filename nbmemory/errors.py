@@ -86,3 +86,25 @@ class MemoryWriteError(NbmemoryError, OSError):
 
 class InvalidTextError(NbmemoryError, ValueError):
     """Text that cannot be stored as UTF-8 (it holds a lone surrogate); nothing was written."""
+
+
+class StoreError(NbmemoryError):
+    """The memory store (a PostgreSQL database) could not be used; the message says what to fix.
+    Nothing was half-written: each change is one transaction."""
+
+
+class StoreConfigError(StoreError, ValueError):
+    """The store setting is not a URL nbmemory can use (``$NBMEMORY_STORE``, ``--store``)."""
+
+
+class StoreUnavailableError(StoreError, ConnectionError):
+    """The database could not be reached, or the connection dropped; a change that raised this
+    was not acknowledged (retry it once the database is back)."""
+
+
+class StorePermissionError(StoreError, PermissionError):
+    """The database role may not do what was asked (a read-only role asked to write)."""
+
+
+class StoreSchemaError(StoreError):
+    """The database holds nbmemory tables of a version this nbmemory does not know."""

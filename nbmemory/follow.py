@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nbmemory import memory_file
+from nbmemory import memory_file, store
 from nbmemory.memory_file import BLOCK_END
-from nbmemory.workspace import open_regular
+from nbmemory.workspace import MEMORY_FILE, open_regular
 
 _TAIL = 64  # bytes compared before reading an append, to notice a file rewritten in place
 
@@ -90,17 +90,7 @@ def _clean_end(data: bytes, parsed: memory_file.ParsedMemory) -> int | None:
 def _read_whole(path: Path, st: os.stat_result) -> FollowedFile:
     with _open(path, st) as handle:
         data = handle.read()
-    parsed = memory_file.parse(data)
-    return FollowedFile(
-        identity=(st.st_dev, st.st_ino),
-        size=len(data),
-        mtime_ns=st.st_mtime_ns,
-        messages=parsed.messages,
-        problems=parsed.problems,
-        end=_clean_end(data, parsed),
-        tail=data[-_TAIL:],
-        header=parsed.header,
-    )
+    return _parsed(data, (st.st_dev, st.st_ino), st.st_mtime_ns)
 
 
 def _read_appended(path: Path, old: FollowedFile, st: os.stat_result) -> FollowedFile | None:
@@ -112,7 +102,62 @@ def _read_appended(path: Path, old: FollowedFile, st: os.stat_result) -> Followe
         data = handle.read()
     if not data.startswith(old.tail):
         return None
-    new = data[len(old.tail) :]
+    return _extended(old, data[len(old.tail) :], st.st_mtime_ns)
+
+
+def _follow_database(path: Path, found: tuple[Any, str, str]) -> FollowedFile | None:
+    """A document of the database store, followed the same way: ``MEMORY.md`` by its stamp
+    (an append reads only the new blocks), an archive by its version."""
+    db, name, doc = found
+    key = str(path)
+    with _lock:
+        old = _followed.get(key)
+    if doc != MEMORY_FILE:
+        stamp = db.document_stamp(name, doc)
+        if stamp is None:
+            return None
+        if old is not None and (old.identity, old.size) == ((-1, stamp[0]), stamp[1]):
+            return old
+        data = db.read(name, doc)
+        if data is None:
+            return None
+        new = _parsed(data, (-1, stamp[0]), 0)
+    else:
+        known = (old.identity[1], old.mtime_ns) if old is not None else None
+        stamp, appended, data = db.memory_since(name, known)
+        if stamp is None or (data is None and not appended):
+            return None
+        if appended and old is not None and stamp == known:
+            return old
+        if appended and old is not None and old.end == old.size:
+            new = _extended(old, data or b"", stamp[1])
+        else:
+            whole = data if not appended else db.memory(name)
+            if whole is None:
+                return None
+            new = _parsed(whole, (-2, stamp[0]), stamp[1])
+    with _lock:
+        _followed[key] = new
+    return new
+
+
+def _parsed(data: bytes, identity: tuple[int, int], mtime_ns: int) -> FollowedFile:
+    parsed = memory_file.parse(data)
+    return FollowedFile(
+        identity=identity,
+        size=len(data),
+        mtime_ns=mtime_ns,
+        messages=parsed.messages,
+        problems=parsed.problems,
+        end=_clean_end(data, parsed),
+        tail=data[-_TAIL:],
+        header=parsed.header,
+    )
+
+
+def _extended(old: FollowedFile, new: bytes, mtime_ns: int) -> FollowedFile:
+    """``old`` followed by the blocks ``new`` (appended after its clean end)."""
+    assert old.end is not None
     parsed = memory_file.parse(new, header=False)
     end = _clean_end(new, parsed)
     with old.lock:
@@ -120,11 +165,11 @@ def _read_appended(path: Path, old: FollowedFile, st: os.stat_result) -> Followe
     return FollowedFile(
         identity=old.identity,
         size=old.end + len(new),
-        mtime_ns=st.st_mtime_ns,
+        mtime_ns=mtime_ns,
         messages=old.messages + parsed.messages,
         problems=old.problems + parsed.problems,
         end=None if end is None else old.end + end,
-        tail=data[-_TAIL:],
+        tail=(old.tail + new)[-_TAIL:],
         header=old.header,
         per_message=carried,
     )
@@ -133,6 +178,9 @@ def _read_appended(path: Path, old: FollowedFile, st: os.stat_result) -> Followe
 def follow(path: str | os.PathLike[str]) -> FollowedFile | None:
     """The file's messages as they are now, read as little as possible; ``None`` if absent."""
     path = Path(path)
+    found = store.locate(path)
+    if found is not None:
+        return _follow_database(path, found)
     st = _stat(path)
     if st is None:
         return None

@@ -530,7 +530,7 @@ class MemoryFile:
         Text a crashed writer left unfinished is ended with a line break, so it stays apart
         (and reported) rather than merged.
         """
-        data = _encoded(block, "message")
+        data = encoded(block, "message")
         with self._lock:
             while True:
                 self._open()
@@ -662,7 +662,7 @@ class MemoryFile:
         Returns the archive written, or ``None`` when the file held no messages to keep. If it
         fails, the archive it wrote is removed and MEMORY.md is as it was.
         """
-        new = _encoded(format_header(self.conversation_name) + blocks, "summary")
+        new = encoded(format_header(self.conversation_name) + blocks, "summary")
         with self.locked():
             self._quarantine_debris()
             old = self._read(self.path.name, self.path)
@@ -678,7 +678,8 @@ class MemoryFile:
             return archive
 
 
-def _encoded(text: str, what: str) -> bytes:
+def encoded(text: str, what: str) -> bytes:
+    """``text`` as UTF-8, or ``InvalidTextError`` before anything is written."""
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -13,11 +13,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from nbmemory.atomic import write_atomic
+from nbmemory import store
 from nbmemory.errors import InvalidNoteError, NoteNotFoundError, NotesFullError
-from nbmemory.memory_file import folder_lock
 from nbmemory.tokens import TokenCounter
-from nbmemory.workspace import read_regular
 
 NOTES_FILE = "NOTES.md"
 HEADING = "# Pinned notes"
@@ -75,7 +73,7 @@ class Notes:
     def text(self) -> str:
         """The file as it is (empty if there is none): what every request carries."""
         try:
-            return read_regular(self.path).decode("utf-8", "replace")
+            return store.read(self.path).decode("utf-8", "replace")
         except (FileNotFoundError, NotADirectoryError):
             return ""
 
@@ -84,11 +82,9 @@ class Notes:
 
     def tokens(self) -> int:
         """Tokens the notes add to a request (counted again only when the file changed)."""
-        try:
-            st = os.stat(self.path)
-        except (FileNotFoundError, NotADirectoryError):
+        stamp = store.stamp(self.path)
+        if stamp is None:
             return 0
-        stamp = (st.st_size, st.st_mtime_ns)
         if self._counted is None or self._counted[0] != stamp:
             self._counted = (stamp, self.message_tokens(self.text()))
         return self._counted[1]
@@ -97,7 +93,7 @@ class Notes:
         return self._counter.count(f"System: {MARKER}\n{text}\n\n") if text.strip() else 0
 
     def _change(self, edit: Callable[[list[str]], list[str]]) -> list[str]:
-        with folder_lock(self.path.parent):
+        with store.locked(self.path.parent):
             notes = edit(self.items())
             text = render(notes)
             used = self.message_tokens(text)
@@ -107,9 +103,9 @@ class Notes:
                     f"{self.budget:,}: remove or shorten a note first"
                 )
             if text:
-                write_atomic(self.path, text)
+                store.write(self.path, text)
             else:
-                self.path.unlink(missing_ok=True)
+                store.remove(self.path)
         return notes
 
     def find(self, match: str) -> int:

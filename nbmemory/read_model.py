@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nbmemory import llm, workspace
+from nbmemory import llm, store, workspace
 from nbmemory.compactions import read_record
 from nbmemory.conversation import block_tokens, preload_tokens
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
 from nbmemory.follow import EMPTY, FollowedFile, follow
-from nbmemory.memory_file import archive_files, archive_time
+from nbmemory.memory_file import archive_time
 from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import MessageIndex, content_text
@@ -331,15 +331,23 @@ class ReadModel:
     def __repr__(self) -> str:
         return f"ReadModel({str(self.root)!r})"
 
+    @property
+    def store(self) -> str:
+        """What the agents are read from: ``files`` (in :attr:`root`), or the database's URL
+        without its password."""
+        return store.describe()
+
     # ------------------------------------------------------------------------------------------
     # Agents
 
     def names(self) -> list[str]:
         """The agents of the workspace, sorted."""
-        return workspace.list_agents(self.root)
+        return store.agents(self.root)
 
     def _folder(self, name: str) -> Path:
-        folder = workspace.check_folder(workspace.agent_dir(name, self.root))
+        folder = workspace.agent_dir(name, self.root)
+        if store.locate_folder(folder) is None:
+            workspace.check_folder(folder)
         if name not in self.names():
             raise AgentNotFoundError(f"no agent named {name!r} in {self.root}")
         return folder
@@ -494,7 +502,7 @@ class ReadModel:
     # Archives
 
     def _archive_paths(self, name: str) -> list[Path]:
-        return archive_files(workspace.agent_dir(name, self.root))
+        return store.archives(workspace.agent_dir(name, self.root))
 
     def archives(self, name: str) -> list[ArchiveInfo]:
         """Agent ``name``'s archives, oldest first."""
@@ -619,6 +627,10 @@ class ReadModel:
         parts = []
         for agent in names:
             folder = workspace.agent_dir(agent, self.root)
+            stamp = store.folder_stamp(folder)
+            if stamp is not None:
+                parts.append(f"{agent}:{stamp}")
+                continue
             for path in (
                 folder / workspace.MEMORY_FILE,
                 folder / workspace.ARCHIVE_DIR,

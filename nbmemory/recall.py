@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nbmemory import store
 from nbmemory.follow import FollowedFile, follow
-from nbmemory.memory_file import archive_files
 from nbmemory.search import content_text
 from nbmemory.terms import bm25_term, idf, is_question, words
 from nbmemory.workspace import MEMORY_FILE
@@ -92,7 +92,7 @@ def _index(followed: FollowedFile) -> _FileIndex:
 
 def sources(folder: Path) -> list[Path]:
     """The files recall searches in an agent folder: its archives, oldest first, then MEMORY.md."""
-    return [*archive_files(folder), folder / MEMORY_FILE]
+    return [*store.archives(folder), folder / MEMORY_FILE]
 
 
 def recall(folder: str | Path, query: str, limit: int = DEFAULT_PASSAGES) -> list[Passage]:

@@ -13,9 +13,9 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from nbmemory.atomic import write_atomic
+from nbmemory import store
 from nbmemory.tokens import context_window, encoding_name_for_model
-from nbmemory.workspace import check_folder, make_private_dir, read_regular
+from nbmemory.workspace import check_folder, make_private_dir
 
 SETTINGS_FILE = "settings.json"
 DEFAULT_THRESHOLD = 0.9
@@ -67,7 +67,7 @@ def read_settings(folder: str | os.PathLike[str]) -> RunSettings | None:
     """The settings recorded in an agent folder, or ``None`` if there are none (or unreadable)."""
     path = Path(folder) / SETTINGS_FILE
     try:
-        data = json.loads(read_regular(path))
+        data = json.loads(store.read(path))
         fields = {key: data[key] for key in RunSettings.__dataclass_fields__ if key in data}
         if fields.get("session") is not None:
             fields["session"] = tuple(int(n) for n in fields["session"])
@@ -78,6 +78,7 @@ def read_settings(folder: str | os.PathLike[str]) -> RunSettings | None:
 
 def write_settings(folder: str | os.PathLike[str], settings: RunSettings) -> None:
     """Record ``settings`` in an agent folder, replacing the old record atomically."""
-    make_private_dir(check_folder(folder))
     text = json.dumps(asdict(settings), indent=2) + "\n"
-    write_atomic(Path(folder) / SETTINGS_FILE, text, durable=False)
+    if store.locate_folder(folder) is None:
+        make_private_dir(check_folder(folder))
+    store.write(Path(folder) / SETTINGS_FILE, text, durable=False)

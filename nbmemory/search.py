@@ -5,14 +5,13 @@ from __future__ import annotations
 import bisect
 import functools
 import json
-import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nbmemory.memory_file import read_messages
+from nbmemory import store
 
 
 @dataclass(frozen=True)
@@ -65,16 +64,17 @@ class MessageIndex:
         return found
 
 
-_cache: dict[Path, tuple[tuple[int, int], MessageIndex]] = {}
+_cache: dict[Path, tuple[tuple[int, ...], MessageIndex]] = {}
 _cache_lock = threading.Lock()
 
 
 def file_index(
-    path: Path, read: Callable[[Path], list[dict[str, Any]]] = read_messages
+    path: Path, read: Callable[[Path], list[dict[str, Any]]] = store.messages
 ) -> MessageIndex:
-    """The index of a memory or archive file, reused while its size and mtime stay the same."""
-    st = os.stat(path)
-    key = (st.st_size, st.st_mtime_ns)
+    """The index of a memory or archive document, reused while it stays the same."""
+    key = store.stamp(path)
+    if key is None:
+        raise FileNotFoundError(path)
     with _cache_lock:
         cached = _cache.get(path)
     if cached is not None and cached[0] == key:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import warnings
 from collections.abc import Iterator
 from contextlib import suppress
@@ -14,10 +15,19 @@ from support import close_litellm_clients
 
 
 @pytest.fixture(autouse=True)
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh ``$WORKSPACE_DIR`` and working folder for each test: no test touches real state."""
+def workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Path:
+    """A fresh ``$WORKSPACE_DIR`` and working folder for each test: no test touches real state.
+
+    Agents are files, unless a test asks for ``database``, or ``$NBMEMORY_TEST_STORE`` is
+    ``postgresql`` (every test on a fresh database: to try the suite on the database store).
+    """
     root = tmp_path / "workspace"
     monkeypatch.setenv("WORKSPACE_DIR", str(root))
+    monkeypatch.delenv("NBMEMORY_STORE", raising=False)
+    if os.environ.get("NBMEMORY_TEST_STORE") == "postgresql":
+        request.getfixturevalue("database")
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -50,3 +60,31 @@ def openai_server():
 
     with FakeOpenAI() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    """A private PostgreSQL server for the session (see ``tests/pg_server.py``): its URL."""
+    from pg_server import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture
+def database_url(postgres: str, request: pytest.FixtureRequest) -> str:
+    """A fresh, empty database on the test server, for one test."""
+    from pg_server import new_database
+
+    name = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name.lower())[:50]
+    return new_database(postgres, f"{name}_{id(request) % 100000}")
+
+
+@pytest.fixture
+def database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The workspace's store is a fresh database (``$NBMEMORY_STORE``): its URL."""
+    from nbmemory import store
+
+    monkeypatch.setenv("NBMEMORY_STORE", database_url)
+    yield database_url
+    store.database().close()

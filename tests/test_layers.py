@@ -10,7 +10,17 @@ from support import ROOT
 PACKAGE = ROOT / "nbmemory"
 LAYERS = {
     "base": ["errors", "workspace", "atomic", "reply", "tokens", "terms"],
-    "storage": ["memory_file", "follow", "run_settings", "compactions", "search", "export"],
+    "storage": [
+        "memory_file",
+        "pg_store",
+        "store",
+        "layout",
+        "follow",
+        "run_settings",
+        "compactions",
+        "search",
+        "export",
+    ],
     "memory": ["swarms_conversation", "conversation"],
     "agent": ["llm", "recall", "notes", "offline", "tools", "compressor", "agent", "demo"],
     "read model": ["read_model", "report"],

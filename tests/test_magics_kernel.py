@@ -222,3 +222,55 @@ def test_the_widget_comes_after_the_answer_as_a_one_line_summary(kernel_env, tmp
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+def test_kernels_with_separate_disks_share_an_agent_through_the_database(
+    kernel_env, openai_server, tmp_path, database_url
+):
+    """Two kernels as on two JupyterHub nodes: each its own workspace folder, one database
+    (one kernel is told by %config, the other by $NBMEMORY_STORE). A restart resumes too."""
+    for answer in ["Noted: Lyon.", "Lyon."]:
+        openai_server.reply(answer)
+    first_disk, second_disk = tmp_path / "node-a", tmp_path / "node-b"
+    first_env = {**kernel_env, "WORKSPACE_DIR": str(first_disk)}
+    second_env = {**kernel_env, "WORKSPACE_DIR": str(second_disk), "NBMEMORY_STORE": database_url}
+    (manager_a, client_a), (manager_b, client_b) = (
+        start(first_env, tmp_path),
+        start(second_env, tmp_path),
+    )
+    try:
+        setup_magics(client_a, openai_server)
+        execute(client_a, f"%config NbMemoryMagics.store = {database_url!r}")
+        execute(client_a, "%%agent Depot\nOur depot is in Lyon.")
+
+        setup_magics(client_b, openai_server)
+        assert "Lyon." in execute(client_b, "%%agent Depot\nWhere is the depot?")
+        preload = openai_server.requests[1]["messages"][1]["content"]
+        assert preload.startswith("[Persistent Memory") and "Our depot is in Lyon." in preload
+
+        manager_a.restart_kernel(now=True)
+        client_a.wait_for_ready(timeout=60)
+        execute(client_a, "%load_ext nbmemory")
+        execute(client_a, f"%config NbMemoryMagics.store = {database_url!r}")
+        shown = execute(client_a, "%memory Depot")
+        assert "Where is the depot?" in shown and "Lyon." in shown
+        assert "archived" in execute(client_a, "%compact Depot --summary 'The depot is in Lyon.'")
+        after = execute(client_b, "%memory Depot")  # the other kernel sees the compaction
+        assert "The depot is in Lyon." in after and "Where is the depot?" not in after
+        figures = "from nbmemory.read_model import ReadModel\ninfo = ReadModel().agent('Depot')\n"
+        assert execute(client_b, figures + "print(info.messages, info.archives)").strip() == "1 1"
+    finally:
+        for manager, client in [(manager_a, client_a), (manager_b, client_b)]:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+    assert not first_disk.exists() and not second_disk.exists()
+    from nbmemory import store
+
+    store.use(database_url)
+    try:
+        messages = parse(store.read(memory_path("Depot"))).messages
+        assert [m["content"] for m in messages] == ["The depot is in Lyon."]
+        assert len(store.archives(memory_path("Depot").parent)) == 1
+    finally:
+        store.database().close()
+        store.use(None)

@@ -1,49 +1,14 @@
 """Real processes sharing one agent's memory: parallel appends, compaction races, SIGKILL."""
 
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 
 from nbmemory.memory_file import archive_files, parse, unfinished_archive
 from nbmemory.read_model import ReadModel
 from nbmemory.workspace import agent_dir
-from support import ROOT
-
-WRITER = """
-import sys, time
-from nbmemory import Conversation
-from nbmemory.workspace import memory_path
-tag, count, compact_every, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-convo = Conversation(name="Shared", memory_md_path=memory_path("Shared"))
-time.sleep(max(0.0, float(sys.argv[5]) - time.time()))
-for i in range(count):
-    size = big if i % 7 == 3 else 40
-    convo.add("User", f"{tag}-{i}\\n" + "x" * size + f"\\n---\\n### fake — {tag}-{i}")
-    print(f"ack {tag}-{i}", flush=True)
-    if compact_every and i % compact_every == compact_every - 1:
-        print("compacting", flush=True)
-        convo.compact(f"summary after {tag}-{i}")
-        print("compacted", flush=True)
-"""
-
-
-def start_writer(tag, count, compact_every=0, big=20_000, start_at=0.0):
-    """A process adding ``count`` messages (every 7th of ``big`` bytes), printing an ack after each.
-
-    It starts writing at ``start_at`` (a ``time.time()`` value), so that writers overlap.
-    """
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    args = [tag, str(count), str(compact_every), str(big), str(start_at)]
-    return subprocess.Popen(
-        [sys.executable, "-c", WRITER, *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+from support import start_writer
 
 
 def all_files():

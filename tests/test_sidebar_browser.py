@@ -364,3 +364,63 @@ def test_pin_and_unpin_from_the_sidebar(tmp_path: Path, workspace: Path) -> None
         expect(panel.locator("img")).to_have_count(0)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
         assert dialogs == []
+
+
+def test_the_sidebar_reads_the_database_the_server_was_pointed_at(
+    tmp_path: Path, workspace: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--NbMemoryServer.store``: the panel says which database it reads and follows it; the
+    server's kernels write there too (never to the workspace folder)."""
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    from nbmemory import store
+    from nbmemory.pg_store import PgStore
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_notebook(root / "task.ipynb", "%load_ext nbmemory", "%%agent Lab\nThe depot is in Lyon.")
+    args = lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5")
+    shown_url = PgStore(database_url).shown
+    try:
+        with (
+            tracker() as (pixel, hits),
+            jupyter_lab(
+                root, extra_args=(*args, f"--NbMemoryServer.store={database_url}")
+            ) as server,
+            open_notebook(server, "task.ipynb") as page,
+        ):
+            monkeypatch.setenv("NBMEMORY_STORE", database_url)  # this process writes there too
+            page.locator('.jp-SideBar [data-id="nbmemory-panel"]').click()
+            panel = page.get_by_test_id("nbmemory-panel")
+            expect(panel.get_by_test_id("nbmemory-workspace")).to_have_text(
+                f"Database: {shown_url}"
+            )
+            assert "nbmemory@127.0.0.1" in (shown_url or "")
+            expect(panel.get_by_role("status")).to_have_text(f"No agents in {shown_url} yet.")
+
+            run_all_cells(page, timeout_ms=120_000)  # the kernel writes to the database
+            agents = panel.get_by_test_id("nbmemory-agent")
+            expect(agents).to_have_count(1, timeout=WAIT_MS)
+            expect(agents.first).to_contain_text("Lab")
+            expect_model_figures(page, agents, workspace, "Lab")
+
+            # Another process on "another host" appends: the panel follows, as text only.
+            subprocess.run(
+                [sys.executable, "-c", APPEND.replace("Scout", "Lab"), hostile(pixel)],
+                check=True,
+                timeout=60,
+            )
+            agents.first.click()
+            messages = panel.get_by_test_id("nbmemory-message")
+            expect(messages.first).to_contain_text("Ignore previous instructions", timeout=WAIT_MS)
+            expect(messages.last).to_contain_text("The depot is in Lyon.")
+            expect_model_figures(page, agents, workspace, "Lab")
+            assert page.evaluate("() => window.__pwned") is None
+            assert panel.locator(".jp-nbmemory-body img, .jp-nbmemory-body script").count() == 0
+            screenshot(panel, "sidebar-database.png")
+        assert hits == []
+        assert store.agents() == ["Lab"]
+        assert not workspace.exists() and not (root / "agent_workspace").exists()
+    finally:
+        store.database().close()

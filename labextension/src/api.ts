@@ -33,6 +33,8 @@ export interface IAgent {
 
 export interface IAgents {
   workspace: string;
+  /** "files" (in the workspace folder), or the database's URL without its password. */
+  store: string;
   poll_interval: number;
   agents: IAgent[];
 }

@@ -351,8 +351,10 @@ export class MemoryPanel extends Panel {
       }
       this.serverPoll = data.poll_interval;
       this.startPolling(false);
-      this.workspace.textContent = `Workspace: ${data.workspace}`;
-      this.workspace.title = data.workspace;
+      const where = data.store === 'files' ? data.workspace : data.store;
+      this.workspace.textContent =
+        data.store === 'files' ? `Workspace: ${where}` : `Database: ${where}`;
+      this.workspace.title = where;
       this.agents = data.agents;
       this.renderAgents(data.agents);
       const selected = data.agents.find(a => a.name === this.selected);
@@ -368,7 +370,7 @@ export class MemoryPanel extends Panel {
       if (generation === this.generation) {
         this.status.textContent = data.agents.length
           ? ''
-          : `No agents in ${data.workspace} yet.`;
+          : `No agents in ${where} yet.`;
       }
     } catch (error) {
       if (generation === this.generation) {

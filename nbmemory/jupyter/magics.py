@@ -18,12 +18,13 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, Unicode
+from traitlets import Bool, TraitError, Unicode, observe, validate
 
 from nbmemory import llm, workspace
+from nbmemory import store as memory_store
 from nbmemory.agent import Agent
 from nbmemory.atomic import write_atomic
-from nbmemory.errors import NbmemoryError
+from nbmemory.errors import NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
 from nbmemory.notes import Notes
@@ -64,6 +65,12 @@ class NbMemoryMagics(Magics):
     workspace = Unicode(
         "", help="Workspace folder; empty means $WORKSPACE_DIR, else ./agent_workspace."
     ).tag(config=True)
+    store = Unicode(
+        "",
+        help="""A PostgreSQL URL to keep agents in (postgresql://USER:PASSWORD@HOST:PORT/DB), so
+        kernels on other hosts share them; it sets $NBMEMORY_STORE. Empty: $NBMEMORY_STORE,
+        else files in the workspace.""",
+    ).tag(config=True)
     stream = Bool(True, help="Show answers while they arrive.").tag(config=True)
     recall = Bool(
         True, help="Let agents search their own memory and archives (the recall_memory tool)."
@@ -72,6 +79,23 @@ class NbMemoryMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
         self.agents: dict[str, Agent] = {}
+        if self.store:
+            memory_store.use(self.store)
+
+    @validate("store")
+    def _check_store(self, proposal: dict[str, Any]) -> str:
+        try:
+            return memory_store.check(proposal["value"])
+        except StoreConfigError as exc:
+            raise TraitError(f"NbMemoryMagics.store: {exc}") from None
+
+    @observe("store")
+    def _store_changed(self, change: dict[str, Any]) -> None:
+        """Agents made on the old store are dropped: the next cell resumes them from the new."""
+        memory_store.use(change["new"].strip() or None)
+        for agent in self.agents.values():
+            agent.short_memory.close()
+        self.agents.clear()
 
     # ------------------------------------------------------------------------------------------
     # Helpers

@@ -59,6 +59,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Float, TraitError, Unicode, validate
 
+from nbmemory import store as memory_store
 from nbmemory import workspace
 from nbmemory.conversation import Conversation
 from nbmemory.errors import (
@@ -69,6 +70,7 @@ from nbmemory.errors import (
     InvalidTextError,
     NoteNotFoundError,
     NotesFullError,
+    StoreConfigError,
     UnsafeFileError,
 )
 from nbmemory.export import FORMATS, export_text
@@ -99,6 +101,20 @@ class NbMemoryServer(ExtensionApp):
         as $WORKSPACE_DIR). Empty: $WORKSPACE_DIR of the server, else agent_workspace in the
         server's root folder. A relative path is taken from the server's root folder.""",
     ).tag(config=True)
+
+    store = Unicode(
+        "",
+        help="""A PostgreSQL URL (postgresql://USER:PASSWORD@HOST:PORT/DB) to keep agents in,
+        exported to the server's kernels as $NBMEMORY_STORE. Empty: $NBMEMORY_STORE of the
+        server, else files in the workspace.""",
+    ).tag(config=True)
+
+    @validate("store")
+    def _check_store(self, proposal: dict[str, Any]) -> str:
+        try:
+            return memory_store.check(proposal["value"])
+        except StoreConfigError as exc:
+            raise TraitError(f"NbMemoryServer.store: {exc}") from None
 
     poll_interval = Float(
         3.0,
@@ -131,6 +147,8 @@ class NbMemoryServer(ExtensionApp):
         assert self.serverapp is not None
         root = self.resolve_workspace(self.serverapp.root_dir)
         os.environ["WORKSPACE_DIR"] = str(root)
+        if self.store:
+            memory_store.use(self.store)
         self.resolved_workspace = root
         return root
 
@@ -144,7 +162,8 @@ class NbMemoryServer(ExtensionApp):
         root = self.resolved_workspace or self.export_workspace()
         self.settings["nbmemory_model"] = ReadModel(root)
         self.settings["nbmemory_poll_interval"] = self.poll_interval
-        self.log.info("nbmemory: agents' memory in %s", root)
+        kept = self.settings["nbmemory_model"].store
+        self.log.info("nbmemory: agents' memory in %s", root if kept == "files" else kept)
 
     def initialize_handlers(self) -> None:
         base = "/nbmemory/api"
@@ -354,6 +373,7 @@ class AgentsHandler(_Handler):
         self.reply(
             {
                 "workspace": str(self.model.root),
+                "store": self.model.store,
                 "poll_interval": poll,
                 "agents": [_agent_json(info) for info in agents],
             }

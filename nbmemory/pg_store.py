@@ -1,0 +1,492 @@
+"""Agents' memories in a PostgreSQL database: the documents of the file layout, in three tables.
+
+An agent's folder holds ``MEMORY.md``, ``NOTES.md``, ``settings.json`` and ``archive/*``. Here
+``nbmemory_agents`` has one row per agent with a change counter (``version``) and a compaction
+counter (``epoch``); ``nbmemory_memory`` holds ``MEMORY.md`` as its header and one row per
+appended block, so an append is an insert and never rewrites anything; ``nbmemory_documents``
+holds every other file under its path in the folder. Concatenating an agent's memory rows gives
+the bytes its ``MEMORY.md`` would have, which is what keeps export and import lossless.
+
+Every change is one transaction and takes the agent's row lock first, so appends of many
+processes and hosts are serialised per agent (block order is commit order) and a compaction
+(archive, new memory, record) is all or nothing. ``synchronous_commit`` is forced on, so a
+change is durable when it returns.
+
+Schema versions: ``nbmemory_schema`` holds the version applied. The tables are created on first
+use; a later version adds its statements to ``MIGRATIONS`` under the next number, and the first
+process of the new version to connect applies the missing ones in one transaction, under an
+advisory lock. A database of a newer version than this code is refused (``StoreSchemaError``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from nbmemory.errors import (
+    StoreConfigError,
+    StoreError,
+    StorePermissionError,
+    StoreSchemaError,
+    StoreUnavailableError,
+)
+from nbmemory.workspace import validate_agent_name
+
+SCHEMES = ("postgresql", "postgres")
+SCHEMA_VERSION = 1
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE nbmemory_agents (
+            name text PRIMARY KEY,
+            version bigint NOT NULL DEFAULT 0,
+            epoch bigint NOT NULL DEFAULT 0,
+            created timestamptz NOT NULL DEFAULT now()
+        )""",
+        """CREATE TABLE nbmemory_memory (
+            agent text NOT NULL REFERENCES nbmemory_agents (name) ON DELETE CASCADE,
+            seq bigint NOT NULL,
+            data bytea NOT NULL,
+            PRIMARY KEY (agent, seq)
+        )""",
+        """CREATE TABLE nbmemory_documents (
+            agent text NOT NULL REFERENCES nbmemory_agents (name) ON DELETE CASCADE,
+            name text NOT NULL,
+            data bytea NOT NULL,
+            version bigint NOT NULL,
+            PRIMARY KEY (agent, name)
+        )""",
+    ],
+}
+_SCHEMA_LOCK = 0x6E626D656D  # the advisory lock held while the schema is created or migrated
+CONNECT_TIMEOUT = 10
+_ARCHIVE_STAMP = "%Y-%m-%d_%H-%M-%S"
+
+
+def is_database_url(url: str) -> bool:
+    """Whether ``url`` names a PostgreSQL database (``postgresql://…`` or ``postgres://…``)."""
+    return url.split("://", 1)[0].lower() in SCHEMES if "://" in url else False
+
+
+def _shown(url: str) -> str:
+    """The URL without its password, to name the database in messages."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(url)
+    except Exception:
+        return url.split("@")[-1]
+    host = parts.get("host", "localhost")
+    port = f":{parts['port']}" if parts.get("port") else ""
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    return f"postgresql://{user}{host}{port}/{parts.get('dbname', '')}"
+
+
+class PgStore:
+    """One PostgreSQL database holding every agent of a workspace.
+
+    Connections come from a small pool made on first use (and made again in a forked child);
+    the schema is created or migrated then too. Errors are ``StoreError`` subclasses that name
+    the database and the fix.
+    """
+
+    def __init__(self, url: str) -> None:
+        if not is_database_url(url):
+            raise StoreConfigError(
+                f"{url!r} is not a PostgreSQL URL: write postgresql://USER:PASSWORD@HOST:PORT/DB "
+                "(or leave the store unset to keep memories in files)"
+            )
+        try:
+            import psycopg
+            from psycopg.conninfo import conninfo_to_dict
+        except ImportError:
+            raise StoreConfigError(
+                "a PostgreSQL store needs psycopg: pip install 'nbmemory[postgres]'"
+            ) from None
+        try:
+            conninfo_to_dict(url)
+        except psycopg.ProgrammingError as exc:
+            raise StoreConfigError(f"{_shown(url)} is not a usable URL: {exc}") from None
+        self.url = url
+        self.shown = _shown(url)
+        self._pool: Any = None
+        self._pid = 0
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def __repr__(self) -> str:
+        return f"PgStore({self.shown!r})"
+
+    # ------------------------------------------------------------------------------------------
+    # Connections and errors
+
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """Turn psycopg's failures into errors that say what failed and how to fix it."""
+        import psycopg
+        from psycopg import errors
+        from psycopg_pool import PoolTimeout
+
+        try:
+            yield
+        except StoreError:
+            raise
+        except (errors.InsufficientPrivilege, errors.ReadOnlySqlTransaction) as exc:
+            raise StorePermissionError(
+                f"{self.shown}: could not {what}: {_first_line(exc)}. Use a role that may "
+                "SELECT, INSERT, UPDATE and DELETE on the nbmemory_* tables (and CREATE in the "
+                "schema, the first time), on a primary server, not a read-only standby"
+            ) from None
+        except (psycopg.OperationalError, PoolTimeout, psycopg.InterfaceError) as exc:
+            raise StoreUnavailableError(
+                f"{self.shown}: could not {what}: {_first_line(exc) or type(exc).__name__}. "
+                "Check that the server is running and reachable and that $NBMEMORY_STORE (or "
+                "--store) names it; nothing unacknowledged was kept, so retry once it is back"
+            ) from None
+        except psycopg.Error as exc:
+            raise StoreError(f"{self.shown}: could not {what}: {_first_line(exc)}") from None
+
+    def _get_pool(self) -> Any:
+        from psycopg_pool import ConnectionPool
+
+        with self._lock:
+            if self._pool is None or self._pid != os.getpid():
+                self._check_server()
+                self._pool = ConnectionPool(
+                    self.url,
+                    min_size=1,
+                    max_size=4,
+                    timeout=CONNECT_TIMEOUT,
+                    kwargs={"connect_timeout": CONNECT_TIMEOUT},
+                    configure=_configure,
+                    check=ConnectionPool.check_connection,
+                    open=True,
+                    name=f"nbmemory {self.shown}",
+                )
+                self._pid = os.getpid()
+            return self._pool
+
+    def _check_server(self) -> None:
+        """Connect once directly, so a wrong URL or a refused connection is reported with its
+        cause (a pool would only time out), and create or migrate the schema."""
+        import psycopg
+
+        with (
+            self._errors("connect"),
+            psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT) as conn,
+        ):
+            _configure(conn)
+            _migrate(conn, self.shown)
+
+    @contextlib.contextmanager
+    def transaction(self, what: str) -> Iterator[Any]:
+        """A connection in a transaction, committed when the block ends without an error.
+
+        Inside :meth:`locked`, the locked transaction itself (so nothing waits on its own lock).
+        """
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        with self._errors(what), self._get_pool().connection() as conn, conn.transaction():
+            yield conn
+
+    def close(self) -> None:
+        """Close this process's connections (the store reconnects when used again)."""
+        with self._lock:
+            if self._pool is not None and self._pid == os.getpid():
+                self._pool.close()
+            self._pool = None
+
+    # ------------------------------------------------------------------------------------------
+    # Agents
+
+    def agents(self) -> list[str]:
+        """Names of the agents that have a memory or an archive, sorted."""
+        with self.transaction("list the agents") as conn:
+            rows = conn.execute(
+                "SELECT a.name FROM nbmemory_agents a WHERE EXISTS "
+                "(SELECT 1 FROM nbmemory_memory m WHERE m.agent = a.name) OR EXISTS "
+                "(SELECT 1 FROM nbmemory_documents d WHERE d.agent = a.name "
+                "AND d.name LIKE 'archive/%%') ORDER BY a.name COLLATE \"C\""
+            ).fetchall()
+        return [name for (name,) in rows]
+
+    def _agent(self, conn: Any, name: str, *, create: bool) -> tuple[int, int] | None:
+        """Lock the agent's row for this transaction and bump its version: ``(version, epoch)``
+        after the bump, or ``None`` if there is no such agent and ``create`` is false."""
+        validate_agent_name(name)
+        row = conn.execute(
+            "UPDATE nbmemory_agents SET version = version + 1 WHERE name = %s "
+            "RETURNING version, epoch",
+            (name,),
+        ).fetchone()
+        if row is None and create:
+            row = conn.execute(
+                "INSERT INTO nbmemory_agents (name, version) VALUES (%s, 1) "
+                "ON CONFLICT (name) DO UPDATE SET version = nbmemory_agents.version + 1 "
+                "RETURNING version, epoch",
+                (name,),
+            ).fetchone()
+        return row
+
+    @contextlib.contextmanager
+    def locked(self, name: str) -> Iterator[None]:
+        """Hold the agent's row lock for a read-modify-write (such as editing the notes): the
+        reads and writes made inside, in this thread, are one transaction."""
+        if getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self.transaction(f"lock {name}") as conn:
+            self._agent(conn, name, create=True)
+            self._local.conn = conn
+            try:
+                yield
+            finally:
+                self._local.conn = None
+
+    def stamp(self, name: str) -> tuple[int, int] | None:
+        """``(epoch, version)`` of the agent: it changes with every change to any of its
+        documents (``None`` if there is no such agent)."""
+        with self.transaction(f"read {name}") as conn:
+            row = conn.execute(
+                "SELECT epoch, version FROM nbmemory_agents WHERE name = %s", (name,)
+            ).fetchone()
+        return tuple(row) if row else None
+
+    # ------------------------------------------------------------------------------------------
+    # MEMORY.md
+
+    def ensure(self, name: str, header: bytes) -> None:
+        """Create the agent with a memory holding only ``header``, if it has no memory yet."""
+        validate_agent_name(name)
+        with self.transaction(f"read {name}") as conn:
+            if conn.execute(
+                "SELECT 1 FROM nbmemory_memory WHERE agent = %s LIMIT 1", (name,)
+            ).fetchone():
+                return  # nothing to write: a read-only role may open an existing agent
+        with self.transaction(f"create {name}") as conn:
+            version, _ = self._agent(conn, name, create=True)
+            conn.execute(
+                "INSERT INTO nbmemory_memory (agent, seq, data) SELECT %s, %s, %s "
+                "WHERE NOT EXISTS (SELECT 1 FROM nbmemory_memory WHERE agent = %s)",
+                (name, version, header, name),
+            )
+
+    def append(self, name: str, header: bytes, data: bytes) -> None:
+        """Append one block to the agent's memory (created with ``header`` if it has none),
+        durably, all or nothing."""
+        with self.transaction(f"add a message to {name}") as conn:
+            version, _ = self._agent(conn, name, create=True)
+            last = conn.execute(
+                "SELECT substring(data FROM greatest(length(data) - 1, 1)) FROM nbmemory_memory "
+                "WHERE agent = %s ORDER BY seq DESC LIMIT 1",
+                (name,),
+            ).fetchone()
+            prefix = header if last is None else _line_break(bytes(last[0]))
+            conn.execute(
+                "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, %s, %s)",
+                (name, version, prefix + data),
+            )
+
+    def memory(self, name: str) -> bytes | None:
+        """The agent's ``MEMORY.md`` as bytes, or ``None`` if it has none."""
+        return self.memory_since(name, None)[2]
+
+    def memory_since(
+        self, name: str, known: tuple[int, int] | None
+    ) -> tuple[tuple[int, int] | None, bool, bytes | None]:
+        """What changed in the memory since stamp ``known``: ``(stamp, appended, data)``.
+
+        ``appended`` true means ``data`` is only the blocks appended since ``known`` (same
+        epoch); otherwise ``data`` is the whole memory (``None`` if there is none).
+        """
+        with self.transaction(f"read {name}") as conn:
+            row = conn.execute(
+                "SELECT epoch, version FROM nbmemory_agents WHERE name = %s", (name,)
+            ).fetchone()
+            if row is None:
+                return None, False, None
+            stamp = (row[0], row[1])
+            appended = known is not None and known[0] == stamp[0]
+            since = known[1] if appended else -1
+            chunks = conn.execute(
+                "SELECT data FROM nbmemory_memory WHERE agent = %s AND seq > %s ORDER BY seq",
+                (name, since),
+            ).fetchall()
+        if not appended and not chunks:
+            return stamp, False, None
+        return stamp, appended, b"".join(bytes(chunk) for (chunk,) in chunks)
+
+    def compact(self, name: str, new: bytes, keep: Any = None) -> tuple[str | None, bytes]:
+        """Archive the memory and replace it with ``new``, in one transaction.
+
+        ``keep(old_bytes)`` says whether the old memory is worth an archive (it holds messages).
+        Returns the archive's document name (``None`` if none was written) and the old bytes.
+        """
+        with self.transaction(f"compact {name}") as conn:
+            version, _ = self._agent(conn, name, create=True)
+            chunks = conn.execute(
+                "SELECT data FROM nbmemory_memory WHERE agent = %s ORDER BY seq", (name,)
+            ).fetchall()
+            old = b"".join(bytes(chunk) for (chunk,) in chunks)
+            archive = None
+            if keep is None or keep(old):
+                archive = self._new_archive(conn, name, old, version)
+            conn.execute("DELETE FROM nbmemory_memory WHERE agent = %s", (name,))
+            conn.execute(
+                "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, %s, %s)",
+                (name, version, new),
+            )
+            conn.execute("UPDATE nbmemory_agents SET epoch = epoch + 1 WHERE name = %s", (name,))
+        return archive, old
+
+    def _new_archive(self, conn: Any, name: str, data: bytes, version: int) -> str:
+        stamp = datetime.datetime.now().strftime(_ARCHIVE_STAMP)
+        n = 1
+        while True:
+            doc = f"archive/history_{stamp}.md" if n == 1 else f"archive/history_{stamp}_{n}.md"
+            inserted = conn.execute(
+                "INSERT INTO nbmemory_documents (agent, name, data, version) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (name, doc, data, version),
+            ).rowcount
+            if inserted:
+                return doc
+            n += 1
+
+    # ------------------------------------------------------------------------------------------
+    # Other documents
+
+    def read(self, name: str, doc: str) -> bytes | None:
+        """A document of the agent (``NOTES.md``, ``archive/…``), or ``None`` if absent."""
+        with self.transaction(f"read {doc} of {name}") as conn:
+            row = conn.execute(
+                "SELECT data FROM nbmemory_documents WHERE agent = %s AND name = %s",
+                (name, doc),
+            ).fetchone()
+        return bytes(row[0]) if row else None
+
+    def document_stamp(self, name: str, doc: str) -> tuple[int, int] | None:
+        """``(version, size)`` of a document, changed by every write; ``None`` if absent."""
+        with self.transaction(f"read {doc} of {name}") as conn:
+            row = conn.execute(
+                "SELECT version, length(data) FROM nbmemory_documents "
+                "WHERE agent = %s AND name = %s",
+                (name, doc),
+            ).fetchone()
+        return tuple(row) if row else None
+
+    def write(self, name: str, doc: str, data: bytes) -> None:
+        """Write a whole document, replacing the old one atomically."""
+        with self.transaction(f"write {doc} of {name}") as conn:
+            version, _ = self._agent(conn, name, create=True)
+            conn.execute(
+                "INSERT INTO nbmemory_documents (agent, name, data, version) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (agent, name) "
+                "DO UPDATE SET data = excluded.data, version = excluded.version",
+                (name, doc, data, version),
+            )
+
+    def remove(self, name: str, doc: str) -> None:
+        """Delete a document (nothing happens if it is absent)."""
+        with self.transaction(f"remove {doc} of {name}") as conn:
+            if self._agent(conn, name, create=False) is not None:
+                conn.execute(
+                    "DELETE FROM nbmemory_documents WHERE agent = %s AND name = %s", (name, doc)
+                )
+
+    def documents(self, name: str, folder: str = "") -> list[str]:
+        """Names of the agent's documents in ``folder`` (``""`` for all of them), sorted."""
+        prefix = f"{folder.rstrip('/')}/" if folder else ""
+        with self.transaction(f"list the documents of {name}") as conn:
+            rows = conn.execute(
+                "SELECT name FROM nbmemory_documents WHERE agent = %s AND starts_with(name, %s) "
+                'ORDER BY name COLLATE "C"',
+                (name, prefix),
+            ).fetchall()
+        return [doc for (doc,) in rows]
+
+    # ------------------------------------------------------------------------------------------
+    # Whole agents, for import and export
+
+    def load_agents(self, agents: dict[str, dict[str, bytes]]) -> None:
+        """Create agents from their documents (``MEMORY.md`` included) in one transaction;
+        refuses, writing nothing, if any of them exists already."""
+        with self.transaction("import") as conn:
+            names = list(agents)
+            for name in names:
+                validate_agent_name(name)
+            taken = conn.execute(
+                "SELECT name FROM nbmemory_agents WHERE name = ANY(%s)", (names,)
+            ).fetchall()
+            if taken:
+                listed = ", ".join(sorted(n for (n,) in taken))
+                raise StoreError(
+                    f"{self.shown} already has {listed}: nothing was imported (export them and "
+                    "remove them first, or import into another database)"
+                )
+            for name, docs in agents.items():
+                conn.execute("INSERT INTO nbmemory_agents (name, version) VALUES (%s, 1)", (name,))
+                if "MEMORY.md" in docs:
+                    conn.execute(
+                        "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, 1, %s)",
+                        (name, docs["MEMORY.md"]),
+                    )
+                for doc, data in docs.items():
+                    if doc != "MEMORY.md":
+                        conn.execute(
+                            "INSERT INTO nbmemory_documents (agent, name, data, version) "
+                            "VALUES (%s, %s, %s, 1)",
+                            (name, doc, data),
+                        )
+
+
+def _line_break(tail: bytes) -> bytes:
+    """What puts the next heading at the start of a line after a blank one (see memory_file)."""
+    if tail == b"\n\n" or not tail:
+        return b""
+    return b"\n" if tail.endswith(b"\n") else b"\n\n"
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+
+
+def _configure(conn: Any) -> None:
+    """Every connection commits durably, whatever the server's default."""
+    conn.execute("SET synchronous_commit TO on")
+    conn.commit()
+
+
+def _migrate(conn: Any, shown: str) -> None:
+    """Create the tables, or bring them to ``SCHEMA_VERSION``, under an advisory lock."""
+    with conn.transaction():
+        exists = conn.execute("SELECT to_regclass('nbmemory_schema')").fetchone()[0]
+        version = 0
+        if exists:
+            row = conn.execute("SELECT max(version) FROM nbmemory_schema").fetchone()
+            version = row[0] or 0
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise StoreSchemaError(
+                f"{shown} holds nbmemory tables of schema version {version}, newer than this "
+                f"nbmemory knows ({SCHEMA_VERSION}): upgrade nbmemory"
+            )
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS nbmemory_schema "
+            "(version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())"
+        )
+        version = conn.execute("SELECT coalesce(max(version), 0) FROM nbmemory_schema").fetchone()[
+            0
+        ]
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[number]:
+                conn.execute(statement)
+            conn.execute("INSERT INTO nbmemory_schema (version) VALUES (%s)", (number,))

@@ -1,0 +1,250 @@
+"""Agents on a real PostgreSQL server: the guarantees of the files, and what goes wrong.
+
+Every test gets a fresh database on a private server started for the session
+(``tests/pg_server.py``) and makes it the workspace's store through ``$NBMEMORY_STORE``.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from nbmemory import Agent, Conversation, store
+from nbmemory.errors import (
+    InvalidAgentNameError,
+    StoreConfigError,
+    StorePermissionError,
+    StoreSchemaError,
+    StoreUnavailableError,
+)
+from nbmemory.memory_file import parse
+from nbmemory.notes import Notes
+from nbmemory.pg_store import SCHEMA_VERSION, PgStore
+from nbmemory.read_model import ReadModel
+from nbmemory.workspace import agent_dir, memory_path
+from support import start_writer
+
+
+def tags_stored(name: str = "Shared") -> Counter:
+    """How often each message tag (its first line) is in the memory and the archives."""
+    folder = agent_dir(name)
+    tags: Counter = Counter()
+    for path in [*store.archives(folder), folder / "MEMORY.md"]:
+        parsed = parse(store.read(path))
+        assert parsed.problems == [], path
+        for message in parsed.messages:
+            if message["role"] == "User":
+                tags[message["content"].split("\n", 1)[0]] += 1
+    return tags
+
+
+def test_an_agent_on_the_database_resumes_compacts_and_searches(database: str, workspace: Path):
+    convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    convo.add("User", "The contract number is ACME-42 <b>bold</b>")
+    convo.add("Scout", {"noted": ["ACME-42"]})
+    archive = convo.compact("Summary: a contract was discussed.")
+    convo.add("User", "after the compaction")
+
+    resumed = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    preload = resumed.conversation_history[-1]["content"]
+    assert "Summary: a contract was discussed." in preload
+    assert "after the compaction" in preload and "ACME-42" not in preload
+    assert [m["content"] for m in resumed.archive_messages(archive)] == [
+        "The contract number is ACME-42 <b>bold</b>",
+        {"noted": ["ACME-42"]},
+    ]
+    hits = resumed.search_memory("acme-42", archives=True)
+    assert [hit.source for hit in hits] == [archive.name, archive.name]
+    assert not workspace.exists(), "nothing is written to the workspace folder"
+
+
+def test_the_read_model_reads_the_database_as_it_reads_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database_url: str
+):
+    def build() -> dict:
+        agent = Agent(agent_name="Scout", model_name="nbmemory/offline", persistent_memory=True)
+        agent.notes.add("The budget is 40k EUR.")
+        agent.run("Remember: the depot is in Lyon.")
+        agent.short_memory.compact("The depot is in Lyon.")
+        agent.run("What is the budget?")
+        reader = ReadModel()
+        info = reader.agent("Scout")
+        return {
+            "names": reader.names(),
+            "messages": [
+                (i.role, i.text) for i in reader.messages("Scout", newest_first=False).items
+            ],
+            "archives": [(a.messages, a.size) for a in reader.archives("Scout")],
+            "search": [
+                (i.source[:8], i.text) for i in reader.search("Scout", "lyon", archives=True).items
+            ],
+            "notes": reader.notes("Scout"),
+            "compactions": [(c.messages, c.summary) for c in reader.compactions("Scout")],
+            "tokens": info.usage.parts,
+            "count": info.messages,
+        }
+
+    monkeypatch.setenv("WORKSPACE_DIR", str(tmp_path / "files"))
+    on_files = build()
+    monkeypatch.setenv("WORKSPACE_DIR", str(tmp_path / "db"))
+    monkeypatch.setenv("NBMEMORY_STORE", database_url)
+    try:
+        on_database = build()
+    finally:
+        store.database().close()
+    assert on_database == on_files
+    assert on_files["archives"] and on_files["search"] and on_files["notes"]
+    assert not (tmp_path / "db").exists()
+
+
+def test_schema_is_made_on_first_use_and_versioned(database: str):
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hi")
+    with psycopg.connect(database) as conn:
+        versions = conn.execute("SELECT version FROM nbmemory_schema").fetchall()
+        assert versions == [(SCHEMA_VERSION,)]
+        conn.execute("INSERT INTO nbmemory_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreSchemaError, match="upgrade nbmemory"):
+        PgStore(database).agents()
+
+
+def test_agent_names_are_checked_before_anything_is_written(database: str):
+    db = store.database()
+    for bad in ["../escape", "a/b", "", "x\x00y"]:
+        with pytest.raises(InvalidAgentNameError):
+            db.append(bad, b"header\n", b"block")
+    assert db.agents() == []
+
+
+def test_eight_processes_append_with_compactions_alongside_lose_and_repeat_nothing(
+    database: str,
+):
+    start_at = time.time() + 3
+    writers = [start_writer(f"p{n}", 1000, big=2000, start_at=start_at) for n in range(7)]
+    writers.append(start_writer("c", 1000, compact_every=25, big=2000, start_at=start_at))
+    for writer in writers:
+        writer.communicate(timeout=600)
+        assert writer.returncode == 0
+    tags = tags_stored()
+    expected = {f"p{n}-{i}" for n in range(7) for i in range(1000)} | {
+        f"c-{i}" for i in range(1000)
+    }
+    assert set(tags) == expected  # 0 lost
+    assert set(tags.values()) == {1}  # 0 duplicated
+    assert len(store.archives(agent_dir("Shared"))) == 40
+    memory = parse(store.read(memory_path("Shared"))).messages
+    for n in range(7):  # each writer's messages in its own order
+        mine = [m["content"].split("\n", 1)[0] for m in memory if m["content"].startswith(f"p{n}-")]
+        assert mine == sorted(mine, key=lambda tag: int(tag.split("-")[1]))
+
+
+def test_writers_killed_mid_append_and_mid_compaction_lose_nothing_acknowledged(database: str):
+    rng = random.Random(20261203)
+    acked: set[str] = set()
+    kills = in_compaction = 0
+    while kills < 50:
+        kills += 1
+        writer = start_writer(f"k{kills}", 10_000, rng.choice([3, 10, 30]), big=50_000)
+        aiming_at_compaction = kills % 2 == 1
+        deadline = time.monotonic() + rng.uniform(0.05, 0.5)
+        for line in writer.stdout:
+            if line.startswith("ack "):
+                acked.add(line.split()[1])
+            if (
+                line.strip() == "compacting"
+                if aiming_at_compaction
+                else time.monotonic() > deadline
+            ):
+                break
+        if aiming_at_compaction:
+            time.sleep(rng.uniform(0, 0.005))
+        writer.send_signal(signal.SIGKILL)
+        rest, _ = writer.communicate(timeout=60)
+        acked.update(line.split()[1] for line in rest.splitlines() if line.startswith("ack "))
+        in_compaction += aiming_at_compaction and "compacted" not in rest
+
+        tags = tags_stored()
+        missing = acked - set(tags)
+        assert not missing, f"kill {kills}: lost {sorted(missing)[:5]}"
+        assert [tag for tag, n in tags.items() if n > 1] == [], f"kill {kills}: twice"
+    assert in_compaction >= 10, "too few kills landed inside a compaction to show anything"
+    assert len(acked) > 300
+
+
+def test_a_wrong_url_or_a_refused_connection_says_what_to_fix(monkeypatch: pytest.MonkeyPatch):
+    with pytest.raises(StoreConfigError, match="not a PostgreSQL URL"):
+        store.use("mysql://localhost/x")
+    with pytest.raises(StoreConfigError, match="not a usable URL"):
+        store.use("postgresql://localhost/db?nonsense_option=1")
+
+    monkeypatch.setenv("NBMEMORY_STORE", "postgresql://nobody@127.0.0.1:9/nothing")
+    convo = None
+    with pytest.raises(StoreUnavailableError, match="server is running") as failure:
+        convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    assert "127.0.0.1:9" in str(failure.value) and convo is None
+
+
+def test_a_dropped_connection_loses_nothing_acknowledged(database: str):
+    convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    convo.add("User", "before the drop")
+    with psycopg.connect(database, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    convo.add("User", "after the drop")  # the pool checks its connections and opens new ones
+    contents = [m["content"] for m in parse(store.read(memory_path("Scout"))).messages]
+    assert contents == ["before the drop", "after the drop"]
+
+
+def test_a_read_only_role_is_refused_before_anything_is_written(database: str):
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "kept")
+    with psycopg.connect(database, autocommit=True) as admin:
+        admin.execute("CREATE ROLE reader LOGIN")
+        admin.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader")
+    reader_url = database.replace("nbmemory@", "reader@")
+    store.use(reader_url)
+    try:
+        convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+        assert convo.memory_messages()[0]["content"] == "kept"  # it may read
+        with pytest.raises(StorePermissionError, match="Use a role that may"):
+            convo.add("User", "refused")
+        with pytest.raises(StorePermissionError):
+            convo.compact("a summary")
+        with pytest.raises(StorePermissionError):
+            Notes(agent_dir("Scout")).add("a note")
+        assert ReadModel().agent("Scout").messages == 1
+    finally:
+        store.database().close()
+        store.use(database)
+    assert [m["content"] for m in parse(store.read(memory_path("Scout"))).messages] == ["kept"]
+    assert store.archives(agent_dir("Scout")) == []
+
+
+def test_interrupting_a_write_leaves_the_memory_as_it_was(database: str):
+    convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    convo.add("User", "first")
+    code = (
+        "import os, signal, threading\n"
+        "from nbmemory import Conversation\n"
+        "from nbmemory.workspace import memory_path\n"
+        "c = Conversation(name='Scout', memory_md_path=memory_path('Scout'))\n"
+        "threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
+        "try:\n"
+        "    while True:\n"
+        "        c.add('User', 'x' * 100_000)\n"
+        "except KeyboardInterrupt:\n"
+        "    print(len(c.conversation_history) - 1)\n"  # all but the preload
+    )
+    from support import run_python
+
+    added = int(run_python(code).stdout)
+    messages = parse(store.read(memory_path("Scout"))).messages
+    assert [m["content"] for m in messages[:1]] == ["first"]
+    assert len(messages) - 1 in (added, added + 1)  # the interrupted one: all of it or none
+    assert all(m["content"] == "x" * 100_000 for m in messages[1:])
