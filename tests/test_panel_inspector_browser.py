@@ -191,6 +191,7 @@ def test_the_timeline_shows_what_each_compaction_forgot(
     for i in range(22):
         convo.add("User" if i % 2 else "Auditor", f"filler {i}: nothing to keep here")
     convo.add("User", "Ticket ACME-42 blocks the release. " + HOSTILE)  # index 22: page 2
+    convo.add("Auditor", "Still open: **ACME**-42.")  # reads ACME-42, split by the bold
     convo.add("User", "The launch is on 2027-03-14 and the budget is 40k EUR.")
     convo.compact("Launch on 2027-03-14, budget 40k EUR.")  # by hand: ACME-42 left out
     convo.add("User", "Order PO-7781 ships from Rotterdam.")
@@ -253,10 +254,23 @@ def test_the_timeline_shows_what_each_compaction_forgot(
         expect(marks).to_have_text("ACME-42")
         expect(holder).to_contain_text('<img src="x" onerror="window.__pwned=1" />')
         assert view.locator(".jp-nbmemory-messages img, .jp-nbmemory-messages script").count() == 0
+        # Split by Markdown formatting, as the page shows it: a mark on each side of the bold,
+        # one occurrence.
+        split = view.locator('[data-testid="nbmemory-transcript-message"][data-index="23"]')
+        expect(split).to_contain_text("Still open: ACME-42.")
+        pieces = split.locator('mark.jp-nbmemory-dropped-mark[data-term="ACME-42"]')
+        expect(pieces).to_have_count(2)
+        assert pieces.all_inner_texts() == ["ACME", "-42"]
+        expect(split.locator("strong > mark")).to_have_text("ACME")
+        expect(split).to_have_attribute("data-dropped", "1")
         view.get_by_label("Exact text").check()
         exact = holder.get_by_test_id("nbmemory-exact-text")
         expect(exact).to_contain_text(HOSTILE)
         expect(exact.locator('mark[data-term="ACME-42"]')).to_have_count(1)
+        # As stored, the bold's asterisks sit inside the term: there it is not ACME-42.
+        exact_split = split.get_by_test_id("nbmemory-exact-text")
+        expect(exact_split).to_have_text("Still open: **ACME**-42.")
+        expect(exact_split.locator('mark[data-term="ACME-42"]')).to_have_count(0)
         screenshot(page, "compaction-view.png")
 
         # The second, recorded by the compressor: its summary is hostile and stays text.
