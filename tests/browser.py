@@ -437,7 +437,8 @@ BUILT = ROOT / "nbmemory" / "labextension"
 def lab_args(tmp_path: Path, *extra: str) -> tuple[str, ...]:
     """Turn the server extension on and serve the in-tree front end, installed or not.
 
-    Lab serves an extension's files from ``<labextensions dir>/<package name>/``, hence the link.
+    Lab (and Notebook 7, both a ``LabServerApp``) serves an extension's files from
+    ``<labextensions dir>/<package name>/``, hence the link.
     """
     if not (BUILT / "package.json").exists():
         pytest.fail(f"{BUILT} is missing: cd labextension && npm install && npm run build:prod")
@@ -446,7 +447,7 @@ def lab_args(tmp_path: Path, *extra: str) -> tuple[str, ...]:
     (labextensions / "nbmemory").symlink_to(BUILT, target_is_directory=True)
     return (
         server_extension_on(tmp_path),
-        f"--LabApp.extra_labextensions_path={labextensions}",
+        f"--LabServerApp.extra_labextensions_path={labextensions}",
         *extra,
     )
 

@@ -1,5 +1,6 @@
 """The memory inspector in the "Agent Memory" sidebar, in real JupyterLab and Chromium: the
-context X-ray, the compaction timeline, the commands, the settings, keyboard use and themes.
+context X-ray, the compaction timeline, the commands, the settings, keyboard use and themes;
+and the panel in Jupyter Notebook 7.
 
 Every figure is compared with the read model's (the engine's) own, and memory content is
 hostile wherever it is shown: it must stay text."""
@@ -14,7 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from browser import WAIT_MS, jupyter_lab, lab_args, open_lab, require, screenshot
+from browser import (
+    WAIT_MS,
+    jupyter_lab,
+    lab_args,
+    open_lab,
+    open_notebook,
+    require,
+    screenshot,
+    write_notebook,
+)
 from nbmemory import Conversation
 from nbmemory.notes import Notes
 from nbmemory.read_model import PARTS, ReadModel
@@ -181,6 +191,7 @@ def test_the_timeline_shows_what_each_compaction_forgot(
     for i in range(22):
         convo.add("User" if i % 2 else "Auditor", f"filler {i}: nothing to keep here")
     convo.add("User", "Ticket ACME-42 blocks the release. " + HOSTILE)  # index 22: page 2
+    convo.add("Auditor", "Still open: **ACME**-42.")  # reads ACME-42, split by the bold
     convo.add("User", "The launch is on 2027-03-14 and the budget is 40k EUR.")
     convo.compact("Launch on 2027-03-14, budget 40k EUR.")  # by hand: ACME-42 left out
     convo.add("User", "Order PO-7781 ships from Rotterdam.")
@@ -243,10 +254,23 @@ def test_the_timeline_shows_what_each_compaction_forgot(
         expect(marks).to_have_text("ACME-42")
         expect(holder).to_contain_text('<img src="x" onerror="window.__pwned=1" />')
         assert view.locator(".jp-nbmemory-messages img, .jp-nbmemory-messages script").count() == 0
+        # Split by Markdown formatting, as the page shows it: a mark on each side of the bold,
+        # one occurrence.
+        split = view.locator('[data-testid="nbmemory-transcript-message"][data-index="23"]')
+        expect(split).to_contain_text("Still open: ACME-42.")
+        pieces = split.locator('mark.jp-nbmemory-dropped-mark[data-term="ACME-42"]')
+        expect(pieces).to_have_count(2)
+        assert pieces.all_inner_texts() == ["ACME", "-42"]
+        expect(split.locator("strong > mark")).to_have_text("ACME")
+        expect(split).to_have_attribute("data-dropped", "1")
         view.get_by_label("Exact text").check()
         exact = holder.get_by_test_id("nbmemory-exact-text")
         expect(exact).to_contain_text(HOSTILE)
         expect(exact.locator('mark[data-term="ACME-42"]')).to_have_count(1)
+        # As stored, the bold's asterisks sit inside the term: there it is not ACME-42.
+        exact_split = split.get_by_test_id("nbmemory-exact-text")
+        expect(exact_split).to_have_text("Still open: **ACME**-42.")
+        expect(exact_split.locator('mark[data-term="ACME-42"]')).to_have_count(0)
         screenshot(page, "compaction-view.png")
 
         # The second, recorded by the compressor: its summary is hostile and stays text.
@@ -304,7 +328,6 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
     require("jupyterlab", "playwright")
     from playwright.sync_api import expect
 
-    from browser import write_notebook
     from nbmemory.export import export_text
 
     convo = persistent("Scout")
@@ -445,6 +468,99 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
         assert len(model.archives("Scout")) == 1
         expect(panel.get_by_test_id("nbmemory-compaction")).to_have_count(1)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+
+def test_the_panel_works_in_notebook_7(tmp_path: Path, workspace: Path) -> None:
+    """Notebook 7's shell is not JupyterLab's: a left area on the file tree and on the notebook
+    page, shown from the View menu, and a main area that holds one document and ignores
+    anything else added to it (a compaction view goes to the area under it)."""
+    require("notebook", "playwright")
+    from playwright.sync_api import expect
+
+    convo = persistent("Scout")
+    convo.add("User", "Ticket ACME-42 blocks the release in Lyon.")
+    convo.add("Scout", "Noted: the budget is 40k EUR.")
+    convo.compact("The budget is 40k EUR.")  # ACME-42 and Lyon dropped
+    convo.add("User", HOSTILE)
+    model = ReadModel(workspace)
+    usage = model.usage("Scout")
+    (compaction,) = model.compactions("Scout")
+    assert "ACME-42" in compaction.dropped
+    write_notebook(tmp_path / "work.ipynb", "print('hello')")
+
+    with jupyter_lab(tmp_path, extra_args=lab_args(tmp_path), app="notebook") as server:
+        # The file tree: the panel's own palette command opens it (Notebook 7 lists a "Show
+        # Agent Memory" of its own too, which toggles the left area).
+        with open_lab(server, failure_name="nb7-tree") as page:
+            expect(page.locator(".jp-DirListing-item").first).to_be_visible()
+            page.keyboard.press("Control+Shift+C")
+            modal = page.locator(".jp-ModalCommandPalette")
+            modal.locator(".lm-CommandPalette-input").fill("Show Agent Memory")
+            modal.locator('.lm-CommandPalette-item[data-command="nbmemory:show"]').click()
+            panel = page.get_by_test_id("nbmemory-panel")
+            expect(panel).to_be_visible()
+            expect(page.locator("#jp-left-stack")).to_contain_text("Agent Memory")
+            select(panel, "Scout")
+            xray = panel.get_by_test_id("nbmemory-xray")
+            expect(xray).to_have_attribute("data-tokens", str(usage.tokens))
+            total = xray.get_by_test_id("nbmemory-xray-total")
+            tokens = total.locator(".jp-nbmemory-xray-tokens").inner_text()
+            assert shown_number(tokens) == usage.tokens
+            messages = panel.get_by_test_id("nbmemory-messages")
+            expect(messages.get_by_test_id("nbmemory-message").first).to_contain_text(
+                '<img src="x" onerror="window.__pwned=1" />'
+            )
+            no_payload_ran(page, panel)
+
+            # What did the compaction forget: the main area holds the file tree, so the view
+            # opens under it, with room to read (Notebook 7.6 opens that area at a tab bar's
+            # height), ACME-42 listed as dropped and marked in the transcript.
+            panel.get_by_role("button", name="What did compaction 1 forget?").click()
+            view = page.locator("#jp-down-stack").get_by_test_id("nbmemory-compaction-view")
+            expect(view).to_be_visible()
+            page.wait_for_function(
+                "() => document.querySelector('.jp-nbmemory-view').offsetHeight > 300"
+            )
+            expect(view.get_by_test_id("nbmemory-summary")).to_contain_text(
+                "The budget is 40k EUR."
+            )
+            expect(view.get_by_test_id("nbmemory-summary")).to_be_in_viewport()
+            terms = view.get_by_test_id("nbmemory-dropped-term")
+            expect(terms).to_have_count(len(compaction.dropped))
+            assert [t.get_attribute("data-term") for t in terms.all()] == compaction.dropped
+            transcript = view.get_by_test_id("nbmemory-transcript-message")
+            expect(transcript.locator('mark[data-term="ACME-42"]')).to_have_count(1)
+            expect(page.locator(".jp-DirListing-item").first).to_be_in_viewport()  # still there
+            screenshot(page, "nb7-tree-panel.png")
+
+        # The notebook page: View > Left Sidebar > Show Agent Memory; copy a message from its
+        # context menu, insert it into the notebook from the palette.
+        with open_notebook(server, "work.ipynb") as page:
+            page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^View$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Left Sidebar$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Show Agent Memory$")).click()
+            panel = page.get_by_test_id("nbmemory-panel")
+            expect(panel).to_be_visible()
+            select(panel, "Scout")
+            xray = panel.get_by_test_id("nbmemory-xray")
+            expect(xray).to_have_attribute("data-tokens", str(usage.tokens))
+            message = panel.get_by_test_id("nbmemory-messages").get_by_test_id("nbmemory-message")
+            expect(message.first).to_have_attribute("data-index", "1")
+            message.first.click(button="right")
+            page.locator(".lm-Menu").get_by_text("Copy Message Text").click()
+            toast = page.locator(".Toastify__toast").filter(has_text="Copied message #1 of Scout")
+            expect(toast).to_have_count(1)
+            assert page.evaluate("() => navigator.clipboard.readText()") == HOSTILE
+
+            palette(page, "Insert Message into Notebook as Raw Cell")
+            cells_js = """() => window.jupyterapp.shell.currentWidget.content.model.sharedModel
+                .cells.map(c => [c.cell_type, c.source])"""
+            page.wait_for_function(f"() => ({cells_js})().length === 2")
+            assert page.evaluate(cells_js) == [["code", "print('hello')"], ["raw", HOSTILE]]
+            assert page.locator(".jp-Notebook img, .jp-Notebook script").count() == 0
+            no_payload_ran(page, panel)
+            screenshot(page, "nb7-notebook-panel.png")
 
 
 def test_the_settings_change_the_panel(tmp_path: Path, workspace: Path) -> None:

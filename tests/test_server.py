@@ -227,6 +227,44 @@ def test_the_path_of_a_memory_from_the_servers_root(lab, agents):
     assert call(lab, "/agents/Nobody/path")[0] == 404
 
 
+@pytest.mark.parametrize("allow_hidden", [False, True])
+def test_a_memory_in_a_hidden_folder_under_the_root_has_no_path_from_it_unless_allowed(
+    tmp_path, monkeypatch, allow_hidden
+):
+    """JupyterLab opens no file in a hidden folder below the server's root (not without
+    ``ContentsManager.allow_hidden``), so the path from the root is withheld, with the reason;
+    a hidden folder above the root is no hidden folder to JupyterLab."""
+    root = tmp_path / ".outer" / "root"  # hidden above the root: no matter
+    root.mkdir(parents=True)
+    monkeypatch.setenv("WORKSPACE_DIR", str(root / ".agents" / "workspace"))
+    scout = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    scout.add("User", "in a hidden folder")
+    scout.compact("Summarized.")
+    scout.add("User", "after the compaction")
+    archive = ReadModel(root / ".agents" / "workspace").archives("Scout")[0].name
+    args = (
+        server_extension_on(tmp_path),
+        "--NbMemoryServer.workspace=.agents/workspace",
+        f"--ContentsManager.allow_hidden={allow_hidden}",
+    )
+    files = {"": memory_path("Scout"), archive: memory_path("Scout").parent / "archive" / archive}
+    with jupyter_lab(root, extra_args=args) as server:
+        for name, file in files.items():
+            status, data = call(server, f"/agents/Scout/path?archive={name}")
+            assert status == 200
+            assert data["absolute"] == str(file) and data["exists"]
+            assert data["root"] == str(root)
+            if allow_hidden:
+                assert data["relative"] == file.relative_to(root).as_posix()
+                assert data["reason"] is None
+            else:
+                assert data["relative"] is None
+                assert data["reason"] == (
+                    f"{file} is in the hidden folder '.agents', and JupyterLab opens hidden "
+                    "files only with ContentsManager.allow_hidden = True"
+                )
+
+
 def test_export_is_what_the_cli_writes(lab, agents, tmp_path):
     from nbmemory.export import export_text
 

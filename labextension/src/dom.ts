@@ -127,26 +127,92 @@ export function wholeWord(term: string): Finder {
   };
 }
 
+/** Elements within a line of text, which a term can run through (`<strong>ACME</strong>-42`). */
+const INLINE = new Set([
+  'A',
+  'ABBR',
+  'B',
+  'CITE',
+  'CODE',
+  'DEL',
+  'DFN',
+  'EM',
+  'I',
+  'INS',
+  'KBD',
+  'Q',
+  'S',
+  'SAMP',
+  'SMALL',
+  'SPAN',
+  'STRONG',
+  'SUB',
+  'SUP',
+  'TIME',
+  'U',
+  'VAR'
+]);
+
+/** The nearest element around `node`, up to `root`, that is not inline: its line's block. */
+function blockOf(node: Node, root: HTMLElement): Node {
+  let at = node.parentNode;
+  while (at && at !== root && at instanceof Element && INLINE.has(at.tagName)) {
+    at = at.parentNode;
+  }
+  return at ?? root;
+}
+
+/**
+ * The text nodes under `root` in runs that read as one piece of text: a run goes on through
+ * inline elements and ends at anything else (a block, a line break, an image), at another
+ * block, and at text already marked (which is left out).
+ */
+function textRuns(root: HTMLElement): Text[][] {
+  const runs: Text[][] = [];
+  let run: Text[] = [];
+  let block: Node | null = null;
+  const end = () => {
+    if (run.length) {
+      runs.push(run);
+    }
+    run = [];
+  };
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!(node instanceof Text)) {
+      if (!(node instanceof Element && INLINE.has(node.tagName))) {
+        end();
+      }
+    } else if (node.parentElement?.closest('mark')) {
+      end();
+    } else {
+      const home = blockOf(node, root);
+      if (home !== block) {
+        end();
+        block = home;
+      }
+      run.push(node);
+    }
+  }
+  end();
+  return runs;
+}
+
 /**
  * Wrap what `finders` find in the text under `root` in `<mark class=className>` elements,
- * splitting text nodes (never touching HTML): returns how many marks were made. Each finder's
- * marks carry its key as `data-term`. Occurrences split across elements are not marked.
+ * splitting text nodes (never touching HTML): returns how many occurrences were marked. Each
+ * finder's marks carry its key as `data-term`. An occurrence may run through inline elements
+ * (`**ACME**-42` rendered is `<strong>ACME</strong>-42`): it is then marked piece by piece, a
+ * `<mark>` in each text node it covers, and counted once. Blocks and line breaks end it.
  */
 export function markText(
   root: HTMLElement,
   finders: [string, Finder][],
   className: string
 ): number {
-  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  const nodes: Text[] = [];
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    if (!(node.parentElement?.closest('mark') ?? null)) {
-      nodes.push(node as Text);
-    }
-  }
   let made = 0;
-  for (const node of nodes) {
-    const text = node.data;
+  for (const run of textRuns(root)) {
+    const text = run.map(node => node.data).join('');
     const spans: [number, number, string][] = [];
     for (const [key, find] of finders) {
       for (const [start, end] of find(text)) {
@@ -158,22 +224,40 @@ export function markText(
     if (!spans.length) {
       continue;
     }
+    made += spans.length;
     spans.sort((a, b) => a[0] - b[0]);
-    const pieces: Node[] = [];
-    let at = 0;
-    for (const [start, end, key] of spans) {
-      if (start > at) {
-        pieces.push(document.createTextNode(text.slice(at, start)));
+    let from = 0; // where the node's text starts in the run's
+    for (const node of run) {
+      const to = from + node.data.length;
+      const inside = spans
+        .filter(([start, end]) => start < to && from < end)
+        .map(([start, end, key]): [number, number, string] => [
+          Math.max(start, from) - from,
+          Math.min(end, to) - from,
+          key
+        ]);
+      if (inside.length) {
+        node.replaceWith(...marked(node.data, inside, className));
       }
-      const mark = el('mark', className, text.slice(start, end), { 'data-term': key });
-      pieces.push(mark);
-      at = end;
-      made++;
+      from = to;
     }
-    if (at < text.length) {
-      pieces.push(document.createTextNode(text.slice(at)));
-    }
-    node.replaceWith(...pieces);
   }
   return made;
+}
+
+/** `text` as text nodes and `<mark>`s over `spans` (sorted, apart, within the text). */
+function marked(text: string, spans: [number, number, string][], className: string): Node[] {
+  const pieces: Node[] = [];
+  let at = 0;
+  for (const [start, end, key] of spans) {
+    if (start > at) {
+      pieces.push(document.createTextNode(text.slice(at, start)));
+    }
+    pieces.push(el('mark', className, text.slice(start, end), { 'data-term': key }));
+    at = end;
+  }
+  if (at < text.length) {
+    pieces.push(document.createTextNode(text.slice(at)));
+  }
+  return pieces;
 }

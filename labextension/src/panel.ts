@@ -14,11 +14,11 @@
  * note text is untrusted too and rendered the same way as messages.
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
-import { MainAreaWidget } from '@jupyterlab/apputils';
+import { MainAreaWidget, Notification } from '@jupyterlab/apputils';
 import { Toolbar, listIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
-import { Panel, Widget } from '@lumino/widgets';
+import { Panel, SplitPanel, Widget } from '@lumino/widgets';
 
 import {
   Api,
@@ -97,8 +97,33 @@ interface IAgentRow {
 
 export interface IPanelOptions {
   renderer: TextRenderer;
-  /** Where compaction views open (the main area). */
+  /** Where compaction views open (the main area; in Notebook 7, the area under it). */
   shell: JupyterFrontEnd.IShell;
+}
+
+/**
+ * Give `widget` half the height of the vertical split it is in if its area there is under a
+ * fifth of it: Notebook 7.6 opens the area under the document at its smallest, a tab bar
+ * (7.7 gives it a quarter; a height the user chose is kept).
+ */
+function makeRoom(widget: Widget): void {
+  for (let child = widget, split = widget.parent; split; child = split, split = split.parent) {
+    if (!(split instanceof SplitPanel && split.orientation === 'vertical')) {
+      continue;
+    }
+    const index = split.widgets.indexOf(child);
+    const height = split.node.getBoundingClientRect().height;
+    if (index >= 0 && child.node.getBoundingClientRect().height < height / 5) {
+      const sizes = split.relativeSizes();
+      const others = 1 - sizes[index];
+      split.setRelativeSizes(
+        sizes.map((size, i) =>
+          i === index ? 0.5 : others > 0 ? (0.5 * size) / others : 0.5 / (sizes.length - 1)
+        )
+      );
+    }
+    return;
+  }
 }
 
 export class MemoryPanel extends Panel {
@@ -1122,7 +1147,7 @@ export class MemoryPanel extends Panel {
   // --------------------------------------------------------------------------------------------
   // Compactions
 
-  /** Open (or bring forward) the main-area view of one compaction of the selected agent. */
+  /** Open (or bring forward) the view of one compaction of the selected agent. */
   private openCompaction(compaction: ICompaction, position: number, count: number): void {
     const agent = this.shownAgent;
     this.targets.archive = { agent, archive: compaction.archive };
@@ -1142,16 +1167,42 @@ export class MemoryPanel extends Panel {
     main.title.closable = true;
     this.views.set(id, main);
     main.disposed.connect(() => this.views.delete(id));
-    this.shell.add(main, 'main');
-    this.shell.activateById(main.id);
-    void view.load();
+    // Notebook 7's main area holds its one document and ignores anything added to it: the view
+    // goes to the area under it then (where Notebook 7 shows the log console).
+    for (const area of ['main', 'down'] as const) {
+      this.shell.add(main, area);
+      if (this.holds(area, main)) {
+        this.shell.activateById(main.id);
+        if (area === 'down') {
+          requestAnimationFrame(() => makeRoom(main)); // once the shell has laid it out
+        }
+        void view.load();
+        return;
+      }
+    }
+    main.dispose();
+    Notification.error(
+      `This Jupyter front end has no room for the view of ${agent}'s compaction ` +
+        `${position + 1}: its archive is ${compaction.archive}.`,
+      { autoClose: 8000 }
+    );
+  }
+
+  /** Whether the shell's `area` holds `widget` (a shell may refuse or ignore an `add`). */
+  private holds(area: 'main' | 'down', widget: Widget): boolean {
+    for (const shown of this.shell.widgets(area)) {
+      if (shown === widget) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private readonly _selectionChanged = new Signal<this, string | null>(this);
   private readonly renderer: TextRenderer;
   private readonly shell: JupyterFrontEnd.IShell;
   private readonly timeline: CompactionTimeline;
-  /** Compaction views open in the main area, by id. */
+  /** Compaction views open in the main area (or the down area), by id. */
   private readonly views = new Map<string, MainAreaWidget>();
   private readonly workspace: HTMLElement;
   private readonly status: HTMLElement;
