@@ -59,6 +59,32 @@ MIGRATIONS: dict[int, list[str]] = {
             version bigint NOT NULL,
             PRIMARY KEY (agent, name)
         )""",
+        # An append in one round trip: lock and bump the agent, then read the memory's last
+        # bytes (each statement of a function sees what committed before it) to start the block
+        # on a line of its own, as memory_file does after text a crash left unfinished.
+        """CREATE FUNCTION nbmemory_append(agent_name text, header bytea, block bytea)
+        RETURNS bigint LANGUAGE plpgsql AS $$
+        DECLARE
+            v bigint;
+            tail bytea;
+        BEGIN
+            UPDATE nbmemory_agents SET version = version + 1 WHERE name = agent_name
+                RETURNING version INTO v;
+            IF v IS NULL THEN
+                INSERT INTO nbmemory_agents (name, version) VALUES (agent_name, 1)
+                    ON CONFLICT (name) DO UPDATE SET version = nbmemory_agents.version + 1
+                    RETURNING version INTO v;
+            END IF;
+            SELECT substring(data FROM greatest(length(data) - 1, 1)) INTO tail
+                FROM nbmemory_memory WHERE agent = agent_name ORDER BY seq DESC LIMIT 1;
+            INSERT INTO nbmemory_memory (agent, seq, data) VALUES (agent_name, v, CASE
+                WHEN tail IS NULL THEN header
+                WHEN length(tail) = 0 OR tail = '\\x0a0a'::bytea THEN ''::bytea
+                WHEN get_byte(tail, length(tail) - 1) = 10 THEN '\\x0a'::bytea
+                ELSE '\\x0a0a'::bytea
+            END || block);
+            RETURN v;
+        END $$""",
     ],
 }
 _SCHEMA_LOCK = 0x6E626D656D  # the advisory lock held while the schema is created or migrated
@@ -160,7 +186,7 @@ class PgStore:
                     min_size=1,
                     max_size=4,
                     timeout=CONNECT_TIMEOUT,
-                    kwargs={"connect_timeout": CONNECT_TIMEOUT},
+                    kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True},
                     configure=_configure,
                     check=ConnectionPool.check_connection,
                     open=True,
@@ -194,6 +220,17 @@ class PgStore:
         with self._errors(what), self._get_pool().connection() as conn, conn.transaction():
             yield conn
 
+    @contextlib.contextmanager
+    def statement(self, what: str) -> Iterator[Any]:
+        """A connection whose every statement is a transaction of its own (one round trip), or
+        the locked transaction inside :meth:`locked`."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        with self._errors(what), self._get_pool().connection() as conn:
+            yield conn
+
     def close(self) -> None:
         """Close this process's connections (the store reconnects when used again)."""
         with self._lock:
@@ -206,7 +243,7 @@ class PgStore:
 
     def agents(self) -> list[str]:
         """Names of the agents that have a memory or an archive, sorted."""
-        with self.transaction("list the agents") as conn:
+        with self.statement("list the agents") as conn:
             rows = conn.execute(
                 "SELECT a.name FROM nbmemory_agents a WHERE EXISTS "
                 "(SELECT 1 FROM nbmemory_memory m WHERE m.agent = a.name) OR EXISTS "
@@ -251,7 +288,7 @@ class PgStore:
     def stamp(self, name: str) -> tuple[int, int] | None:
         """``(epoch, version)`` of the agent: it changes with every change to any of its
         documents (``None`` if there is no such agent)."""
-        with self.transaction(f"read {name}") as conn:
+        with self.statement(f"read {name}") as conn:
             row = conn.execute(
                 "SELECT epoch, version FROM nbmemory_agents WHERE name = %s", (name,)
             ).fetchone()
@@ -263,7 +300,7 @@ class PgStore:
     def ensure(self, name: str, header: bytes) -> None:
         """Create the agent with a memory holding only ``header``, if it has no memory yet."""
         validate_agent_name(name)
-        with self.transaction(f"read {name}") as conn:
+        with self.statement(f"read {name}") as conn:
             if conn.execute(
                 "SELECT 1 FROM nbmemory_memory WHERE agent = %s LIMIT 1", (name,)
             ).fetchone():
@@ -279,18 +316,9 @@ class PgStore:
     def append(self, name: str, header: bytes, data: bytes) -> None:
         """Append one block to the agent's memory (created with ``header`` if it has none),
         durably, all or nothing."""
-        with self.transaction(f"add a message to {name}") as conn:
-            version, _ = self._agent(conn, name, create=True)
-            last = conn.execute(
-                "SELECT substring(data FROM greatest(length(data) - 1, 1)) FROM nbmemory_memory "
-                "WHERE agent = %s ORDER BY seq DESC LIMIT 1",
-                (name,),
-            ).fetchone()
-            prefix = header if last is None else _line_break(bytes(last[0]))
-            conn.execute(
-                "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, %s, %s)",
-                (name, version, prefix + data),
-            )
+        validate_agent_name(name)
+        with self.statement(f"add a message to {name}") as conn:
+            conn.execute("SELECT nbmemory_append(%s, %s, %s)", (name, header, data))
 
     def memory(self, name: str) -> bytes | None:
         """The agent's ``MEMORY.md`` as bytes, or ``None`` if it has none."""
@@ -304,22 +332,23 @@ class PgStore:
         ``appended`` true means ``data`` is only the blocks appended since ``known`` (same
         epoch); otherwise ``data`` is the whole memory (``None`` if there is none).
         """
-        with self.transaction(f"read {name}") as conn:
-            row = conn.execute(
-                "SELECT epoch, version FROM nbmemory_agents WHERE name = %s", (name,)
-            ).fetchone()
-            if row is None:
-                return None, False, None
-            stamp = (row[0], row[1])
-            appended = known is not None and known[0] == stamp[0]
-            since = known[1] if appended else -1
-            chunks = conn.execute(
-                "SELECT data FROM nbmemory_memory WHERE agent = %s AND seq > %s ORDER BY seq",
-                (name, since),
+        epoch, since = known if known is not None else (-1, -1)
+        with self.statement(f"read {name}") as conn:
+            rows = conn.execute(
+                "SELECT a.epoch, a.version, m.data FROM nbmemory_agents a "
+                "LEFT JOIN nbmemory_memory m ON m.agent = a.name "
+                "AND m.seq > (CASE WHEN a.epoch = %s THEN %s ELSE -1 END) "
+                "WHERE a.name = %s ORDER BY m.seq",
+                (epoch, since, name),
             ).fetchall()
+        if not rows:
+            return None, False, None
+        stamp = (rows[0][0], rows[0][1])
+        appended = known is not None and known[0] == stamp[0]
+        chunks = [bytes(data) for _, _, data in rows if data is not None]
         if not appended and not chunks:
             return stamp, False, None
-        return stamp, appended, b"".join(bytes(chunk) for (chunk,) in chunks)
+        return stamp, appended, b"".join(chunks)
 
     def compact(self, name: str, new: bytes, keep: Any = None) -> tuple[str | None, bytes]:
         """Archive the memory and replace it with ``new``, in one transaction.
@@ -363,7 +392,7 @@ class PgStore:
 
     def read(self, name: str, doc: str) -> bytes | None:
         """A document of the agent (``NOTES.md``, ``archive/…``), or ``None`` if absent."""
-        with self.transaction(f"read {doc} of {name}") as conn:
+        with self.statement(f"read {doc} of {name}") as conn:
             row = conn.execute(
                 "SELECT data FROM nbmemory_documents WHERE agent = %s AND name = %s",
                 (name, doc),
@@ -372,7 +401,7 @@ class PgStore:
 
     def document_stamp(self, name: str, doc: str) -> tuple[int, int] | None:
         """``(version, size)`` of a document, changed by every write; ``None`` if absent."""
-        with self.transaction(f"read {doc} of {name}") as conn:
+        with self.statement(f"read {doc} of {name}") as conn:
             row = conn.execute(
                 "SELECT version, length(data) FROM nbmemory_documents "
                 "WHERE agent = %s AND name = %s",
@@ -402,7 +431,7 @@ class PgStore:
     def documents(self, name: str, folder: str = "") -> list[str]:
         """Names of the agent's documents in ``folder`` (``""`` for all of them), sorted."""
         prefix = f"{folder.rstrip('/')}/" if folder else ""
-        with self.transaction(f"list the documents of {name}") as conn:
+        with self.statement(f"list the documents of {name}") as conn:
             rows = conn.execute(
                 "SELECT name FROM nbmemory_documents WHERE agent = %s AND starts_with(name, %s) "
                 'ORDER BY name COLLATE "C"',
@@ -445,13 +474,6 @@ class PgStore:
                         )
 
 
-def _line_break(tail: bytes) -> bytes:
-    """What puts the next heading at the start of a line after a blank one (see memory_file)."""
-    if tail == b"\n\n" or not tail:
-        return b""
-    return b"\n" if tail.endswith(b"\n") else b"\n\n"
-
-
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else ""
 
@@ -459,7 +481,8 @@ def _first_line(exc: BaseException) -> str:
 def _configure(conn: Any) -> None:
     """Every connection commits durably, whatever the server's default."""
     conn.execute("SET synchronous_commit TO on")
-    conn.commit()
+    if not conn.autocommit:
+        conn.commit()
 
 
 def _migrate(conn: Any, shown: str) -> None:

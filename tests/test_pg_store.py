@@ -6,6 +6,7 @@ Every test gets a fresh database on a private server started for the session
 
 from __future__ import annotations
 
+import contextlib
 import random
 import signal
 import time
@@ -18,6 +19,7 @@ import pytest
 from nbmemory import Agent, Conversation, store
 from nbmemory.errors import (
     InvalidAgentNameError,
+    MemoryWarning,
     StoreConfigError,
     StorePermissionError,
     StoreSchemaError,
@@ -28,7 +30,7 @@ from nbmemory.notes import Notes
 from nbmemory.pg_store import SCHEMA_VERSION, PgStore
 from nbmemory.read_model import ReadModel
 from nbmemory.workspace import agent_dir, memory_path
-from support import start_writer
+from support import FIXTURES, start_writer
 
 
 def tags_stored(name: str = "Shared") -> Counter:
@@ -248,3 +250,34 @@ def test_interrupting_a_write_leaves_the_memory_as_it_was(database: str):
     assert [m["content"] for m in messages[:1]] == ["first"]
     assert len(messages) - 1 in (added, added + 1)  # the interrupted one: all of it or none
     assert all(m["content"] == "x" * 100_000 for m in messages[1:])
+
+
+def test_an_append_after_unfinished_text_writes_what_the_file_store_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database: str
+):
+    """Text a crashed writer left unfinished stays apart from the next message, byte for byte
+    as on files (the database gets such text by importing a folder)."""
+    from nbmemory.layout import import_layout
+
+    header = (FIXTURES / "spec_memory.md").read_bytes()
+    for n, tail in enumerate([b"### User \xe2\x80\x94 2026-04-20T18:40:00\n\nhalf a mess", b"\n"]):
+        name = f"Crashed{n}"
+        source = tmp_path / "source" / "agents" / name
+        source.mkdir(parents=True)
+        (source / "MEMORY.md").write_bytes(header + tail)
+        files = tmp_path / "files" / "agents" / name
+        files.mkdir(parents=True)
+        (files / "MEMORY.md").write_bytes(header + tail)
+    import_layout(tmp_path / "source")
+    for n in range(2):
+        name = f"Crashed{n}"
+        with pytest.warns(MemoryWarning) if n == 0 else contextlib.nullcontext():
+            convo = Conversation(name=name, memory_md_path=memory_path(name))
+        convo.add("User", "after the crash")
+        monkeypatch.delenv("NBMEMORY_STORE")
+        on_files = tmp_path / "files" / "agents" / name / "MEMORY.md"
+        with pytest.warns(MemoryWarning) if n == 0 else contextlib.nullcontext():
+            Conversation(name=name, memory_md_path=on_files).add("User", "after the crash")
+        monkeypatch.setenv("NBMEMORY_STORE", database)
+        assert store.read(memory_path(name)) == on_files.read_bytes()
+        assert parse(on_files.read_bytes()).messages[-1]["content"] == "after the crash"
