@@ -182,3 +182,37 @@ def test_audit_lists_compactions_and_what_they_dropped(workspace, capsys):
     assert main(["audit", "Nobody"]) == 1
     result = nbmemory("audit", "Auditor", workspace=workspace)
     assert result.returncode == 0 and "ACME-42" in result.stdout
+
+
+def test_the_store_option_reads_and_writes_the_database(
+    database_url, capsys: pytest.CaptureFixture
+):
+    from nbmemory import store
+
+    try:
+        store.use(database_url)
+        Conversation(name="Shared", memory_md_path=memory_path("Shared")).add("User", "On the DB.")
+        store.use(None)
+        assert main(["ls"]) == 0
+        assert "No agents" in capsys.readouterr().out  # files, where there are none
+        assert main(["--store", database_url, "ls"]) == 0
+        assert "Shared" in capsys.readouterr().out
+        assert main(["--store", database_url, "compact", "Shared", "--summary", "On the DB."]) == 0
+        assert main(["--store", database_url, "audit", "Shared"]) == 0
+        assert "history_" in capsys.readouterr().out
+    finally:
+        store.database().close()
+        store.use(None)
+
+
+def test_a_bad_store_is_a_clear_one_line_error(capsys: pytest.CaptureFixture):
+    assert main(["--store", "sqlite:///x.db", "ls"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "nbmemory: error: 'sqlite:///x.db' is not a PostgreSQL URL: write "
+        "postgresql://USER:PASSWORD@HOST:PORT/DB (or leave the store unset to keep memories in "
+        "files)"
+    )
+    assert main(["--store", "postgresql://me@127.0.0.1:9/none", "ls"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("nbmemory: error: postgresql://me@127.0.0.1:9/none: could not connect")
+    assert "server is running" in error and len(error.strip().splitlines()) == 1

@@ -179,6 +179,9 @@ def test_writers_killed_mid_append_and_mid_compaction_lose_nothing_acknowledged(
 
 
 def test_a_wrong_url_or_a_refused_connection_says_what_to_fix(monkeypatch: pytest.MonkeyPatch):
+    assert PgStore("postgresql://team:secret@db.example:5433/memory").shown == (
+        "postgresql://team@db.example:5433/memory"  # what messages and views show
+    )
     with pytest.raises(StoreConfigError, match="not a PostgreSQL URL"):
         store.use("mysql://localhost/x")
     with pytest.raises(StoreConfigError, match="not a usable URL"):

@@ -108,6 +108,7 @@ def test_agents_are_listed_with_the_read_models_figures(lab, agents):
     status, data = call(lab, "/agents")
     assert status == 200
     assert data["workspace"] == str(agents) and data["poll_interval"] == 1.5
+    assert data["store"] == "files"
     model = ReadModel(agents)
     assert [a["name"] for a in data["agents"]] == model.names() == ["Scout", "Writer"]
     for row, info in zip(data["agents"], model.agents(), strict=True):
@@ -525,6 +526,33 @@ def test_the_settings_are_traits_and_are_checked():
     ).stdout
     assert "--NbMemoryServer.workspace=<Unicode>" in help_all
     assert "--NbMemoryServer.poll_interval=<Float>" in help_all
+    assert "--NbMemoryServer.store=<Unicode>" in help_all
+    url = "postgresql://team:secret@db.example:5432/memory"
+    assert NbMemoryServer(store=f" {url} ").store == url  # checked, never connected to here
+    for bad, why in [("mysql://db/x", "not a PostgreSQL URL"), ("postgresql://h/d?x=1", "usable")]:
+        with pytest.raises(TraitError, match=why):
+            NbMemoryServer(store=bad)
+
+
+def test_the_server_reads_and_tells_its_kernels_the_store_it_is_given(tmp_path, database_url):
+    """``--NbMemoryServer.store=URL``: the API lists the database's agents and names the
+    database (the sidebar test shows the server's kernels writing there)."""
+    from nbmemory import store
+    from nbmemory.pg_store import PgStore
+
+    store.use(database_url)
+    try:
+        Conversation(name="Shared", memory_md_path=memory_path("Shared")).add("User", "hello")
+    finally:
+        store.database().close()
+        store.use(None)
+    args = (server_extension_on(tmp_path), f"--NbMemoryServer.store={database_url}")
+    with jupyter_lab(tmp_path, extra_args=args) as server:
+        status, data = call(server, "/agents")
+        assert status == 200
+        assert data["store"] == PgStore(database_url).shown
+        assert [(a["name"], a["messages"]) for a in data["agents"]] == [("Shared", 1)]
+        assert f"agents' memory in {data['store']}" in server.log.read_text()
 
 
 def test_nbmemory_server_takes_the_workspace_option_like_every_command(tmp_path):
