@@ -21,7 +21,7 @@ from pathlib import Path
 
 
 def binaries() -> Path:
-    """The folder of ``initdb``, ``pg_ctl`` and ``postgres``."""
+    """The folder of ``initdb`` and ``postgres``."""
     if os.environ.get("NBMEMORY_PG_BIN"):
         return Path(os.environ["NBMEMORY_PG_BIN"])
     debian = sorted(
@@ -40,85 +40,6 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _as_owner(command: list[str], user: str | None) -> list[str]:
-    return ["runuser", "-u", user, "--", *command] if user else command
-
-
-@contextlib.contextmanager
-def postgres_server() -> Iterator[str]:
-    """Start a server; yields the URL of its ``postgres`` database as superuser ``nbmemory``."""
-    user = None
-    if os.geteuid() == 0:
-        user = "postgres" if _exists("postgres") else "nobody"
-    bin_dir = binaries()
-    top = Path(tempfile.mkdtemp(prefix="nbmemory-pg-"))
-    data, sockets = top / "data", top / "sockets"
-    data.mkdir()
-    sockets.mkdir()
-    if user:
-        top.chmod(0o755)
-        for folder in (data, sockets):
-            shutil.chown(folder, user)
-    port = _free_port()
-    env = {**os.environ, "LC_ALL": "C.UTF-8", "TZ": "UTC"}
-    subprocess.run(
-        _as_owner(
-            [
-                str(bin_dir / "initdb"),
-                "-D",
-                str(data),
-                "-U",
-                "nbmemory",
-                "-A",
-                "trust",
-                "-E",
-                "UTF8",
-                "--no-sync",
-            ],
-            user,
-        ),
-        check=True,
-        capture_output=True,
-        env=env,
-    )
-    log = top / "server.log"
-    server = subprocess.Popen(
-        _as_owner(
-            [
-                str(bin_dir / "postgres"),
-                "-D",
-                str(data),
-                "-p",
-                str(port),
-                "-k",
-                str(sockets),
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "max_connections=200",
-                "-c",
-                "shared_buffers=32MB",
-            ],
-            user,
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=open(log, "wb"),  # noqa: SIM115 (closed with the process)
-        env=env,
-    )
-    url = f"postgresql://nbmemory@127.0.0.1:{port}/postgres"
-    try:
-        _wait_ready(url, server, log)
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        shutil.rmtree(top, ignore_errors=True)
-
-
 def _exists(user: str) -> bool:
     try:
         pwd.getpwnam(user)
@@ -127,20 +48,86 @@ def _exists(user: str) -> bool:
     return True
 
 
-def _wait_ready(url: str, server: subprocess.Popen, log: Path) -> None:
-    import psycopg
+class PostgresServer:
+    """A server made in a temporary folder; ``url`` is its ``postgres`` database as superuser
+    ``nbmemory``. ``stop()`` and ``start()`` take it down and up again on the same port."""
 
-    deadline = time.monotonic() + 60
-    while True:
-        if server.poll() is not None:
-            raise RuntimeError(f"PostgreSQL stopped: {log.read_text(errors='replace')}")
-        try:
-            psycopg.connect(url, connect_timeout=2).close()
-            return
-        except psycopg.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    def __init__(self) -> None:
+        self.user = None
+        if os.geteuid() == 0:
+            self.user = "postgres" if _exists("postgres") else "nobody"
+        self.bin = binaries()
+        self.top = Path(tempfile.mkdtemp(prefix="nbmemory-pg-"))
+        self.data, self.sockets = self.top / "data", self.top / "sockets"
+        self.log = self.top / "server.log"
+        self.port = _free_port()
+        self.url = f"postgresql://nbmemory@127.0.0.1:{self.port}/postgres"
+        self.env = {**os.environ, "LC_ALL": "C.UTF-8", "TZ": "UTC"}
+        self.process: subprocess.Popen | None = None
+
+    def _as_owner(self, command: list[str]) -> list[str]:
+        return ["runuser", "-u", self.user, "--", *command] if self.user else command
+
+    def __enter__(self) -> PostgresServer:
+        self.data.mkdir()
+        self.sockets.mkdir()
+        if self.user:
+            self.top.chmod(0o755)
+            for folder in (self.data, self.sockets):
+                shutil.chown(folder, self.user)
+        initdb = [str(self.bin / "initdb"), "-D", str(self.data), "-U", "nbmemory"]
+        initdb += ["-A", "trust", "-E", "UTF8", "--no-sync"]
+        subprocess.run(self._as_owner(initdb), check=True, capture_output=True, env=self.env)
+        self.start()
+        return self
+
+    def start(self) -> None:
+        command = [str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port)]
+        command += ["-k", str(self.sockets), "-c", "listen_addresses=127.0.0.1"]
+        command += ["-c", "max_connections=200", "-c", "shared_buffers=32MB"]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                self._as_owner(command), stdout=subprocess.DEVNULL, stderr=log, env=self.env
+            )
+        self._wait_ready()
+
+    def stop(self) -> None:
+        """A fast shutdown (clients are cut off), through ``pg_ctl`` as the server's owner."""
+        if self.process is not None:
+            command = [str(self.bin / "pg_ctl"), "-D", str(self.data), "stop", "-m", "fast", "-w"]
+            subprocess.run(self._as_owner(command), capture_output=True, env=self.env)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+        shutil.rmtree(self.top, ignore_errors=True)
+
+    def _wait_ready(self) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + 60
+        while True:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"PostgreSQL stopped: {self.log.read_text(errors='replace')}")
+            try:
+                psycopg.connect(self.url, connect_timeout=2).close()
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """Start a server for the block; yields its URL (see :class:`PostgresServer`)."""
+    with PostgresServer() as server:
+        yield server.url
 
 
 def new_database(url: str, name: str) -> str:

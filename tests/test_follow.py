@@ -72,3 +72,24 @@ def test_a_missing_file_is_none_and_a_fifo_is_refused_never_waited_on(workspace)
     reader.join(timeout=30)
     assert len(result) == 1 and result[0].messages == []
     assert "not a regular file" in result[0].problems[0]
+
+
+def test_on_the_database_an_append_reads_only_the_new_blocks(database):
+    convo = Conversation(name="Shared", memory_md_path=memory_path("Shared"))
+    convo.add("User", "first")
+    path = memory_path("Shared")
+    first = follow(path)
+    assert follow(path) is first  # unchanged: one query, same object
+    first.per_message["lengths"] = [5]
+    run_python(APPEND, "second")
+    grown = follow(path)
+    assert [m["content"] for m in grown.messages] == ["first", "second"]
+    assert grown.per_message == {"lengths": [5]}  # carried over: it was an append
+    convo.compact("a summary")
+    again = follow(path)
+    assert [m["content"] for m in again.messages] == ["a summary"]
+    assert again.per_message == {} and again.identity != grown.identity
+    archive = follow(convo.archives()[0])
+    assert [m["content"] for m in archive.messages] == ["first", "second"]
+    assert follow(convo.archives()[0]) is archive
+    assert follow(memory_path("Nobody")) is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import random
 import signal
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -284,3 +285,68 @@ def test_an_append_after_unfinished_text_writes_what_the_file_store_writes(
         monkeypatch.setenv("NBMEMORY_STORE", database)
         assert store.read(memory_path(name)) == on_files.read_bytes()
         assert parse(on_files.read_bytes()).messages[-1]["content"] == "after the crash"
+
+
+def test_a_connection_dropped_inside_a_compaction_or_an_append_leaves_all_as_it_was(
+    database: str,
+):
+    """The compaction (or append) waits on the agent's lock, held by another session; its
+    connection is killed while it waits: it raises, and memory and archives are untouched."""
+    convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    convo.add("User", "kept whatever happens")
+    before = store.read(memory_path("Scout"))
+    for attempt in (lambda: convo.compact("a summary"), lambda: convo.add("User", "lost")):
+        outcome: list[BaseException | None] = []
+
+        def run(attempt=attempt, outcome=outcome) -> None:
+            try:
+                attempt()
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        with psycopg.connect(database) as holder:
+            holder.execute("SELECT 1 FROM nbmemory_agents WHERE name = 'Scout' FOR UPDATE")
+            worker = threading.Thread(target=run)
+            worker.start()
+            with psycopg.connect(database, autocommit=True) as admin:
+                waiting = None
+                for _ in range(200):
+                    waiting = admin.execute(
+                        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND datname = current_database()"
+                    ).fetchone()
+                    if waiting:
+                        break
+                    time.sleep(0.05)
+                assert waiting, "the change never waited on the lock"
+                admin.execute("SELECT pg_terminate_backend(%s)", waiting)
+            worker.join(timeout=60)
+        assert isinstance(outcome[0], StoreUnavailableError), outcome
+        assert "retry once it is back" in str(outcome[0])
+        assert store.read(memory_path("Scout")) == before
+        assert store.archives(agent_dir("Scout")) == []
+    convo.add("User", "the next change works")  # the pool replaced the dead connection
+    assert len(parse(store.read(memory_path("Scout"))).messages) == 2
+
+
+def test_a_server_that_stops_and_comes_back(monkeypatch: pytest.MonkeyPatch):
+    """A server stopped mid-run: a clear error and nothing acknowledged lost; back, it works."""
+    from pg_server import PostgresServer
+
+    with PostgresServer() as server:
+        monkeypatch.setenv("NBMEMORY_STORE", server.url)
+        try:
+            convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+            convo.add("User", "before the outage")
+            server.stop()
+            with pytest.raises(StoreUnavailableError, match="server is running"):
+                convo.add("User", "during the outage")
+            with pytest.raises(StoreUnavailableError):
+                ReadModel().agent("Scout")
+            server.start()
+            convo.add("User", "after the outage")
+            contents = [m["content"] for m in parse(store.read(memory_path("Scout"))).messages]
+            assert contents == ["before the outage", "after the outage"]
+        finally:
+            store.database().close()

@@ -594,3 +594,25 @@ def test_it_shows_as_a_static_summary_then_the_view(widgets, monkeypatch):
     ]
     view = published[1]["application/vnd.jupyter.widget-view+json"]
     assert view["model_id"] == widget.model_id
+
+
+def test_on_the_database_it_shows_and_follows_the_same(widgets, database):
+    agent = Agent(agent_name="Scribe", persistent_memory=True, context_length=3000)
+    for i in range(3):
+        agent.short_memory.add("User", f"message {i}")
+    widget = settled(MemoryWidget("Scribe"))
+    widgets.append(widget)
+    add_elsewhere("Scribe", HOSTILE[0])
+    eventually(lambda: widget.message_count == 4, "the other process's message")
+    info = ReadModel().agent("Scribe")
+    assert widget.messages[0]["text"] == HOSTILE[0]  # as text: the browser tests show it inert
+    assert (widget.tokens_used, widget.memory_bytes) == (info.usage.tokens, info.size)
+    run_python(
+        "from nbmemory.cli import main\nraise SystemExit(main())",
+        "compact",
+        "Scribe",
+        "--summary",
+        "Three messages and a payload.",
+    )
+    eventually(lambda: widget.archive_count == 1, "the compaction by the command line")
+    assert [m["text"] for m in widget.messages] == ["Three messages and a payload."]
