@@ -553,6 +553,9 @@ def test_the_server_reads_and_tells_its_kernels_the_store_it_is_given(tmp_path, 
         assert data["store"] == PgStore(database_url).shown
         assert [(a["name"], a["messages"]) for a in data["agents"]] == [("Shared", 1)]
         assert f"agents' memory in {data['store']}" in server.log.read_text()
+        status, where = call(server, "/agents/Shared/path")
+        assert (status, where["relative"], where["exists"]) == (200, None, True)
+        assert where["reason"].startswith(f"MEMORY.md is kept in the database {data['store']}")
 
 
 def test_nbmemory_server_takes_the_workspace_option_like_every_command(tmp_path):

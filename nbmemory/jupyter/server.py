@@ -615,29 +615,36 @@ class PathHandler(_Handler):
             path = self.model.file_path(name, archive)
             relative, why = None, None
             real = Path(os.path.realpath(path))
-            try:
-                inside = real.relative_to(root)
-            except ValueError:
+            kept = self.model.store
+            if kept != "files":
                 why = (
-                    f"{path} is outside the Jupyter server's root folder {root}, so JupyterLab "
-                    "cannot open it; open it by its path instead"
+                    f"{path.name} is kept in the database {kept}, not in a file JupyterLab can "
+                    "open: export it (Export in this menu, or nbmemory export --layout FOLDER)"
                 )
             else:
-                hidden = [part for part in inside.parts if part.startswith(".")]
-                if hidden and not getattr(manager, "allow_hidden", False):
+                try:
+                    inside = real.relative_to(root)
+                except ValueError:
                     why = (
-                        f"{path} is in the hidden folder {hidden[0]!r}, and JupyterLab opens "
-                        "hidden files only with ContentsManager.allow_hidden = True"
+                        f"{path} is outside the Jupyter server's root folder {root}, so "
+                        "JupyterLab cannot open it; open it by its path instead"
                     )
                 else:
-                    relative = inside.as_posix()
+                    hidden = [part for part in inside.parts if part.startswith(".")]
+                    if hidden and not getattr(manager, "allow_hidden", False):
+                        why = (
+                            f"{path} is in the hidden folder {hidden[0]!r}, and JupyterLab opens "
+                            "hidden files only with ContentsManager.allow_hidden = True"
+                        )
+                    else:
+                        relative = inside.as_posix()
             return {
                 "name": name,
                 "archive": archive,
                 "absolute": str(path),
                 "relative": relative,
                 "root": str(root),
-                "exists": path.is_file(),
+                "exists": path.is_file() if kept == "files" else True,  # it was found
                 "reason": why,
             }
 
