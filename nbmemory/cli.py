@@ -129,7 +129,14 @@ def cmd_notes(args: argparse.Namespace) -> str:
 
 
 def cmd_path(args: argparse.Namespace) -> str:
-    return str(_reader(args).agent(args.name).path)
+    reader = _reader(args)
+    path = reader.agent(args.name).path
+    if reader.store != "files":
+        raise NotFound(
+            f"{args.name}'s memory is kept in the database {reader.store}, not in a file: "
+            "nbmemory export --layout FOLDER writes it as files"
+        )
+    return str(path)
 
 
 def cmd_import(args: argparse.Namespace) -> str:

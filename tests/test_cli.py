@@ -200,6 +200,8 @@ def test_the_store_option_reads_and_writes_the_database(
         assert main(["--store", database_url, "compact", "Shared", "--summary", "On the DB."]) == 0
         assert main(["--store", database_url, "audit", "Shared"]) == 0
         assert "history_" in capsys.readouterr().out
+        assert main(["--store", database_url, "path", "Shared"]) == 1
+        assert "kept in the database" in capsys.readouterr().err
     finally:
         store.database().close()
         store.use(None)
