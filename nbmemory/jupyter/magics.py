@@ -355,7 +355,10 @@ class NbMemoryMagics(Magics):
             listed = "\n".join(f"{n}. {note}" for n, note in enumerate(pinned, 1))
             return TextBlock(listed or f"{name} has no pinned notes")
         if args.path:
-            return TextBlock(str(reader.agent(name).path))
+            path = reader.agent(name).path
+            if reader.store != "files":
+                return TextBlock(f"(kept in the database {reader.store}, not in a file)")
+            return TextBlock(str(path))
         if args.tokens:
             return TextBlock(usage_line(name, reader.usage(name)))
         if args.search is not None:
