@@ -255,6 +255,9 @@ def test_kernels_with_separate_disks_share_an_agent_through_the_database(
         shown = execute(client_a, "%memory Depot")
         assert "Where is the depot?" in shown and "Lyon." in shown
         assert "archived" in execute(client_a, "%compact Depot --summary 'The depot is in Lyon.'")
+        assert "(kept in the database postgresql://nbmemory@127.0.0.1" in execute(
+            client_b, "%memory Depot --path"
+        )
         after = execute(client_b, "%memory Depot")  # the other kernel sees the compaction
         assert "The depot is in Lyon." in after and "Where is the depot?" not in after
         figures = "from nbmemory.read_model import ReadModel\ninfo = ReadModel().agent('Depot')\n"
