@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import re
 import subprocess
 import sys
 import threading
@@ -238,6 +239,58 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         assert big.bounding_box()["height"] < 700  # the body scrolls inside its card
         expect(big).not_to_contain_text("Showing 2,000 of")
         assert dialogs == [] and hits == []
+
+
+def test_a_refresh_that_overtakes_a_poll_still_shows_what_the_poll_fetched(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A poll fetches the changed list; a refresh (after a command, say) starts before the poll
+    has drawn it, so the poll gives up, and the server tells the refresh "not modified" for the
+    list the poll fetched. The refresh must still draw it. The poll's last request is held
+    (``page.route``) so that the two overlap every time."""
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    scout = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    for i in range(3):
+        scout.add("User", f"note {i}")
+    root = tmp_path / "lab"
+    root.mkdir()
+    # No timer poll in this test: its two refreshes are started by hand.
+    args = lab_args(tmp_path, "--NbMemoryServer.poll_interval=3600")
+
+    with jupyter_lab(root, extra_args=args) as server, open_lab(server) as page:
+        page.locator('.jp-SideBar [data-id="nbmemory-panel"]').click()
+        panel = page.get_by_test_id("nbmemory-panel")
+        row = panel.get_by_test_id("nbmemory-agent").filter(has_text="Scout")
+        row.click()
+        caption = panel.get_by_test_id("nbmemory-list-caption")
+        expect(caption).to_have_text("1\u20133 of 3 messages, newest first")
+
+        held: list = []  # the first request for the notes, the poll's last request
+
+        def hold_first(route) -> None:
+            if held:
+                route.continue_()
+            else:
+                held.append(route)
+
+        # (Jupyter adds a query string of its own to every GET.)
+        page.route(re.compile(r"/nbmemory/api/agents/Scout/notes(\?|$)"), hold_first)
+        scout.add("User", "note 3")
+        refresh = "() => { void window.jupyterapp.commands.execute('nbmemory:refresh'); }"
+        page.evaluate(refresh)  # the poll: the new agent figures and list, then the notes
+        for _ in range(200):
+            if held:
+                break
+            page.wait_for_timeout(50)
+        assert held, "the poll never asked for the notes"
+        page.evaluate(refresh)  # the refresh, while the poll waits for its notes
+        expect(row).to_have_attribute("data-messages", "4")
+        held[0].continue_()
+        expect(caption).to_have_text("1\u20134 of 4 messages, newest first", timeout=5_000)
+        messages = panel.get_by_test_id("nbmemory-messages").get_by_test_id("nbmemory-message")
+        expect(messages.first).to_contain_text("note 3")
 
 
 def test_a_notebook_in_a_subfolder_writes_where_the_panel_reads(

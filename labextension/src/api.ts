@@ -95,10 +95,13 @@ export interface IMessageTokens {
   tokens: Record<string, number>;
 }
 
-/** An answer of the API, and whether it differs from the last one for the same path. */
+/**
+ * An answer of the API. A 304 gives the very object of the answer it confirms, so a caller can
+ * tell whether it has drawn an answer by comparing objects: whether this GET brought something
+ * new says nothing about that (another GET of the same path may have fetched it and not drawn).
+ */
 export interface IFetched<T> {
   data: T;
-  fresh: boolean;
 }
 
 /** The server's message for a failed request, else the error as text. */
@@ -134,7 +137,7 @@ export class Api {
     const headers: Record<string, string> = cached ? { 'If-None-Match': cached.etag } : {};
     const response = await ServerConnection.makeRequest(url, { headers }, settings);
     if (response.status === 304 && cached) {
-      return { data: cached.data as T, fresh: false };
+      return { data: cached.data as T };
     }
     if (!response.ok) {
       throw await ServerConnection.ResponseError.create(response);
@@ -148,7 +151,7 @@ export class Api {
         this.cache.delete(this.cache.keys().next().value as string);
       }
     }
-    return { data, fresh: true };
+    return { data };
   }
 
   /** GET `path` as a file: its text, content type and the file name the server suggests. */

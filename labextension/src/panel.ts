@@ -734,24 +734,33 @@ export class MemoryPanel extends Panel {
     );
     const notes = await this.api.get<INotes>(agentPath(name, 'notes'));
     if (generation !== this.generation) {
-      return;
+      return; // the newer refresh gets what this one fetched from the Api's cache, and draws it
     }
-    if (notes.fresh || name !== this.notesAgent) {
+    // Compared with what is shown, not with the last fetch: a refresh that gave up above may
+    // have been the one to fetch it, and the next one hears "not modified" (304). The notes are
+    // compared by content: after a pin or unpin they show the POST's answer, which the next
+    // GET repeats, and redrawing the list for nothing can swallow a click on an Unpin button.
+    if (name !== this.notesAgent || JSON.stringify(notes.data) !== JSON.stringify(this.notes)) {
       this.notesStatus.textContent = name === this.notesAgent ? this.notesStatus.textContent : '';
       this.notes = notes.data;
       this.notesAgent = name;
       await this.renderNotes();
+      if (generation !== this.generation) {
+        return;
+      }
     }
+    const shown = { page: page.data, found: found?.data ?? null, compactions: compactions.data };
     const changed =
       this.dirty ||
-      page.fresh ||
-      (found?.fresh ?? false) ||
-      compactions.fresh ||
-      name !== this.shownAgent;
+      name !== this.shownAgent ||
+      shown.page !== this.shown.page ||
+      shown.found !== this.shown.found ||
+      shown.compactions !== this.shown.compactions;
     if (!changed) {
       return; // a poll when nothing changed: leave the page (and the focus) as it is
     }
     this.dirty = false;
+    this.shown = shown;
     this.shownAgent = name;
     this.itemsAgent = name;
     this.detailTitle.textContent = name;
@@ -1139,8 +1148,11 @@ export class MemoryPanel extends Panel {
     } finally {
       this.notesBusy = false;
       this.pinButton.disabled = false;
+      // The agent's figures include the notes. Refreshing before anything is awaited also makes
+      // a refresh under way, which read the notes before this change, give up instead of
+      // showing them (`refresh` counts its generation synchronously).
+      void this.refresh();
       await this.renderNotes();
-      void this.refresh(); // the agent's figures include the notes
     }
   }
 
@@ -1249,6 +1261,12 @@ export class MemoryPanel extends Panel {
   private focusFirstCardOf: HTMLOListElement | null = null;
   private itemsAgent = '';
   private shownAgent = '';
+  /** The answers the detail was last drawn from (the Api's objects: a 304 gives the same). */
+  private shown: {
+    page: IPage | null;
+    found: IPage | null;
+    compactions: { compactions: ICompaction[] } | null;
+  } = { page: null, found: null, compactions: null };
   private dirty = true;
   private generation = 0;
   private renderGeneration = 0;
