@@ -15,6 +15,14 @@ from support import close_litellm_clients
 
 
 @pytest.fixture(autouse=True)
+def no_store_left_behind() -> Iterator[None]:
+    """After each test (and after its monkeypatches are undone), no store in the environment:
+    ``store.use()`` (the CLI's ``--store``) sets it for child processes, unpatched."""
+    yield
+    os.environ.pop("NBMEMORY_STORE", None)
+
+
+@pytest.fixture(autouse=True)
 def workspace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> Path:
