@@ -29,8 +29,14 @@ def binaries() -> Path:
     )
     if debian:
         return debian[-1].parent
-    import pgserver
-
+    try:
+        import pgserver
+    except ImportError:
+        raise RuntimeError(
+            "the database tests need PostgreSQL's programs: install Debian's postgresql package "
+            "(apt-get install postgresql), or set $NBMEMORY_PG_BIN to a folder with initdb, "
+            "pg_ctl and postgres (the pgserver wheel that brings them has none for this Python)"
+        ) from None
     return Path(pgserver.__file__).parent / "pginstall" / "bin"
 
 
