@@ -375,6 +375,12 @@ _ARCHIVE_NAME = re.compile(r"history_(?P<stamp>.+?)(?:_(?P<n>\d+))?")
 _ARCHIVE_STAMP = "%Y-%m-%d_%H-%M-%S"
 
 
+def archive_name(moment: datetime.datetime, n: int = 1) -> str:
+    """The ``n``-th archive name for a compaction at ``moment``: ``history_<stamp>[_<n>].md``."""
+    stamp = moment.strftime(_ARCHIVE_STAMP)
+    return f"history_{stamp}.md" if n == 1 else f"history_{stamp}_{n}.md"
+
+
 def archive_sort_key(path: Path) -> tuple[str, int]:
     """Order archives oldest first, ``history_<stamp>_<n>.md`` after ``history_<stamp>.md``."""
     found = _ARCHIVE_NAME.fullmatch(path.stem)
@@ -626,10 +632,10 @@ class MemoryFile:
         else:
             folder = open_child(self._lock.fd, ARCHIVE_DIR, self.archive_dir, create=True)
         try:
-            stamp = datetime.datetime.now().strftime(_ARCHIVE_STAMP)
+            moment = datetime.datetime.now()
             n = 1
             while True:
-                name = f"history_{stamp}.md" if n == 1 else f"history_{stamp}_{n}.md"
+                name = archive_name(moment, n)
                 where = name if folder is not None else str(self.archive_dir / name)
                 try:
                     fd = os.open(

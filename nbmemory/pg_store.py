@@ -24,7 +24,7 @@ import contextlib
 import datetime
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from nbmemory.errors import (
@@ -34,7 +34,8 @@ from nbmemory.errors import (
     StoreSchemaError,
     StoreUnavailableError,
 )
-from nbmemory.workspace import validate_agent_name
+from nbmemory.memory_file import archive_name
+from nbmemory.workspace import ARCHIVE_DIR, validate_agent_name
 
 SCHEMES = ("postgresql", "postgres")
 SCHEMA_VERSION = 1
@@ -89,7 +90,6 @@ MIGRATIONS: dict[int, list[str]] = {
 }
 _SCHEMA_LOCK = 0x6E626D656D  # the advisory lock held while the schema is created or migrated
 CONNECT_TIMEOUT = 10
-_ARCHIVE_STAMP = "%Y-%m-%d_%H-%M-%S"
 
 
 def is_database_url(url: str) -> bool:
@@ -140,7 +140,7 @@ class PgStore:
         self.shown = _shown(url)
         self._pool: Any = None
         self._pid = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # close() runs inside _get_pool when connecting fails
         self._local = threading.local()
 
     def __repr__(self) -> str:
@@ -167,6 +167,9 @@ class PgStore:
                 "schema, the first time), on a primary server, not a read-only standby"
             ) from None
         except (psycopg.OperationalError, PoolTimeout, psycopg.InterfaceError) as exc:
+            # A pool that lost its server backs off before reconnecting: start afresh instead,
+            # so the next call connects at once (and reports why not) when the server is back.
+            self.close(timeout=1.0)
             raise StoreUnavailableError(
                 f"{self.shown}: could not {what}: {_first_line(exc) or type(exc).__name__}. "
                 "Check that the server is running and reachable and that $NBMEMORY_STORE (or "
@@ -231,11 +234,11 @@ class PgStore:
         with self._errors(what), self._get_pool().connection() as conn:
             yield conn
 
-    def close(self) -> None:
+    def close(self, timeout: float = 5.0) -> None:
         """Close this process's connections (the store reconnects when used again)."""
         with self._lock:
             if self._pool is not None and self._pid == os.getpid():
-                self._pool.close()
+                self._pool.close(timeout=timeout)
             self._pool = None
 
     # ------------------------------------------------------------------------------------------
@@ -350,11 +353,11 @@ class PgStore:
             return stamp, False, None
         return stamp, appended, b"".join(chunks)
 
-    def compact(self, name: str, new: bytes, keep: Any = None) -> tuple[str | None, bytes]:
+    def compact(self, name: str, new: bytes, keep: Callable[[bytes], bool]) -> str | None:
         """Archive the memory and replace it with ``new``, in one transaction.
 
         ``keep(old_bytes)`` says whether the old memory is worth an archive (it holds messages).
-        Returns the archive's document name (``None`` if none was written) and the old bytes.
+        Returns the archive's document name, or ``None`` if none was written.
         """
         with self.transaction(f"compact {name}") as conn:
             version, _ = self._agent(conn, name, create=True)
@@ -363,7 +366,7 @@ class PgStore:
             ).fetchall()
             old = b"".join(bytes(chunk) for (chunk,) in chunks)
             archive = None
-            if keep is None or keep(old):
+            if keep(old):
                 archive = self._new_archive(conn, name, old, version)
             conn.execute("DELETE FROM nbmemory_memory WHERE agent = %s", (name,))
             conn.execute(
@@ -371,13 +374,13 @@ class PgStore:
                 (name, version, new),
             )
             conn.execute("UPDATE nbmemory_agents SET epoch = epoch + 1 WHERE name = %s", (name,))
-        return archive, old
+        return archive
 
     def _new_archive(self, conn: Any, name: str, data: bytes, version: int) -> str:
-        stamp = datetime.datetime.now().strftime(_ARCHIVE_STAMP)
+        moment = datetime.datetime.now()
         n = 1
         while True:
-            doc = f"archive/history_{stamp}.md" if n == 1 else f"archive/history_{stamp}_{n}.md"
+            doc = f"{ARCHIVE_DIR}/{archive_name(moment, n)}"
             inserted = conn.execute(
                 "INSERT INTO nbmemory_documents (agent, name, data, version) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",

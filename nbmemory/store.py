@@ -265,7 +265,7 @@ class DatabaseMemory:
 
     def compact(self, blocks: str) -> Path | None:
         new = memory_file.encoded(format_header(self.conversation_name) + blocks, "summary")
-        archive, _ = self.db.compact(self.agent, new, keep=has_messages)
+        archive = self.db.compact(self.agent, new, keep=has_messages)
         return self.folder / archive if archive is not None else None
 
 
