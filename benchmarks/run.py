@@ -99,6 +99,15 @@ def show(value: float | None, name: str) -> str:
     raise AssertionError
 
 
+def print_table(rows: list[list[str]]) -> None:
+    """Print ``rows`` (the first is the header) as a Markdown-like table."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for i, row in enumerate(rows):
+        print(" | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+        if i == 0:
+            print("-|-".join("-" * width for width in widths))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -121,11 +130,7 @@ def main() -> None:
             ratio = f"{other / value:.1f}x" if other and value and "B)" not in name else ""
             row += [show(other, name), ratio]
         rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for i, row in enumerate(rows):
-        print(" | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-        if i == 0:
-            print("-|-".join("-" * width for width in widths))
+    print_table(rows)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
 from pg_server import new_database, postgres_server  # noqa: E402
-from run import GOALS  # noqa: E402
+from run import GOALS, print_table  # noqa: E402
 from workloads import ARCHIVES, MESSAGES, median_of, memory_file_text, text  # noqa: E402
 
 ADDS = 2_000
@@ -133,11 +133,7 @@ def main() -> None:
                 GOALS.get(name, ""),
             ]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for i, row in enumerate(rows):
-        print(" | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-        if i == 0:
-            print("-|-".join("-" * width for width in widths))
+    print_table(rows)
 
 
 if __name__ == "__main__":
