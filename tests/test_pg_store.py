@@ -350,3 +350,12 @@ def test_a_server_that_stops_and_comes_back(monkeypatch: pytest.MonkeyPatch):
             assert contents == ["before the outage", "after the outage"]
         finally:
             store.database().close()
+
+
+def test_a_memory_path_outside_an_agent_folder_stays_a_file(database: str, tmp_path: Path):
+    path = tmp_path / "notes" / "MEMORY.md"
+    with pytest.warns(MemoryWarning, match="kept as a file, not in the database"):
+        convo = Conversation(name="Loose", memory_md_path=path)
+    convo.add("User", "on disk")
+    assert parse(path.read_bytes()).messages[0]["content"] == "on disk"
+    assert store.agents() == []
