@@ -109,7 +109,7 @@ def _follow_database(path: Path, found: tuple[Any, str, str]) -> FollowedFile | 
     """A document of the database store, followed the same way: ``MEMORY.md`` by its stamp
     (an append reads only the new blocks), an archive by its version."""
     db, name, doc = found
-    key = str(path)
+    key = f"{db.url}\n{path}"  # never a file's entry: the store may change in a process
     with _lock:
         old = _followed.get(key)
     if doc != MEMORY_FILE:

@@ -80,15 +80,14 @@ def _documents(folder: Path) -> dict[str, bytes]:
 def _files(folder: Path) -> dict[str, bytes]:
     """The regular files of an agent folder, but for its lock and temporary files."""
     docs = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
+    for dirpath, dirnames, filenames in os.walk(folder):  # links to folders are not entered
+        dirnames.sort()
         for filename in sorted(filenames):
             path = Path(dirpath) / filename
-            if filename == LOCK_FILE or filename.endswith(".tmp") or not path.is_file():
+            if filename == LOCK_FILE or filename.endswith(".tmp"):
                 continue
-            if path.is_symlink():
-                continue
-            docs[path.relative_to(folder).as_posix()] = read_regular(path)
+            if path.is_file() and not path.is_symlink():
+                docs[path.relative_to(folder).as_posix()] = read_regular(path)
     return docs
 
 

@@ -94,7 +94,8 @@ CONNECT_TIMEOUT = 10
 
 def is_database_url(url: str) -> bool:
     """Whether ``url`` names a PostgreSQL database (``postgresql://…`` or ``postgres://…``)."""
-    return url.split("://", 1)[0].lower() in SCHEMES if "://" in url else False
+    scheme, separator, _ = url.partition("://")
+    return bool(separator) and scheme.lower() in SCHEMES
 
 
 def _shown(url: str) -> str:

@@ -4,7 +4,7 @@ database named by one setting, the URL in ``$NBMEMORY_STORE``.
 Callers keep using paths. With a database, a path ``<anything>/agents/<name>/<document>`` (the
 layout of the spec: ``MEMORY.md``, ``NOTES.md``, ``settings.json``, ``archive/<file>``) names
 that document of agent ``<name>`` in the database, so the same API, views and tools work on
-either store; any other path is a file. ``%config NbMemory.store``, the server's
+either store; any other path is a file. ``%config NbMemoryMagics.store``, the server's
 ``NbMemoryServer.store`` and the CLI's ``--store`` all set the variable through :func:`use`, so
 processes started from them (kernels, subprocesses) read the same store.
 """
@@ -205,6 +205,7 @@ def identity(path: str | os.PathLike[str]) -> int | None:
 
 
 def exists(path: str | os.PathLike[str]) -> bool:
+    """Whether the document exists, in the store that keeps it."""
     return stamp(path) is not None
 
 
