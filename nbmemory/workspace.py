@@ -9,7 +9,12 @@ import unicodedata
 import warnings
 from pathlib import Path
 
-from nbmemory.errors import InvalidAgentNameError, MemoryWarning, UnsafeFileError
+from nbmemory.errors import (
+    InvalidAgentNameError,
+    InvalidDocumentNameError,
+    MemoryWarning,
+    UnsafeFileError,
+)
 
 DEFAULT_WORKSPACE = "agent_workspace"
 MEMORY_FILE = "MEMORY.md"
@@ -56,6 +61,31 @@ def validate_agent_name(name: object) -> str:
     if len(encoded) > MAX_NAME_BYTES:
         raise InvalidAgentNameError(f"agent name must be at most {MAX_NAME_BYTES} bytes in UTF-8")
     return name
+
+
+def validate_document_name(doc: object) -> str:
+    """Return ``doc`` if it names a file inside an agent folder (``NOTES.md``,
+    ``archive/history_….md``), else raise ``InvalidDocumentNameError``.
+
+    Names come from stores and folders someone else may have written: each ``/``-separated part
+    must be a plain file or folder name, so joining the name to a folder never leaves it.
+    """
+    if not isinstance(doc, str) or not doc:
+        raise InvalidDocumentNameError(f"document name {doc!r} must be a non-empty string")
+    for part in doc.split("/"):
+        if part in ("", ".", "..") or "\\" in part:
+            raise InvalidDocumentNameError(
+                f"document name {doc!r} must be relative, without '..', '.', '\\' or empty parts"
+            )
+        if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in part):
+            raise InvalidDocumentNameError(
+                f"document name {doc!r} must not contain control characters"
+            )
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+            raise InvalidDocumentNameError(
+                f"document name {doc!r} has a part over {MAX_NAME_BYTES} bytes"
+            )
+    return doc
 
 
 def agents_root(workspace: str | os.PathLike[str] | None = None) -> Path:

@@ -10,7 +10,7 @@ import pytest
 from pg_server import new_database
 
 from nbmemory import Agent, cli, store
-from nbmemory.errors import StoreConfigError, StoreError
+from nbmemory.errors import MemoryWarning, StoreConfigError, StoreError
 from nbmemory.layout import export_layout, import_layout
 from nbmemory.read_model import ReadModel
 from support import FIXTURES, run_python
@@ -99,8 +99,11 @@ def test_export_never_overwrites_and_import_needs_a_database(
     shutil.copy(FIXTURES / "spec_memory.md", workspace / "agents" / "Scout" / "MEMORY.md")
     assert export_layout(tmp_path / "out") == ["Scout"]  # from files, too
     assert tree(tmp_path / "out" / "agents") == tree(workspace / "agents")
-    with pytest.raises(FileExistsError, match="nothing was exported"):
+    assert export_layout(tmp_path / "out") == ["Scout"]  # the same files: already done
+    (workspace / "agents" / "Scout" / "NOTES.md").write_text("1. changed since\n")
+    with pytest.raises(FileExistsError, match="already has Scout with other files"):
         export_layout(tmp_path / "out")
+    assert not (tmp_path / "out" / "agents" / "Scout" / "NOTES.md").exists()
     with pytest.raises(StoreConfigError, match="NBMEMORY_STORE"):
         import_layout(tmp_path / "out")
     assert cli.main(["export", "Nobody", "--layout", str(tmp_path / "other")]) == 1
@@ -124,3 +127,130 @@ def test_the_command_imports_in_a_real_process(tmp_path: Path, database: str):
         store.read(tmp_path / "x" / "agents" / "SwarmsAgent" / "MEMORY.md")
         == (FIXTURES / "swarms_16_memory.md").read_bytes()
     )
+
+
+def plant(url: str, agent: str, rows: dict[str, bytes]) -> None:
+    """Rows written straight into the tables, as anyone holding the team's URL could."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        conn.execute(
+            "INSERT INTO nbmemory_agents (name, version) VALUES (%s, 1) ON CONFLICT DO NOTHING",
+            (agent,),
+        )
+        conn.execute(
+            "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, 0, %s) "
+            "ON CONFLICT DO NOTHING",
+            (agent, b"# Memory\n"),
+        )
+        for doc, data in rows.items():
+            conn.execute(
+                "INSERT INTO nbmemory_documents (agent, name, data, version) "
+                "VALUES (%s, %s, %s, 1)",
+                (agent, doc, data),
+            )
+
+
+def every_file(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+def test_hostile_document_names_never_leave_the_export_folder(
+    tmp_path: Path, database: str, capsys: pytest.CaptureFixture
+):
+    Agent(agent_name="Scout", model_name="nbmemory/offline", persistent_memory=True).run("hi")
+    outside = tmp_path / "victim"
+    hostile = {
+        "archive/../../../../victim/startup/00-evil.py": b"evil",
+        str(outside / "absolute.py"): b"evil",
+        "quarantine/../../../victim/q.py": b"evil",
+        "../victim.md": b"evil",
+        "archive//double.md": b"evil",
+        "./NOTES.md": b"evil",
+        "archive/\x1b]0;title\x07.md": b"evil",
+        "archive\\..\\..\\win.md": b"evil",
+        "NOTES.md": b"1. kept\n",
+    }
+    plant(database, "Scout", hostile)
+    before = every_file(tmp_path)
+    with pytest.warns(MemoryWarning) as warned:
+        assert cli.main(["export", "--layout", str(tmp_path / "out")]) == 0
+    written = every_file(tmp_path) - before
+    assert all(path.startswith("out/agents/Scout/") for path in written), written
+    assert "out/agents/Scout/NOTES.md" in written
+    assert (tmp_path / "out" / "agents" / "Scout" / "NOTES.md").read_bytes() == b"1. kept\n"
+    assert not outside.exists()
+    messages = [str(w.message) for w in warned]
+    assert len(messages) == len(hostile) - 1
+    assert all("\x1b" not in m and "\x07" not in m for m in messages)
+    assert any("\\x1b]0;title" in m for m in messages)
+
+
+def test_a_bad_agent_row_is_skipped_and_the_others_are_exported(tmp_path: Path, database: str):
+    for name in ("Alpha", "Beta"):
+        Agent(agent_name=name, model_name="nbmemory/offline", persistent_memory=True).run("hi")
+    for bad in ("../../escape", "/abs", "ctl\x1bname", ".."):
+        plant(database, bad, {"archive/history_1.md": b"x"})
+    with pytest.warns(MemoryWarning, match="not exported") as warned:
+        assert export_layout(tmp_path / "out") == ["Alpha", "Beta"]
+    assert len(warned) == 4
+    assert sorted(os.listdir(tmp_path / "out" / "agents")) == ["Alpha", "Beta"]
+    assert sorted(os.listdir(tmp_path)) == ["cwd", "out"]
+
+
+@pytest.mark.parametrize("planted", ["agents", "agents/Scout", "agents/Scout/archive"])
+def test_export_follows_no_link_planted_in_the_target(
+    tmp_path: Path, workspace: Path, planted: str, capsys: pytest.CaptureFixture
+):
+    agent = Agent(agent_name="Scout", model_name="nbmemory/offline", persistent_memory=True)
+    agent.run("hi")
+    agent.short_memory.compact("By hand: we said hello.")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "out" / planted
+    link.parent.mkdir(parents=True)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    assert cli.main(["export", "--layout", str(tmp_path / "out")]) == 2
+    assert "link" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_an_interrupted_export_says_what_it_wrote_and_a_rerun_finishes_it(
+    tmp_path: Path, workspace: Path
+):
+    for name, size in (("Alpha", 10), ("Beta", 200_000), ("Gamma", 10)):
+        folder = workspace / "agents" / name
+        folder.mkdir(parents=True)
+        (folder / "MEMORY.md").write_text("# Memory\n\n" + "x" * size)
+    limited = run_python(
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))\n"
+        "from nbmemory.cli import main; sys.exit(main())",
+        "export",
+        "--layout",
+        str(tmp_path / "out"),
+        check=False,
+    )
+    assert limited.returncode == 2
+    assert "export stopped at Beta" in limited.stderr
+    assert "Complete in" in limited.stderr and ": Alpha; run the same export again" in (
+        limited.stderr
+    )
+    assert sorted(os.listdir(tmp_path / "out" / "agents")) == [".partial-export", "Alpha"]
+    assert export_layout(tmp_path / "out") == ["Alpha", "Beta", "Gamma"]
+    assert tree(tmp_path / "out" / "agents") == tree(workspace / "agents")
+    assert sorted(os.listdir(tmp_path / "out" / "agents")) == ["Alpha", "Beta", "Gamma"]
+
+
+def test_import_skips_files_whose_names_could_not_be_exported_again(tmp_path: Path, database: str):
+    folder = tmp_path / "source" / "agents" / "Scout"
+    (folder / "archive").mkdir(parents=True)
+    shutil.copy(FIXTURES / "spec_memory.md", folder / "MEMORY.md")
+    (folder / "archive" / "bell\x07.md").write_bytes(b"x")
+    (tmp_path / "source" / "agents" / "bad\x1bname").mkdir()
+    with pytest.warns(MemoryWarning) as warned:
+        assert import_layout(tmp_path / "source") == ["Scout"]
+    assert all("\x07" not in str(w.message) and "\x1b" not in str(w.message) for w in warned)
+    assert len(warned) == 2
+    assert store.database().documents("Scout") == []
