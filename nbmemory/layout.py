@@ -1,8 +1,8 @@
 """The spec's folder layout as the interchange format between stores.
 
 ``export_layout`` writes ``agents/<name>/MEMORY.md``, ``archive/…`` and the other documents of
-every agent of the store in use (a database or files) under a folder; ``import_layout`` loads
-such a folder, whether nbmemory or swarms wrote it, into the database store. Both copy bytes as
+every agent of a workspace (on a database or on files) under a folder; ``import_layout`` loads
+such a folder, whether nbmemory or swarms wrote it, into a workspace's database. Both copy bytes as
 they are, so export, import and export again give the same files.
 """
 
@@ -14,7 +14,6 @@ import shutil
 import warnings
 from pathlib import Path
 
-from nbmemory import store
 from nbmemory.errors import (
     AgentNotFoundError,
     ExportIncompleteError,
@@ -25,9 +24,9 @@ from nbmemory.errors import (
     StoreConfigError,
 )
 from nbmemory.memory_file import LOCK_FILE
+from nbmemory.store import DatabaseDocs, FileDocs, Workspace
 from nbmemory.workspace import (
     MEMORY_FILE,
-    agent_dir,
     agents_root,
     make_private_dir,
     open_child,
@@ -44,11 +43,11 @@ holds whole agents."""
 
 def export_layout(
     target: str | os.PathLike[str],
-    workspace: str | os.PathLike[str] | None = None,
+    workspace: Workspace,
     names: list[str] | None = None,
 ) -> list[str]:
-    """Write the documents of agents ``names`` (default: all) under ``target/agents/``;
-    returns the agents the folder now holds.
+    """Write the documents of a workspace's agents ``names`` (default: all) under
+    ``target/agents/``; returns the agents the folder now holds.
 
     Every write stays under ``target/agents/``: a stored agent or document name that could lead
     elsewhere is skipped with a ``MemoryWarning`` naming it, and no link is followed. Each
@@ -57,12 +56,12 @@ def export_layout(
     (``FileExistsError``, nothing written) if an agent's folder holds other files, and
     (``AgentNotFoundError``) if one of ``names`` is not in the store.
     """
-    known = store.agents(workspace)
+    known = workspace.agents()
     for name in names or ():
         validate_agent_name(name)
     unknown = [name for name in names or () if name not in known]
     if unknown:
-        raise AgentNotFoundError(f"no agent named {unknown[0]!r} in {store.where(workspace)}")
+        raise AgentNotFoundError(f"no agent named {unknown[0]!r} in {workspace.where()}")
     chosen = [name for name in (known if names is None else names) if _valid_name(name)]
     root = Path(target) / "agents"
     make_private_dir(Path(target))
@@ -73,7 +72,7 @@ def export_layout(
         os.close(top)
     try:
         taken = [name for name in chosen if _present(agents_fd, name, root)]
-        differ = [n for n in taken if _files(root / n) != _documents(agent_dir(n, workspace))]
+        differ = [n for n in taken if _files(root / n) != _documents(workspace.agent(n))]
         if differ:
             raise FileExistsError(
                 f"{root} already has {', '.join(differ)} with other files: nothing was "
@@ -84,7 +83,7 @@ def export_layout(
             if name in taken:
                 continue
             try:
-                _write_agent(agents_fd, name, _documents(agent_dir(name, workspace)), root)
+                _write_agent(agents_fd, name, _documents(workspace.agent(name)), root)
             except (OSError, NbmemoryError) as exc:
                 listed = ", ".join(done) or "none"
                 raise ExportIncompleteError(
@@ -142,13 +141,12 @@ def _write_agent(agents_fd: int, name: str, docs: dict[str, bytes], root: Path) 
     os.rename(_PARTIAL, name, src_dir_fd=agents_fd, dst_dir_fd=agents_fd)
 
 
-def _documents(folder: Path) -> dict[str, bytes]:
+def _documents(agent: FileDocs | DatabaseDocs) -> dict[str, bytes]:
     """An agent's documents by their path in its folder (``MEMORY.md``, ``archive/…``); a
     stored name that could lead outside the folder is left out, with a warning."""
-    found = store.locate_folder(folder)
-    if found is None:
-        return _files(folder)
-    db, name = found
+    if not isinstance(agent, DatabaseDocs):
+        return _files(agent.folder)
+    db, name = agent.db, agent.name
     docs = {doc: db.read(name, doc) for doc in db.documents(name) if _valid_document(name, doc)}
     memory = db.memory(name)
     if memory is not None:
@@ -180,11 +178,11 @@ def _files(folder: Path) -> dict[str, bytes]:
     return docs
 
 
-def import_layout(source: str | os.PathLike[str]) -> list[str]:
-    """Load every agent folder of ``source/agents/`` into the database store, in one
+def import_layout(source: str | os.PathLike[str], workspace: Workspace) -> list[str]:
+    """Load every agent folder of ``source/agents/`` into the workspace's database, in one
     transaction; returns the agents loaded. Refuses, loading nothing, if the store is files or
     if the database already has one of them."""
-    db = store.database()
+    db = workspace.database
     if db is None:
         raise StoreConfigError(
             "import loads a folder into a database: set $NBMEMORY_STORE or pass --store URL"

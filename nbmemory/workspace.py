@@ -1,4 +1,4 @@
-"""Where agents live on disk: the workspace folder, one folder per agent name, and name rules."""
+"""Where agents live on disk: one folder per agent name in a workspace, name rules, safe opens."""
 
 from __future__ import annotations
 
@@ -24,14 +24,6 @@ QUARANTINE_DIR = "quarantine"
 MAX_NAME_BYTES = 255
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-
-
-def workspace_dir() -> Path:
-    """The workspace root: ``$WORKSPACE_DIR`` as it is now, else ``./agent_workspace``.
-
-    Read on every call, so changing the variable in a running notebook takes effect.
-    """
-    return Path(os.environ.get("WORKSPACE_DIR") or DEFAULT_WORKSPACE)
 
 
 def validate_agent_name(name: object) -> str:
@@ -88,18 +80,18 @@ def validate_document_name(doc: object) -> str:
     return doc
 
 
-def agents_root(workspace: str | os.PathLike[str] | None = None) -> Path:
-    """The folder that holds one sub-folder per agent."""
-    return Path(workspace) / "agents" if workspace is not None else workspace_dir() / "agents"
+def agents_root(workspace: str | os.PathLike[str]) -> Path:
+    """The folder of a workspace that holds one sub-folder per agent."""
+    return Path(workspace) / "agents"
 
 
-def agent_dir(name: str, workspace: str | os.PathLike[str] | None = None) -> Path:
-    """The folder of agent ``name`` (validated; nothing is created)."""
+def agent_dir(name: str, workspace: str | os.PathLike[str]) -> Path:
+    """The folder of agent ``name`` in a workspace (validated; nothing is created)."""
     return agents_root(workspace) / validate_agent_name(name)
 
 
-def memory_path(name: str, workspace: str | os.PathLike[str] | None = None) -> Path:
-    """The ``MEMORY.md`` of agent ``name`` (validated; nothing is created)."""
+def memory_path(name: str, workspace: str | os.PathLike[str]) -> Path:
+    """The ``MEMORY.md`` of agent ``name`` in a workspace (validated; nothing is created)."""
     return agent_dir(name, workspace) / MEMORY_FILE
 
 
@@ -249,8 +241,8 @@ def _warn_if_shared(fd: int, path: Path) -> None:
         )
 
 
-def list_agents(workspace: str | os.PathLike[str] | None = None) -> list[str]:
-    """Names of the agents that have a memory in the workspace, sorted."""
+def list_agents(workspace: str | os.PathLike[str]) -> list[str]:
+    """Names of the agents whose folder in a workspace on files holds a memory, sorted."""
     root = agents_root(workspace)
     check_folder(root)
     try:

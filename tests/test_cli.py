@@ -13,7 +13,7 @@ from nbmemory import Conversation
 from nbmemory.cli import main
 from nbmemory.memory_file import parse
 from nbmemory.read_model import ReadModel
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 from support import ROOT
 
 
@@ -187,12 +187,13 @@ def test_audit_lists_compactions_and_what_they_dropped(workspace, capsys):
 def test_the_store_option_reads_and_writes_the_database(
     database_url, capsys: pytest.CaptureFixture
 ):
-    from nbmemory import store
+    from nbmemory import Workspace, store, workspace_dir
 
+    shared = Workspace(workspace_dir(), database_url)
     try:
-        store.use(database_url)
-        Conversation(name="Shared", memory_md_path=memory_path("Shared")).add("User", "On the DB.")
-        store.use(None)
+        Conversation(
+            name="Shared", memory_md_path=memory_path("Shared", shared), workspace=shared
+        ).add("User", "On the DB.")
         assert main(["ls"]) == 0
         assert "No agents" in capsys.readouterr().out  # files, where there are none
         assert main(["--store", database_url, "ls"]) == 0
@@ -203,8 +204,7 @@ def test_the_store_option_reads_and_writes_the_database(
         assert main(["--store", database_url, "path", "Shared"]) == 1
         assert "kept in the database" in capsys.readouterr().err
     finally:
-        store.database().close()
-        store.use(None)
+        store.database_at(database_url).close()
 
 
 def test_a_bad_store_is_a_clear_one_line_error(capsys: pytest.CaptureFixture):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pg_server import new_database
 
-from nbmemory import Agent, cli, store
+from nbmemory import Agent, Workspace, cli, store
 from nbmemory.errors import MemoryWarning, StoreConfigError, StoreError
 from nbmemory.layout import export_layout, import_layout
 from nbmemory.read_model import ReadModel
@@ -59,20 +59,17 @@ def test_export_import_export_gives_the_same_files(
         assert cli.main(["--store", first, "export", "--layout", str(tmp_path / "a")]) == 0
         assert cli.main(["--store", second, "import", str(tmp_path / "a")]) == 0
         assert cli.main(["--store", second, "export", "--layout", str(tmp_path / "b")]) == 0
-        on_database = ReadModel().agent("Scout")
+        on_database = ReadModel(store.Workspace(tmp_path / "unused", second)).agent("Scout")
     finally:
         for url in (first, second):
-            store.use(url)
-            store.database().close()
+            store.database_at(url).close()
     original = tree(files / "agents")
     assert tree(tmp_path / "a" / "agents") == original
     assert tree(tmp_path / "b" / "agents") == original
     assert {p.split("/")[0] for p in original} == {"Scout", "SwarmsAgent"}
     assert any(p.startswith("Scout/archive/") and p.endswith(".json") for p in original)
     assert "Scout/NOTES.md" in original and "Scout/settings.json" in original
-    monkeypatch.setenv("WORKSPACE_DIR", str(files))
-    monkeypatch.delenv("NBMEMORY_STORE")
-    assert on_database.messages == ReadModel().agent("Scout").messages
+    assert on_database.messages == ReadModel(files).agent("Scout").messages
     assert not (tmp_path / "unused").exists()
 
 
@@ -83,13 +80,13 @@ def test_import_loads_nothing_if_one_agent_is_there_already(
     for name in ("Alpha", "Beta"):
         (source / name).mkdir(parents=True)
         shutil.copy(FIXTURES / "spec_memory.md", source / name / "MEMORY.md")
-    import_layout(tmp_path / "source")
+    import_layout(tmp_path / "source", Workspace.from_env())
     shutil.rmtree(source / "Alpha")
     (source / "Gamma").mkdir()
     shutil.copy(FIXTURES / "spec_memory.md", source / "Gamma" / "MEMORY.md")
     with pytest.raises(StoreError, match="already has Beta: nothing was imported"):
-        import_layout(tmp_path / "source")
-    assert store.agents() == ["Alpha", "Beta"]
+        import_layout(tmp_path / "source", Workspace.from_env())
+    assert store.Workspace.from_env().agents() == ["Alpha", "Beta"]
 
 
 def test_export_never_overwrites_and_import_needs_a_database(
@@ -97,15 +94,17 @@ def test_export_never_overwrites_and_import_needs_a_database(
 ):
     (workspace / "agents" / "Scout").mkdir(parents=True)
     shutil.copy(FIXTURES / "spec_memory.md", workspace / "agents" / "Scout" / "MEMORY.md")
-    assert export_layout(tmp_path / "out") == ["Scout"]  # from files, too
+    assert export_layout(tmp_path / "out", Workspace.from_env()) == ["Scout"]  # from files, too
     assert tree(tmp_path / "out" / "agents") == tree(workspace / "agents")
-    assert export_layout(tmp_path / "out") == ["Scout"]  # the same files: already done
+    assert export_layout(tmp_path / "out", Workspace.from_env()) == [
+        "Scout"
+    ]  # the same files: already done
     (workspace / "agents" / "Scout" / "NOTES.md").write_text("1. changed since\n")
     with pytest.raises(FileExistsError, match="already has Scout with other files"):
-        export_layout(tmp_path / "out")
+        export_layout(tmp_path / "out", Workspace.from_env())
     assert not (tmp_path / "out" / "agents" / "Scout" / "NOTES.md").exists()
     with pytest.raises(StoreConfigError, match="NBMEMORY_STORE"):
-        import_layout(tmp_path / "out")
+        import_layout(tmp_path / "out", Workspace.from_env())
     assert cli.main(["export", "Nobody", "--layout", str(tmp_path / "other")]) == 1
     assert "no agent named 'Nobody'" in capsys.readouterr().err
     assert not (tmp_path / "other").exists()
@@ -124,7 +123,7 @@ def test_the_command_imports_in_a_real_process(tmp_path: Path, database: str):
     )
     assert "imported 1 agent(s)" in done.stdout and "SwarmsAgent" in done.stdout
     assert (
-        store.read(tmp_path / "x" / "agents" / "SwarmsAgent" / "MEMORY.md")
+        store.Workspace("x", database).agent("SwarmsAgent").read("MEMORY.md")
         == (FIXTURES / "swarms_16_memory.md").read_bytes()
     )
 
@@ -192,7 +191,7 @@ def test_a_bad_agent_row_is_skipped_and_the_others_are_exported(tmp_path: Path, 
     for bad in ("../../escape", "/abs", "ctl\x1bname", ".."):
         plant(database, bad, {"archive/history_1.md": b"x"})
     with pytest.warns(MemoryWarning, match="not exported") as warned:
-        assert export_layout(tmp_path / "out") == ["Alpha", "Beta"]
+        assert export_layout(tmp_path / "out", Workspace.from_env()) == ["Alpha", "Beta"]
     assert len(warned) == 4
     assert sorted(os.listdir(tmp_path / "out" / "agents")) == ["Alpha", "Beta"]
     assert sorted(os.listdir(tmp_path)) == ["cwd", "out"]
@@ -238,7 +237,7 @@ def test_an_interrupted_export_says_what_it_wrote_and_a_rerun_finishes_it(
         limited.stderr
     )
     assert sorted(os.listdir(tmp_path / "out" / "agents")) == [".partial-export", "Alpha"]
-    assert export_layout(tmp_path / "out") == ["Alpha", "Beta", "Gamma"]
+    assert export_layout(tmp_path / "out", Workspace.from_env()) == ["Alpha", "Beta", "Gamma"]
     assert tree(tmp_path / "out" / "agents") == tree(workspace / "agents")
     assert sorted(os.listdir(tmp_path / "out" / "agents")) == ["Alpha", "Beta", "Gamma"]
 
@@ -250,7 +249,7 @@ def test_import_skips_files_whose_names_could_not_be_exported_again(tmp_path: Pa
     (folder / "archive" / "bell\x07.md").write_bytes(b"x")
     (tmp_path / "source" / "agents" / "bad\x1bname").mkdir()
     with pytest.warns(MemoryWarning) as warned:
-        assert import_layout(tmp_path / "source") == ["Scout"]
+        assert import_layout(tmp_path / "source", Workspace.from_env()) == ["Scout"]
     assert all("\x07" not in str(w.message) and "\x1b" not in str(w.message) for w in warned)
     assert len(warned) == 2
-    assert store.database().documents("Scout") == []
+    assert store.database_at(database).documents("Scout") == []

@@ -12,7 +12,7 @@ from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
-from nbmemory.workspace import list_agents, memory_path
+from nbmemory.store import list_agents, memory_path
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ import pytest
 
 import nbmemory
 from nbmemory import Conversation
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 from support import ROOT
 
 VERSION = nbmemory.__version__

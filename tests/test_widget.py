@@ -18,7 +18,7 @@ from nbmemory import Agent, Conversation
 from nbmemory.jupyter.widget import PAGE_SIZE, RAM_SOURCE, MemoryWidget
 from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, ReadModel
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 from support import ROOT, run_python
 
 HOSTILE = [
@@ -61,7 +61,7 @@ def add_elsewhere(name: str, *texts: str) -> None:
     """Append messages to agent ``name``'s memory from another Python process."""
     code = (
         "import sys\nfrom nbmemory import Conversation\n"
-        "from nbmemory.workspace import memory_path\n"
+        "from nbmemory.store import memory_path\n"
         "convo = Conversation(name=sys.argv[1], memory_md_path=memory_path(sys.argv[1]))\n"
         "for text in sys.argv[2:]:\n    convo.add('User', text)\n"
     )

@@ -4,7 +4,8 @@ import pytest
 
 from nbmemory import Conversation, InvalidAgentNameError, list_agents, workspace_dir
 from nbmemory.errors import InvalidDocumentNameError
-from nbmemory.workspace import agent_dir, memory_path, validate_agent_name, validate_document_name
+from nbmemory.store import agent_dir, memory_path
+from nbmemory.workspace import validate_agent_name, validate_document_name
 
 BAD_NAMES = {
     "": "empty",

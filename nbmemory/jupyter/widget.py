@@ -54,6 +54,7 @@ from nbmemory.read_model import (
     to_items,
 )
 from nbmemory.report import markdown_escape, visible
+from nbmemory.store import Workspace
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
@@ -235,7 +236,7 @@ class MemoryWidget(anywidget.AnyWidget):
         self,
         source: str | Agent | Conversation,
         *,
-        workspace: str | Path | None = None,
+        workspace: Workspace | str | Path | None = None,
         agent: Agent | None = None,
         poll_seconds: float = POLL_SECONDS,
         **kwargs: Any,
@@ -264,7 +265,7 @@ class MemoryWidget(anywidget.AnyWidget):
             )
         if agent is not None:
             conversation = agent.short_memory
-            workspace = workspace if workspace is not None else agent.workspace_dir
+            workspace = workspace if workspace is not None else agent.workspace
         self.agent = agent
         self.conversation = conversation
 
@@ -276,12 +277,13 @@ class MemoryWidget(anywidget.AnyWidget):
         elif path is not None:
             name = Path(path).parent.name
             if workspace is None:
-                workspace = Path(path).parent.parent.parent
+                workspace = conversation.workspace or Path(path).parent.parent.parent
         else:
             name = agent.agent_name if agent is not None else conversation.name  # type: ignore[union-attr]
         self._ram = conversation if conversation is not None and path is None else None
-        root = Path(workspace) if workspace is not None else workspace_module.workspace_dir()
-        self._reader = ReadModel(root.absolute())
+        if not isinstance(workspace, Workspace):
+            workspace = Workspace.from_env(workspace)
+        self._reader = ReadModel(Workspace(workspace.root.absolute(), workspace.url))
 
         self.name = name
         self.in_ram = self._ram is not None
@@ -706,8 +708,8 @@ class MemoryWidget(anywidget.AnyWidget):
         """The agent's notes, counted with ``model``'s encoding (one instance per model)."""
         notes = self._notes_files.get(model)
         if notes is None:
-            folder = workspace_module.agent_dir(self.name, self._reader.root)
-            notes = self._notes_files[model] = Notes(folder, model=model)
+            docs = self._reader.workspace.agent(self.name)
+            notes = self._notes_files[model] = Notes(docs, model=model)
         return notes
 
     def _show_notes(self, model: str) -> None:
@@ -826,7 +828,7 @@ class MemoryWidget(anywidget.AnyWidget):
             model_name=settings.model,
             context_length=settings.context_length if recorded else None,
             persistent_memory=True,
-            workspace_dir=self._reader.root,
+            workspace=self._reader.workspace,
         )
 
     def compact(self) -> None:
