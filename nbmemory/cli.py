@@ -27,6 +27,7 @@ from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.report import AgentTable, Audit, MessageList, parts_line, usage_line, visible
 from nbmemory.store import Workspace
+from nbmemory.wording import counted
 from nbmemory.workspace import MEMORY_FILE
 
 
@@ -54,11 +55,11 @@ def cmd_show(args: argparse.Namespace) -> str:
     fold = None if args.full else FOLD_CHARS
     if args.archive:
         page = reader.archive_messages(args.name, args.archive, limit=sys.maxsize, fold=fold)
-        return repr(MessageList(f"{args.archive} ({page.total} messages)", page.items))
+        return repr(MessageList(f"{args.archive} ({counted(page.total, 'message')})", page.items))
     total = reader.agent(args.name).messages
     count = min(args.last, total) if args.last else total
     page = reader.messages(args.name, 0, count, newest_first=True, fold=fold)
-    return repr(MessageList(f"{args.name}: {count} message(s)", reversed(page.items)))
+    return repr(MessageList(f"{args.name}: {counted(count, 'message')}", reversed(page.items)))
 
 
 def cmd_search(args: argparse.Namespace) -> str:

@@ -147,7 +147,15 @@ class ContextCompressor:
             tokens_before=before,
             tokens_after=self.tokens_used(agent),
             kept_messages=len(kept),
-            missing=missing_terms("\n".join(lines), f"{summary}\n{notes}"),
+            missing=missing_terms(
+                "\n".join(lines),
+                f"{summary}\n{notes}",
+                ignore=[
+                    getattr(agent, "agent_name", ""),
+                    getattr(agent, "user_name", "User"),
+                    *(m["role"] for m in summarized),
+                ],
+            ),
         )
         if archive is not None:
             write_record(memory.docs, archive, self.last_compaction)

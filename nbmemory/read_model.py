@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import functools
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -27,28 +28,16 @@ from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import MessageIndex, content_text
 from nbmemory.store import AgentDocs, Workspace, as_workspace
-from nbmemory.terms import missing_terms
+from nbmemory.terms import is_speaker, missing_terms
 from nbmemory.tokens import TokenCounter
+from nbmemory.wording import FOLD_CHARS, PARTS, compaction_words, counts_words, usage_words
 
-FOLD_CHARS = 2000
-"""Messages longer than this come folded unless a view asks for another length."""
+MEMORY_PARTS = ("earlier sessions", "this session")
+"""The parts of a request that are the memory (MEMORY.md, or a memory kept in RAM)."""
 
 
 # ----------------------------------------------------------------------------------------------
 # What the views get
-
-PARTS = (
-    "system prompt",
-    "rules",
-    "pinned notes",
-    "earlier sessions",
-    "this session",
-    "tool schemas",
-    "reply room",
-)
-"""The parts of a request, in the order it carries them. "earlier sessions" is the memory
-preloaded from MEMORY.md; "this session" what the agent's running process added since (all of
-MEMORY.md is "earlier sessions" when no process of the agent runs: the next one preloads it)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +69,26 @@ class Usage:
         """Whether the agent's next model call starts with a compaction."""
         return self.threshold is not None and self.tokens >= self.threshold * self.context_length
 
+    @property
+    def memory_tokens(self) -> int:
+        """The memory's share of ``tokens`` (the rest is prompt, notes, tools and reply room)."""
+        return sum(tokens for name, tokens in self.parts if name in MEMORY_PARTS)
+
+    def to_json(self) -> dict[str, Any]:
+        """Every view's figures of the next request, and their sentences (``words``)."""
+        return {
+            "tokens": self.tokens,
+            "context_length": self.context_length,
+            "threshold": self.threshold,
+            "fraction": self.fraction,
+            "model": self.model,
+            "encoding": self.encoding,
+            "recorded": self.recorded,
+            "compacts_next": self.compacts_next,
+            "parts": [{"name": name, "tokens": tokens} for name, tokens in self.parts],
+            "words": usage_words(self.tokens, self.context_length, self.threshold, self.recorded),
+        }
+
 
 @dataclass(frozen=True)
 class AgentInfo:
@@ -93,6 +102,20 @@ class AgentInfo:
     last_activity: str | None
     usage: Usage
     problems: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The agent's figures with its usage's (``Usage.to_json``) at the same level; ``counts``
+        words the messages and archives."""
+        return {
+            "name": self.name,
+            "messages": self.messages,
+            "size": self.size,
+            "archives": self.archives,
+            "last_activity": self.last_activity,
+            **self.usage.to_json(),
+            "problems": list(self.problems),
+            "counts": counts_words(self.messages, self.archives),
+        }
 
 
 @dataclass(frozen=True)
@@ -144,6 +167,9 @@ class ArchiveInfo:
     size: int
     time: str
 
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
 
 @dataclass(frozen=True)
 class CompactionInfo:
@@ -151,9 +177,12 @@ class CompactionInfo:
     the archived transcript.
 
     ``tokens_before`` is the archived memory as its model read it, ``tokens_after`` the summary
-    and the messages kept word for word after it. ``dropped`` lists the names, numbers, dates
-    and identifiers of the transcript that neither the summary nor the pinned notes contain:
-    what the active memory no longer holds (the archive still does). ``recorded`` says whether
+    and the messages kept word for word after it: the memory alone. ``request_before`` and
+    ``request_after`` are the whole next request before and after (as the compressor recorded
+    them; without a record, the memory's figures plus what the rest of a request costs now).
+    ``dropped`` lists the names, numbers, dates and identifiers of the transcript (never a
+    speaker's label) that neither the summary nor the pinned notes contain: what the active
+    memory no longer holds (the archive still does). ``recorded`` says whether
     these come from the record the compressor wrote at the time; otherwise (a manual compaction,
     one by swarms) they are worked out from the files, against the notes as they are now.
     """
@@ -167,9 +196,18 @@ class CompactionInfo:
     summary: str
     dropped: list[str]
     recorded: bool
+    request_before: int = 0
+    request_after: int = 0
+
+    @property
+    def figures(self) -> str:
+        """Both figures, labelled: ``memory 669 → 166 tokens · next request 2,931 → 2,428``."""
+        return compaction_words(
+            self.tokens_before, self.tokens_after, self.request_before, self.request_after
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "figures": self.figures}
 
 
 @dataclass(frozen=True)
@@ -261,8 +299,30 @@ def _earlier_sessions(
     return _tokens(followed, counter, session[2])
 
 
+def _unnested(value: Any) -> Any:
+    """``value`` with JSON kept in strings (a tool call's ``arguments``) read as what it holds."""
+    if isinstance(value, dict):
+        return {key: _unnested(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_unnested(inner) for inner in value]
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            return _unnested(json.loads(value))
+        except ValueError:
+            return value
+    return value
+
+
+def readable(content: Any) -> str:
+    """Message content as views show it: text as it is; a tool call or a tool's result as
+    indented JSON, its arguments unpacked (no escaped JSON inside JSON)."""
+    if isinstance(content, str):
+        return content
+    return json.dumps(_unnested(content), ensure_ascii=False, indent=2)
+
+
 def _item(index: int, message: dict[str, Any], source: str, fold: int | None) -> Item:
-    text = content_text(message.get("content"))
+    text = readable(message.get("content"))
     shown = text if fold is None or len(text) <= fold else text[:fold]
     return Item(
         index,
@@ -309,6 +369,38 @@ def page_of(
         chosen = range(offset, min(total, offset + limit))
     items = [_item(indexes[j], messages[indexes[j]], source, fold) for j in chosen]
     return Page(total, offset, newest_first, items)
+
+
+def usage_in_ram(memory: Any, agent: Any = None) -> Usage:
+    """The :class:`Usage` of a memory kept in RAM only (an ``Agent`` with ``persistent_memory``
+    off, or a bare ``Conversation``), read from the objects themselves, with its parts: the same
+    figures and words as an agent's on disk. ``memory`` is the ``Conversation``; ``agent`` the
+    ``Agent`` that owns it, if any (its notes, tools, reply room and threshold)."""
+    static, rules = memory.static_tokens(), memory.rules_tokens()
+    history = memory.context_tokens() - static
+    if agent is None:
+        return Usage(
+            tokens=static + history,
+            context_length=memory.context_length,
+            threshold=None,
+            model="",
+            encoding=memory.encoding_name,
+            recorded=True,
+            parts=tuple(zip(PARTS, (static - rules, rules, 0, 0, history, 0, 0), strict=True)),
+        )
+    settings = agent.run_settings()
+    notes = agent.notes.tokens() if getattr(agent, "notes", None) is not None else 0
+    tools = settings.tool_tokens
+    sizes = (static - rules, rules, notes, 0, history, tools, settings.overhead_tokens - tools)
+    return Usage(
+        tokens=static + notes + history + settings.overhead_tokens,
+        context_length=settings.context_length,
+        threshold=settings.threshold,
+        model=settings.model,
+        encoding=settings.encoding,
+        recorded=True,
+        parts=tuple(zip(PARTS, sizes, strict=True)),
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -532,6 +624,8 @@ class ReadModel:
         archived = [(path, follow(path, docs)) for path in docs.archives()]
         archived = [(path, followed) for path, followed in archived if followed is not None]
         _, memory = self._memory(name)
+        usage = self._usage(name, memory)
+        rest = usage.tokens - usage.memory_tokens  # prompt, notes, tools, reply room: now
         afterwards = [followed for _, followed in archived[1:]] + [memory or EMPTY]
         afterwards = afterwards[: len(archived)]
         found = []
@@ -540,22 +634,27 @@ class ReadModel:
             kept = record.kept_messages if record is not None else 0
             following = after.messages[: 1 + kept]
             summary = content_text(following[0]["content"]) if following else ""
+            speakers = [name, *(str(m.get("role", "")) for m in followed.messages)]
             if record is not None:
-                dropped = list(record.missing)
+                dropped = [t for t in record.missing if not is_speaker(t, speakers)]
             else:
                 transcript = "\n".join(content_text(m["content"]) for m in followed.messages)
-                dropped = missing_terms(transcript, f"{summary}\n{notes}")
+                dropped = missing_terms(transcript, f"{summary}\n{notes}", ignore=speakers)
+            before = _tokens(followed, counter)
+            after_tokens = _tokens(after, counter, len(following))
             found.append(
                 CompactionInfo(
                     archive=path.name,
                     time=archive_time(path),
                     messages=len(followed.messages),
-                    tokens_before=_tokens(followed, counter),
-                    tokens_after=_tokens(after, counter, len(following)),
+                    tokens_before=before,
+                    tokens_after=after_tokens,
                     kept_messages=kept,
                     summary=summary,
                     dropped=dropped,
                     recorded=record is not None,
+                    request_before=record.tokens_before if record else before + rest,
+                    request_after=record.tokens_after if record else after_tokens + rest,
                 )
             )
         return found

@@ -10,20 +10,22 @@ import re
 from collections.abc import Iterable
 
 from nbmemory.read_model import AgentInfo, CompactionInfo, Item, Usage
+from nbmemory.wording import LABELS, counted, message_number, reveal, usage_words
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&~]|:(?=//))")
-# Control characters but line breaks and tabs, and the bidirectional overrides: in a terminal
-# they can move the cursor, hide text, retitle the window or write links.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(text: str) -> str:
-    """``text`` for a terminal: control characters shown as escapes (``\\x1b``), never sent."""
-    return _CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), text)
+    """``text`` for a terminal: control, zero-width and bidirectional characters shown as
+    ``⟨U+001B⟩`` (``wording.reveal``), never sent: they could move the cursor, hide text,
+    retitle the window or reorder what a reader sees."""
+    return reveal(text)
 
 
 def fenced(text: str) -> str:
-    """``text`` in a code fence longer than any run of backticks inside it."""
+    """``text`` in a code fence longer than any run of backticks inside it, its invisible
+    characters revealed (a fence shows a right-to-left override applied, not escaped)."""
+    text = reveal(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{text}\n{fence}"
@@ -40,13 +42,17 @@ def percent(value: float | None) -> str:
 
 
 def usage_line(name: str, usage: Usage) -> str:
-    """One sentence with every figure of ``usage``, as ``--tokens`` and ``nbmemory tokens`` say."""
-    source = "" if usage.recorded else " (defaults: the agent has not run here yet)"
-    state = "; the next call compacts first" if usage.compacts_next else ""
-    return (
-        f"{name}: {usage.tokens:,} of {usage.context_length:,} tokens ({usage.fraction:.0%}), "
-        f"compression at {percent(usage.threshold)}, model {usage.model}, counted with "
-        f"{usage.encoding}{source}{state}"
+    """Every figure of ``usage`` in the words every view uses, as ``--tokens`` and
+    ``nbmemory tokens`` say."""
+    words = usage_words(usage.tokens, usage.context_length, usage.threshold, usage.recorded)
+    sentences = [words["compacts_next"], words["over_window"]]
+    settings = f" ({words['settings']})" if words["settings"] else ""
+    return " ".join(
+        [
+            f"{name}: {words['usage']}, {words['threshold']}, model {usage.model}, counted with "
+            f"{usage.encoding}{settings}.",
+            *filter(None, sentences),
+        ]
     )
 
 
@@ -77,7 +83,8 @@ class MessageList:
         self.sources = sources
 
     def _head(self, item: Item) -> str:
-        parts = [item.role, *([item.timestamp] if item.timestamp else [])]
+        parts = [message_number(item.index), item.role]
+        parts += [item.timestamp] if item.timestamp else []
         if self.sources:
             parts.append(item.source)
         if item.folded:
@@ -119,7 +126,7 @@ class AgentTable:
     def _note(self) -> str:
         if all(row.usage.recorded for row in self.rows):
             return ""
-        return "* the agent has not run here yet: default window and threshold"
+        return f"* {LABELS['default settings']}"
 
     def __repr__(self) -> str:
         if not self.rows:
@@ -152,17 +159,15 @@ class Audit:
         self.compactions = compactions
 
     def _title(self) -> str:
-        count = len(self.compactions)
-        return f"{self.name}: {count} compaction{'s' if count != 1 else ''}"
+        return f"{self.name}: {counted(len(self.compactions), 'compaction')}"
 
     def _parts(self, compaction: CompactionInfo) -> tuple[str, str, str, str]:
         """Heading, figures, summary and dropped terms of one compaction, as plain text."""
         kept = compaction.kept_messages
         figures = (
-            f"{compaction.messages:,} messages archived, {compaction.tokens_before:,} -> "
-            f"{compaction.tokens_after:,} tokens"
-            + (f", {kept} kept word for word" if kept else "")
-            + ("" if compaction.recorded else " (no record: worked out from the files)")
+            f"{counted(compaction.messages, 'message')} archived; {compaction.figures}"
+            + (f"; {kept} kept word for word" if kept else "")
+            + ("" if compaction.recorded else f" ({LABELS['no record']})")
         )
         summary = " ".join(compaction.summary.split())
         if len(summary) > self.SUMMARY_CHARS:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 _WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S|\n\s*\n")
@@ -86,7 +87,20 @@ def salient_terms(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def missing_terms(text: str, kept: str) -> list[str]:
-    """The salient terms of ``text`` that ``kept`` does not contain (any case)."""
+def is_speaker(term: str, speakers: Iterable[str]) -> bool:
+    """Whether ``term`` is one of ``speakers`` (a role, an agent's name), in any case."""
+    return term.casefold() in {speaker.casefold() for speaker in speakers}
+
+
+def missing_terms(text: str, kept: str, *, ignore: Iterable[str] = ()) -> list[str]:
+    """The salient terms of ``text`` that ``kept`` does not contain (any case).
+
+    ``ignore`` names the speakers (roles, the agent's name): a transcript labels its lines with
+    them, so they are no term a summary could drop."""
     folded = kept.casefold()
-    return [term for term in salient_terms(text) if term.casefold() not in folded]
+    speakers = list(ignore)
+    return [
+        term
+        for term in salient_terms(text)
+        if term.casefold() not in folded and not is_speaker(term, speakers)
+    ]

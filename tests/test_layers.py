@@ -24,7 +24,7 @@ LAYERS = {
     ],
     "memory": ["swarms_conversation", "conversation"],
     "agent": ["llm", "recall", "notes", "offline", "tools", "compressor", "agent", "demo"],
-    "read model": ["read_model", "report"],
+    "read model": ["wording", "read_model", "report"],
     "front ends": ["cli", "__main__", "jupyter"],
 }
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}

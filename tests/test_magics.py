@@ -1,6 +1,7 @@
 """The magics in a real IPython shell; the model is the loopback server or the offline model."""
 
 import json
+import re
 
 import pytest
 from IPython import get_ipython
@@ -100,6 +101,11 @@ def test_options_reach_the_agent(served, openai_server):
 def test_an_ephemeral_agent_writes_nothing(served, workspace):
     agent(served, "Ghost --ephemeral", "Remember nothing on disk.")
     assert not (workspace / "agents" / "Ghost").exists()
+    # Its figures come from the read model too: the whole next request, notes and tools included.
+    ghost = served.magics_manager.registry["NbMemoryMagics"].agents["Ghost"]
+    line = repr(memory(served, "Ghost --tokens"))
+    assert line.startswith(f"Ghost: {ghost.next_request_tokens():,} of 16,000 tokens (")
+    assert ", compacts at 90% (14,400 tokens)," in line
 
 
 def test_config_sets_the_defaults(ip, workspace, tmp_path):
@@ -205,7 +211,7 @@ def test_memory_lists_the_agents_and_shows_one(ip):
     ]
     assert table._repr_markdown_().startswith("| agent | messages | tokens |")
     shown = memory(ip, "Scout")
-    assert repr(shown).startswith("Scout: 2 message(s)")
+    assert repr(shown).startswith("Scout: 2 messages")
     assert "The budget is 40k EUR." in shown._repr_markdown_()
 
 
@@ -215,10 +221,10 @@ def test_memory_options(ip, tmp_path):
     assert repr(memory(ip, "Scout --tokens")).startswith("Scout: ")
     assert "of 16,000 tokens" in repr(memory(ip, "Scout --tokens"))
     found = memory(ip, "Scout --search BUDGET")
-    assert repr(found).startswith("2 message(s) of Scout contain 'BUDGET'")
+    assert repr(found).startswith("2 messages of Scout contain 'BUDGET'")
     ip.run_line_magic("compact", 'Scout --summary "Budget: 40k EUR."')
-    assert repr(memory(ip, "Scout --search 40k")).startswith("1 message(s)")
-    assert repr(memory(ip, "Scout --search 40k --archives")).startswith("3 message(s)")
+    assert repr(memory(ip, "Scout --search 40k")).startswith("1 message of")
+    assert repr(memory(ip, "Scout --search 40k --archives")).startswith("3 messages")
     [listed] = repr(memory(ip, "Scout --list-archives")).splitlines()
     assert listed.startswith("history_") and listed.endswith("(2 messages)")
     archive = listed.split()[0]
@@ -245,12 +251,20 @@ def test_pinned_notes_from_a_cell(ip):
 def test_compact_with_the_agents_model_or_a_given_summary(ip):
     for n in range(5):
         agent(ip, "Scout", f"Fact {n}: project {n} costs {n * 10}k EUR.")
+    before = ReadModel().usage("Scout").tokens
     report = repr(ip.run_line_magic("compact", "Scout"))
-    assert report.startswith("Compacted Scout: ") and "archived to" in report
-    before, after = [
-        int(x.replace(",", "")) for x in report.split(": ")[1].split(" tokens")[0].split(" -> ")
-    ]
-    assert after < before
+    assert report.startswith("Compacted Scout: memory ") and "archived to" in report
+    # Both figures, labelled: the memory alone, and the next request as %memory --tokens says.
+    found = re.search(
+        r"memory ([\d,]+) → ([\d,]+) tokens · next request ([\d,]+) → ([\d,]+)", report
+    )
+    assert found, report
+    memory_before, memory_after, request_before, request_after = (
+        int(x.replace(",", "")) for x in found.groups()
+    )
+    assert memory_after < memory_before and request_after < request_before
+    assert (request_before, request_after) == (before, ReadModel().usage("Scout").tokens)
+    assert request_before - memory_before == request_after - memory_after  # the rest stayed
     summary, *kept = parse(memory_path("Scout").read_bytes()).messages
     assert summary["content"].startswith("[Compressed Memory Summary]")
     assert kept == []  # between runs, as the spec says: the summary alone
@@ -298,3 +312,13 @@ def test_a_quoted_name_with_a_space_names_the_agent_without_its_quotes(ip, works
     assert list_agents() == ["Two Words"]
     ip.run_line_magic("memory", "'Two Words' --pin 'kept'")
     assert ReadModel().notes("Two Words") == ["kept"]
+
+
+def test_memory_folds_a_long_message_as_the_widget_and_the_panel_do(ip):
+    from nbmemory import Conversation
+
+    Conversation(name="Big", memory_md_path=memory_path("Big")).add("User", "x" * 1_000_000)
+    for line in ("Big", "Big --search xxx"):
+        shown = memory(ip, line)
+        assert "first 2,000 of 1,000,000 characters" in repr(shown)
+        assert len(repr(shown)) < 3000 and len(shown._repr_markdown_()) < 3000

@@ -86,7 +86,7 @@ def test_a_restarted_kernel_resumes_the_agent(kernel_env, openai_server, tmp_pat
         assert sent[1:] == [{"role": "user", "content": "What did we decide?"}]
 
         shown = execute(client, "%memory Resumer")
-        assert "Resumer: 6 message(s)" in shown
+        assert "Resumer: 6 messages" in shown
         assert all(text in shown for text in [*order, "What did we decide?"])
     finally:
         client.stop_channels()

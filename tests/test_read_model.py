@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from nbmemory import Agent, Conversation
@@ -103,6 +105,7 @@ def test_archives_search_and_records(workspace):
     assert found.total == 122 and len(found.items) == 5
     assert [i.source for i in reader.search("Scout", "final", archives=True).items] == ["MEMORY.md"]
     assert reader.records("Scout", archive.name)[-1]["content"] == {"tool_calls": [{"id": "1"}]}
+    assert page.items[-1].text == '{\n  "tool_calls": [\n    {\n      "id": "1"\n    }\n  ]\n}'
     with pytest.raises(ArchiveNotFoundError):
         reader.archive_messages("Scout", "history_none.md")
     with pytest.raises(AgentNotFoundError, match="no agent named 'Nobody'"):
@@ -332,3 +335,64 @@ def test_pages_and_search_by_role_keep_the_files_indexes(workspace):
     assert reader.file_path("Roles", archive.name).name == archive.name
     with pytest.raises(ArchiveNotFoundError):
         reader.file_path("Roles", "history_none.md")
+
+
+def test_a_compaction_never_counts_the_agents_name_as_dropped(workspace):
+    from nbmemory.compactions import read_record, record_path
+
+    agent = Agent(agent_name="ResearchAgent", persistent_memory=True, context_length=3000)
+    agent.run("Book the Lyon office for 2027-03-14.")
+    agent.run("And order PO-7781.")
+    assert agent._context_compressor.compress(agent)
+    [compaction] = ReadModel().compactions("ResearchAgent")
+    assert compaction.recorded and "ResearchAgent" not in compaction.dropped
+    docs = agent_docs("ResearchAgent")
+    archive = memory_path("ResearchAgent").parent / "archive" / compaction.archive
+    assert "ResearchAgent" not in read_record(docs, archive).missing
+    # A record written before this rule still lists it: reading leaves the label out.
+    path = record_path(archive)
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "missing": ["ResearchAgent", *record["missing"]]}))
+    assert "ResearchAgent" in read_record(docs, archive).missing
+    assert "ResearchAgent" not in ReadModel().compactions("ResearchAgent")[0].dropped
+
+
+def test_a_compaction_says_both_figures_with_their_labels(workspace):
+    convo = persistent("Labelled")
+    for n in range(6):
+        convo.add("User", f"Fact {n}: project {n} costs {n * 10}k EUR.")
+    convo.compact("Six projects, 0k to 50k EUR.")  # by hand: no record
+    [compaction] = ReadModel().compactions("Labelled")
+    usage = ReadModel().usage("Labelled")
+    rest = usage.tokens - usage.memory_tokens
+    assert (compaction.request_before, compaction.request_after) == (
+        compaction.tokens_before + rest,
+        usage.tokens,
+    )
+    assert compaction.figures == (
+        f"memory {compaction.tokens_before:,} → {compaction.tokens_after:,} tokens · "
+        f"next request {compaction.request_before:,} → {compaction.request_after:,} tokens"
+    )
+    assert compaction.to_json()["figures"] == compaction.figures
+
+
+def test_a_memory_in_ram_has_the_same_usage_as_on_disk(workspace):
+    from nbmemory.read_model import usage_in_ram
+
+    kept = Agent(agent_name="Kept", persistent_memory=True, context_length=3000)
+    ram = Agent(agent_name="Ram", persistent_memory=False, context_length=3000)
+    for agent in (kept, ram):
+        agent.run("Our budget is 40k EUR.")
+    on_disk, in_ram = ReadModel().usage("Kept"), usage_in_ram(ram.short_memory, ram)
+    assert in_ram.tokens == ram.next_request_tokens() == sum(t for _, t in in_ram.parts)
+    assert [name for name, _ in in_ram.parts] == [name for name, _ in on_disk.parts]
+    assert (in_ram.context_length, in_ram.threshold) == (on_disk.context_length, 0.9)
+    assert dict(in_ram.parts)["this session"] > 0  # the memory in RAM is this session's
+
+
+def test_a_tool_call_reads_as_indented_json_without_escaped_json_inside(workspace):
+    call = {"id": "c1", "function": {"name": "fetch", "arguments": '{"url": "https://x.test/"}'}}
+    persistent("Caller").add("Caller", {"content": None, "tool_calls": [call]})
+    [item] = ReadModel().messages("Caller").items
+    assert "\\" not in item.text
+    assert '"arguments": {\n' in item.text and '"url": "https://x.test/"' in item.text

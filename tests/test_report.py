@@ -28,3 +28,20 @@ def test_the_table_and_messages_keep_hostile_text_literal(workspace):
     shown = MessageList("memory", reader.messages(name).items)
     assert "```\n<img src=x onerror=alert(1)>\n```" in shown._repr_markdown_()
     assert "<img src=x onerror=alert(1)>" in repr(shown)
+
+
+def test_invisible_and_bidirectional_characters_are_shown_never_applied(workspace):
+    convo = Conversation(name="Payer", memory_md_path=memory_path("Payer"))
+    convo.add("User", "Pay \u202eRUE 001\u202c to\u200bday")
+    shown = MessageList("memory", ReadModel().messages("Payer").items)
+    for out in (repr(shown), shown._repr_markdown_()):
+        assert "Pay ⟨U+202E⟩RUE 001⟨U+202C⟩ to⟨U+200B⟩day" in out
+        assert not any(ch in out for ch in "\u202e\u202c\u200b")
+
+
+def test_messages_are_numbered_from_one_as_in_every_view(workspace):
+    convo = Conversation(name="Counter", memory_md_path=memory_path("Counter"))
+    convo.add("User", "first")
+    convo.add("User", "second")
+    shown = repr(MessageList("memory", ReadModel().messages("Counter", newest_first=False).items))
+    assert "--- #1 · User" in shown and "--- #2 · User" in shown

@@ -37,3 +37,11 @@ def test_salient_terms_are_names_numbers_dates_and_identifiers():
         "NbMemory",
         "v0.2",
     ]
+
+
+def test_speaker_labels_are_never_dropped_terms():
+    transcript = "User: Book the Lyon office.\nResearchAgent: Booked Lyon for the team."
+    # Without the speakers, the agent's own name (a line label) reads as a dropped name.
+    assert missing_terms(transcript, "An office is booked.") == ["Lyon", "ResearchAgent"]
+    kept = missing_terms(transcript, "An office is booked.", ignore=["user", "researchagent"])
+    assert kept == ["Lyon"]

@@ -137,8 +137,8 @@ def test_a_prompt_injection_stays_text_in_every_view(tmp_path: Path, workspace: 
             for stored in (listing, found):  # the stored text verbatim, link and pixel included
                 assert "[click me](javascript:window.__pwned=4)" in text_of(stored)
                 assert f"![t]({tracker.url}/tracker.png)" in text_of(stored)
-            assert "Reader: 4 message(s)" in text_of(listing)
-            assert "message(s) of Reader contain 'onerror'" in text_of(found)
+            assert "Reader: 4 messages" in text_of(listing)
+            assert "of Reader contain 'onerror'" in text_of(found)
 
             widget = page.get_by_test_id("nbmemory-widget")
             expect(widget).to_be_visible(timeout=WAIT_MS)

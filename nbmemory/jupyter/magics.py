@@ -28,9 +28,10 @@ from nbmemory.errors import NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
 from nbmemory.notes import Notes
-from nbmemory.read_model import ReadModel, Usage, to_items
+from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
 from nbmemory.report import AgentTable, MessageList, TextBlock, usage_line
 from nbmemory.store import Workspace
+from nbmemory.wording import counted
 
 _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer
 
@@ -365,9 +366,9 @@ class NbMemoryMagics(Magics):
             return TextBlock(usage_line(name, reader.usage(name)))
         if args.search is not None:
             found = reader.search(
-                name, args.search, archives=args.archives, limit=sys.maxsize, fold=None
+                name, args.search, archives=args.archives, limit=sys.maxsize, fold=FOLD_CHARS
             )
-            title = f"{found.total} message(s) of {name} contain {args.search!r}"
+            title = f"{counted(found.total, 'message')} of {name} contain {args.search!r}"
             return MessageList(title, found.items, sources=True)
         if args.export:
             return TextBlock(
@@ -377,10 +378,10 @@ class NbMemoryMagics(Magics):
             lines = [f"{a.name}  ({a.messages} messages)" for a in reader.archives(name)]
             return TextBlock("\n".join(lines) or f"{name} has no archives yet")
         if args.archive:
-            page = reader.archive_messages(name, args.archive, limit=sys.maxsize, fold=None)
-            return MessageList(f"{args.archive} ({page.total} messages)", page.items)
-        page = reader.messages(name, limit=sys.maxsize, newest_first=False, fold=None)
-        return MessageList(f"{name}: {page.total} message(s)", page.items)
+            page = reader.archive_messages(name, args.archive, limit=sys.maxsize, fold=FOLD_CHARS)
+            return MessageList(f"{args.archive} ({counted(page.total, 'message')})", page.items)
+        page = reader.messages(name, limit=sys.maxsize, newest_first=False, fold=FOLD_CHARS)
+        return MessageList(f"{name}: {counted(page.total, 'message')}", page.items)
 
     # ------------------------------------------------------------------------------------------
     # %compact
@@ -407,7 +408,6 @@ class NbMemoryMagics(Magics):
         if summary is not None and not summary.strip():
             raise UsageError("--summary must not be empty")
         reader = self._reader()
-        before = reader.usage(args.name).tokens
         agent = self._compactor(args.name)
         left_out = []
         if summary is not None:
@@ -419,9 +419,10 @@ class NbMemoryMagics(Magics):
                 raise UsageError(f"{args.name} was not compacted: see the warning above")
             archive = agent.short_memory.last_archive
             left_out = agent._context_compressor.last_compaction.missing
-        after = reader.usage(args.name).tokens
+        done = reader.compactions(args.name)
+        figures = done[-1].figures if archive and done else "nothing archived"
         where = f"; raw transcript archived to {archive}" if archive else ""
-        report = f"Compacted {args.name}: {before:,} -> {after:,} tokens{where}"
+        report = f"Compacted {args.name}: {figures}{where}"
         if left_out:
             shown = ", ".join(left_out[:12]) + (", …" if len(left_out) > 12 else "")
             report += f"\nLeft out of the summary (still in the archive): {shown}"
@@ -507,29 +508,23 @@ def _ram_view(agent: Agent, args: Any) -> Any:
     if args.path:
         return TextBlock("(kept in RAM only)")
     if args.tokens:
-        settings = agent.run_settings()
-        usage = Usage(
-            tokens=convo.context_tokens() + agent.request_overhead_tokens(),
-            context_length=settings.context_length,
-            threshold=settings.threshold,
-            model=settings.model,
-            encoding=settings.encoding,
-            recorded=True,
-        )
-        return TextBlock(usage_line(name, usage))
+        return TextBlock(usage_line(name, usage_in_ram(convo, agent)))
     if args.export:
         return TextBlock(f"Wrote {_export(name, convo.to_dict(), args.export, args.format)}")
     if args.search is not None:
         hits = convo.search_memory(args.search)
-        title = f"{len(hits)} message(s) of {name} contain {args.search!r}"
+        title = f"{counted(len(hits), 'message')} of {name} contain {args.search!r}"
         return MessageList(
-            title, to_items(((h.index, h.message) for h in hits), "history"), sources=True
+            title,
+            to_items(((h.index, h.message) for h in hits), "history", FOLD_CHARS),
+            sources=True,
         )
     if args.list_archives or args.archive:
         raise UsageError(f"{name} keeps its memory in RAM only: it has no archives")
     messages = convo.to_dict()
     return MessageList(
-        f"{name}: {len(messages)} message(s)", to_items(enumerate(messages), "history")
+        f"{name}: {counted(len(messages), 'message')}",
+        to_items(enumerate(messages), "history", FOLD_CHARS),
     )
 
 

@@ -75,7 +75,8 @@ from nbmemory.errors import (
 )
 from nbmemory.export import FORMATS, export_text
 from nbmemory.notes import Notes
-from nbmemory.read_model import FOLD_CHARS, AgentInfo, Item, ReadModel
+from nbmemory.read_model import FOLD_CHARS, Item, ReadModel
+from nbmemory.wording import vocabulary
 
 AUTH_RESOURCE = "nbmemory"
 MAX_LIMIT = 200
@@ -222,27 +223,6 @@ def _load_jupyter_server_extension(serverapp: Any) -> NbMemoryServer:
 # Handlers
 
 
-def _agent_json(info: AgentInfo) -> dict[str, Any]:
-    usage = info.usage
-    return {
-        "name": info.name,
-        "messages": info.messages,
-        "size": info.size,
-        "archives": info.archives,
-        "last_activity": info.last_activity,
-        "tokens": usage.tokens,
-        "context_length": usage.context_length,
-        "threshold": usage.threshold,
-        "fraction": usage.fraction,
-        "model": usage.model,
-        "encoding": usage.encoding,
-        "recorded": usage.recorded,
-        "compacts_next": usage.compacts_next,
-        "parts": [{"name": part, "tokens": tokens} for part, tokens in usage.parts],
-        "problems": list(info.problems),
-    }
-
-
 def _items(items: list[Item]) -> list[dict[str, Any]]:
     return [item.to_json() for item in items]
 
@@ -380,7 +360,8 @@ class AgentsHandler(_Handler):
                 "workspace": str(self.model.root),
                 "store": self.model.store,
                 "poll_interval": poll,
-                "agents": [_agent_json(info) for info in agents],
+                "agents": [info.to_json() for info in agents],
+                "vocabulary": vocabulary(),
             }
         )
 
@@ -443,10 +424,7 @@ class ArchivesHandler(_Handler):
         self.reply(
             {
                 "name": name,
-                "archives": [
-                    {"name": a.name, "messages": a.messages, "size": a.size, "time": a.time}
-                    for a in archives
-                ],
+                "archives": [archive.to_json() for archive in archives],
             }
         )
 

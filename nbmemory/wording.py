@@ -1,0 +1,184 @@
+"""The words of the views: how a figure, a threshold, a compaction and a message are said.
+
+The CLI, ``%memory``, ``%compact``, the widget and the JupyterLab panel all word things here, so
+the same thing reads the same everywhere: one label per figure, one threshold sentence, one
+numbering of messages (from 1), one fold length, one palette and description per part of a
+request, one rule for showing invisible characters. The browser views get these as JSON (the
+read model's ``to_json`` answers carry the worded figures, :func:`vocabulary` the rest), so they
+do not word anything themselves.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+FOLD_CHARS = 2000
+"""Messages longer than this come folded, in every view (``%memory`` included)."""
+
+FIRST_NUMBER = 1
+"""Messages are numbered from 1 for people; the API's ``index`` stays 0-based."""
+
+PARTS = (
+    "system prompt",
+    "rules",
+    "pinned notes",
+    "earlier sessions",
+    "this session",
+    "tool schemas",
+    "reply room",
+)
+"""The parts of a request, in the order it carries them. "earlier sessions" is the memory
+preloaded from MEMORY.md; "this session" what the agent's running process added since (all of
+MEMORY.md is "earlier sessions" when no process of the agent runs: the next one preloads it)."""
+
+PART_DESCRIPTIONS = {
+    "system prompt": "The agent's system prompt",
+    "rules": "The rules and custom rules sent after the system prompt",
+    "pinned notes": "NOTES.md: carried word for word by every request, never compacted",
+    "earlier sessions": (
+        "MEMORY.md as the running process preloaded it (all of it when no process of the agent "
+        "runs)"
+    ),
+    "this session": "What the running process of the agent added to MEMORY.md since it started",
+    "tool schemas": "The tools' JSON schemas",
+    "reply room": "Room kept for the model's reply",
+}
+
+PALETTE = (
+    "--jp-info-color0",
+    "--jp-mirror-editor-operator-color",
+    "--jp-warn-color0",
+    "--jp-brand-color0",
+    "--jp-accent-color1",
+    "--jp-mirror-editor-string-color",
+    "--jp-layout-color4",
+)
+"""The CSS variable each part (by its place in :data:`PARTS`) is drawn in, in both gauges."""
+
+INVISIBLE = (
+    r"[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u17b4\u17b5\u180e"
+    r"\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]"
+)
+"""Characters that change how text shows without showing themselves: controls (but tab and
+line feed), zero-width characters and the bidirectional controls (U+202E reverses what follows).
+A regular expression that Python and JavaScript both read the same way."""
+
+_INVISIBLE = re.compile(INVISIBLE)
+
+LABELS = {
+    "memory": "memory",
+    "next request": "next request",
+    "search placeholder": "Search messages (Enter)",
+    "pin placeholder": "Pin a note (kept in every request)",
+    "back": "Back to the memory",
+    "summary now": "What the memory holds now",
+    "summary then": "The summary this compaction wrote (a later one replaced it)",
+    "dropped": "Left out of the summary (the archive still holds them)",
+    "no record": "no record: worked out from the files",
+    "empty": "Nothing here.",
+    "no notes": "No pinned notes.",
+    "no agent": "Select an agent to see its memory.",
+    "default settings": "default settings: the agent has not run here yet",
+}
+"""Fixed words the views share."""
+
+
+def reveal(text: str) -> str:
+    """``text`` with every :data:`INVISIBLE` character shown as ``⟨U+202E⟩``: what "Exact text"
+    and a terminal show, so nothing hides or reorders what is stored."""
+    return _INVISIBLE.sub(lambda m: f"⟨U+{ord(m[0]):04X}⟩", text)
+
+
+def number(value: int) -> str:
+    """A count as every view writes it: ``12,345``."""
+    return f"{value:,}"
+
+
+def percent(fraction: float) -> str:
+    """A share as every view writes it: a whole percent."""
+    return f"{fraction:.0%}"
+
+
+def counted(value: int, word: str) -> str:
+    """``1 message``, ``2 messages``."""
+    return f"{number(value)} {word}{'' if value == 1 else 's'}"
+
+
+def message_number(index: int) -> str:
+    """A message's number for people: ``#1`` for index 0."""
+    return f"#{index + FIRST_NUMBER}"
+
+
+def threshold_tokens(threshold: float | None, context_length: int) -> int | None:
+    """The tokens at which compaction starts, or ``None`` when compression is off."""
+    return None if threshold is None else math.ceil(threshold * context_length)
+
+
+def threshold_words(threshold: float | None, context_length: int) -> str:
+    """``compacts at 90% (14,400 tokens)``, or ``compression off``."""
+    at = threshold_tokens(threshold, context_length)
+    if threshold is None or at is None:
+        return "compression off"
+    return f"compacts at {percent(threshold)} ({number(at)} tokens)"
+
+
+def usage_words(
+    tokens: int, context_length: int, threshold: float | None, recorded: bool
+) -> dict[str, str]:
+    """The sentences about a next request: ``usage`` (``2,931 of 16,000 tokens (18%)``),
+    ``threshold``, ``compacts_next`` and ``over_window`` (empty unless so), ``settings`` (empty
+    when they are the agent's own)."""
+    at = threshold_tokens(threshold, context_length)
+    share = tokens / context_length if context_length else 0.0
+    compacts = ""
+    if threshold is not None and at is not None and tokens >= threshold * context_length:
+        compacts = (
+            f"The next call compacts first: {number(tokens)} tokens reach the threshold of "
+            f"{number(at)} ({percent(threshold)} of {number(context_length)})."
+        )
+    over = ""
+    if tokens > context_length and not compacts:
+        over = (
+            f"Over the window by {number(tokens - context_length)} tokens, and compression is "
+            "off: most models will refuse the next call."
+        )
+    return {
+        "usage": f"{number(tokens)} of {number(context_length)} tokens ({percent(share)})",
+        "threshold": threshold_words(threshold, context_length),
+        "compacts_next": compacts,
+        "over_window": over,
+        "settings": "" if recorded else LABELS["default settings"],
+    }
+
+
+def counts_words(messages: int, archives: int) -> str:
+    """``1 message · 2 archives``."""
+    return f"{counted(messages, 'message')} · {counted(archives, 'archive')}"
+
+
+def compaction_words(
+    memory_before: int, memory_after: int, request_before: int, request_after: int
+) -> str:
+    """A compaction's two figures, labelled: what the memory alone went from and to, and what
+    the next request did (the memory plus prompt, notes, tools and reply room)."""
+    arrow = "\N{RIGHTWARDS ARROW}"
+    return (
+        f"{LABELS['memory']} {number(memory_before)} {arrow} {number(memory_after)} tokens · "
+        f"{LABELS['next request']} {number(request_before)} {arrow} {number(request_after)} tokens"
+    )
+
+
+def vocabulary() -> dict[str, Any]:
+    """What the browser views need to word and draw things as the others do."""
+    return {
+        "fold_chars": FOLD_CHARS,
+        "first_number": FIRST_NUMBER,
+        "invisible": INVISIBLE,
+        "parts": [
+            {"name": name, "description": PART_DESCRIPTIONS[name], "color": color}
+            for name, color in zip(PARTS, PALETTE, strict=True)
+        ],
+        "labels": dict(LABELS),
+    }
