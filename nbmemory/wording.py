@@ -47,15 +47,17 @@ PART_DESCRIPTIONS = {
 }
 
 PALETTE = (
-    "--jp-info-color0",
-    "--jp-mirror-editor-operator-color",
-    "--jp-warn-color0",
-    "--jp-brand-color0",
-    "--jp-accent-color1",
-    "--jp-mirror-editor-string-color",
-    "--jp-layout-color4",
+    "var(--jp-info-color0, #0277bd)",
+    "var(--jp-mirror-editor-operator-color, #aa22ff)",
+    "var(--jp-warn-color0, #e65100)",
+    "var(--jp-brand-color0, #0d47a1)",
+    "var(--jp-accent-color1, #388e3c)",
+    "var(--jp-mirror-editor-string-color, #ba2121)",
+    "var(--jp-layout-color4, #757575)",
 )
-"""The CSS variable each part (by its place in :data:`PARTS`) is drawn in, in both gauges."""
+"""The colour each part (by its place in :data:`PARTS`) is drawn in, in both gauges: JupyterLab's
+theme colours (each at least 3:1 against the background in the light and dark themes, which the
+panel's browser test measures), with a fallback where there is no JupyterLab theme."""
 
 INVISIBLE = (
     r"[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u17b4\u17b5\u180e"
@@ -70,7 +72,8 @@ _INVISIBLE = re.compile(INVISIBLE)
 LABELS = {
     "memory": "memory",
     "next request": "next request",
-    "search placeholder": "Search messages (Enter)",
+    "compacts next": "compacts on the next call",
+    "search placeholder": "Search messages",
     "pin placeholder": "Pin a note (kept in every request)",
     "back": "Back to the memory",
     "summary now": "What the memory holds now",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import math
 import re
 import subprocess
 import sys
@@ -102,16 +103,14 @@ def expect_model_figures(page, agents, workspace: Path, name: str) -> None:
     assert shown["window"] == str(usage.context_length)
     assert shown["threshold"] == ("" if usage.threshold is None else str(usage.threshold))
     assert shown["messages"] == str(info.messages)
-    tokens, window = page.evaluate(
-        "([t, w]) => [t.toLocaleString(), w.toLocaleString()]",
-        [usage.tokens, usage.context_length],
-    )
-    assert f"{tokens} / {window} tokens" in shown["text"]
-    if usage.threshold is not None:
-        percent = f"{round(usage.threshold * 1000) / 10:g}%"
-        assert f"compresses at {percent}" in shown["text"]
+    words = usage.to_json()["words"]  # the words every view says, from nbmemory.wording
+    assert f"{words['usage']} · {words['threshold']} · {info.to_json()['counts']}" in shown["text"]
+    if usage.threshold is not None:  # on the scale of the X-rays: the window, or the request
+        at = math.ceil(usage.threshold * usage.context_length)
+        scale = max(usage.context_length, usage.tokens, 1)
         mark = row.get_by_test_id("nbmemory-threshold")
-        assert mark.evaluate("m => m.style.left") == percent
+        left = float(mark.evaluate("m => m.style.left").removesuffix("%"))
+        assert left == pytest.approx(100 * at / scale, abs=0.05)
 
 
 def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_runs_html(
@@ -153,7 +152,7 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         for name in ("Scout", "Writer", "Big"):
             expect_model_figures(page, agents, workspace, name)
         assert row_figures(page, agents, "Scout")["window"] == "3000"
-        expect(agents.filter(has_text="Scout")).to_contain_text("compresses at 75%")
+        expect(agents.filter(has_text="Scout")).to_contain_text("compacts at 75%")
 
         # Select Scout from the keyboard; the focus stays on its row across polls and changes.
         scout_row = agents.filter(has_text="Scout")
@@ -177,7 +176,7 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
 
         # Hostile Markdown and HTML: text, never elements; no script ran, no pixel fetched.
         body = messages.first.get_by_test_id("nbmemory-message-body")
-        expect(body).to_contain_text('<img src="x" onerror="window.__pwned=1" />')
+        expect(body).to_contain_text('<img src=x onerror="window.__pwned=1">')  # as stored
         expect(body).to_contain_text("<script>window.__pwned=2</script>")
         expect(body).to_contain_text('<svg onload="window.__pwned=3">')
         expect(body).to_contain_text(f'<img src="{pixel}" alt="t" />')  # the pixel, as text
@@ -222,7 +221,7 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         panel.get_by_role("button", name="Older messages").click()
         expect(memory).to_have_count(5)
         expect(memory.last).to_contain_text("note 0 about the budget")
-        panel.get_by_role("button", name="Back to memory").click()
+        panel.get_by_role("button", name="Back to the memory").click()
         expect(memory.first).to_contain_text("Ignore previous instructions")
         screenshot(page, "sidebar.png")
 

@@ -239,14 +239,14 @@ def table_figures(page: Any, index: int, name: str) -> dict[str, Any]:
 
 def tokens_figures(text: str, name: str) -> dict[str, Any]:
     """Tokens, window and threshold from a ``%memory NAME --tokens`` line."""
-    found = re.search(rf"{name}: ([\d,]+) of ([\d,]+) tokens \(\d+%\), compression at (\d+%)", text)
+    found = re.search(rf"{name}: ([\d,]+) of ([\d,]+) tokens \(\d+%\), compacts at (\d+%)", text)
     assert found, text
     return {"tokens": number(found[1]), "window": number(found[2]), "threshold": found[3]}
 
 
 def widget_figures(widget: Any) -> dict[str, Any]:
     usage = widget.get_by_test_id("usage").inner_text()
-    found = re.fullmatch(r"([\d,]+) / ([\d,]+) tokens \(\d+%\)", usage)
+    found = re.fullmatch(r"([\d,]+) of ([\d,]+) tokens \(\d+%\)", usage)
     assert found, usage
     counts = widget.get_by_test_id("counts").inner_text()
     messages = re.match(r"([\d,]+) messages", counts)
@@ -256,7 +256,7 @@ def widget_figures(widget: Any) -> dict[str, Any]:
         "messages": number(messages[1]),
         "tokens": number(found[1]),
         "window": number(found[2]),
-        "threshold": title.removeprefix("compression at "),
+        "threshold": title.removeprefix("compacts at ").split()[0],
     }
 
 
@@ -349,7 +349,7 @@ def test_every_view_agrees_across_a_restart_and_follows_other_writers(
         expect(widget.get_by_test_id("status")).to_have_text("", timeout=WAIT_MS)
         expect(widget.get_by_test_id("message")).to_have_count(4, timeout=WAIT_MS)
         expect(widget.get_by_test_id("usage")).to_contain_text(
-            f"{expected['tokens']:,} / 3,000 tokens", timeout=WAIT_MS
+            f"{expected['tokens']:,} of 3,000 tokens", timeout=WAIT_MS
         )
 
         page.locator(PANEL_TAB).click()
@@ -378,7 +378,7 @@ def test_every_view_agrees_across_a_restart_and_follows_other_writers(
         widget = page.get_by_test_id("nbmemory-widget")
         expect(widget).to_have_count(1)
         expect(widget.get_by_test_id("usage")).to_contain_text(
-            f"{expected['tokens']:,} / 3,000 tokens", timeout=WAIT_MS
+            f"{expected['tokens']:,} of 3,000 tokens", timeout=WAIT_MS
         )
         after_restart = {
             "table": table_figures(page, 4, "Agreer"),
@@ -401,7 +401,7 @@ def test_every_view_agrees_across_a_restart_and_follows_other_writers(
         )
         expect(widget.get_by_test_id("counts")).to_contain_text("5 messages", timeout=WAIT_MS)
         expect(widget.get_by_test_id("usage")).to_contain_text(
-            f"{grown['tokens']:,} / 3,000 tokens", timeout=WAIT_MS
+            f"{grown['tokens']:,} of 3,000 tokens", timeout=WAIT_MS
         )
         expect(row).to_have_attribute("data-messages", "5", timeout=WAIT_MS)
         expect(sidebar_messages).to_have_count(5, timeout=WAIT_MS)

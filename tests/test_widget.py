@@ -583,7 +583,7 @@ def test_it_shows_as_a_static_summary_then_the_view(widgets, monkeypatch):
     for tag in ("<img", "<script", "<svg", "<a "):
         assert tag not in body.lower(), (tag, body)
     assert "&lt;img src=x onerror=" in body and f'data-nbmemory-static="{widget.model_id}"' in body
-    assert f"{widget.tokens_used:,} / {widget.context_length:,} tokens" in body
+    assert f"{widget.tokens_used:,} of {widget.context_length:,} tokens" in body
     assert "5 messages" in body
     assert "\x1b" not in bundle["text/plain"] and "5 messages" in bundle["text/plain"]
 

@@ -125,7 +125,8 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
             assert sum(tokens for _, tokens in parts) == usage.tokens == engine
             total = legend.locator('[data-testid="legend-total"]')
             assert total.get_attribute("data-tokens") == str(engine)
-            expect(widget.locator('[data-testid="usage"]')).to_contain_text(f"{engine:,} / 4,000")
+            usage = widget.locator('[data-testid="usage"]')
+            expect(usage).to_contain_text(f"{engine:,} of 4,000 tokens")
             # Each segment is as wide as its share of the window.
             bar = widget.locator('[data-testid="gauge"]').bounding_box()
             assert bar is not None
@@ -193,7 +194,7 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
                 "agent.add_memory('Noted too.')",
             )
             note = widget.locator('[data-testid="compacts-next"]')
-            expect(note).to_contain_text("The next model call will compact", timeout=WAIT_MS)
+            expect(note).to_contain_text("The next call compacts first", timeout=WAIT_MS)
             expect(widget.locator('[data-testid="gauge"]')).to_have_class("gauge compacts")
             screenshot(
                 widget.locator('[data-testid="xray"]'), shot(app, "widget-xray-compacts.png")
@@ -205,7 +206,9 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
             summarizer = server.requests[before]
             assert "And now?" not in json.dumps(summarizer["messages"])  # a summary request
             expect(note).to_have_text("", timeout=WAIT_MS)
-            expect(widget.locator('[data-testid="counts"]')).to_contain_text("1 archives")
+            expect(widget.locator('[data-testid="counts"]')).to_contain_text(
+                "1 archive ·"
+            )  # not "1 archives"
             screenshot(widget.locator('[data-testid="xray"]'), shot(app, "widget-xray.png"))
             assert widget.locator("img").count() == 0
 
@@ -252,8 +255,7 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path, app: str) -> 
         expect(rows).to_have_count(1, timeout=WAIT_MS)
         row = rows.first
         expect(row).to_contain_text(compaction.time)
-        before, after = f"{compaction.tokens_before:,}", f"{compaction.tokens_after:,}"
-        expect(row).to_contain_text(f"{before} → {after} tokens")
+        expect(row).to_contain_text(compaction.figures)  # memory and next request, labelled
         expect(row).to_contain_text(f"{compaction.messages} messages archived")
         expect(row).to_contain_text(compaction.archive)
 
@@ -576,7 +578,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         run_all_cells(page)
         widget = page.locator(WIDGET)
         expect(widget.locator('[data-testid="compacts-next"]')).to_contain_text(
-            "will compact", timeout=WAIT_MS
+            "compacts first", timeout=WAIT_MS
         )
         cells = "() => window.jupyterapp.shell.currentWidget.content.widgets.length"
 
@@ -755,7 +757,7 @@ def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
             static = notebook.locator(".nbmemory-static")
             expect(static).to_be_visible(timeout=WAIT_MS)
             expect(static).to_contain_text("Keeper memory")
-            expect(static).to_contain_text("2 messages, 0 archives")
+            expect(static).to_contain_text("2 messages · 0 archives")
             expect(static).to_contain_text(HOSTILE)  # as text
             expect(static).to_contain_text("run the cell to inspect this memory live")
             expect(notebook.locator(ANSWER).first).to_contain_text("Keeper")

@@ -4,7 +4,8 @@
  * marked) and figures. Rows are kept across polls, so focus and selection stay put.
  */
 import type { IAgent } from './api';
-import { el, listMove, number, percent, plural } from './dom';
+import { el, listMove } from './dom';
+import { label } from './vocabulary';
 
 /** One row of the agent list, kept across polls so focus and selection stay put. */
 interface IAgentRow {
@@ -153,32 +154,28 @@ export class AgentList {
     }
     entry.key = key;
     const { tokens, context_length: window, threshold } = agent;
-    const share = window > 0 ? Math.min(1, tokens / window) : 0;
+    // One scale with the X-rays: the window, or the request when it no longer fits in it.
+    const scale = Math.max(window, tokens, 1);
     entry.row.dataset.tokens = String(tokens);
     entry.row.dataset.contextLength = String(window);
     entry.row.dataset.threshold = threshold === null ? '' : String(threshold);
     entry.row.dataset.messages = String(agent.messages);
-    entry.bar.style.width = `${(share * 100).toFixed(1)}%`;
+    entry.bar.style.width = `${((tokens / scale) * 100).toFixed(1)}%`;
     entry.bar.classList.toggle('jp-mod-full', agent.compacts_next);
     entry.mark.hidden = threshold === null;
-    entry.mark.style.left = threshold === null ? '' : `${Math.min(100, threshold * 100)}%`;
+    entry.mark.style.left =
+      threshold === null ? '' : `${((Math.ceil(threshold * window) / scale) * 100).toFixed(1)}%`;
     entry.gauge.setAttribute('aria-label', `${agent.name}: tokens of the next request`);
     entry.gauge.setAttribute('aria-valuemax', String(window));
     entry.gauge.setAttribute('aria-valuenow', String(Math.min(tokens, window)));
-    const compresses =
-      threshold === null
-        ? 'compression off'
-        : `compresses at ${percent(threshold)} (${number(Math.ceil(threshold * window))} tokens)`;
+    const { words } = agent;
     entry.gauge.title =
-      `${number(tokens)} of ${number(window)} tokens (${percent(tokens / (window || 1))}) ` +
-      `for ${agent.model}; ${compresses}` +
-      (agent.recorded ? '' : '; default settings (the agent has not recorded its own)');
+      `${words.usage} for ${agent.model}; ${words.threshold}` +
+      (words.settings ? `; ${words.settings}` : '');
     entry.figures.textContent =
-      `${number(tokens)} / ${number(window)} tokens · ` +
-      (threshold === null ? 'no compression' : `compresses at ${percent(threshold)}`) +
-      ` · ${plural(agent.messages, 'message')}` +
-      (agent.archives ? ` · ${plural(agent.archives, 'archive')}` : '') +
-      (agent.compacts_next ? ' · compacts on next run' : '');
+      `${words.usage} · ${words.threshold} · ${agent.counts}` +
+      (words.settings ? ' · default settings' : '') +
+      (agent.compacts_next ? ` · ${label('compacts next', 'compacts on the next call')}` : '');
     entry.row.setAttribute('aria-label', `${agent.name}: ${entry.figures.textContent}`);
   }
 

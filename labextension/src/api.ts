@@ -13,12 +13,17 @@ export interface IPart {
   tokens: number;
 }
 
-export interface IAgent {
-  name: string;
-  messages: number;
-  size: number;
-  archives: number;
-  last_activity: string | null;
+/** The sentences about a next request (`wording.usage_words`): every view says these. */
+export interface IUsageWords {
+  usage: string;
+  threshold: string;
+  compacts_next: string;
+  over_window: string;
+  settings: string;
+}
+
+/** The next request's figures (`Usage.to_json`). */
+export interface IUsage {
   tokens: number;
   context_length: number;
   threshold: number | null;
@@ -28,7 +33,37 @@ export interface IAgent {
   recorded: boolean;
   compacts_next: boolean;
   parts: IPart[];
+  words: IUsageWords;
+}
+
+/** One agent at a glance (`AgentInfo.to_json`): its figures with its usage's. */
+export interface IAgent extends IUsage {
+  name: string;
+  messages: number;
+  size: number;
+  archives: number;
+  last_activity: string | null;
   problems: string[];
+  /** "1 message · 2 archives" */
+  counts: string;
+}
+
+/** One part of a request as every view draws it (`wording.vocabulary`). */
+export interface IPartStyle {
+  name: string;
+  description: string;
+  /** A CSS colour: the same in the widget's gauge. */
+  color: string;
+}
+
+/** The words and rules every view shares (`wording.vocabulary`). */
+export interface IVocabulary {
+  fold_chars: number;
+  first_number: number;
+  /** A regular expression of the characters "Exact text" reveals as ⟨U+202E⟩. */
+  invisible: string;
+  parts: IPartStyle[];
+  labels: Record<string, string>;
 }
 
 export interface IAgents {
@@ -37,6 +72,7 @@ export interface IAgents {
   store: string;
   poll_interval: number;
   agents: IAgent[];
+  vocabulary: IVocabulary;
 }
 
 export interface IItem {
@@ -85,6 +121,11 @@ export interface ICompaction {
   summary: string;
   dropped: string[];
   recorded: boolean;
+  /** The whole next request before and after (the memory's figures are `tokens_*`). */
+  request_before: number;
+  request_after: number;
+  /** Both figures, labelled: "memory 669 → 166 tokens · next request 2,931 → 2,428 tokens". */
+  figures: string;
 }
 
 /** What each message adds to a request (`ReadModel.message_tokens`). */

@@ -9,6 +9,7 @@ import { Api, IItem, IMessageTokens, agentPath, query, reason } from './api';
 import { anyCase, el, foldNote, listMove, markText, plural } from './dom';
 import { IPagerOptions, PAGE_SIZE, keepingFocus, pager } from './pager';
 import { TextRenderer } from './render';
+import { label, messageNumber } from './vocabulary';
 import { MEMORY_FILE } from './targets';
 
 export interface ICardsOptions {
@@ -173,7 +174,7 @@ export class MessageCards {
     keepingFocus(list, () => {
       list.replaceChildren(...cards.map(c => c.card));
       if (!items.length) {
-        list.append(el('li', 'jp-nbmemory-empty', 'Nothing here.'));
+        list.append(el('li', 'jp-nbmemory-empty', label('empty', 'Nothing here.')));
       }
     });
     // One tab stop per list (the focused card, else the first); arrow keys move inside.
@@ -203,12 +204,12 @@ export class MessageCards {
       'data-source': item.source,
       'data-key': `${item.source}#${item.index}`,
       tabindex: '-1',
-      'aria-label': `${item.role}, message ${item.index} of ${item.source}, ${item.timestamp}`
+      'aria-label': `${item.role}, message ${messageNumber(item.index)} of ${item.source}, ${item.timestamp}`
     });
     const meta = el('div', 'jp-nbmemory-message-meta');
     meta.append(
       el('span', 'jp-nbmemory-role', item.role),
-      el('span', 'jp-nbmemory-when', `#${item.index} ${item.timestamp}`),
+      el('span', 'jp-nbmemory-when', `${messageNumber(item.index)} ${item.timestamp}`),
       el('span', 'jp-nbmemory-message-tokens', '', { 'data-testid': 'nbmemory-message-tokens' })
     );
     if (item.source !== MEMORY_FILE || highlight !== null) {

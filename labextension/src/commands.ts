@@ -38,6 +38,7 @@ import { Widget } from '@lumino/widgets';
 
 import { IAgent, IAgents, IItem, agentPath, query, reason } from './api';
 import { el, number, plural } from './dom';
+import { messageNumber } from './vocabulary';
 import { MemoryPanel } from './panel';
 import { IArchiveRef, IMessageRef, MEMORY_FILE } from './targets';
 import { CompactionView } from './timeline';
@@ -222,7 +223,7 @@ class CommandContext {
 }
 
 const describe = (ref: IMessageRef) =>
-  `message #${ref.index} of ${ref.agent}` +
+  `message ${messageNumber(ref.index)} of ${ref.agent}` +
   (ref.source === MEMORY_FILE ? '' : ` (archive ${ref.source})`);
 
 /** Show and refresh the panel; open MEMORY.md or an archive in the editor. */
@@ -232,7 +233,13 @@ function addOpenCommands(c: CommandContext): void {
   commands.addCommand(CommandIDs.show, {
     label: 'Show Agent Memory',
     caption: 'Open the Agent Memory panel',
-    execute: () => showPanel() // the panel takes the focus when activated
+    execute: async () => {
+      showPanel();
+      // The focus goes to the agent list once the sidebar has shown the panel (activating a
+      // collapsed sidebar shows it after this call, when focusing it earlier would do nothing).
+      await new Promise(resolve => requestAnimationFrame(resolve));
+      await panel.focusAgents();
+    }
   });
 
   commands.addCommand(CommandIDs.refresh, {
@@ -407,10 +414,11 @@ function addCompactCommand(c: CommandContext): void {
           archive: string | null;
           tokens_before: number;
           tokens_after: number;
+          figures: string;
         }>(agentPath(name, 'compact'), { summary });
         Notification.success(
-          `Compacted ${name}: ${number(done.tokens_before)} → ${number(done.tokens_after)} ` +
-            `tokens; the transcript is in ${done.archive ?? 'no archive (nothing to archive)'}.`,
+          `Compacted ${name}: ${done.figures || 'nothing archived'}; the transcript is in ` +
+            `${done.archive ?? 'no archive (nothing to archive)'}.`,
           { autoClose: 6000 }
         );
         await panel.refresh();

@@ -75,10 +75,12 @@ export function foldNote(shown: number, length: number, showFull: () => void): H
   return note;
 }
 
-export const number = (n: number): string => n.toLocaleString();
+/** Numbers as every view writes them (`wording.number`): "12,345", whatever the locale. */
+export const number = (n: number): string => n.toLocaleString('en');
 export const plural = (n: number, word: string): string =>
   `${number(n)} ${word}${n === 1 ? '' : 's'}`;
-export const percent = (fraction: number): string => `${Math.round(fraction * 1000) / 10}%`;
+/** A share as every view writes it (`wording.percent`): a whole percent. */
+export const percent = (fraction: number): string => `${Math.round(fraction * 100)}%`;
 
 /** Where `term` occurs in `text`, as [start, end) pairs. */
 type Finder = (text: string) => [number, number][];

@@ -6,6 +6,7 @@ import type { IPage } from './api';
 import { MessageCards, PagedCards } from './cards';
 import { button, el, number, plural } from './dom';
 import { keepingFocus } from './pager';
+import { label } from './vocabulary';
 
 /** The message list: MEMORY.md or one archive, a page at a time, maybe one role only. */
 export interface IListView {
@@ -25,10 +26,10 @@ export class MessageList extends PagedCards<IListView> {
     super(cards, 'Messages', 'nbmemory-messages', changed);
     this.title = el('h4', 'jp-nbmemory-section-title', 'Memory');
     this.backToMemory = button(
-      'Back to memory',
+      label('back', 'Back to the memory'),
       'Show the live memory (MEMORY.md)',
       showMemory,
-      'Back to memory'
+      label('back', 'Back to the memory')
     );
     this.backToMemory.hidden = true;
     this.roleSelect = el('select', 'jp-mod-styled jp-nbmemory-role', undefined, {

@@ -7,6 +7,7 @@ import { Api, INotes, agentPath, reason } from './api';
 import { button, el, number } from './dom';
 import { keepingFocus } from './pager';
 import { TextRenderer } from './render';
+import { label } from './vocabulary';
 
 export class PinnedNotes {
   /** `exact()`: "Exact text" is ticked; `refresh()` reloads the panel (after a change). */
@@ -27,7 +28,7 @@ export class PinnedNotes {
     });
     this.pinInput = el('input', 'jp-mod-styled jp-nbmemory-pin-input', undefined, {
       type: 'text',
-      placeholder: 'A note to pin (in every request)',
+      placeholder: label('pin placeholder', 'Pin a note (kept in every request)'),
       'aria-label': 'Note to pin',
       'data-testid': 'nbmemory-pin-input'
     });
@@ -52,7 +53,10 @@ export class PinnedNotes {
       'data-testid': 'nbmemory-pinned',
       'aria-label': 'Pinned notes'
     });
-    this.node.append(this.title, this.list, this.status, pinForm);
+    this.empty = el('p', 'jp-nbmemory-empty', label('no notes', 'No pinned notes.'), {
+      'data-testid': 'nbmemory-notes-empty'
+    });
+    this.node.append(this.title, this.list, this.empty, this.status, pinForm);
   }
 
   readonly node: HTMLElement;
@@ -108,10 +112,9 @@ export class PinnedNotes {
     });
     keepingFocus(this.list, () => {
       this.list.replaceChildren(...rows);
-      if (!rows.length) {
-        this.list.append(el('li', 'jp-nbmemory-empty', 'No pinned notes.'));
-      }
     });
+    this.list.hidden = !rows.length; // the empty state is no numbered item ("1. No pinned notes.")
+    this.empty.hidden = rows.length > 0;
     for (const [body, text] of bodies) {
       if (rendered !== this.generation) {
         return;
@@ -170,6 +173,7 @@ export class PinnedNotes {
 
   private readonly title: HTMLElement;
   private readonly list: HTMLOListElement;
+  private readonly empty: HTMLParagraphElement;
   private readonly status: HTMLElement;
   private readonly pinInput: HTMLInputElement;
   private readonly pinButton: HTMLButtonElement;

@@ -20,6 +20,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { Api, IAgent, IAgents, ICompaction, INotes, IPage, agentPath, query, reason } from './api';
+import { label, setVocabulary } from './vocabulary';
 import { AgentList } from './agents';
 import { MessageCards } from './cards';
 import { CompactionViews } from './compactions';
@@ -175,6 +176,7 @@ export class MemoryPanel extends Panel {
       this.workspace.textContent =
         data.store === 'files' ? `Workspace: ${where}` : `Database: ${where}`;
       this.workspace.title = where;
+      setVocabulary(data.vocabulary);
       this.agents = data.agents;
       this.agentList.update(data.agents);
       const selected = data.agents.find(a => a.name === this.selected);
@@ -188,9 +190,11 @@ export class MemoryPanel extends Panel {
         await this.loadDetail(selected.name, generation);
       }
       if (generation === this.generation) {
-        this.status.textContent = data.agents.length
-          ? ''
-          : `No agents in ${where} yet.`;
+        this.status.textContent = !data.agents.length
+          ? `No agents in ${where} yet.`
+          : selected
+            ? ''
+            : label('no agent', 'Select an agent to see its memory.');
       }
     } catch (error) {
       if (generation === this.generation) {

@@ -6,6 +6,7 @@ import { renderMarkdown } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { el } from './dom';
+import { reveal } from './vocabulary';
 
 /** Tags Markdown produces, minus <img>; any other tag in a message (raw HTML) is shown as text. */
 const MARKDOWN_TAGS = [
@@ -65,6 +66,50 @@ export class MessageSanitizer implements IRenderMime.ISanitizer {
   }
 }
 
+/** `<` where it would open a tag or a comment (not an autolink such as `<https://…>`). */
+const TAG_START = /<(?=[A-Za-z/!?])(?!(?:https?|mailto):)/g;
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+const INDENTED_CODE = /^(?: {4}|\t)/;
+
+/** `<` of a raw tag as `&lt;` in one line of prose, leaving its code spans as they are. */
+function escapeLine(line: string): string {
+  return line
+    .split(/(`+[^`]*?`+)/)
+    .map((piece, i) => (i % 2 ? piece : piece.replace(TAG_START, '&lt;')))
+    .join('');
+}
+
+/**
+ * Markdown source whose raw HTML is text: each `<` that would open a tag becomes `&lt;`
+ * outside code, so `<b>` shows as written (as in the widget) and the sanitizer never has to
+ * escape a tag itself (which rewrites it: quoted attributes, an invented `</p>`).
+ */
+export function rawHtmlAsText(source: string): string {
+  let fence: string | null = null;
+  let previousBlank = true;
+  let inIndented = false;
+  return source
+    .split('\n')
+    .map(line => {
+      const opened = FENCE.exec(line);
+      if (fence !== null) {
+        if (opened && opened[1][0] === fence[0] && opened[1].length >= fence.length) {
+          fence = null;
+        }
+        return line;
+      }
+      if (opened) {
+        fence = opened[1];
+        return line;
+      }
+      const blank = !line.trim();
+      inIndented = INDENTED_CODE.test(line) && (previousBlank || inIndented) && !blank;
+      previousBlank = blank;
+      return inIndented ? line : escapeLine(line);
+    })
+    .join('\n');
+}
+
 /** Renders untrusted text into a host element, as sanitized Markdown or as exact text. */
 export class TextRenderer {
   constructor(
@@ -78,14 +123,16 @@ export class TextRenderer {
       const pre = el('pre', 'jp-nbmemory-exact-text', undefined, {
         'data-testid': 'nbmemory-exact-text'
       });
-      pre.textContent = text; // verbatim: what the agent will read, injected instructions and all
+      // Verbatim: what the agent will read, injected instructions and all, with invisible and
+      // bidirectional characters revealed (the switch is for auditing).
+      pre.textContent = reveal(text);
       body.replaceChildren(pre);
       return;
     }
     body.classList.add('jp-RenderedMarkdown');
     await renderMarkdown({
       host: body,
-      source: text,
+      source: rawHtmlAsText(text),
       trusted: false,
       sanitizer: this.sanitizer,
       resolver: null,

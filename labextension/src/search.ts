@@ -6,6 +6,7 @@
 import type { IPage } from './api';
 import { MessageCards, PagedCards } from './cards';
 import { button, el, number, plural } from './dom';
+import { label } from './vocabulary';
 
 /** The search shown above the message list. */
 export interface ISearchView {
@@ -20,7 +21,7 @@ export class SearchSection extends PagedCards<ISearchView> {
     super(cards, 'Search results', 'nbmemory-search-results', changed);
     this.input = el('input', 'jp-mod-styled jp-nbmemory-search-input', undefined, {
       type: 'search',
-      placeholder: 'Search messages (Enter)',
+      placeholder: `${label('search placeholder', 'Search messages')} (Enter)`,
       'aria-label': 'Search messages',
       'data-testid': 'nbmemory-search'
     });

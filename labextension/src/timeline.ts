@@ -13,14 +13,15 @@ import { Widget } from '@lumino/widgets';
 import { Api, ICompaction, IItem, IPage, agentPath, query, reason } from './api';
 import { button, el, foldNote, markText, number, plural, wholeWord } from './dom';
 import { TextRenderer } from './render';
+import { label, messageNumber } from './vocabulary';
 
 const PAGE_SIZE = 20;
 /** The largest page the server gives (`MAX_LIMIT`). */
 const MAX_PAGE = 200;
 
-/** "1,234 → 345 tokens" */
+/** "memory 669 → 166 tokens · next request 2,931 → 2,428 tokens", as every view says it */
 export function tokensChange(compaction: ICompaction): string {
-  return `${number(compaction.tokens_before)} → ${number(compaction.tokens_after)} tokens`;
+  return compaction.figures;
 }
 
 /** The compaction list of the sidebar; a compaction opens with `onOpen`. */
@@ -60,7 +61,7 @@ export class CompactionTimeline {
         const head = el('div', 'jp-nbmemory-compaction-head');
         head.append(
           el('span', 'jp-nbmemory-compaction-number', `#${position + 1}`),
-          el('time', 'jp-nbmemory-compaction-time', compaction.time.replace('T', ' '), {
+          el('time', 'jp-nbmemory-compaction-time', compaction.time, {
             datetime: compaction.time
           })
         );
@@ -144,8 +145,8 @@ export class CompactionView extends Widget {
       el(
         'div',
         'jp-nbmemory-view-figures',
-        `${compaction.time.replace('T', ' ')} · ${tokensChange(compaction)} · ` +
-          `${plural(compaction.messages, 'message')} archived in ${compaction.archive}${kept}`,
+        `${compaction.time} · ${tokensChange(compaction)} · ` +
+          `${plural(compaction.messages, 'message')} archived to ${compaction.archive}${kept}`,
         { 'data-testid': 'nbmemory-view-figures' }
       ),
       el(
@@ -186,7 +187,13 @@ export class CompactionView extends Widget {
       'aria-label': 'Summary'
     });
     summary.append(
-      el('h3', 'jp-nbmemory-section-title', 'Summary (what the memory holds now)'),
+      el(
+        'h3',
+        'jp-nbmemory-section-title',
+        position + 1 === count
+          ? label('summary now', 'What the memory holds now')
+          : label('summary then', 'The summary this compaction wrote (a later one replaced it)')
+      ),
       this.summary
     );
 
@@ -281,7 +288,7 @@ export class CompactionView extends Widget {
     const cards = await Promise.all(items.map(item => this.card(item, exact)));
     this.transcript.replaceChildren(...cards);
     if (!items.length) {
-      this.transcript.append(el('li', 'jp-nbmemory-empty', 'Nothing here.'));
+      this.transcript.append(el('li', 'jp-nbmemory-empty', label('empty', 'Nothing here.')));
     }
   }
 
@@ -297,7 +304,7 @@ export class CompactionView extends Widget {
     const meta = el('div', 'jp-nbmemory-message-meta');
     meta.append(
       el('span', 'jp-nbmemory-role', item.role),
-      el('span', 'jp-nbmemory-when', `#${item.index} ${item.timestamp}`)
+      el('span', 'jp-nbmemory-when', `${messageNumber(item.index)} ${item.timestamp}`)
     );
     const body = el('div', 'jp-nbmemory-message-body');
     card.append(meta, body);
@@ -326,7 +333,7 @@ export class CompactionView extends Widget {
       this.full.set(index, data.text);
       await this.showPage(this.page?.offset ?? 0, index);
     } catch (error) {
-      this.caption.textContent = `Could not load message ${index}: ${reason(error)}`;
+      this.caption.textContent = `Could not load message ${messageNumber(index)}: ${reason(error)}`;
     }
   }
 

@@ -7,18 +7,16 @@
  */
 import type { IAgent, IPart } from './api';
 import { el, number, percent } from './dom';
+import { label, partStyle } from './vocabulary';
 
-/** What each part is, for tooltips. */
-const DESCRIPTIONS: Record<string, string> = {
-  'system prompt': "The agent's system prompt",
-  rules: 'The rules and custom rules sent after the system prompt',
-  'pinned notes': 'NOTES.md: carried word for word by every request, never compacted',
-  'earlier sessions':
-    'MEMORY.md as the running process preloaded it (all of it when no process of the agent runs)',
-  'this session': 'What the running process of the agent added to MEMORY.md since it started',
-  'tool schemas': "The tools' JSON schemas",
-  'reply room': "Room kept for the model's reply"
-};
+/** Draw `node` in part `name`'s colour (the widget's gauge uses the same: `wording.PALETTE`). */
+function paint<T extends HTMLElement>(node: T, name: string): T {
+  const style = partStyle(name);
+  if (style) {
+    node.style.background = style.color;
+  }
+  return node;
+}
 
 export class ContextXray {
   constructor() {
@@ -74,7 +72,7 @@ export class ContextXray {
       return;
     }
     this.key = key;
-    const { tokens, context_length: window, threshold } = agent;
+    const { tokens, context_length: window, threshold, words } = agent;
     const parts: IPart[] = agent.parts.length ? agent.parts : [{ name: 'total', tokens }];
     // The scale is the window, or the request when it no longer fits in it.
     const scale = Math.max(window, tokens, 1);
@@ -83,21 +81,23 @@ export class ContextXray {
     this.node.dataset.contextLength = String(window);
     this.node.classList.toggle('jp-mod-compacts', agent.compacts_next);
 
-    const compresses =
-      at === null ? 'compression off' : `compacts at ${percent(threshold!)} (${number(at)} tokens)`;
+    const compresses = words.threshold;
     this.summary.textContent =
-      `${number(tokens)} of ${number(window)} tokens (${percent(tokens / (window || 1))}) ` +
-      `for ${agent.model} · ${compresses}` +
-      (agent.recorded ? '' : ' · default settings: the agent has not recorded its own');
+      `${words.usage} for ${agent.model} · ${compresses}` +
+      (words.settings ? ` · ${words.settings}` : '');
 
     this.track.replaceChildren(
       ...parts.map((part, index) => {
-        const segment = el('div', `jp-nbmemory-xray-segment jp-nbmemory-part-${index % 7}`, '', {
+        const attrs = {
           'data-part': part.name,
           'data-tokens': String(part.tokens),
           'data-testid': 'nbmemory-xray-segment',
           title: `${part.name}: ${number(part.tokens)} tokens`
-        });
+        };
+        const segment = paint(
+          el('div', `jp-nbmemory-xray-segment jp-nbmemory-part-${index % 7}`, '', attrs),
+          part.name
+        );
         segment.style.width = `${((part.tokens / scale) * 100).toFixed(3)}%`;
         segment.hidden = part.tokens === 0;
         return segment;
@@ -105,7 +105,7 @@ export class ContextXray {
     );
     this.threshold.hidden = at === null;
     this.threshold.style.left = at === null ? '' : `${((at / scale) * 100).toFixed(3)}%`;
-    this.threshold.title = at === null ? '' : `Compaction threshold: ${number(at)} tokens`;
+    this.threshold.title = at === null ? '' : compresses;
     this.windowEnd.hidden = tokens <= window;
     this.windowEnd.style.left = `${((window / scale) * 100).toFixed(3)}%`;
     this.gauge.setAttribute(
@@ -113,22 +113,7 @@ export class ContextXray {
       `Next request: ${number(tokens)} of ${number(window)} tokens; ${compresses}`
     );
 
-    if (agent.compacts_next && at !== null) {
-      this.compacts.replaceChildren(
-        el('strong', '', 'The next call will compact: '),
-        `${number(tokens)} tokens reach the threshold of ${number(at)} ` +
-          `(${percent(threshold!)} of ${number(window)}). Before that call, the history is ` +
-          'summarized and its transcript archived.'
-      );
-    } else if (tokens > window) {
-      this.compacts.replaceChildren(
-        el('strong', '', 'Over the window: '),
-        `${number(tokens - window)} tokens too many, and compression is off; most models ` +
-          'will refuse the next call.'
-      );
-    } else {
-      this.compacts.replaceChildren();
-    }
+    this.compacts.textContent = words.compacts_next || words.over_window;
     this.compacts.hidden = !this.compacts.textContent;
 
     const rows = parts.map((part, index) => {
@@ -136,12 +121,15 @@ export class ContextXray {
         'data-part': part.name,
         'data-tokens': String(part.tokens),
         'data-testid': 'nbmemory-xray-part',
-        title: DESCRIPTIONS[part.name] ?? part.name
+        title: partStyle(part.name)?.description ?? part.name
       });
       row.append(
-        el('span', `jp-nbmemory-xray-swatch jp-nbmemory-part-${index % 7}`, '', {
-          'aria-hidden': 'true'
-        }),
+        paint(
+          el('span', `jp-nbmemory-xray-swatch jp-nbmemory-part-${index % 7}`, '', {
+            'aria-hidden': 'true'
+          }),
+          part.name
+        ),
         el('span', 'jp-nbmemory-xray-name', part.name),
         el('span', 'jp-nbmemory-xray-tokens', number(part.tokens), {
           'data-testid': 'nbmemory-xray-tokens'
@@ -155,7 +143,7 @@ export class ContextXray {
     });
     total.append(
       el('span', 'jp-nbmemory-xray-swatch', '', { 'aria-hidden': 'true' }),
-      el('span', 'jp-nbmemory-xray-name', 'total'),
+      el('span', 'jp-nbmemory-xray-name', label('next request', 'next request')),
       el('span', 'jp-nbmemory-xray-tokens', number(tokens)),
       el('span', 'jp-nbmemory-xray-share', percent(tokens / (window || 1)))
     );

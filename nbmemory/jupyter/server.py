@@ -504,12 +504,14 @@ class CompactHandler(_Handler):
 
         archive = await self.in_thread(compact)
         after = await self.in_thread(self.model.usage, name)
+        done = await self.in_thread(self.model.compactions, name) if archive else []
         self.reply(
             {
                 "name": name,
                 "archive": archive.name if archive else None,
                 "tokens_before": before.tokens,
                 "tokens_after": after.tokens,
+                "figures": done[-1].figures if done else "",
             }
         )
 

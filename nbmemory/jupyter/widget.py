@@ -50,12 +50,15 @@ from nbmemory.read_model import (
     CompactionInfo,
     Item,
     ReadModel,
+    Usage,
     has_role,
     page_of,
     to_items,
+    usage_in_ram,
 )
 from nbmemory.report import markdown_escape, visible
 from nbmemory.store import Workspace
+from nbmemory.wording import counted, counts_words, vocabulary
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
@@ -232,6 +235,11 @@ class MemoryWidget(anywidget.AnyWidget):
     last_activity = traitlets.Unicode("").tag(sync=True)
     last_compaction = traitlets.Unicode("").tag(sync=True)
     problems = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    words = traitlets.Dict().tag(sync=True)
+    """The figures in words, as every view says them: ``Usage.to_json()["words"]`` and
+    ``counts`` (``1 message · 2 archives``)."""
+    vocabulary = traitlets.Dict(vocabulary()).tag(sync=True)
+    """What the browser needs to word and draw as the other views do (``wording.vocabulary``)."""
 
     # The memory, a page at a time
     page = traitlets.Int(0).tag(sync=True)
@@ -449,14 +457,7 @@ class MemoryWidget(anywidget.AnyWidget):
                 if self.status == self._absent_status:
                     self.status = ""
                 self.exists = True
-                self.model_name = usage.model
-                self.encoding = usage.encoding
-                self.settings_recorded = usage.recorded
-                self.tokens_used = usage.tokens
-                self.context_length = usage.context_length
-                self.threshold = usage.threshold
-                self.compacts_next = usage.compacts_next
-                self.usage_parts = [{"name": n, "tokens": t} for n, t in usage.parts]
+                self._show_usage(usage, info.messages, len(archives))
                 self.memory_bytes = info.size
                 self.last_activity = info.last_activity or ""
                 self.problems = list(info.problems)
@@ -476,25 +477,24 @@ class MemoryWidget(anywidget.AnyWidget):
                 self.counting = False  # last: whoever waits for the figures finds them all
             self._version = version
 
+    def _show_usage(self, usage: Usage, messages: int, archives: int) -> None:
+        """The figures of the next request, as traits (the read model's, words included)."""
+        self.model_name = usage.model
+        self.encoding = usage.encoding
+        self.settings_recorded = usage.recorded
+        self.tokens_used = usage.tokens
+        self.context_length = usage.context_length
+        self.threshold = usage.threshold
+        self.compacts_next = usage.compacts_next
+        self.usage_parts = usage.to_json()["parts"]
+        self.words = {**usage.to_json()["words"], "counts": counts_words(messages, archives)}
+
     def _refresh_ram(self) -> None:
         convo = self._ram
         assert convo is not None
-        agent = self.agent
-        compressor = agent._context_compressor if agent is not None else None
         with self.hold_sync():
             self.exists = True
-            self.model_name = agent.model_name if agent is not None else ""
-            self.encoding = convo.encoding_name
-            self.tokens_used = convo.context_tokens() + (
-                agent.request_overhead_tokens() if agent is not None else 0
-            )
-            self.context_length = (
-                agent.context_length if agent is not None else convo.context_length
-            )
-            self.threshold = compressor.threshold if compressor is not None else None
-            self.compacts_next = self.threshold is not None and (
-                self.tokens_used >= self.threshold * self.context_length
-            )
+            self._show_usage(usage_in_ram(convo, self.agent), len(convo.conversation_history), 0)
             self.memory_bytes = 0
             self.pinned_notes = []
             self.notes_tokens = 0
@@ -522,6 +522,7 @@ class MemoryWidget(anywidget.AnyWidget):
             self.page = self.search_total = self.archive_total = 0
             self.compacts_next = False
             self.usage_parts = []
+            self.words = {}
             self.status = self._absent_status
 
     def _changed(self, event: ChangeEvent) -> None:
@@ -896,7 +897,6 @@ class MemoryWidget(anywidget.AnyWidget):
         if not self._exists_now():
             self.status = f"Nothing to compact: there is no agent named {self.name!r} yet."
             return
-        before = self.tokens_used
         self.status = "Compacting…"
         try:
             agent = self._compactor()
@@ -918,7 +918,8 @@ class MemoryWidget(anywidget.AnyWidget):
         where = (
             f"; the transcript is in archive/{self.archives[-1]['name']}" if self.archives else ""
         )
-        self.status = f"Compacted: {before:,} -> {self.tokens_used:,} tokens{where}."
+        figures = self.compactions[-1]["figures"] if self.compactions else ""
+        self.status = f"Compacted: {figures}{where}."
 
     def _exists_now(self) -> bool:
         if self._ram is not None:
@@ -939,26 +940,19 @@ class MemoryWidget(anywidget.AnyWidget):
         if self.counting:
             usage = "tokens being counted"
         else:
-            share = self.tokens_used / self.context_length if self.context_length else 0.0
-            usage = f"{self.tokens_used:,} / {self.context_length:,} tokens ({share:.0%}"
-            usage += (
-                f"; compression at {self.threshold:.0%})"
-                if self.threshold is not None
-                else "; no compression)"
-            )
-        usage += f", {self.message_count} messages, {self.archive_count} archives"
+            usage = f"{self.words['usage']}, {self.words['threshold']}"
+        usage += f", {self.words.get('counts', '')}"
         lines = []
         parts = [f"{p['name']} {p['tokens']:,}" for p in self.usage_parts]
         if parts:
             lines.append("Next request: " + " · ".join(parts))
-        if self.compacts_next and not self.counting:
-            lines.append("The next model call will compact this memory first.")
+        if not self.counting:
+            lines += filter(None, [self.words.get("compacts_next"), self.words.get("over_window")])
         if self.compactions:
             last = self.compactions[-1]
             lines.append(
-                f"{len(self.compactions)} compactions; the last at {last['time']}: "
-                f"{last['tokens_before']:,} -> {last['tokens_after']:,} tokens, "
-                f"{len(last['dropped'])} terms dropped"
+                f"{counted(len(self.compactions), 'compaction')}; the last at {last['time']}: "
+                f"{last['figures']}, {counted(len(last['dropped']), 'term')} dropped"
             )
         if self.pinned_notes:
             lines.append(f"{len(self.pinned_notes)} pinned notes ({self.notes_tokens:,} tokens)")

@@ -12,19 +12,19 @@ function timelineNodes() {
   return { timeline, timelineTitle, timelineList };
 }
 
-function summaryNodes() {
+function summaryNodes(labels) {
   const summaryPane = el("section", {
     class: "summary-pane", "data-testid": "compaction-view", "aria-label": "The compaction's summary",
   });
   const summaryHead = el("div", { class: "summary-head", "data-testid": "compaction-head", tabindex: "-1" });
   const closeCompaction = el("button", {
     type: "button", class: "close", "data-testid": "close-compaction", "aria-label": "Close this compaction and show the memory",
-  }, "Back to the memory");
+  }, labels.back);
   const droppedBox = el("div", { class: "dropped", "data-testid": "dropped" });
   const summaryTitle = el("div", { class: "summary-title" }, "The summary that replaced it");
   const summaryBody = el("div", { class: "summary-body", "data-testid": "summary" });
   summaryPane.append(summaryHead, closeCompaction, droppedBox, summaryTitle, summaryBody);
-  return { summaryPane, summaryHead, closeCompaction, droppedBox, summaryBody };
+  return { summaryPane, summaryHead, closeCompaction, droppedBox, summaryTitle, summaryBody };
 }
 
 function drawTimeline(s) {
@@ -41,7 +41,7 @@ function drawTimeline(s) {
   const open = model.get("open_archive");
   timelineList.replaceChildren(...items.map((c, i) => {
     const dropped = c.dropped.length;
-    const text = `${c.time || "?"} · ${number(c.tokens_before)} → ${number(c.tokens_after)} tokens · `
+    const text = `${c.time || "?"} · ${c.figures} · `
       + `${number(c.messages)} messages archived · ${number(dropped)} ${dropped === 1 ? "term" : "terms"} dropped`;
     const button = el("button", {
       type: "button", class: "compaction", "data-testid": "compaction", "data-archive": c.archive,
@@ -77,7 +77,7 @@ function droppedNodes(model, terms) {
 
 // The open compaction's summary beside the list, when the list shows its archive.
 function drawCompaction(s, current) {
-  const { model, inspect, summaryPane, summaryHead, droppedBox, summaryBody } = s;
+  const { model, inspect, summaryPane, summaryHead, summaryTitle, droppedBox, summaryBody } = s;
   const info = model.get("compaction");
   const open = current === "archive" && info && info.archive === model.get("open_archive");
   inspect.classList.toggle("split", Boolean(open));
@@ -86,10 +86,11 @@ function drawCompaction(s, current) {
   const all = model.get("compactions");
   const n = all.findIndex((c) => c.archive === info.archive) + 1;
   const kept = info.kept_messages ? `, ${number(info.kept_messages)} kept word for word` : "";
+  const labels = model.get("vocabulary").labels;
   summaryHead.textContent = `Compaction ${n} of ${all.length} · ${info.time || "?"} · `
-    + `${number(info.tokens_before)} → ${number(info.tokens_after)} tokens · `
-    + `${number(info.messages)} messages archived to ${info.archive}${kept}`
-    + (info.recorded ? "" : " (no record kept: worked out from the files)");
+    + `${info.figures} · ${number(info.messages)} messages archived to ${info.archive}${kept}`
+    + (info.recorded ? "" : ` (${labels["no record"]})`);
+  summaryTitle.textContent = n === all.length ? labels["summary now"] : labels["summary then"];
   droppedBox.replaceChildren(...droppedNodes(model, info.dropped || []));
   summaryBody.replaceChildren(shownText(info.summary, model.get("exact")));
   if (s.focusSummary) {
@@ -116,7 +117,7 @@ function closeCompactionView(s) {
 // (split while a compaction is open). `ctx` is the widget's: {model, widget}.
 function compactionsView(ctx, inspect) {
   // focusSummary: a compaction opened by the person: its summary gets the focus
-  const s = { model: ctx.model, inspect, ...timelineNodes(), ...summaryNodes(), focusSummary: false };
+  const s = { model: ctx.model, inspect, ...timelineNodes(), ...summaryNodes(ctx.model.get("vocabulary").labels), focusSummary: false };
   s.closeCompaction.onclick = () => closeCompactionView(s);
   // Escape closes an open compaction (the widget's keys are its own: data-lm-suppress-shortcuts).
   ctx.widget.addEventListener("keydown", (event) => {

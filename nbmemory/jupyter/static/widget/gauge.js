@@ -3,16 +3,14 @@
 // window), the counts and what is worth knowing about them.
 import { bytes, el, number } from "./dom.js";
 
-// The parts of a request, in the order it carries them (read_model.PARTS), and what each is.
-const PART_HELP = {
-  "system prompt": "the agent's instructions",
-  "rules": "its rules and custom rules",
-  "pinned notes": "NOTES.md, carried by every request, never compacted",
-  "earlier sessions": "MEMORY.md as the running agent preloaded it",
-  "this session": "what the running agent added since",
-  "tool schemas": "the tools it may call",
-  "reply room": "tokens kept free for the answer",
-};
+// What each part is and the colour it is drawn in come from the vocabulary trait
+// (nbmemory.wording: the panel's are the same), as do the sentences about the figures (`words`).
+const partOf = (model, name) => model.get("vocabulary").parts.find((p) => p.name === name);
+function paint(node, model, name) {
+  const part = partOf(model, name);
+  if (part) node.style.background = part.color;
+  return node;
+}
 
 // The summary line's figures (the toggle before them is the widget's).
 function summaryNodes() {
@@ -44,13 +42,13 @@ function xrayNodes() {
   return { xray, gauge, segments, mark, compactsNext, legend, counts, notes };
 }
 
-function drawXray(model, v, exists, used, win, threshold) {
+function drawXray(model, v, exists, used, win, scale) {
   const { miniSegments, segments, legend, gauge, miniGauge, compactsNext } = v;
   const parts = model.get("usage_parts");
-  const shown = parts.length ? parts : exists ? [{ name: "memory", tokens: used }] : [];
-  const scale = Math.max(win, used, 1); // past the window, the bar is full and in scale
+  const words = model.get("words");
+  const shown = parts.length ? parts : exists ? [{ name: "total", tokens: used }] : [];
   const segment = (part, i, attrs = {}) => {
-    const node = el("div", { class: `segment part-${i}`, ...attrs });
+    const node = paint(el("div", { class: `segment part-${i}`, ...attrs }), model, part.name);
     node.style.width = `${(100 * part.tokens) / scale}%`;
     node.hidden = !part.tokens;
     return node;
@@ -62,9 +60,9 @@ function drawXray(model, v, exists, used, win, threshold) {
   })));
   const items = shown.map((part, i) => {
     const item = el("li", { "data-testid": "legend-item", "data-part": part.name, "data-tokens": String(part.tokens) });
-    const help = PART_HELP[part.name];
+    const help = partOf(model, part.name)?.description;
     item.append(
-      el("span", { class: `swatch part-${i}`, "aria-hidden": "true" }),
+      paint(el("span", { class: `swatch part-${i}`, "aria-hidden": "true" }), model, part.name),
       el("span", { class: "part-name" }, part.name),
       el("span", { class: "part-tokens" }, `${number(part.tokens)}`),
     );
@@ -73,10 +71,9 @@ function drawXray(model, v, exists, used, win, threshold) {
   });
   if (exists && !model.get("counting")) {
     const total = el("li", { class: "legend-total", "data-testid": "legend-total", "data-tokens": String(used) });
-    const at = threshold === null ? "no compression" : `compacts at ${number(Math.ceil(threshold * win))} (${Math.round(threshold * 100)}%)`;
     total.append(
-      el("span", { class: "part-name" }, "next request"),
-      el("span", { class: "part-tokens" }, `${number(used)} of ${number(win)} · ${at}`),
+      el("span", { class: "part-name" }, model.get("vocabulary").labels["next request"]),
+      el("span", { class: "part-tokens" }, `${words.usage} · ${words.threshold}`),
     );
     items.push(total);
   }
@@ -84,10 +81,8 @@ function drawXray(model, v, exists, used, win, threshold) {
   const compacting = exists && !model.get("counting") && model.get("compacts_next");
   gauge.classList.toggle("compacts", compacting);
   miniGauge.classList.toggle("compacts", compacting);
-  compactsNext.textContent = compacting
-    ? `The next model call will compact this memory first: ${number(used)} tokens reach the `
-      + `${Math.round(threshold * 100)}% threshold (${number(Math.ceil(threshold * win))} of ${number(win)}).`
-    : "";
+  const counted = exists && !model.get("counting");
+  compactsNext.textContent = counted ? words.compacts_next || words.over_window || "" : "";
 }
 
 // The static summary shown with this widget (for a notebook opened without its kernel):
@@ -109,6 +104,9 @@ function drawFigures(model, v) {
   const win = model.get("context_length") || 1;
   const percent = Math.round((100 * used) / win);
   const threshold = model.get("threshold");
+  const words = model.get("words");
+  // One scale for both gauges: the window, or the request when it no longer fits in it.
+  const scale = Math.max(win, used, 1);
   const modelName = model.get("model_name");
   name.textContent = modelName ? `${model.get("name")} · ${modelName}` : model.get("name");
   if (!exists) {
@@ -116,33 +114,32 @@ function drawFigures(model, v) {
   } else if (model.get("counting")) {
     usage.textContent = `counting tokens… / ${number(win)} tokens`;
   } else {
-    usage.textContent = `${number(used)} / ${number(win)} tokens (${percent}%)`;
+    usage.textContent = words.usage;
   }
   gauge.setAttribute("data-percent", String(exists ? percent : 0));
   gauge.setAttribute("aria-valuenow", String(exists ? Math.min(100, percent) : 0));
   gauge.setAttribute("aria-valuetext", exists ? usage.textContent : "no agent yet");
-  drawXray(model, v, exists, used, win, threshold);
+  drawXray(model, v, exists, used, win, scale);
   mark.hidden = miniMark.hidden = threshold === null;
   if (threshold !== null) {
-    mark.style.left = miniMark.style.left = `calc(${Math.min(100, threshold * 100)}% - 1px)`;
-    mark.title = `compression at ${Math.round(threshold * 100)}%`;
+    const at = Math.ceil(threshold * win);
+    mark.style.left = miniMark.style.left = `calc(${(100 * at) / scale}% - 1px)`;
+    mark.title = words.threshold || "";
   }
-  const messageCount = model.get("message_count");
-  const archiveCount = model.get("archive_count");
-  brief.textContent = !exists ? "" : `${number(messageCount)} ${messageCount === 1 ? "message" : "messages"}`
-    + ` · ${number(archiveCount)} ${archiveCount === 1 ? "archive" : "archives"}`
-    + (exists && !model.get("counting") && model.get("compacts_next") ? " · the next call compacts" : "");
-  if (!exists) {
+  const counted = exists && !model.get("counting");
+  brief.textContent = !exists || !words.counts ? "" : words.counts
+    + (counted && model.get("compacts_next") ? ` · ${model.get("vocabulary").labels["compacts next"]}` : "");
+  if (!exists || !words.counts) {
     counts.textContent = "";
   } else {
     const file = model.get("in_ram") ? "kept in RAM (no MEMORY.md)" : `MEMORY.md ${bytes(model.get("memory_bytes"))}`;
     const lastCompaction = model.get("last_compaction");
-    counts.textContent = `${number(model.get("message_count"))} messages · ${number(model.get("archive_count"))} archives · ${file}`
+    counts.textContent = `${words.counts} · ${file}`
       + (lastCompaction ? ` · last compaction ${lastCompaction}` : "");
   }
   const lines = [];
   if (exists && threshold === null) lines.push("Context compression is off for this agent.");
-  if (exists && !model.get("in_ram") && !model.get("settings_recorded")) lines.push("Figures use default settings: this agent has not recorded its model and window yet.");
+  if (exists && !model.get("in_ram") && words.settings) lines.push(`Figures use ${words.settings}.`);
   for (const problem of model.get("problems")) lines.push(problem);
   notes.textContent = lines.join(" ");
 }

@@ -130,12 +130,26 @@ function markTerms(root, terms, className, words = false) {
   return count;
 }
 
-// Untrusted text as shown: verbatim in a <pre> with "Exact text", else rendered Markdown.
+// Characters that change how text shows without showing themselves (the vocabulary's
+// `invisible`, nbmemory.wording.INVISIBLE: the panel and %memory reveal the same ones).
+let invisible = null;
+function setInvisible(pattern) {
+  if (pattern && (!invisible || invisible.source !== pattern)) invisible = new RegExp(pattern, "gu");
+}
+
+// `text` with each invisible or bidirectional character shown as ⟨U+202E⟩, never applied.
+function reveal(text) {
+  if (!invisible) return String(text);
+  return String(text).replace(invisible, (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`);
+}
+
+// Untrusted text as shown: verbatim in a <pre> with "Exact text" (invisible characters
+// revealed: the switch is for auditing), else rendered Markdown.
 function shownText(text, exact, attrs = {}) {
-  if (exact) return el("pre", { class: "content exact", ...attrs }, text);
+  if (exact) return el("pre", { class: "content exact", ...attrs }, reveal(text));
   const div = el("div", { class: "content" });
   div.append(renderMarkdown(text));
   return div;
 }
 
-export { escapeHtml, markdownHtml, markTerms, renderMarkdown, shownText };
+export { escapeHtml, markdownHtml, markTerms, renderMarkdown, reveal, setInvisible, shownText };

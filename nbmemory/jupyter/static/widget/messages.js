@@ -77,6 +77,9 @@ function drawMessages(s, current) {
     items = model.get("messages");
   }
   list.replaceChildren(...items.map((item) => messageNode(s, item, current)));
+  if (!items.length && model.get("exists")) {
+    list.append(el("div", { class: "empty", role: "listitem", "data-testid": "empty" }, model.get("vocabulary").labels.empty));
+  }
 }
 
 // A dropped term looked for in the archive: its message, once listed, is marked and focused.

@@ -3,14 +3,14 @@
 import { el, number } from "./dom.js";
 import { shownText } from "./markdown.js";
 
-function notesNodes() {
+function notesNodes(model) {
   const pinned = el("section", { class: "pinned", "data-testid": "pinned", "aria-label": "Pinned notes" });
   const pinnedTitle = el("div", { class: "pinned-title", "data-testid": "pinned-title" });
   const pinnedList = el("ol", { class: "pinned-list", "data-testid": "pinned-notes" });
   const pinnedInfo = el("div", { class: "pinned-info", "data-testid": "pinned-info" });
   const pinForm = el("form", { class: "pin-form", "data-lm-suppress-shortcuts": "true" });
   const pinInput = el("input", {
-    type: "text", placeholder: "A note to pin (kept in every request)", "data-testid": "pin-input",
+    type: "text", placeholder: model.get("vocabulary").labels["pin placeholder"], "data-testid": "pin-input",
     "aria-label": "Note to pin",
   });
   const pinButton = el("button", { type: "submit", "data-testid": "pin", "aria-label": "Pin this note" }, "Pin");
@@ -78,7 +78,7 @@ function onAnswer(s, content) {
 // The notes' elements and `pending`: a pin or unpin sent, its answer not in yet. `ctx` is the
 // widget's: {model, say(text)}.
 function notesView(ctx) {
-  const s = { ctx, model: ctx.model, ...notesNodes(), pending: false };
+  const s = { ctx, model: ctx.model, ...notesNodes(ctx.model), pending: false };
   // Enter pins, even where JupyterLab's notebook shortcuts have claimed the key first.
   s.pinInput.onkeydown = (event) => {
     if (event.key !== "Enter" || event.isComposing) return;

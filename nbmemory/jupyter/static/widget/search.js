@@ -4,7 +4,8 @@ import { el, number } from "./dom.js";
 
 function searchView(model) {
   const search = el("input", {
-    type: "search", placeholder: "Search memory", "data-testid": "search", "aria-label": "Search memory",
+    type: "search", placeholder: model.get("vocabulary").labels["search placeholder"], "data-testid": "search",
+    "aria-label": "Search memory",
   });
   const inArchives = el("input", {
     type: "checkbox", "data-testid": "search-archives", "aria-label": "Search the archives too",

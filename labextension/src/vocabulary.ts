@@ -1,0 +1,46 @@
+/**
+ * The words and rules the panel shares with the widget, %memory and the CLI, as the server sends
+ * them with the agents (`nbmemory.wording.vocabulary`): part descriptions and colours, labels,
+ * message numbers, and which characters "Exact text" reveals.
+ */
+import type { IVocabulary } from './api';
+
+let current: IVocabulary = {
+  fold_chars: 2000,
+  first_number: 1,
+  invisible: '(?!)', // nothing is shown before the first answer
+  parts: [],
+  labels: {}
+};
+let pattern = new RegExp(current.invisible, 'gu');
+
+/** Keep the server's vocabulary (from `GET agents`). */
+export function setVocabulary(vocabulary: IVocabulary): void {
+  if (vocabulary.invisible !== current.invisible) {
+    pattern = new RegExp(vocabulary.invisible, 'gu');
+  }
+  current = vocabulary;
+}
+
+/** A fixed label (`wording.LABELS`), or `fallback` before the server said it. */
+export function label(key: string, fallback: string): string {
+  return current.labels[key] ?? fallback;
+}
+
+/** What part `name` is, and the colour both gauges draw it in. */
+export function partStyle(name: string): { description: string; color: string } | undefined {
+  return current.parts.find(part => part.name === name);
+}
+
+/** A message's number for people ("#1" for index 0), as in every view. */
+export function messageNumber(index: number): string {
+  return `#${index + current.first_number}`;
+}
+
+/** `text` with each invisible or bidirectional character shown as ⟨U+202E⟩, never applied. */
+export function reveal(text: string): string {
+  return text.replace(
+    pattern,
+    c => `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`
+  );
+}

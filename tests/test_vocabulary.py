@@ -1,0 +1,139 @@
+"""One vocabulary for every view: the read model's JSON is the panel's types, the widget's
+traits carry the same words, and the front ends word nothing of their own."""
+
+from __future__ import annotations
+
+import re
+
+from nbmemory import Conversation
+from nbmemory.read_model import (
+    ArchiveInfo,
+    CompactionInfo,
+    Item,
+    MessageTokens,
+    ReadModel,
+    Usage,
+)
+from nbmemory.store import memory_path
+from nbmemory.wording import PARTS, reveal, usage_words, vocabulary
+from support import ROOT
+
+API = ROOT / "labextension" / "src" / "api.ts"
+FRONT_ENDS = [
+    *(ROOT / "labextension" / "src").glob("*.ts"),
+    *(ROOT / "nbmemory" / "jupyter" / "static" / "widget").glob("*.js"),
+]
+
+
+def interfaces() -> dict[str, set[str]]:
+    """The field names of each interface of api.ts, with those of the interface it extends."""
+    found: dict[str, set[str]] = {}
+    text = API.read_text()
+    pattern = r"export interface (\w+)(?: extends (\w+))? \{(.*?)\n\}"
+    for name, base, body in re.findall(pattern, text, re.S):
+        fields = set(re.findall(r"^  (\w+)\??:", body, re.M))
+        found[name] = fields | found.get(base, set())
+    return found
+
+
+USAGE = Usage(100, 1000, 0.9, "m", "cl100k_base", False, (("system prompt", 100),))
+COMPACTION = CompactionInfo("history_x.md", "2026-01-01T00:00:00", 3, 60, 20, 0, "s", [], True)
+
+
+def test_the_panels_types_name_exactly_what_the_read_model_serializes(workspace):
+    Conversation(name="Typed", memory_md_path=memory_path("Typed")).add("User", "hello")
+    agent = ReadModel().agent("Typed")
+    types = interfaces()
+    assert types["IAgent"] == set(agent.to_json())
+    assert types["IUsage"] == set(USAGE.to_json())
+    assert types["IUsageWords"] == set(USAGE.to_json()["words"])
+    assert types["IPart"] == set(USAGE.to_json()["parts"][0])
+    assert types["ICompaction"] == set(COMPACTION.to_json())
+    assert types["IItem"] == set(Item(0, "User", "", "t", 1, "MEMORY.md").to_json())
+    assert types["IArchive"] == set(ArchiveInfo("a.md", 1, 2, "t").to_json())
+    assert types["IMessageTokens"] == set(MessageTokens("e", 1, 2, {}).to_json())
+    assert types["IVocabulary"] == set(vocabulary())
+    assert types["IPartStyle"] == set(vocabulary()["parts"][0])
+
+
+def test_the_widget_gets_the_same_words_and_vocabulary(workspace):
+    from nbmemory.jupyter.widget import MemoryWidget
+
+    convo = Conversation(name="Worded", memory_md_path=memory_path("Worded"))
+    convo.add("User", "hello")
+    widget = MemoryWidget("Worded")
+    try:
+        widget.refresh()
+        usage = ReadModel().usage("Worded")
+        assert widget.words == {**usage.to_json()["words"], "counts": "1 message · 0 archives"}
+        assert widget.vocabulary == vocabulary()
+        assert widget.usage_parts == usage.to_json()["parts"]
+    finally:
+        widget.close()
+
+
+def test_the_words_of_a_full_request():
+    words = usage_words(15_000, 16_000, 0.9, True)
+    assert words["usage"] == "15,000 of 16,000 tokens (94%)"
+    assert words["threshold"] == "compacts at 90% (14,400 tokens)"
+    assert words["compacts_next"] == (
+        "The next call compacts first: 15,000 tokens reach the threshold of 14,400 (90% of 16,000)."
+    )
+    assert usage_words(20_000, 16_000, None, False)["over_window"].startswith(
+        "Over the window by 4,000 tokens"
+    )
+    assert usage_words(20_000, 16_000, None, False)["threshold"] == "compression off"
+
+
+def test_exact_text_reveals_what_would_hide_or_reorder_text():
+    assert reveal("a\u202eb\u200bc\u2066d\x1be\tf\ng") == (
+        "a⟨U+202E⟩b⟨U+200B⟩c⟨U+2066⟩d⟨U+001B⟩e\tf\ng"
+    )
+    assert reveal("é 中文 🙂") == "é 中文 🙂"  # visible text stays as it is
+
+
+def test_one_palette_and_one_description_per_part():
+    parts = vocabulary()["parts"]
+    assert [p["name"] for p in parts] == list(PARTS)
+    assert len({p["color"] for p in parts}) == len(PARTS)
+    # Neither stylesheet colours the parts on its own: both paint from the vocabulary.
+    for css in (
+        ROOT / "nbmemory" / "jupyter" / "static" / "widget.css",
+        ROOT / "labextension" / "style" / "index.css",
+    ):
+        assert not re.search(r"part-\d\s*\{", css.read_text()), css
+
+
+def test_the_front_ends_word_no_figure_of_their_own():
+    # The wordings of "compacts next" and of the threshold the views had before; the words now
+    # come from nbmemory.wording (as JSON), and parts are described there only.
+    retired = [
+        "compresses at",
+        "compression at",
+        "no compression",
+        "will compact this memory first",
+        "The next call will compact",
+        "compacts on next run",
+        "Compaction threshold:",
+        "tokens_before)} →",
+        "the tools it may call",
+        "what the memory holds now",
+    ]
+    for path in FRONT_ENDS:
+        text = path.read_text()
+        for phrase in retired:
+            assert phrase not in text, (path.name, phrase)
+
+
+def test_the_panels_fallback_labels_are_the_vocabularys():
+    # The panel builds some elements before the server's vocabulary arrives; their fallbacks
+    # are the vocabulary's words, so they read the same before and after.
+    from nbmemory.wording import LABELS
+
+    calls = [
+        (key, fallback)
+        for path in (ROOT / "labextension" / "src").glob("*.ts")
+        for key, fallback in re.findall(r"label\(\s*'([^']+)',\s*'([^']+)'\s*\)", path.read_text())
+    ]
+    assert len(calls) >= 8
+    assert [(key, LABELS.get(key)) for key, _ in calls] == calls

@@ -1,0 +1,182 @@
+"""One vocabulary in real JupyterLab and Chromium: the widget, the "Agent Memory" panel and
+``%memory`` say the same thing about the same memory (issue 21, item 3)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from browser import (
+    WAIT_MS,
+    jupyter_lab,
+    lab_args,
+    open_notebook,
+    require,
+    run_all_cells,
+    screenshot,
+    write_notebook,
+)
+from nbmemory import Agent, Conversation
+from nbmemory.read_model import ReadModel
+from nbmemory.run_settings import RunSettings, write_settings
+from nbmemory.store import memory_path
+from support import agent_docs
+
+pytestmark = pytest.mark.browser
+
+PANEL_TAB = '.jp-SideBar [data-id="nbmemory-panel"]'
+SPOOF = "Pay \u202eRUE 001\u202c to\u200bday"
+REVEALED = "Pay ⟨U+202E⟩RUE 001⟨U+202C⟩ to⟨U+200B⟩day"
+RAW_HTML = "Use <b>bold</b> here.\n\n<p>para"
+ARGUMENTS = '{"query": "Lyon"}'
+
+
+def prepare(workspace: Path) -> tuple[Any, Any]:
+    """An agent compacted twice whose memory holds a spoofed text, raw HTML and a tool call;
+    and an agent far over its window."""
+    agent = Agent(agent_name="ResearchAgent", persistent_memory=True, context_length=3000)
+    for turn in ("Book the Lyon office for 2027-03-14.", "Order PO-7781 from Acme."):
+        agent.run(turn)
+        assert agent._context_compressor.compress(agent)
+    memory = agent.short_memory
+    memory.add("User", SPOOF)
+    memory.add("User", RAW_HTML)
+    call = {"id": "c1", "type": "function", "function": {"name": "find", "arguments": ARGUMENTS}}
+    memory.add("ResearchAgent", {"content": None, "tool_calls": [call]})
+    over = Conversation(name="Over", memory_md_path=memory_path("Over"))
+    for n in range(40):
+        over.add("User", f"Line {n}: the quarterly figures of the Lyon office, again and again.")
+    write_settings(agent_docs("Over"), RunSettings("gpt-4o", 300, 0.9, "o200k_base"))
+    reader = ReadModel(workspace)
+    return reader.agent("ResearchAgent"), reader.agent("Over")
+
+
+def left(style: str | None) -> float:
+    """The percentage of a ``left:`` style (``calc(30% - 1px)`` or ``30%``)."""
+    found = re.search(r"left:\s*(?:calc\()?([\d.]+)%", style or "")
+    assert found, style
+    return float(found[1])
+
+
+def test_the_widget_the_panel_and_memory_say_the_same_thing(
+    tmp_path: Path, workspace: Path
+) -> None:
+    require("jupyterlab", "playwright", "anywidget")
+    from playwright.sync_api import expect
+
+    info, over = prepare(workspace)
+    reader = ReadModel(workspace)
+    compactions = reader.compactions("ResearchAgent")
+    assert len(compactions) == 2 and over.usage.tokens > over.usage.context_length
+    newest = info.messages  # numbered from 1: the newest message is #messages
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_notebook(
+        root / "same.ipynb",
+        "%load_ext nbmemory",
+        "%memory ResearchAgent --widget",
+        "%memory Over --widget",
+        "%memory ResearchAgent",
+    )
+    with (
+        jupyter_lab(
+            root, extra_args=lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5")
+        ) as server,
+        open_notebook(server, "same.ipynb", height=2600) as page,
+    ):
+        run_all_cells(page)
+        widgets = page.get_by_test_id("nbmemory-widget")
+        expect(widgets).to_have_count(2, timeout=WAIT_MS)
+        widget, over_widget = widgets.nth(0), widgets.nth(1)
+        expect(widget.get_by_test_id("usage")).to_have_text(
+            info.usage.to_json()["words"]["usage"], timeout=WAIT_MS
+        )
+
+        # %memory: invisible characters shown, numbers from 1, a tool call readable.
+        printed = page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".jp-OutputArea-output")
+        expect(printed).to_contain_text(REVEALED)
+        expect(printed).to_contain_text(f"#{newest} · ResearchAgent")
+        expect(printed).to_contain_text('"query": "Lyon"')
+
+        # The widget: Exact text reveals, numbers from 1, labelled compaction figures.
+        messages = widget.get_by_test_id("message")
+        expect(messages.first.locator(".source")).to_have_text(f"MEMORY.md #{newest}")
+        rendered = messages.nth(1)  # the raw HTML, as written
+        expect(rendered).to_contain_text("Use <b>bold</b> here.")
+        assert rendered.locator("b").count() == 0 and "</p>" not in rendered.inner_text()
+        widget.get_by_test_id("exact").check()
+        exact = widget.get_by_test_id("exact-text")
+        expect(exact.nth(2)).to_have_text(REVEALED)
+        call = exact.nth(0).inner_text()  # the tool call: indented JSON, no escaped JSON inside
+        assert "\\" not in call and '"query": "Lyon"' in call
+        rows = widget.get_by_test_id("compaction")
+        for row, compaction in zip(rows.all(), compactions, strict=True):
+            expect(row).to_contain_text(compaction.figures)
+        rows.nth(0).click()  # the older compaction: its summary is not what the memory holds
+        expect(widget.locator(".summary-title")).to_have_text(
+            "The summary this compaction wrote (a later one replaced it)"
+        )
+        terms = widget.get_by_test_id("dropped-term").all_inner_texts()
+        assert "ResearchAgent" not in terms, terms
+        widget.get_by_test_id("close-compaction").click()
+
+        # The panel: Show Agent Memory puts the focus on the agent list, as the README says;
+        # a hint until an agent is chosen, then the same words and numbers.
+        page.locator(".jp-Notebook").first.click()
+        page.evaluate("() => window.jupyterapp.commands.execute('nbmemory:show')")
+        panel = page.get_by_test_id("nbmemory-panel")
+        expect(panel.get_by_test_id("nbmemory-agent").first).to_be_focused(timeout=WAIT_MS)
+        expect(panel).to_contain_text("Select an agent to see its memory.", timeout=WAIT_MS)
+        row = panel.get_by_test_id("nbmemory-agent").filter(has_text="ResearchAgent")
+        expect(row).to_contain_text(info.to_json()["counts"])
+        row.click()
+        cards = panel.get_by_test_id("nbmemory-message")
+        expect(cards.first.locator(".jp-nbmemory-when")).to_contain_text(f"#{newest} ")
+        body = cards.nth(1).get_by_test_id("nbmemory-message-body")
+        expect(body).to_contain_text("Use <b>bold</b> here.")
+        assert body.locator("b").count() == 0 and "</p>" not in body.inner_text()
+        expect(panel.get_by_test_id("nbmemory-notes-empty")).to_be_visible()
+        expect(panel.get_by_test_id("nbmemory-notes")).to_be_hidden()
+        panel.get_by_label("Exact text").first.check()
+        expect(cards.nth(2).get_by_test_id("nbmemory-exact-text")).to_have_text(REVEALED)
+        figures = panel.get_by_test_id("nbmemory-compaction-figures")
+        for shown, compaction in zip(figures.all(), compactions, strict=True):
+            expect(shown).to_contain_text(compaction.figures)
+        panel.get_by_role("button", name="What did compaction 1 forget?").click()
+        view = page.get_by_test_id("nbmemory-compaction-view")
+        expect(view).to_contain_text("The summary this compaction wrote (a later one replaced it)")
+        terms = view.get_by_test_id("nbmemory-dropped-term").all_inner_texts()
+        assert "ResearchAgent" not in terms, terms
+
+        # One palette: each part is the same colour in both gauges.
+        def colours(scope: Any, selector: str) -> dict[str, str]:
+            return scope.locator(selector).evaluate_all(
+                "(nodes) => Object.fromEntries(nodes.map((n) => "
+                "[n.dataset.part, getComputedStyle(n).backgroundColor]))"
+            )
+
+        in_widget = colours(widget, "[data-testid=segment]")
+        in_panel = colours(panel, "[data-testid=nbmemory-xray-segment]")
+        assert in_widget == in_panel and len(set(in_panel.values())) == len(in_panel), in_panel
+
+        # One threshold scale: past its window, both gauges mark the threshold where it falls
+        # on a bar as long as the request.
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Over").click()
+        mark = panel.get_by_test_id("nbmemory-xray-threshold")
+        expect(panel.get_by_test_id("nbmemory-xray")).to_have_attribute(
+            "data-tokens", str(over.usage.tokens)
+        )
+        expected = 100 * 270 / over.usage.tokens  # ceil(0.9 * 300) on a bar of the request
+        assert left(mark.get_attribute("style")) == pytest.approx(expected, abs=0.01)
+        widget_mark = over_widget.get_by_test_id("threshold")
+        assert left(widget_mark.get_attribute("style")) == pytest.approx(expected, abs=0.01)
+        expect(over_widget.get_by_test_id("compacts-next")).to_have_text(
+            over.usage.to_json()["words"]["compacts_next"]
+        )
+        expect(panel.get_by_test_id("nbmemory-xray-compacts")).to_have_text(
+            over.usage.to_json()["words"]["compacts_next"]
+        )
+        screenshot(page, "vocabulary-views.png")
