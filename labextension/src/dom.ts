@@ -107,23 +107,29 @@ export function anyCase(needle: string): Finder {
   };
 }
 
-const WORD = /[\p{L}\p{N}_]/u;
+const WORD = /[\p{L}\p{N}]/u;
 
-/** Whole-word occurrences of `term`, as written (a dropped term is a word of the transcript). */
+/**
+ * Whole-word occurrences of `term` in any case (a dropped term is a word of the transcript; the
+ * widget marks the same: any case, not inside a longer word or number, "1" not in "4471").
+ */
 export function wholeWord(term: string): Finder {
+  const folded = term.toLowerCase();
   return text => {
     const found: [number, number][] = [];
-    if (!term) {
+    const haystack = text.toLowerCase();
+    // Lower-casing can change a string's length (rare letters): then no offsets are trusted.
+    if (!folded || haystack.length !== text.length) {
       return found;
     }
-    let at = text.indexOf(term);
+    let at = haystack.indexOf(folded);
     while (at !== -1) {
       const before = at > 0 ? text[at - 1] : '';
-      const after = text[at + term.length] ?? '';
+      const after = text[at + folded.length] ?? '';
       if (!WORD.test(before) && !WORD.test(after)) {
-        found.push([at, at + term.length]);
+        found.push([at, at + folded.length]);
       }
-      at = text.indexOf(term, at + 1);
+      at = haystack.indexOf(folded, at + 1);
     }
     return found;
   };
