@@ -436,9 +436,9 @@ class MemoryWidget(anywidget.AnyWidget):
                 self._refresh_ram()
                 return
             version = self._reader.version(self.name)  # before reading: a later write shows next
-            try:
-                info = self._reader.agent(self.name)
+            try:  # archives first: a compaction seen there is then seen in the memory too
                 archives = self._reader.archives(self.name)
+                info = self._reader.agent(self.name)
                 compactions = self._read_compactions(archives)
             except AgentNotFoundError:
                 self._version = version
