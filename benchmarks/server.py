@@ -60,7 +60,7 @@ GOALS = {
 APPENDER = """
 import sys, time
 from nbmemory import Conversation
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 convo = Conversation(name=sys.argv[1], memory_md_path=memory_path(sys.argv[1]))
 print("ready", flush=True)
 i = 0
@@ -75,7 +75,7 @@ def build_workspace(root: Path) -> None:
     """One agent with ``MESSAGES`` messages of a few sentences each."""
     os.environ["WORKSPACE_DIR"] = str(root)
     from nbmemory import Conversation
-    from nbmemory.workspace import memory_path
+    from nbmemory.store import memory_path
 
     convo = Conversation(name=AGENT, memory_md_path=memory_path(AGENT))
     for i in range(MESSAGES):
@@ -215,7 +215,7 @@ HUGE = "Huge"
 HUGE_WRITER = """
 import sys
 from nbmemory import Conversation
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 text = "The appendix lists every invoice of the year in full detail. " * (10 * 2**20 // 62)
 Conversation(name=sys.argv[1], memory_md_path=memory_path(sys.argv[1])).add("User", text)
 """

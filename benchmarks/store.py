@@ -10,7 +10,6 @@ change. Prints a table of medians with the engine's goals (benchmarks/run.py).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -26,19 +25,21 @@ from workloads import ARCHIVES, MESSAGES, median_of, memory_file_text, text  # n
 ADDS = 2_000
 
 
-def measure(root: Path, repeats: int) -> dict[str, float]:
-    """The workloads on the store ``$NBMEMORY_STORE`` names (files if unset), in ``root``."""
-    from nbmemory import Conversation, search, store
+def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
+    """The workloads on a workspace in ``root``, on the database at ``url`` (else files)."""
+    from nbmemory import Conversation, Workspace, search
     from nbmemory.layout import import_layout
     from nbmemory.read_model import ReadModel
 
-    os.environ["WORKSPACE_DIR"] = str(root / "workspace")
+    workspace = Workspace(root / "workspace", url)
     agents = root / "workspace" / "agents"
     results: dict[str, float] = {}
 
     def add_per_message() -> float:
         name = f"add-{time.perf_counter_ns()}"
-        convo = Conversation(name=name, memory_md_path=agents / name / "MEMORY.md")
+        convo = Conversation(
+            name=name, memory_md_path=agents / name / "MEMORY.md", workspace=workspace
+        )
         contents = [text(i) for i in range(ADDS)]
         start = time.perf_counter()
         for content in contents:
@@ -48,7 +49,7 @@ def measure(root: Path, repeats: int) -> dict[str, float]:
     results["add, per message (persistent)"] = median_of(repeats, add_per_message)
 
     # The 10,000-message agent and the archives: written as files, imported into a database.
-    on_database = store.database() is not None
+    on_database = workspace.database is not None
     tree = (root / "source" / "agents") if on_database else agents
     resume = tree / "resume" / "MEMORY.md"
     archived = tree / "archived"
@@ -60,16 +61,20 @@ def measure(root: Path, repeats: int) -> dict[str, float]:
         (archived / "archive" / f"history_2026-04-20_14-30-{n:02d}.md").write_text(chunk)
     (archived / "MEMORY.md").write_text(memory_file_text(0, "archived"), encoding="utf-8")
     if on_database:
-        import_layout(tree.parent)
+        import_layout(tree.parent, workspace)
 
     def resume_agent() -> float:
         start = time.perf_counter()
-        Conversation(name="resume", memory_md_path=agents / "resume" / "MEMORY.md")
+        Conversation(
+            name="resume", memory_md_path=agents / "resume" / "MEMORY.md", workspace=workspace
+        )
         return time.perf_counter() - start
 
     results["resume over a 10,000-message MEMORY.md"] = median_of(repeats, resume_agent)
 
-    convo = Conversation(name="archived", memory_md_path=agents / "archived" / "MEMORY.md")
+    convo = Conversation(
+        name="archived", memory_md_path=agents / "archived" / "MEMORY.md", workspace=workspace
+    )
 
     def archive_search(cold: bool) -> float:
         if cold:
@@ -87,7 +92,7 @@ def measure(root: Path, repeats: int) -> dict[str, float]:
         repeats * 4, lambda: archive_search(False)
     )
 
-    reader = ReadModel()
+    reader = ReadModel(workspace)
 
     def first_page() -> float:
         start = time.perf_counter()
@@ -111,16 +116,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
-        on_files = measure(Path(tmp) / "files", args.repeats)
+        on_files = measure(Path(tmp) / "files", None, args.repeats)
         with postgres_server() as server:
-            os.environ["NBMEMORY_STORE"] = new_database(server, "bench")
+            url = new_database(server, "bench")
             try:
-                on_database = measure(Path(tmp) / "database", args.repeats)
+                on_database = measure(Path(tmp) / "database", url, args.repeats)
             finally:
                 from nbmemory import store
 
-                store.database().close()
-                del os.environ["NBMEMORY_STORE"]
+                store.database_at(url).close()
     rows = [["workload", "files", "PostgreSQL", "PostgreSQL / files", "goal (files)"]]
     for name, value in on_files.items():
         other = on_database[name]

@@ -126,11 +126,12 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
     def recall(cold: bool) -> float:
         from nbmemory import follow
         from nbmemory.recall import recall as recall_passages
+        from nbmemory.store import FileDocs
 
         if cold:
             follow._followed.clear()
         start = time.perf_counter()
-        passages = recall_passages(folder, "which budgets mention a zeppelin?")
+        passages = recall_passages(FileDocs(folder), "which budgets mention a zeppelin?")
         elapsed = time.perf_counter() - start
         assert passages and "zeppelin" in passages[0].text
         return elapsed

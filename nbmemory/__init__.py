@@ -21,7 +21,7 @@ from nbmemory.errors import (
     RateLimitError,
 )
 from nbmemory.search import MemoryHit
-from nbmemory.workspace import list_agents, workspace_dir
+from nbmemory.store import Workspace, list_agents, workspace_dir
 
 __version__ = "0.1.0"
 
@@ -79,6 +79,7 @@ __all__ = [
     "ProviderError",
     "RateLimitError",
     "TokenUsage",
+    "Workspace",
     "__version__",
     "compressor",
     "list_agents",

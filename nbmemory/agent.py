@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from nbmemory import llm, store, workspace
+from nbmemory import llm
 from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import Conversation
 from nbmemory.errors import MemoryFormatError
@@ -27,8 +27,16 @@ from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.recall import TOOL_NAME as RECALL_TOOL
 from nbmemory.recall import recall_tool
 from nbmemory.run_settings import RunSettings, read_settings, reply_room, write_settings
+from nbmemory.store import AgentDocs, Workspace
 from nbmemory.tokens import TokenCounter, context_window
 from nbmemory.tools import Tool, ToolBox
+from nbmemory.workspace import (
+    MEMORY_FILE,
+    agent_dir,
+    check_folder,
+    make_private_dir,
+    validate_agent_name,
+)
 
 DEFAULT_AGENT_NAME = "swarm-worker-01"
 AUTO_LOOP_LIMIT = 25
@@ -51,6 +59,10 @@ class Agent:
     With persistent memory the model also gets ``recall_memory`` (search its memory and
     archives; ``recall=False`` removes it) and ``edit_notes`` (its pinned notes, which every
     request carries; ``pinned_notes=False`` removes the tool, not the notes).
+
+    ``workspace`` (a :class:`Workspace`: a folder, on files or on a database) says where the
+    memory is kept; without one, ``$WORKSPACE_DIR`` (or ``workspace_dir``) on
+    ``$NBMEMORY_STORE``.
 
     As in swarms, ``saved_state_path`` is where ``save``/``load`` go by default, ``print_on``
     prints each final answer and ``verbose`` logs saves and loads (``logging``, logger
@@ -81,13 +93,14 @@ class Agent:
         user_name: str = "User",
         streaming_callback: Callable[[str], None] | None = None,
         workspace_dir: str | os.PathLike[str] | None = None,
+        workspace: Workspace | None = None,
         recall: bool = True,
         pinned_notes: bool = True,
         saved_state_path: str | None = None,
         print_on: bool = False,
         verbose: bool = False,
     ) -> None:
-        workspace.validate_agent_name(agent_name)
+        validate_agent_name(agent_name)
         if max_loops != "auto" and (not isinstance(max_loops, int) or max_loops < 1):
             raise ValueError(f'max_loops must be a positive int or "auto", not {max_loops!r}')
         if persistent_memory and agent_name == DEFAULT_AGENT_NAME:
@@ -117,14 +130,16 @@ class Agent:
         self.streaming_callback = streaming_callback
         self.stream_observers: list[Callable[[str], None]] = []
         """Also called with each piece of a streamed answer (the widget listens here)."""
-        self.workspace_dir = workspace_dir
+        self._workspace = workspace
+        self.workspace_dir = workspace.root if workspace is not None else workspace_dir
         self.saved_state_path = saved_state_path
         self.print_on = print_on
         self.verbose = verbose
         self.recall = recall and persistent_memory
         """Whether the model may search this agent's memory and archives (``recall_memory``)."""
-        path = workspace.memory_path(agent_name, workspace_dir) if persistent_memory else None
-        self.notes = Notes(path.parent, model=self.model_name) if path is not None else None
+        docs = self.workspace.agent(agent_name) if persistent_memory else None
+        path = docs.path(MEMORY_FILE) if docs is not None else None
+        self.notes = Notes(docs, model=self.model_name) if docs is not None else None
         """The pinned notes every request carries (``None`` without persistent memory)."""
         self.pinned_notes = pinned_notes and self.notes is not None
         """Whether the model may edit its notes (``edit_notes``)."""
@@ -143,13 +158,22 @@ class Agent:
             tokenizer_model_name=self.model_name,
             context_length=self.context_length,
             memory_md_path=path,
+            workspace=self._workspace,
         )
         self._context_compressor = ContextCompressor() if context_compression else None
         self._recorded: RunSettings | None = None
         self._session = self._session_now()
         self.short_memory.on_change(self._compacted)
-        if path is not None and read_settings(path.parent) is None:
+        if docs is not None and read_settings(docs) is None:
             self._record_settings()  # later records are made when it runs
+
+    @property
+    def workspace(self) -> Workspace:
+        """Where this agent's memory is kept: the workspace given, else the environment's
+        (``$WORKSPACE_DIR`` and ``$NBMEMORY_STORE``, read once) over ``workspace_dir``."""
+        if self._workspace is None:
+            self._workspace = Workspace.from_env(self.workspace_dir)
+        return self._workspace
 
     def __repr__(self) -> str:
         return f"Agent(agent_name={self.agent_name!r}, model_name={self.model_name!r})"
@@ -167,9 +191,8 @@ class Agent:
         self._tool_schemas = self.tools.schemas()
         self._schema_tokens: int | None = None
 
-    def _memory_folder(self) -> Path | None:
-        path = self.short_memory.memory_md_path
-        return Path(path).parent if path is not None else None
+    def _memory_folder(self) -> AgentDocs | None:
+        return self.short_memory.docs
 
     # ------------------------------------------------------------------------------------------
     # What the model sees
@@ -244,9 +267,9 @@ class Agent:
     def _session_now(self) -> tuple[int, int, int] | None:
         """This process, the inode of MEMORY.md now, and how many of its messages were
         preloaded: how views tell earlier sessions from this one (``RunSettings.session``)."""
-        path = self.short_memory.memory_md_path
+        docs = self.short_memory.docs
         try:
-            inode = store.identity(path) if path is not None else None
+            inode = docs.identity(self.short_memory.memory_md_path) if docs is not None else None
         except OSError:
             inode = None
         if inode is None:
@@ -261,12 +284,12 @@ class Agent:
 
     def _record_settings(self) -> None:
         """Keep ``settings.json`` beside MEMORY.md in step, so views show this agent's figures."""
-        path = self.short_memory.memory_md_path
-        if path is None:
+        docs = self.short_memory.docs
+        if docs is None:
             return
         settings = self.run_settings()
         if settings != self._recorded:
-            write_settings(Path(path).parent, settings)
+            write_settings(docs, settings)
             self._recorded = settings
 
     # ------------------------------------------------------------------------------------------
@@ -362,10 +385,11 @@ class Agent:
     def _state_path(self, file_path: str | os.PathLike[str] | None) -> Path:
         """Where ``save``/``load`` go: ``file_path``, else ``saved_state_path``, else
         ``agent_state.json``; a relative name is in the agent's folder; ``.json`` is added."""
+        root = self.workspace.root
         folder = (
-            workspace.agent_dir(self.agent_name, self.workspace_dir)
+            agent_dir(self.agent_name, root)
             if self.persistent_memory
-            else workspace.agents_root(self.workspace_dir).parent / "states" / self.agent_name
+            else root / "states" / self.agent_name
         )
         path = Path(file_path or self.saved_state_path or "agent_state.json")
         path = path if path.suffix == ".json" else path.with_name(path.name + ".json")
@@ -377,9 +401,7 @@ class Agent:
         ``long_term_memory.save(path)`` is called too, when the object has such a method.
         """
         target = self._state_path(file_path)
-        folder = target.parent
-        if store.locate(target) is None:
-            workspace.make_private_dir(workspace.check_folder(folder))
+        docs, doc = self.workspace.locate(target)
         state = {
             "agent_name": self.agent_name,
             "agent_description": self.agent_description,
@@ -388,10 +410,10 @@ class Agent:
             "context_length": self.context_length,
             "history": self.short_memory.to_dict(),
         }
-        path = store.write(target, json.dumps(state, indent=2, ensure_ascii=False, default=str))
+        path = docs.write(doc, json.dumps(state, indent=2, ensure_ascii=False, default=str))
         saver = getattr(self.long_term_memory, "save", None)
-        if callable(saver):
-            saver(str(folder / "long_term_memory"))
+        if callable(saver):  # it writes files of its own, whatever the store
+            saver(str(make_private_dir(check_folder(target.parent)) / "long_term_memory"))
         if self.verbose:
             logging.getLogger("nbmemory").info("saved %s's state to %s", self.agent_name, path)
         return path
@@ -403,12 +425,13 @@ class Agent:
         ``FileNotFoundError`` if there is no such file, ``MemoryFormatError`` if it is not one.
         """
         path = self._state_path(file_path)
+        docs, doc = self.workspace.locate(path)
         try:
-            state = json.loads(store.read(path))
+            state = json.loads(docs.read(doc))
             settings = {key: state[key] for key in _STATE_SETTINGS}
         except (ValueError, KeyError, TypeError) as exc:
             raise MemoryFormatError(f"{path}: not an agent state written by save()") from exc
-        self.short_memory.load(path)
+        self.short_memory.load_messages(state, path)
         for key, value in settings.items():
             setattr(self, key, value)
         if self.verbose:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from nbmemory import store, workspace
+from nbmemory import store
 from nbmemory.atomic import write_atomic
 from nbmemory.conversation import Conversation
 from nbmemory.errors import (
@@ -29,14 +29,23 @@ from nbmemory.notes import Notes
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.report import AgentTable, Audit, MessageList, parts_line, usage_line, visible
+from nbmemory.store import Workspace
+from nbmemory.workspace import MEMORY_FILE
 
 
 class NotFound(Exception):
     """Something the user named does not exist (exit code 1)."""
 
 
+def _workspace(args: argparse.Namespace) -> Workspace:
+    """The workspace the options name: ``--workspace`` (else ``$WORKSPACE_DIR``) on
+    ``--store`` (else ``$NBMEMORY_STORE``)."""
+    found = Workspace.from_env(args.workspace or None)
+    return Workspace(found.root, args.store) if args.store is not None else found
+
+
 def _reader(args: argparse.Namespace) -> ReadModel:
-    return ReadModel(args.workspace or None)
+    return ReadModel(_workspace(args))
 
 
 def cmd_ls(args: argparse.Namespace) -> str:
@@ -73,11 +82,10 @@ def cmd_export(args: argparse.Namespace) -> str:
     if args.layout:
         if args.output or args.format != "md":
             raise NbmemoryError("--layout writes the files as they are: no --format or --output")
-        names = export_layout(
-            args.layout, args.workspace or None, [args.name] if args.name else None
-        )
+        place = _workspace(args)
+        names = export_layout(args.layout, place, [args.name] if args.name else None)
         return (
-            f"exported {', '.join(names) or 'no agents'} from {store.describe()} to {args.layout}"
+            f"exported {', '.join(names) or 'no agents'} from {place.describe()} to {args.layout}"
         )
     if not args.name:
         raise NbmemoryError("name the agent to export (or pass --layout FOLDER for all of them)")
@@ -93,8 +101,10 @@ def cmd_compact(args: argparse.Namespace) -> str:
     if not args.summary.strip():
         raise NbmemoryError("--summary must not be empty")
     before = reader.usage(args.name).tokens
-    path = workspace.memory_path(args.name, reader.root)
-    archive = Conversation(name=args.name, memory_md_path=path).compact(args.summary)
+    path = reader.workspace.agent(args.name).path(MEMORY_FILE)
+    archive = Conversation(name=args.name, memory_md_path=path, workspace=reader.workspace).compact(
+        args.summary
+    )
     after = reader.usage(args.name).tokens
     where = f"; raw transcript archived to {archive}" if archive else ""
     return f"compacted {args.name}: {before:,} -> {after:,} tokens{where}"
@@ -121,7 +131,8 @@ def cmd_audit(args: argparse.Namespace) -> str:
 def cmd_notes(args: argparse.Namespace) -> str:
     reader = _reader(args)
     if args.pin is not None or args.unpin is not None:
-        notes = Notes(reader.agent(args.name).path.parent)
+        reader.agent(args.name)
+        notes = Notes(reader.workspace.agent(args.name))
         if args.unpin is not None:
             notes.remove(args.unpin)
         if args.pin is not None:
@@ -143,14 +154,15 @@ def cmd_path(args: argparse.Namespace) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> str:
-    names = import_layout(args.folder)
-    return f"imported {len(names)} agent(s) into {store.describe()}: {', '.join(names)}"
+    place = _workspace(args)
+    names = import_layout(args.folder, place)
+    return f"imported {len(names)} agent(s) into {place.describe()}: {', '.join(names)}"
 
 
 def cmd_demo(args: argparse.Namespace) -> str:
     from nbmemory.demo import run
 
-    run(args.workspace)
+    run(_workspace(args))
     return ""
 
 
@@ -162,6 +174,8 @@ def cmd_server(args: argparse.Namespace) -> str:
     options = list(args.options)
     if args.workspace:  # relative to here, like every other command's
         options.insert(0, f"--NbMemoryServer.workspace={os.path.abspath(args.workspace)}")
+    if args.store:  # the server reads it, and exports it to its kernels
+        os.environ[store.ENV] = args.store
     serve(options)
     return ""
 
@@ -292,9 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     args = arguments.parse_args(argv)
     try:
         if args.store_file is not None:
-            store.use(read_store_file(args.store_file))
-        elif args.store is not None:
-            store.use(args.store)
+            args.store = read_store_file(args.store_file)
+        if args.store is not None:
+            store.check(args.store)
         output = args.run(args)
     except (NotFound, AgentNotFoundError, ArchiveNotFoundError, NoteNotFoundError) as exc:
         print(visible(f"nbmemory: {exc}"), file=sys.stderr)

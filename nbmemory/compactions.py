@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from nbmemory import store
+from nbmemory.store import AgentDocs
 
 
 @dataclass(frozen=True)
@@ -35,16 +35,17 @@ def record_path(archive: str | os.PathLike[str]) -> Path:
     return Path(archive).with_suffix(".json")
 
 
-def write_record(archive: str | os.PathLike[str], compaction: Compaction) -> Path:
-    """Keep ``compaction`` beside its archive (atomically, ``0600``)."""
+def write_record(docs: AgentDocs, archive: str | os.PathLike[str], compaction: Compaction) -> Path:
+    """Keep ``compaction`` beside its archive, in the agent's documents ``docs`` (atomically,
+    ``0600``)."""
     data = {**asdict(compaction), "archive": Path(archive).name}
-    return store.write(record_path(archive), json.dumps(data, indent=2) + "\n", durable=False)
+    return docs.write(record_path(archive), json.dumps(data, indent=2) + "\n", durable=False)
 
 
-def read_record(archive: str | os.PathLike[str]) -> Compaction | None:
+def read_record(docs: AgentDocs, archive: str | os.PathLike[str]) -> Compaction | None:
     """The record kept beside ``archive``, or ``None`` (a manual compaction, a damaged file)."""
     try:
-        data = json.loads(store.read(record_path(archive)))
+        data = json.loads(docs.read(record_path(archive)))
         data["archive"] = Path(archive)
         return Compaction(**data)
     except (OSError, ValueError, TypeError):

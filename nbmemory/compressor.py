@@ -150,7 +150,7 @@ class ContextCompressor:
             missing=missing_terms("\n".join(lines), f"{summary}\n{notes}"),
         )
         if archive is not None:
-            write_record(archive, self.last_compaction)
+            write_record(memory.docs, archive, self.last_compaction)
         if self.should_compress(agent):
             self._give_up(agent, "it is still above the threshold after compaction")
         return summary

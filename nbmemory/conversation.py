@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nbmemory import memory_file, search, store
+from nbmemory import memory_file, search
 from nbmemory.atomic import write_atomic
 from nbmemory.errors import MemoryFormatError
 from nbmemory.memory_file import format_block, format_header, now_iso
 from nbmemory.search import MemoryHit, content_text
+from nbmemory.store import AgentDocs, Workspace, memory_docs
 from nbmemory.swarms_conversation import SwarmsConversation, conversations_folder
 from nbmemory.tokens import TokenCounter, context_window
-from nbmemory.workspace import make_private_dir
+from nbmemory.workspace import make_private_dir, read_regular
 
 PRELOAD_MARKER = "[Persistent Memory — MEMORY.md]"
 SUMMARY_MARKER = "[Compressed Memory Summary]"
@@ -93,7 +94,9 @@ class Conversation(SwarmsConversation):
     As in swarms, ``save_filepath`` defaults to ``conversation_<name>.json`` (or ``.yaml``) in
     ``conversations_dir``, else ``./conversations``; a conversation given a ``name`` or a
     ``save_filepath`` loads that file when it exists, unless it has a ``memory_md_path``:
-    then MEMORY.md alone is what it resumes from.
+    then MEMORY.md alone is what it resumes from. ``workspace`` (default: the environment's)
+    says where ``memory_md_path`` is kept: a path inside one of its agent folders is that
+    agent's memory, in its database if it has one; any other path is a file.
 
     swarms' other arguments are accepted: ``token_count`` and ``message_id_on`` add a
     ``token_count`` or ``message_id`` to each message; ``save_as_yaml_on`` makes ``export``
@@ -129,6 +132,7 @@ class Conversation(SwarmsConversation):
         memory_md_path: str | os.PathLike[str] | None = None,
         messages: Iterable[dict[str, Any]] | None = None,
         channel: Any = None,
+        workspace: Workspace | None = None,
     ) -> None:
         resumes = name is not None or save_filepath is not None
         self.id = id or uuid.uuid4().hex
@@ -162,8 +166,10 @@ class Conversation(SwarmsConversation):
         self._counter = TokenCounter(tokenizer_model_name)
         self._static_count: tuple[tuple[Any, ...], list[int]] = ((), [])
         self._reset_counts()
+        self._workspace = workspace
+        """Where ``memory_md_path`` is looked up (default: the environment's workspace)."""
         self._memory: Any = None
-        """A ``MemoryFile`` or a ``DatabaseMemory`` (see ``store.open_memory``)."""
+        """A ``MemoryFile`` or a ``DatabaseMemory`` (see ``Workspace.open_memory``)."""
         self._header = ""
         """MEMORY.md's header, which a resumed agent's preload carries."""
 
@@ -196,7 +202,11 @@ class Conversation(SwarmsConversation):
         with self._lock:
             if self._memory is not None:
                 self._memory.close()
-            self._memory = store.open_memory(path, self.name) if path is not None else None
+            if path is None:
+                self._memory = None
+            else:
+                workspace = self._workspace or Workspace.from_env()
+                self._memory = workspace.open_memory(path, self.name)
 
     def _preload(self) -> None:
         assert self._memory is not None
@@ -215,6 +225,17 @@ class Conversation(SwarmsConversation):
         self.conversation_history.append(self._message("System", text))
         self._session_start += 1
 
+    @property
+    def workspace(self) -> Workspace | None:
+        """The workspace given to the constructor, if one was."""
+        return self._workspace
+
+    @property
+    def docs(self) -> AgentDocs | None:
+        """The documents of the agent whose memory this is (its archives, notes and records),
+        or ``None`` without a ``memory_md_path``."""
+        return memory_docs(self._memory) if self._memory is not None else None
+
     def memory_messages(self) -> list[dict[str, Any]]:
         """The messages in MEMORY.md now, parsed (all processes' writes included)."""
         return self._memory.messages() if self._memory is not None else []
@@ -228,7 +249,7 @@ class Conversation(SwarmsConversation):
         wanted = Path(archive).name
         for path in self.archives():
             if path.name == wanted:
-                return store.messages(path)
+                return memory_docs(self._memory).messages(path)
         raise FileNotFoundError(f"no archive named {wanted!r} for {self.name}")
 
     def close(self) -> None:
@@ -403,12 +424,15 @@ class Conversation(SwarmsConversation):
         Matching ignores case unless ``case_sensitive``. Hits come oldest archive first, then
         MEMORY.md (``source`` says which file; "history" for a memory kept only in RAM).
         """
-        sources = [(p.name, search.file_index(p)) for p in self.archives()] if archives else []
-        if self._memory is None:
+        memory = self._memory
+        docs = memory_docs(memory) if memory is not None else None
+        sources = []
+        if archives:
+            sources = [(p.name, search.file_index(docs, p)) for p in self.archives()]
+        if memory is None:
             sources.append(("history", search.MessageIndex(self.conversation_history)))
-        elif store.exists(self._memory.path):
-            memory = self._memory
-            index = search.file_index(memory.path, lambda _path: memory.messages())
+        elif docs.exists(memory.path):
+            index = search.file_index(docs, memory.path, lambda _docs, _path: memory.messages())
             sources.append((memory.path.name, index))
         return [
             MemoryHit(name, i, index.messages[i])
@@ -558,12 +582,17 @@ class Conversation(SwarmsConversation):
         suffix = path.suffix.lower()
         if suffix not in (".json", ".yaml", ".yml"):
             raise MemoryFormatError(f"{path}: expected a .json, .yaml or .yml file")
-        text = store.read(path).decode("utf-8")
+        text = read_regular(path).decode("utf-8")
         try:
             data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
         except (ValueError, yaml.YAMLError) as exc:
             raise MemoryFormatError(f"{path}: not valid {suffix[1:].upper()}: {exc}") from exc
-        messages = _messages_from(data, path)
+        self.load_messages(data, path)
+
+    def load_messages(self, data: Any, source: str | os.PathLike[str]) -> None:
+        """Replace the in-memory history with the messages of an export already read (a list,
+        or a dict holding one); ``source`` names it in errors. MEMORY.md is not touched."""
+        messages = _messages_from(data, Path(source))
         with self._lock:
             self.conversation_history = messages
         self._history_edited("load")

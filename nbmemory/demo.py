@@ -3,12 +3,12 @@ then ask an agent (on the offline model unless ``$NBMEMORY_MODEL`` says otherwis
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from nbmemory.agent import Agent
 from nbmemory.conversation import Conversation
-from nbmemory.workspace import memory_path, workspace_dir
+from nbmemory.store import Workspace
+from nbmemory.workspace import MEMORY_FILE
 
 AGENT = "demo-agent"
 TURNS = [
@@ -19,14 +19,16 @@ TURNS = [
 ]
 
 
-def run(workspace: str | os.PathLike[str] | None = None) -> Path:
-    """Run the tour in ``workspace`` (default: ``$WORKSPACE_DIR`` or ./agent_workspace)."""
-    root = Path(workspace) if workspace is not None else workspace_dir()
-    path = memory_path(AGENT, root)
+def run(workspace: Workspace) -> Path:
+    """Run the tour in ``workspace`` (``Workspace.from_env()`` for ``$WORKSPACE_DIR``)."""
+    path = workspace.memory_path(AGENT)
     print(f"Memory file: {path}")
 
     first = Conversation(
-        name=AGENT, system_prompt="You are a helpful analyst.", memory_md_path=path
+        name=AGENT,
+        system_prompt="You are a helpful analyst.",
+        memory_md_path=path,
+        workspace=workspace,
     )
     print(f"1. Started with {len(first.preloaded_messages)} remembered message(s).")
     for role, content in TURNS:
@@ -35,7 +37,10 @@ def run(workspace: str | os.PathLike[str] | None = None) -> Path:
     first.close()
 
     second = Conversation(
-        name=AGENT, system_prompt="You are a helpful analyst.", memory_md_path=path
+        name=AGENT,
+        system_prompt="You are a helpful analyst.",
+        memory_md_path=path,
+        workspace=workspace,
     )
     print(f"2. A fresh Conversation preloads {len(second.preloaded_messages)} message(s):")
     for message in second.preloaded_messages[-len(TURNS) :]:
@@ -52,7 +57,7 @@ def run(workspace: str | os.PathLike[str] | None = None) -> Path:
     print(f"   Archives so far: {len(second.archives())}")
     second.close()
 
-    agent = Agent(agent_name=AGENT, persistent_memory=True, workspace_dir=root)
+    agent = Agent(agent_name=AGENT, persistent_memory=True, workspace=workspace)
     question = "Which warehouse did we pick?"
     print(f"4. An agent on {agent.model_name}, started afresh, is asked: {question}")
     answer = agent.run(question)
@@ -60,5 +65,5 @@ def run(workspace: str | os.PathLike[str] | None = None) -> Path:
     agent.short_memory.close()
 
     print("\nMEMORY.md now reads:\n")
-    print(path.read_text(encoding="utf-8"))
+    print(workspace.agent(AGENT).read(MEMORY_FILE).decode("utf-8"))
     return path

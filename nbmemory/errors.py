@@ -11,6 +11,16 @@ class InvalidAgentNameError(NbmemoryError, ValueError):
     """An agent name that cannot safely name a folder; the message says which rule it broke."""
 
 
+class InvalidDocumentNameError(NbmemoryError, ValueError):
+    """A document name (``archive/history_….md``) that could lead outside its agent's folder:
+    absolute, with ``..``, empty parts or control characters. Nothing is written under it."""
+
+
+class ExportIncompleteError(NbmemoryError):
+    """An export stopped part way; the message says which agents are complete. Running the
+    same export again finishes it."""
+
+
 class MemoryFormatError(NbmemoryError, ValueError):
     """A conversation file that cannot be read as a list of messages."""
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nbmemory import memory_file, store
+from nbmemory import memory_file
 from nbmemory.memory_file import BLOCK_END
+from nbmemory.store import AgentDocs, DatabaseDocs
 from nbmemory.workspace import MEMORY_FILE, open_regular
 
 _TAIL = 64  # bytes compared before reading an append, to notice a file rewritten in place
@@ -105,11 +106,11 @@ def _read_appended(path: Path, old: FollowedFile, st: os.stat_result) -> Followe
     return _extended(old, data[len(old.tail) :], st.st_mtime_ns)
 
 
-def _follow_database(path: Path, found: tuple[Any, str, str]) -> FollowedFile | None:
+def _follow_database(path: Path, docs: DatabaseDocs) -> FollowedFile | None:
     """A document of the database store, followed the same way: ``MEMORY.md`` by its stamp
     (an append reads only the new blocks), an archive by its version."""
-    db, name, doc = found
-    key = f"{db.url}\n{path}"  # never a file's entry: the store may change in a process
+    db, name, doc = docs.db, docs.name, docs.doc(path)
+    key = f"{db.url}\n{path}"  # never a file's entry: one path can name a file and a row
     with _lock:
         old = _followed.get(key)
     if doc != MEMORY_FILE:
@@ -175,12 +176,12 @@ def _extended(old: FollowedFile, new: bytes, mtime_ns: int) -> FollowedFile:
     )
 
 
-def follow(path: str | os.PathLike[str]) -> FollowedFile | None:
-    """The file's messages as they are now, read as little as possible; ``None`` if absent."""
+def follow(path: str | os.PathLike[str], docs: AgentDocs | None = None) -> FollowedFile | None:
+    """The messages of the file at ``path`` (or of that document of ``docs``, an agent's
+    documents) as they are now, read as little as possible; ``None`` if absent."""
     path = Path(path)
-    found = store.locate(path)
-    if found is not None:
-        return _follow_database(path, found)
+    if docs is not None and docs.is_database:
+        return _follow_database(path, docs)
     st = _stat(path)
     if st is None:
         return None

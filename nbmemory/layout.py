@@ -1,80 +1,166 @@
 """The spec's folder layout as the interchange format between stores.
 
 ``export_layout`` writes ``agents/<name>/MEMORY.md``, ``archive/…`` and the other documents of
-every agent of the store in use (a database or files) under a folder; ``import_layout`` loads
-such a folder, whether nbmemory or swarms wrote it, into the database store. Both copy bytes as
+every agent of a workspace (on a database or on files) under a folder; ``import_layout`` loads
+such a folder, whether nbmemory or swarms wrote it, into a workspace's database. Both copy bytes as
 they are, so export, import and export again give the same files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import warnings
 from pathlib import Path
 
-from nbmemory import store
 from nbmemory.errors import (
     AgentNotFoundError,
+    ExportIncompleteError,
     InvalidAgentNameError,
+    InvalidDocumentNameError,
     MemoryWarning,
+    NbmemoryError,
     StoreConfigError,
 )
 from nbmemory.memory_file import LOCK_FILE
+from nbmemory.store import DatabaseDocs, FileDocs, Workspace
 from nbmemory.workspace import (
-    FILE_MODE,
     MEMORY_FILE,
-    agent_dir,
     agents_root,
     make_private_dir,
+    open_child,
+    open_regular,
     read_regular,
     validate_agent_name,
+    validate_document_name,
 )
+
+_PARTIAL = ".partial-export"
+"""The folder an agent is written to before it is renamed into place, so ``agents/`` only ever
+holds whole agents."""
 
 
 def export_layout(
     target: str | os.PathLike[str],
-    workspace: str | os.PathLike[str] | None = None,
+    workspace: Workspace,
     names: list[str] | None = None,
 ) -> list[str]:
-    """Write the documents of agents ``names`` (default: all) under ``target/agents/``;
-    returns the agents written.
+    """Write the documents of a workspace's agents ``names`` (default: all) under
+    ``target/agents/``; returns the agents the folder now holds.
 
-    Refuses (``FileExistsError``, nothing written) if one of their folders exists already, and
+    Every write stays under ``target/agents/``: a stored agent or document name that could lead
+    elsewhere is skipped with a ``MemoryWarning`` naming it, and no link is followed. Each
+    agent appears whole or not at all, and an agent folder already there with the same files
+    counts as done, so running an interrupted export again finishes it. Refuses
+    (``FileExistsError``, nothing written) if an agent's folder holds other files, and
     (``AgentNotFoundError``) if one of ``names`` is not in the store.
     """
-    known = store.agents(workspace)
+    known = workspace.agents()
+    for name in names or ():
+        validate_agent_name(name)
     unknown = [name for name in names or () if name not in known]
     if unknown:
-        raise AgentNotFoundError(f"no agent named {unknown[0]!r} in {store.where(workspace)}")
-    names = known if names is None else names
+        raise AgentNotFoundError(f"no agent named {unknown[0]!r} in {workspace.where()}")
+    chosen = [name for name in (known if names is None else names) if _valid_name(name)]
     root = Path(target) / "agents"
-    taken = [name for name in names if os.path.lexists(root / name)]
-    if taken:
-        raise FileExistsError(
-            f"{root} already has {', '.join(taken)}: nothing was exported (choose an empty folder)"
-        )
-    for name in names:
-        folder = agent_dir(name, workspace)
-        for doc, data in _documents(folder).items():
-            path = root / name / doc
-            make_private_dir(path.parent)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-            with open(fd, "wb") as file:
-                file.write(data)
-    return names
+    make_private_dir(Path(target))
+    top = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        agents_fd = open_child(top, "agents", root, create=True)
+    finally:
+        os.close(top)
+    try:
+        taken = [name for name in chosen if _present(agents_fd, name, root)]
+        differ = [n for n in taken if _files(root / n) != _documents(workspace.agent(n))]
+        if differ:
+            raise FileExistsError(
+                f"{root} already has {', '.join(differ)} with other files: nothing was "
+                "exported (choose an empty folder)"
+            )
+        done = list(taken)
+        for name in chosen:
+            if name in taken:
+                continue
+            try:
+                _write_agent(agents_fd, name, _documents(workspace.agent(name)), root)
+            except (OSError, NbmemoryError) as exc:
+                listed = ", ".join(done) or "none"
+                raise ExportIncompleteError(
+                    f"export stopped at {name}: {exc}. Complete in {root}: {listed}; run the "
+                    "same export again to finish it"
+                ) from exc
+            done.append(name)
+    finally:
+        os.close(agents_fd)
+    return chosen
 
 
-def _documents(folder: Path) -> dict[str, bytes]:
-    """An agent's documents by their path in its folder (``MEMORY.md``, ``archive/…``)."""
-    found = store.locate_folder(folder)
-    if found is not None:
-        db, name = found
-        docs = {doc: db.read(name, doc) for doc in db.documents(name)}
-        memory = db.memory(name)
-        if memory is not None:
-            docs[MEMORY_FILE] = memory
-        return {doc: data for doc, data in sorted(docs.items()) if data is not None}
-    return _files(folder)
+def _valid_name(name: str) -> bool:
+    """Whether a stored agent name can name a folder; warns about one that cannot."""
+    try:
+        validate_agent_name(name)
+    except InvalidAgentNameError as exc:
+        warnings.warn(f"agent {name!r} not exported: {exc}", MemoryWarning, stacklevel=3)
+        return False
+    return True
+
+
+def _present(agents_fd: int, name: str, root: Path) -> bool:
+    """Whether ``agents/<name>`` exists (as a real folder: a link there is refused)."""
+    try:
+        os.close(open_child(agents_fd, name, root / name, create=False))
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _write_agent(agents_fd: int, name: str, docs: dict[str, bytes], root: Path) -> None:
+    """Write one agent's documents in a partial folder, then rename it to ``name``."""
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(_PARTIAL, dir_fd=agents_fd)  # left by an export that was interrupted
+    folder = open_child(agents_fd, _PARTIAL, root / _PARTIAL, create=True)
+    try:
+        for doc, data in docs.items():
+            *parents, filename = doc.split("/")
+            fd = os.dup(folder)
+            try:
+                for part in parents:
+                    child = open_child(fd, part, root / name / part, create=True)
+                    os.close(fd)
+                    fd = child
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                with open(
+                    open_regular(filename, flags, dir_fd=fd, shown=root / name / doc), "wb"
+                ) as out:
+                    out.write(data)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(folder)
+    os.rename(_PARTIAL, name, src_dir_fd=agents_fd, dst_dir_fd=agents_fd)
+
+
+def _documents(agent: FileDocs | DatabaseDocs) -> dict[str, bytes]:
+    """An agent's documents by their path in its folder (``MEMORY.md``, ``archive/…``); a
+    stored name that could lead outside the folder is left out, with a warning."""
+    if not isinstance(agent, DatabaseDocs):
+        return _files(agent.folder)
+    db, name = agent.db, agent.name
+    docs = {doc: db.read(name, doc) for doc in db.documents(name) if _valid_document(name, doc)}
+    memory = db.memory(name)
+    if memory is not None:
+        docs[MEMORY_FILE] = memory
+    return {doc: data for doc, data in sorted(docs.items()) if data is not None}
+
+
+def _valid_document(name: str, doc: str) -> bool:
+    try:
+        validate_document_name(doc)
+    except InvalidDocumentNameError as exc:
+        warnings.warn(f"{doc!r} of {name!r} skipped: {exc}", MemoryWarning, stacklevel=4)
+        return False
+    return True
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -86,19 +172,20 @@ def _files(folder: Path) -> dict[str, bytes]:
             path = Path(dirpath) / filename
             if filename == LOCK_FILE or filename.endswith(".tmp"):
                 continue
-            if path.is_file() and not path.is_symlink():
-                docs[path.relative_to(folder).as_posix()] = read_regular(path)
+            doc = path.relative_to(folder).as_posix()
+            if path.is_file() and not path.is_symlink() and _valid_document(folder.name, doc):
+                docs[doc] = read_regular(path)
     return docs
 
 
-def import_layout(source: str | os.PathLike[str]) -> list[str]:
-    """Load every agent folder of ``source/agents/`` into the database store, in one
+def import_layout(source: str | os.PathLike[str], workspace: Workspace) -> list[str]:
+    """Load every agent folder of ``source/agents/`` into the workspace's database, in one
     transaction; returns the agents loaded. Refuses, loading nothing, if the store is files or
     if the database already has one of them."""
-    db = store.database()
+    db = workspace.database
     if db is None:
         raise StoreConfigError(
-            "import loads a folder into a database: set $NBMEMORY_STORE or pass --store URL"
+            "import loads a folder into a database: set $NBMEMORY_STORE or pass --store-file FILE"
         )
     root = agents_root(source)
     if not root.is_dir():
@@ -110,7 +197,7 @@ def import_layout(source: str | os.PathLike[str]) -> list[str]:
         try:
             validate_agent_name(entry.name)
         except InvalidAgentNameError as exc:
-            warnings.warn(f"{entry.path}: not imported ({exc})", MemoryWarning, stacklevel=2)
+            warnings.warn(f"{entry.path!r}: not imported ({exc})", MemoryWarning, stacklevel=2)
             continue
         agents[entry.name] = _files(Path(entry.path))
     db.load_agents(agents)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 
-from nbmemory import store
 from nbmemory.errors import InvalidNoteError, NoteNotFoundError, NotesFullError
+from nbmemory.store import AgentDocs, docs_at
 from nbmemory.tokens import TokenCounter
 
 NOTES_FILE = "NOTES.md"
@@ -57,12 +56,17 @@ def render(notes: list[str]) -> str:
 
 
 class Notes:
-    """The pinned notes of the agent whose folder is ``folder``."""
+    """The pinned notes of an agent: its documents (``Workspace.agent(name)``), or its folder
+    in the environment's workspace."""
 
     def __init__(
-        self, folder: str | os.PathLike[str], budget: int = DEFAULT_BUDGET, model: str = "gpt-4o"
+        self,
+        folder: AgentDocs | str | os.PathLike[str],
+        budget: int = DEFAULT_BUDGET,
+        model: str = "gpt-4o",
     ) -> None:
-        self.path = Path(folder) / NOTES_FILE
+        self.docs = docs_at(folder)
+        self.path = self.docs.path(NOTES_FILE)
         self.budget = budget
         self._counter = TokenCounter(model)
         self._counted: tuple[tuple[int, int], int] | None = None
@@ -73,7 +77,7 @@ class Notes:
     def text(self) -> str:
         """The file as it is (empty if there is none): what every request carries."""
         try:
-            return store.read(self.path).decode("utf-8", "replace")
+            return self.docs.read(NOTES_FILE).decode("utf-8", "replace")
         except (FileNotFoundError, NotADirectoryError):
             return ""
 
@@ -82,7 +86,7 @@ class Notes:
 
     def tokens(self) -> int:
         """Tokens the notes add to a request (counted again only when the file changed)."""
-        stamp = store.stamp(self.path)
+        stamp = self.docs.stamp(NOTES_FILE)
         if stamp is None:
             return 0
         if self._counted is None or self._counted[0] != stamp:
@@ -93,7 +97,7 @@ class Notes:
         return self._counter.count(f"System: {MARKER}\n{text}\n\n") if text.strip() else 0
 
     def _change(self, edit: Callable[[list[str]], list[str]]) -> list[str]:
-        with store.locked(self.path.parent):
+        with self.docs.locked():
             notes = edit(self.items())
             text = render(notes)
             used = self.message_tokens(text)
@@ -103,9 +107,9 @@ class Notes:
                     f"{self.budget:,}: remove or shorten a note first"
                 )
             if text:
-                store.write(self.path, text)
+                self.docs.write(NOTES_FILE, text)
             else:
-                store.remove(self.path)
+                self.docs.remove(NOTES_FILE)
         return notes
 
     def find(self, match: str) -> int:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nbmemory import llm, store, workspace
+from nbmemory import llm, workspace
 from nbmemory.compactions import read_record
 from nbmemory.conversation import block_tokens, preload_tokens
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
@@ -26,6 +26,7 @@ from nbmemory.memory_file import archive_time
 from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import MessageIndex, content_text
+from nbmemory.store import AgentDocs, Workspace, as_workspace
 from nbmemory.terms import missing_terms
 from nbmemory.tokens import TokenCounter
 
@@ -211,8 +212,8 @@ def _counter(model: str) -> TokenCounter:
 
 
 @functools.lru_cache(maxsize=256)
-def _notes(folder: Path, model: str) -> Notes:
-    return Notes(folder, model=model)
+def _notes(docs: AgentDocs, model: str) -> Notes:
+    return Notes(docs, model=model)
 
 
 def _block_counts(
@@ -317,44 +318,47 @@ def page_of(
 class ReadModel:
     """What a workspace holds, for views: agents, pages of messages, archives, search, usage.
 
-    ``root`` is the workspace folder; ``None`` means ``$WORKSPACE_DIR`` (else
-    ``./agent_workspace``) as it is at each call. Every method only reads.
+    ``workspace`` is a :class:`Workspace`, or a folder on the environment's store;
+    ``None`` means the environment's workspace (``$WORKSPACE_DIR`` on ``$NBMEMORY_STORE``), read
+    once. Every method only reads.
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
-        self._root = Path(root) if root is not None else None
+    def __init__(self, workspace: Workspace | str | os.PathLike[str] | None = None) -> None:
+        self.workspace = as_workspace(workspace)
 
     @property
     def root(self) -> Path:
-        return self._root if self._root is not None else workspace.workspace_dir()
+        """The workspace folder."""
+        return self.workspace.root
 
     def __repr__(self) -> str:
-        return f"ReadModel({str(self.root)!r})"
+        return f"ReadModel({self.workspace!r})"
 
     @property
     def store(self) -> str:
         """What the agents are read from: ``files`` (in :attr:`root`), or the database's URL
         without its password."""
-        return store.describe()
+        return self.workspace.describe()
 
     # ------------------------------------------------------------------------------------------
     # Agents
 
     def names(self) -> list[str]:
         """The agents of the workspace, sorted."""
-        return store.agents(self.root)
+        return self.workspace.agents()
 
-    def _folder(self, name: str) -> Path:
-        folder = workspace.agent_dir(name, self.root)
-        if store.locate_folder(folder) is None:
-            workspace.check_folder(folder)
+    def _folder(self, name: str) -> AgentDocs:
+        docs = self.workspace.agent(name)
+        if not docs.is_database:
+            workspace.check_folder(docs.folder)
         if name not in self.names():
-            raise AgentNotFoundError(f"no agent named {name!r} in {self.root}")
-        return folder
+            raise AgentNotFoundError(f"no agent named {name!r} in {self.workspace.where()}")
+        return docs
 
     def _memory(self, name: str) -> tuple[Path, FollowedFile | None]:
-        path = self._folder(name) / workspace.MEMORY_FILE
-        return path, follow(path)
+        docs = self._folder(name)
+        path = docs.path(workspace.MEMORY_FILE)
+        return path, follow(path, docs)
 
     def settings(self, name: str) -> tuple[RunSettings, bool]:
         """The settings agent ``name`` last ran with, and whether they were recorded."""
@@ -373,7 +377,7 @@ class ReadModel:
         counter = _counter(settings.model)
         memory = _tokens(followed, counter) if followed is not None else 0
         earlier = _earlier_sessions(followed, counter, settings.session, memory)
-        notes = _notes(workspace.agent_dir(name, self.root), settings.model).tokens()
+        notes = _notes(self.workspace.agent(name), settings.model).tokens()
         tools = settings.tool_tokens
         sizes = (
             settings.static_tokens - settings.rules_tokens,
@@ -452,7 +456,7 @@ class ReadModel:
     def file_path(self, name: str, archive: str | None = None) -> Path:
         """Where agent ``name``'s MEMORY.md (which may not exist yet) or ``archive`` is."""
         if archive is None:
-            return self._folder(name) / workspace.MEMORY_FILE
+            return self._folder(name).path(workspace.MEMORY_FILE)
         for path in self._archive_paths(self._folder(name).name):
             if path.name == archive:
                 return path
@@ -502,14 +506,14 @@ class ReadModel:
     # Archives
 
     def _archive_paths(self, name: str) -> list[Path]:
-        return store.archives(workspace.agent_dir(name, self.root))
+        return self.workspace.agent(name).archives()
 
     def archives(self, name: str) -> list[ArchiveInfo]:
         """Agent ``name``'s archives, oldest first."""
-        self._folder(name)
+        docs = self._folder(name)
         infos = []
-        for path in self._archive_paths(name):
-            followed = follow(path)
+        for path in docs.archives():
+            followed = follow(path, docs)
             if followed is not None:
                 infos.append(
                     ArchiveInfo(
@@ -521,18 +525,18 @@ class ReadModel:
     def compactions(self, name: str) -> list[CompactionInfo]:
         """Agent ``name``'s compactions, oldest first: what each one archived, the summary that
         replaced it, and what that summary dropped (see :class:`CompactionInfo`)."""
-        folder = self._folder(name)
+        docs = self._folder(name)
         model = self.settings(name)[0].model
         counter = _counter(model)
-        notes = _notes(folder, model).text()
-        archived = [(path, follow(path)) for path in self._archive_paths(name)]
+        notes = _notes(docs, model).text()
+        archived = [(path, follow(path, docs)) for path in docs.archives()]
         archived = [(path, followed) for path, followed in archived if followed is not None]
         _, memory = self._memory(name)
         afterwards = [followed for _, followed in archived[1:]] + [memory or EMPTY]
         afterwards = afterwards[: len(archived)]
         found = []
         for (path, followed), after in zip(archived, afterwards, strict=True):
-            record = read_record(path)
+            record = read_record(docs, path)
             kept = record.kept_messages if record is not None else 0
             following = after.messages[: 1 + kept]
             summary = content_text(following[0]["content"]) if following else ""
@@ -560,9 +564,10 @@ class ReadModel:
         if archive is None:
             followed = self._memory(name)[1]
             return followed if followed is not None else EMPTY
-        for path in self._archive_paths(self._folder(name).name):
+        docs = self._folder(name)
+        for path in docs.archives():
             if path.name == archive:
-                followed = follow(path)
+                followed = follow(path, docs)
                 if followed is not None:
                     return followed
         raise ArchiveNotFoundError(f"{name} has no archive named {archive!r}")
@@ -626,11 +631,12 @@ class ReadModel:
         names = [name] if name is not None else self.names()
         parts = []
         for agent in names:
-            folder = workspace.agent_dir(agent, self.root)
-            stamp = store.folder_stamp(folder)
+            docs = self.workspace.agent(agent)
+            stamp = docs.folder_stamp()
             if stamp is not None:
                 parts.append(f"{agent}:{stamp}")
                 continue
+            folder = docs.folder
             for path in (
                 folder / workspace.MEMORY_FILE,
                 folder / workspace.ARCHIVE_DIR,

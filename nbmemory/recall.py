@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nbmemory import store
 from nbmemory.follow import FollowedFile, follow
 from nbmemory.search import content_text
+from nbmemory.store import AgentDocs
 from nbmemory.terms import bm25_term, idf, is_question, words
 from nbmemory.workspace import MEMORY_FILE
 
@@ -90,17 +90,18 @@ def _index(followed: FollowedFile) -> _FileIndex:
     return index
 
 
-def sources(folder: Path) -> list[Path]:
-    """The files recall searches in an agent folder: its archives, oldest first, then MEMORY.md."""
-    return [*store.archives(folder), folder / MEMORY_FILE]
+def sources(docs: AgentDocs) -> list[Path]:
+    """The documents recall searches: the agent's archives, oldest first, then MEMORY.md."""
+    return [*docs.archives(), docs.path(MEMORY_FILE)]
 
 
-def recall(folder: str | Path, query: str, limit: int = DEFAULT_PASSAGES) -> list[Passage]:
-    """The passages of an agent's memory and archives that best match ``query``, best first."""
+def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[Passage]:
+    """The passages of an agent's memory and archives (``Workspace.agent(name)``) that best
+    match ``query``, best first."""
     asked = set(words(query))
     indexes = []
-    for path in sources(Path(folder)):
-        followed = follow(path)
+    for path in sources(docs):
+        followed = follow(path, docs)
         if followed is not None and followed.messages:
             indexes.append((path, _index(followed)))
     documents = sum(index.documents for _, index in indexes)
@@ -173,8 +174,9 @@ def describe(query: str, passages: list[Passage]) -> str:
     return "\n\n".join(lines)
 
 
-def recall_tool(folder: Callable[[], Path | None]) -> Callable[[str], str]:
-    """The recall tool for the agent whose folder ``folder()`` returns (``None``: no memory)."""
+def recall_tool(folder: Callable[[], AgentDocs | None]) -> Callable[[str], str]:
+    """The recall tool for the agent whose documents ``folder()`` returns (``None``: no
+    memory)."""
 
     def recall_memory(query: str) -> str:
         """Search everything said in this agent's earlier sessions, archived ones included.

@@ -9,13 +9,10 @@ before each run; a reader that finds no record falls back to the defaults and sa
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-from nbmemory import store
+from nbmemory.store import AgentDocs
 from nbmemory.tokens import context_window, encoding_name_for_model
-from nbmemory.workspace import check_folder, make_private_dir
 
 SETTINGS_FILE = "settings.json"
 DEFAULT_THRESHOLD = 0.9
@@ -63,11 +60,11 @@ def default_settings(model: str) -> RunSettings:
     )
 
 
-def read_settings(folder: str | os.PathLike[str]) -> RunSettings | None:
-    """The settings recorded in an agent folder, or ``None`` if there are none (or unreadable)."""
-    path = Path(folder) / SETTINGS_FILE
+def read_settings(docs: AgentDocs) -> RunSettings | None:
+    """The settings an agent recorded among its documents, or ``None`` if there are none (or
+    they cannot be read)."""
     try:
-        data = json.loads(store.read(path))
+        data = json.loads(docs.read(SETTINGS_FILE))
         fields = {key: data[key] for key in RunSettings.__dataclass_fields__ if key in data}
         if fields.get("session") is not None:
             fields["session"] = tuple(int(n) for n in fields["session"])
@@ -76,9 +73,7 @@ def read_settings(folder: str | os.PathLike[str]) -> RunSettings | None:
         return None
 
 
-def write_settings(folder: str | os.PathLike[str], settings: RunSettings) -> None:
-    """Record ``settings`` in an agent folder, replacing the old record atomically."""
+def write_settings(docs: AgentDocs, settings: RunSettings) -> None:
+    """Record ``settings`` among an agent's documents, replacing the old record atomically."""
     text = json.dumps(asdict(settings), indent=2) + "\n"
-    if store.locate_folder(folder) is None:
-        make_private_dir(check_folder(folder))
-    store.write(Path(folder) / SETTINGS_FILE, text, durable=False)
+    docs.write(SETTINGS_FILE, text, durable=False)

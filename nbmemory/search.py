@@ -5,13 +5,13 @@ from __future__ import annotations
 import bisect
 import functools
 import json
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from nbmemory import store
+from nbmemory.store import AgentDocs
 
 
 @dataclass(frozen=True)
@@ -64,22 +64,25 @@ class MessageIndex:
         return found
 
 
-_cache: dict[Path, tuple[tuple[int, ...], MessageIndex]] = {}
+_cache: dict[tuple[str, str], tuple[tuple[int, ...], MessageIndex]] = {}
 _cache_lock = threading.Lock()
 
 
 def file_index(
-    path: Path, read: Callable[[Path], list[dict[str, Any]]] = store.messages
+    docs: AgentDocs,
+    doc: str | os.PathLike[str],
+    read: Callable[[AgentDocs, str | os.PathLike[str]], list[dict[str, Any]]] | None = None,
 ) -> MessageIndex:
-    """The index of a memory or archive document, reused while it stays the same."""
-    key = store.stamp(path)
-    if key is None:
-        raise FileNotFoundError(path)
+    """The index of an agent's memory or archive document, reused while it stays the same."""
+    stamp = docs.stamp(doc)
+    if stamp is None:
+        raise FileNotFoundError(docs.path(doc))
+    key = (repr(docs), docs.doc(doc))  # the same path can name a file and a database row
     with _cache_lock:
-        cached = _cache.get(path)
-    if cached is not None and cached[0] == key:
+        cached = _cache.get(key)
+    if cached is not None and cached[0] == stamp:
         return cached[1]
-    index = MessageIndex(read(path))
+    index = MessageIndex(read(docs, doc) if read is not None else docs.messages(doc))
     with _cache_lock:
-        _cache[path] = (key, index)
+        _cache[key] = (stamp, index)
     return index

@@ -1,12 +1,12 @@
-"""Where agents' documents are kept: files in the workspace (the default), or a PostgreSQL
-database named by one setting, the URL in ``$NBMEMORY_STORE``.
+"""Where agents' documents are kept: a :class:`Workspace` is a folder and a store, files under
+the folder (the default) or a PostgreSQL database.
 
-Callers keep using paths. With a database, a path ``<anything>/agents/<name>/<document>`` (the
-layout of the spec: ``MEMORY.md``, ``NOTES.md``, ``settings.json``, ``archive/<file>``) names
-that document of agent ``<name>`` in the database, so the same API, views and tools work on
-either store; any other path is a file. ``%config NbMemoryMagics.store``, the server's
-``NbMemoryServer.store`` and the CLI's ``--store`` all set the variable through :func:`use`, so
-processes started from them (kernels, subprocesses) read the same store.
+A workspace hands out :class:`AgentDocs`, one agent's documents by name (``MEMORY.md``,
+``NOTES.md``, ``settings.json``, ``archive/<file>``), so the same API, views and tools work on
+either store. A path is mapped to an agent and a document once, when a handle is made
+(:meth:`Workspace.locate`): a path inside ``<workspace>/agents/<name>/`` of a database
+workspace names a row, any other path is a file. Nothing here reads the environment but
+:meth:`Workspace.from_env`, which the front ends and constructors given no workspace call.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nbmemory import memory_file
 from nbmemory.atomic import write_atomic
-from nbmemory.errors import MemoryWarning
+from nbmemory.errors import InvalidAgentNameError, MemoryWarning
 from nbmemory.memory_file import (
     MemoryFile,
     ParsedMemory,
@@ -32,15 +32,18 @@ from nbmemory.memory_file import (
 from nbmemory.pg_store import PgStore
 from nbmemory.workspace import (
     ARCHIVE_DIR,
+    DEFAULT_WORKSPACE,
     MEMORY_FILE,
-    QUARANTINE_DIR,
     agents_root,
-    list_agents,
+    check_folder,
+    make_private_dir,
     read_regular,
+    validate_agent_name,
 )
+from nbmemory.workspace import list_agents as agent_folders
 
 ENV = "NBMEMORY_STORE"
-_SUBFOLDERS = (ARCHIVE_DIR, QUARANTINE_DIR)
+WORKSPACE_ENV = "WORKSPACE_DIR"
 _stores: dict[str, PgStore] = {}
 
 
@@ -49,188 +52,349 @@ def check(url: str) -> str:
     ``StoreConfigError`` saying how to write one. Nothing is connected to."""
     url = url.strip()
     if url:
-        _store_for(url)
+        database_at(url)
     return url
 
 
-def use(url: str | None) -> None:
-    """Make ``url`` (a PostgreSQL URL) the store of this process and its children; ``None`` or
-    ``""`` goes back to files. A URL that is not a database's raises ``StoreConfigError``."""
-    if url:
-        _store_for(url)
-        os.environ[ENV] = url
-    else:
-        os.environ.pop(ENV, None)
-
-
-def database() -> PgStore | None:
-    """The database store in use, or ``None`` when memories are files."""
-    url = os.environ.get(ENV, "").strip()
-    return _store_for(url) if url else None
-
-
-def _store_for(url: str) -> PgStore:
+def database_at(url: str) -> PgStore:
+    """The database store at ``url``, one per URL in a process (it keeps a connection pool)."""
     store = _stores.get(url)
     if store is None:
         store = _stores[url] = PgStore(url)
     return store
 
 
-def describe() -> str:
-    """What the store is, for people: the database URL without its password, or ``files``."""
-    db = database()
-    return db.shown if db is not None else "files"
-
-
-def locate(path: str | os.PathLike[str]) -> tuple[PgStore, str, str] | None:
-    """``(database, agent, document)`` for an agent's document kept in the database, else
-    ``None`` (memories are files, or the path is not in an agent folder)."""
-    db = database()
-    if db is None:
-        return None
-    parts = Path(path).parts
-    if len(parts) >= 3 and parts[-3] == "agents":
-        return db, parts[-2], parts[-1]
-    if len(parts) >= 4 and parts[-4] == "agents" and parts[-2] in _SUBFOLDERS:
-        return db, parts[-3], f"{parts[-2]}/{parts[-1]}"
-    return None
-
-
-def locate_folder(folder: str | os.PathLike[str]) -> tuple[PgStore, str] | None:
-    """``(database, agent)`` for an agent folder kept in the database, else ``None``."""
-    db = database()
-    parts = Path(folder).parts
-    if db is None or len(parts) < 2 or parts[-2] != "agents":
-        return None
-    return db, parts[-1]
-
-
 # ----------------------------------------------------------------------------------------------
-# Documents
+# One agent's documents
 
 
-def read(path: str | os.PathLike[str]) -> bytes:
-    """A document's bytes; ``FileNotFoundError`` if it does not exist."""
-    found = locate(path)
-    if found is None:
-        return read_regular(path)
-    db, name, doc = found
-    data = db.memory(name) if doc == MEMORY_FILE else db.read(name, doc)
-    if data is None:
-        raise FileNotFoundError(path)
-    return data
+class AgentDocs(Protocol):
+    """One agent's documents, in whichever store keeps them.
+
+    ``folder`` is the path that names the agent (``<workspace>/agents/<name>``): on files it is
+    the folder itself; on a database it names the agent in messages, and archives are named by
+    paths beside it. A document is named by its path in the folder (``archive/history_….md``)
+    or by a path below ``folder``.
+    """
+
+    name: str
+    folder: Path
+    is_database: bool
+
+    def doc(self, doc: str | os.PathLike[str]) -> str: ...
+    def path(self, doc: str | os.PathLike[str]) -> Path: ...
+    def exists(self, doc: str | os.PathLike[str]) -> bool: ...
+    def identity(self, doc: str | os.PathLike[str] = MEMORY_FILE) -> int | None: ...
+    def messages(self, doc: str | os.PathLike[str]) -> list[dict[str, Any]]: ...
+    def read(self, doc: str | os.PathLike[str]) -> bytes: ...
+    def write(
+        self, doc: str | os.PathLike[str], data: bytes | str, *, durable: bool = True
+    ) -> Path: ...
+    def remove(self, doc: str | os.PathLike[str]) -> None: ...
+    def stamp(self, doc: str | os.PathLike[str]) -> tuple[int, ...] | None: ...
+    def folder_stamp(self) -> tuple[int, ...] | None: ...
+    def locked(self) -> contextlib.AbstractContextManager[None]: ...
+    def archives(self) -> list[Path]: ...
+    def open_memory(self, conversation_name: str, doc: str = MEMORY_FILE) -> Any: ...
 
 
-def write(path: str | os.PathLike[str], data: bytes | str, *, durable: bool = True) -> Path:
-    """Replace a whole document atomically (never ``MEMORY.md``: see :func:`open_memory`)."""
-    found = locate(path)
-    if found is None:
+class _Docs:
+    """What both stores' handles share: naming documents, and reading them as messages."""
+
+    name: str
+    folder: Path
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.folder)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.folder))
+
+    def doc(self, doc: str | os.PathLike[str]) -> str:
+        """A document's name in the folder, from its name or its path."""
+        path = Path(doc)
+        if path.is_relative_to(self.folder):
+            return path.relative_to(self.folder).as_posix()
+        if isinstance(doc, str) and not path.is_absolute():
+            return doc
+        raise ValueError(f"{doc} is not in {self.folder}")
+
+    def path(self, doc: str | os.PathLike[str]) -> Path:
+        """The path that names a document, for people and for keys."""
+        return self.folder / self.doc(doc)
+
+    def exists(self, doc: str | os.PathLike[str]) -> bool:
+        return self.stamp(doc) is not None  # type: ignore[attr-defined]
+
+    def identity(self, doc: str | os.PathLike[str] = MEMORY_FILE) -> int | None:
+        """What a compaction changes about ``MEMORY.md``: its inode (a compaction replaces the
+        file), or the database's compaction count; ``None`` if it does not exist."""
+        found = self.stamp(doc)  # type: ignore[attr-defined]
+        return found[0] if found is not None else None
+
+    def messages(self, doc: str | os.PathLike[str]) -> list[dict[str, Any]]:
+        """A memory or archive document's messages, warning (``MemoryWarning``) about damage."""
+        return memory_file.report(parse(self.read(doc)), self.path(doc))  # type: ignore[attr-defined]
+
+
+class FileDocs(_Docs):
+    """An agent's documents as files in ``folder``."""
+
+    is_database = False
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self.name = self.folder.name
+
+    def read(self, doc: str | os.PathLike[str]) -> bytes:
+        return read_regular(self.path(doc))
+
+    def write(
+        self, doc: str | os.PathLike[str], data: bytes | str, *, durable: bool = True
+    ) -> Path:
+        """Replace a whole document atomically (never ``MEMORY.md``: see :meth:`open_memory`)."""
+        path = self.path(doc)
+        check_folder(self.folder)
+        make_private_dir(path.parent)
         return write_atomic(path, data, durable=durable)
-    db, name, doc = found
-    db.write(name, doc, data.encode("utf-8") if isinstance(data, str) else data)
-    return Path(path)
 
+    def remove(self, doc: str | os.PathLike[str]) -> None:
+        self.path(doc).unlink(missing_ok=True)
 
-def remove(path: str | os.PathLike[str]) -> None:
-    """Delete a document if it exists."""
-    found = locate(path)
-    if found is None:
-        Path(path).unlink(missing_ok=True)
-    else:
-        db, name, doc = found
-        db.remove(name, doc)
-
-
-def stamp(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
-    """A value that changes whenever the document does; ``None`` if it does not exist."""
-    found = locate(path)
-    if found is None:
+    def stamp(self, doc: str | os.PathLike[str]) -> tuple[int, ...] | None:
         try:
-            st = os.stat(path)
+            st = os.stat(self.path(doc))
         except (FileNotFoundError, NotADirectoryError):
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns)
-    db, name, doc = found
-    return db.stamp(name) if doc == MEMORY_FILE else db.document_stamp(name, doc)
+
+    def folder_stamp(self) -> None:
+        """Files have no stamp for a whole folder: each document has its own."""
+        return None
+
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        return memory_file.folder_lock(self.folder)
+
+    def archives(self) -> list[Path]:
+        return memory_file.archive_files(self.folder)
+
+    def open_memory(self, conversation_name: str, doc: str = MEMORY_FILE) -> MemoryFile:
+        return MemoryFile(self.path(doc), conversation_name)
 
 
-def folder_stamp(folder: str | os.PathLike[str]) -> tuple[int, ...] | None:
-    """For a database agent, a value that changes with any of its documents; else ``None``."""
-    found = locate_folder(folder)
-    return found[0].stamp(found[1]) if found is not None else None
+class DatabaseDocs(_Docs):
+    """An agent's documents as rows of a PostgreSQL database."""
 
+    is_database = True
 
-@contextlib.contextmanager
-def locked(folder: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold the agent's lock for a read-modify-write of its documents."""
-    found = locate_folder(folder)
-    if found is None:
-        with memory_file.folder_lock(Path(folder)):
-            yield
-    else:
-        with found[0].locked(found[1]):
-            yield
+    def __init__(self, db: PgStore, name: str, folder: str | os.PathLike[str]) -> None:
+        self.db = db
+        self.name = name
+        self.folder = Path(folder)
 
+    def __repr__(self) -> str:
+        return f"DatabaseDocs({self.db.shown!r}, {self.name!r})"
 
-def archives(folder: str | os.PathLike[str]) -> list[Path]:
-    """The archives of an agent folder, oldest first."""
-    found = locate_folder(folder)
-    if found is None:
-        return memory_file.archive_files(folder)
-    db, name = found
-    paths = [
-        Path(folder) / doc
-        for doc in db.documents(name, ARCHIVE_DIR)
-        if doc.count("/") == 1 and doc.startswith("archive/history_") and doc.endswith(".md")
-    ]
-    return sorted(paths, key=archive_sort_key)
+    def read(self, doc: str | os.PathLike[str]) -> bytes:
+        name = self.doc(doc)
+        data = self.db.memory(self.name) if name == MEMORY_FILE else self.db.read(self.name, name)
+        if data is None:
+            raise FileNotFoundError(self.path(name))
+        return data
 
+    def write(
+        self, doc: str | os.PathLike[str], data: bytes | str, *, durable: bool = True
+    ) -> Path:
+        self.db.write(self.name, self.doc(doc), data.encode() if isinstance(data, str) else data)
+        return self.path(doc)
 
-def agents(workspace: str | os.PathLike[str] | None = None) -> list[str]:
-    """Names of the agents that have a memory, sorted."""
-    db = database()
-    return list_agents(workspace) if db is None else db.agents()
+    def remove(self, doc: str | os.PathLike[str]) -> None:
+        self.db.remove(self.name, self.doc(doc))
 
+    def stamp(self, doc: str | os.PathLike[str]) -> tuple[int, ...] | None:
+        name = self.doc(doc)
+        if name == MEMORY_FILE:
+            return self.db.stamp(self.name)
+        return self.db.document_stamp(self.name, name)
 
-def messages(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """A memory or archive document's messages, warning (``MemoryWarning``) about damage."""
-    return memory_file.report(parse(read(path)), Path(path))
+    def folder_stamp(self) -> tuple[int, ...] | None:
+        """A value that changes with any of the agent's documents."""
+        return self.db.stamp(self.name)
 
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        return self.db.locked(self.name)
 
-def identity(path: str | os.PathLike[str]) -> int | None:
-    """What a compaction changes about ``MEMORY.md``: its inode (a compaction replaces the
-    file), or the database's compaction count; ``None`` if it does not exist."""
-    found = stamp(path)
-    return found[0] if found is not None else None
+    def archives(self) -> list[Path]:
+        paths = [
+            self.folder / doc
+            for doc in self.db.documents(self.name, ARCHIVE_DIR)
+            if doc.count("/") == 1 and doc.startswith("archive/history_") and doc.endswith(".md")
+        ]
+        return sorted(paths, key=archive_sort_key)
 
+    def documents(self) -> list[str]:
+        """Names of every document but ``MEMORY.md``, sorted."""
+        return self.db.documents(self.name)
 
-def exists(path: str | os.PathLike[str]) -> bool:
-    """Whether the document exists, in the store that keeps it."""
-    return stamp(path) is not None
-
-
-def where(workspace: str | os.PathLike[str] | None = None) -> str:
-    """Where the workspace's agents are, for people: a folder or a database."""
-    return describe() if database() is not None else str(agents_root(workspace))
+    def open_memory(self, conversation_name: str, doc: str = MEMORY_FILE) -> DatabaseMemory:
+        return DatabaseMemory(self, conversation_name)
 
 
 # ----------------------------------------------------------------------------------------------
-# MEMORY.md
+# The workspace
+
+
+class Workspace:
+    """A workspace: the folder ``path`` and the store of its agents, files under
+    ``path/agents/`` unless ``store`` is a PostgreSQL URL.
+
+    Several workspaces, on files and on databases, can be used in one process; nothing is
+    kept in the environment. ``StoreConfigError`` if ``store`` is not a usable URL.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], store: str | None = None) -> None:
+        self.root = Path(path)
+        self.url = check(store or "")
+        self.database = database_at(self.url) if self.url else None
+
+    @classmethod
+    def from_env(
+        cls, path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+    ) -> Workspace:
+        """The workspace the environment names: ``$WORKSPACE_DIR`` (else ``./agent_workspace``)
+        on ``$NBMEMORY_STORE`` (else files); ``path`` overrides the folder."""
+        env = os.environ if environ is None else environ
+        root = path if path is not None else (env.get(WORKSPACE_ENV) or DEFAULT_WORKSPACE)
+        return cls(root, env.get(ENV, ""))
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r}, store={self.describe()!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Workspace) and (other.root, other.url) == (self.root, self.url)
+
+    def __hash__(self) -> int:
+        return hash((self.root, self.url))
+
+    def describe(self) -> str:
+        """What the store is, for people: the database URL without its password, or ``files``."""
+        return self.database.shown if self.database is not None else "files"
+
+    def where(self) -> str:
+        """Where the agents are, for people: a folder or a database."""
+        return self.describe() if self.database is not None else str(agents_root(self.root))
+
+    def agents(self) -> list[str]:
+        """Names of the agents that have a memory, sorted."""
+        if self.database is not None:
+            return self.database.agents()
+        return agent_folders(self.root)
+
+    def agent(self, name: str) -> FileDocs | DatabaseDocs:
+        """The documents of agent ``name`` (validated; nothing is created)."""
+        folder = agents_root(self.root) / validate_agent_name(name)
+        if self.database is None:
+            return FileDocs(folder)
+        return DatabaseDocs(self.database, name, folder)
+
+    def memory_path(self, name: str) -> Path:
+        """The path of agent ``name``'s ``MEMORY.md`` here, as ``Conversation`` takes it."""
+        return self.agent(name).path(MEMORY_FILE)
+
+    def locate(self, path: str | os.PathLike[str]) -> tuple[FileDocs | DatabaseDocs, str]:
+        """The agent documents and document name a path means here: an agent's document when
+        the path lies in ``<root>/agents/<name>/``, else the file in its folder."""
+        path = Path(path)
+        parts = _below(path, agents_root(self.root))
+        if parts is not None and len(parts) >= 2:
+            with contextlib.suppress(InvalidAgentNameError):
+                return self.agent(parts[0]), "/".join(parts[1:])
+        return FileDocs(path.parent), path.name
+
+    def folder(self, folder: str | os.PathLike[str]) -> FileDocs | DatabaseDocs:
+        """The agent documents a folder means here (see :meth:`locate`)."""
+        docs, _ = self.locate(Path(folder) / MEMORY_FILE)
+        return docs
+
+    def open_memory(self, path: str | os.PathLike[str], conversation_name: str) -> Any:
+        """The ``MEMORY.md`` at ``path``: a :class:`MemoryFile`, or a :class:`DatabaseMemory`
+        when the store is a database and the path is an agent's ``MEMORY.md`` here."""
+        docs, doc = self.locate(path)
+        if self.database is not None and not docs.is_database:
+            warnings.warn(
+                f"{path} is not an agent's memory in {agents_root(self.root)}: it is kept as a "
+                "file, not in the database",
+                MemoryWarning,
+                stacklevel=3,
+            )
+        if docs.is_database and doc != MEMORY_FILE:
+            return FileDocs(Path(path).parent).open_memory(conversation_name, Path(path).name)
+        return docs.open_memory(conversation_name, doc)
+
+
+def _below(path: Path, root: Path) -> tuple[str, ...] | None:
+    """The parts of ``path`` below ``root``, or ``None`` if it is not below it."""
+    try:
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).parts
+    except ValueError:
+        return None
+
+
+def list_agents(workspace: Workspace | str | os.PathLike[str] | None = None) -> list[str]:
+    """Names of a workspace's agents (default: the environment's workspace), sorted."""
+    return as_workspace(workspace).agents()
+
+
+def as_workspace(workspace: Workspace | str | os.PathLike[str] | None) -> Workspace:
+    """``workspace`` itself, or the environment's store over the folder it names (the
+    environment's folder for ``None``): for functions that also take a folder."""
+    return workspace if isinstance(workspace, Workspace) else Workspace.from_env(workspace)
+
+
+def docs_at(folder: AgentDocs | str | os.PathLike[str]) -> AgentDocs:
+    """``folder`` itself if it is an agent's documents, else what the environment's workspace
+    makes of that folder: for constructors that also take a folder."""
+    if isinstance(folder, _Docs):
+        return folder
+    return Workspace.from_env().folder(folder)
+
+
+def agent_dir(name: str, workspace: Workspace | str | os.PathLike[str] | None = None) -> Path:
+    """The folder that names agent ``name`` in a workspace (default: the environment's)."""
+    return as_workspace(workspace).agent(name).folder
+
+
+def memory_path(name: str, workspace: Workspace | str | os.PathLike[str] | None = None) -> Path:
+    """The path of agent ``name``'s ``MEMORY.md`` in a workspace (default: the environment's):
+    what ``Conversation(memory_md_path=...)`` takes."""
+    return as_workspace(workspace).memory_path(name)
+
+
+def workspace_dir() -> Path:
+    """The workspace folder the environment names now (``$WORKSPACE_DIR``, else
+    ``./agent_workspace``): changing the variable in a running notebook takes effect."""
+    return Workspace.from_env().root
+
+
+# ----------------------------------------------------------------------------------------------
+# MEMORY.md in a database
 
 
 class DatabaseMemory:
     """An agent's ``MEMORY.md`` kept in the database, with :class:`MemoryFile`'s methods.
 
-    ``path`` stays the path the caller gave (``<workspace>/agents/<name>/MEMORY.md``): it names
-    the agent, and archives are named by paths beside it.
+    ``path`` is ``<workspace>/agents/<name>/MEMORY.md``: it names the agent, and archives are
+    named by paths beside it.
     """
 
-    def __init__(self, path: str | os.PathLike[str], conversation_name: str) -> None:
-        found = locate(path)
-        assert found is not None and found[2] == MEMORY_FILE
-        self.db, self.agent, _ = found
-        self.path = Path(path)
-        self.folder = self.path.parent
+    def __init__(self, docs: DatabaseDocs, conversation_name: str) -> None:
+        self.docs = docs
+        self.db, self.agent = docs.db, docs.name
+        self.folder = docs.folder
+        self.path = docs.folder / MEMORY_FILE
         self.archive_dir = self.folder / ARCHIVE_DIR
         self.conversation_name = conversation_name
 
@@ -262,7 +426,7 @@ class DatabaseMemory:
         return memory_file.report(self.read(), self.path)
 
     def archives(self) -> list[Path]:
-        return archives(self.folder)
+        return self.docs.archives()
 
     def compact(self, blocks: str) -> Path | None:
         new = memory_file.encoded(format_header(self.conversation_name) + blocks, "summary")
@@ -270,17 +434,6 @@ class DatabaseMemory:
         return self.folder / archive if archive is not None else None
 
 
-def open_memory(path: str | os.PathLike[str], conversation_name: str) -> Any:
-    """The ``MEMORY.md`` at ``path``: a :class:`MemoryFile`, or a :class:`DatabaseMemory` when
-    the store is a database and the path is in an agent folder."""
-    found = locate(path)
-    if found is not None and found[2] == MEMORY_FILE:
-        return DatabaseMemory(path, conversation_name)
-    if database() is not None:
-        warnings.warn(
-            f"{path} is not in an agent folder (<workspace>/agents/<name>/MEMORY.md): it is "
-            "kept as a file, not in the database",
-            MemoryWarning,
-            stacklevel=3,
-        )
-    return MemoryFile(path, conversation_name)
+def memory_docs(memory: Any) -> FileDocs | DatabaseDocs:
+    """The agent documents beside an open ``MEMORY.md`` (its archives, notes, records)."""
+    return memory.docs if isinstance(memory, DatabaseMemory) else FileDocs(memory.path.parent)

@@ -1,4 +1,4 @@
-"""Where agents live on disk: the workspace folder, one folder per agent name, and name rules."""
+"""Where agents live on disk: one folder per agent name in a workspace, name rules, safe opens."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import unicodedata
 import warnings
 from pathlib import Path
 
-from nbmemory.errors import InvalidAgentNameError, MemoryWarning, UnsafeFileError
+from nbmemory.errors import (
+    InvalidAgentNameError,
+    InvalidDocumentNameError,
+    MemoryWarning,
+    UnsafeFileError,
+)
 
 DEFAULT_WORKSPACE = "agent_workspace"
 MEMORY_FILE = "MEMORY.md"
@@ -19,14 +24,6 @@ QUARANTINE_DIR = "quarantine"
 MAX_NAME_BYTES = 255
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-
-
-def workspace_dir() -> Path:
-    """The workspace root: ``$WORKSPACE_DIR`` as it is now, else ``./agent_workspace``.
-
-    Read on every call, so changing the variable in a running notebook takes effect.
-    """
-    return Path(os.environ.get("WORKSPACE_DIR") or DEFAULT_WORKSPACE)
 
 
 def validate_agent_name(name: object) -> str:
@@ -58,18 +55,43 @@ def validate_agent_name(name: object) -> str:
     return name
 
 
-def agents_root(workspace: str | os.PathLike[str] | None = None) -> Path:
-    """The folder that holds one sub-folder per agent."""
-    return Path(workspace) / "agents" if workspace is not None else workspace_dir() / "agents"
+def validate_document_name(doc: object) -> str:
+    """Return ``doc`` if it names a file inside an agent folder (``NOTES.md``,
+    ``archive/history_….md``), else raise ``InvalidDocumentNameError``.
+
+    Names come from stores and folders someone else may have written: each ``/``-separated part
+    must be a plain file or folder name, so joining the name to a folder never leaves it.
+    """
+    if not isinstance(doc, str) or not doc:
+        raise InvalidDocumentNameError(f"document name {doc!r} must be a non-empty string")
+    for part in doc.split("/"):
+        if part in ("", ".", "..") or "\\" in part:
+            raise InvalidDocumentNameError(
+                f"document name {doc!r} must be relative, without '..', '.', '\\' or empty parts"
+            )
+        if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in part):
+            raise InvalidDocumentNameError(
+                f"document name {doc!r} must not contain control characters"
+            )
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+            raise InvalidDocumentNameError(
+                f"document name {doc!r} has a part over {MAX_NAME_BYTES} bytes"
+            )
+    return doc
 
 
-def agent_dir(name: str, workspace: str | os.PathLike[str] | None = None) -> Path:
-    """The folder of agent ``name`` (validated; nothing is created)."""
+def agents_root(workspace: str | os.PathLike[str]) -> Path:
+    """The folder of a workspace that holds one sub-folder per agent."""
+    return Path(workspace) / "agents"
+
+
+def agent_dir(name: str, workspace: str | os.PathLike[str]) -> Path:
+    """The folder of agent ``name`` in a workspace (validated; nothing is created)."""
     return agents_root(workspace) / validate_agent_name(name)
 
 
-def memory_path(name: str, workspace: str | os.PathLike[str] | None = None) -> Path:
-    """The ``MEMORY.md`` of agent ``name`` (validated; nothing is created)."""
+def memory_path(name: str, workspace: str | os.PathLike[str]) -> Path:
+    """The ``MEMORY.md`` of agent ``name`` in a workspace (validated; nothing is created)."""
     return agent_dir(name, workspace) / MEMORY_FILE
 
 
@@ -219,8 +241,8 @@ def _warn_if_shared(fd: int, path: Path) -> None:
         )
 
 
-def list_agents(workspace: str | os.PathLike[str] | None = None) -> list[str]:
-    """Names of the agents that have a memory in the workspace, sorted."""
+def list_agents(workspace: str | os.PathLike[str]) -> list[str]:
+    """Names of the agents whose folder in a workspace on files holds a memory, sorted."""
     root = agents_root(workspace)
     check_folder(root)
     try:

@@ -17,7 +17,7 @@ from support import close_litellm_clients
 @pytest.fixture(autouse=True)
 def no_store_left_behind() -> Iterator[None]:
     """After each test (and after its monkeypatches are undone), no store in the environment:
-    ``store.use()`` (the CLI's ``--store``) sets it for child processes, unpatched."""
+    ``nbmemory --store URL server`` sets it for the server's kernels, unpatched."""
     yield
     os.environ.pop("NBMEMORY_STORE", None)
 
@@ -95,4 +95,4 @@ def database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
 
     monkeypatch.setenv("NBMEMORY_STORE", database_url)
     yield database_url
-    store.database().close()
+    store.database_at(database_url).close()

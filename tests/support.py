@@ -31,6 +31,13 @@ def search_knowledge_base(query: str) -> str:
     return "\n".join(hits) if hits else "No matching documents."
 
 
+def agent_docs(name: str):
+    """The documents of agent ``name`` in the test's workspace (its folder on its store)."""
+    from nbmemory import Workspace
+
+    return Workspace.from_env().agent(name)
+
+
 def run_python(code: str, *args: str, cwd: Path | None = None, check: bool = True, **popen):
     """Run ``code`` in a new Python process that imports this checkout of nbmemory."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **popen.pop("env", {})}
@@ -139,7 +146,7 @@ def close_litellm_clients() -> None:
 WRITER = """
 import sys, time
 from nbmemory import Conversation
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 tag, count, compact_every, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 convo = Conversation(name="Shared", memory_md_path=memory_path("Shared"))
 time.sleep(max(0.0, float(sys.argv[5]) - time.time()))

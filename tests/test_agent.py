@@ -11,7 +11,7 @@ from nbmemory.compressor import ContextCompressor
 from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 from support import KNOWLEDGE, ROOT, http_agent, run_python, search_knowledge_base
 
 

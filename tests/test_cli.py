@@ -14,7 +14,7 @@ from nbmemory.cli import main
 from nbmemory.memory_file import parse
 from nbmemory.pg_store import PgStore
 from nbmemory.read_model import ReadModel
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 from support import REFUSED_STORES, ROOT, UNREACHABLE_STORES, leaks
 
 
@@ -188,12 +188,13 @@ def test_audit_lists_compactions_and_what_they_dropped(workspace, capsys):
 def test_the_store_option_reads_and_writes_the_database(
     database_url, capsys: pytest.CaptureFixture
 ):
-    from nbmemory import store
+    from nbmemory import Workspace, store, workspace_dir
 
+    shared = Workspace(workspace_dir(), database_url)
     try:
-        store.use(database_url)
-        Conversation(name="Shared", memory_md_path=memory_path("Shared")).add("User", "On the DB.")
-        store.use(None)
+        Conversation(
+            name="Shared", memory_md_path=memory_path("Shared", shared), workspace=shared
+        ).add("User", "On the DB.")
         assert main(["ls"]) == 0
         assert "No agents" in capsys.readouterr().out  # files, where there are none
         assert main(["--store", database_url, "ls"]) == 0
@@ -204,8 +205,7 @@ def test_the_store_option_reads_and_writes_the_database(
         assert main(["--store", database_url, "path", "Shared"]) == 1
         assert "kept in the database" in capsys.readouterr().err
     finally:
-        store.database().close()
-        store.use(None)
+        store.database_at(database_url).close()
 
 
 def test_a_bad_store_is_a_clear_one_line_error(capsys: pytest.CaptureFixture):
@@ -269,11 +269,11 @@ def test_the_store_can_come_from_a_file_or_the_variable_alone(
     url = database_url.replace("nbmemory@", "nbmemory:Qz7Kx9@")
     path = tmp_path / "store-url"
     path.write_text(f"\ufeff  {url} \n")  # a byte order mark and blanks, as editors leave them
+    shared = store.Workspace(tmp_path / "workspace", url)
     try:
-        store.use(url)
-        Conversation(name="Shared", memory_md_path=memory_path("Shared")).add("User", "On the DB.")
-        store.database().close()
-        store.use(None)
+        Conversation(
+            name="Shared", memory_md_path=shared.memory_path("Shared"), workspace=shared
+        ).add("User", "On the DB.")
         assert main(["--store-file", str(path), "ls"]) == 0
         assert "Shared" in capsys.readouterr().out
         assert main(["--store-file", str(path), "path", "Shared"]) == 1
@@ -281,14 +281,13 @@ def test_the_store_can_come_from_a_file_or_the_variable_alone(
         assert "kept in the database postgresql://nbmemory@127.0.0.1:" in err
         assert leaks("Qz7Kx9", err) == []
     finally:
-        store.database().close()
-        store.use(None)
+        store.database_at(url).close()
     shown = nbmemory("--store-file", str(path), "show", "Shared")
     assert shown.returncode == 0 and "On the DB." in shown.stdout
     monkeypatch.setenv("NBMEMORY_STORE", url)
     assert "On the DB." in nbmemory("show", "Shared").stdout
     assert (ReadModel().store, leaks("Qz7Kx9", ReadModel().store)) == (PgStore(url).shown, [])
-    store.database().close()
+    store.database_at(url).close()
 
 
 def test_store_file_mistakes_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture):

@@ -8,7 +8,7 @@ from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 
 
 def http_agent(server, name="Worker", **options):
@@ -100,7 +100,7 @@ def test_the_last_exchange_is_kept_word_for_word_and_the_loss_is_recorded(openai
     assert compaction.kept_messages == 2
     assert compaction.tokens_after < 0.5 * agent.context_length < compaction.tokens_before
     assert "note" not in compaction.missing and f"{(count - 1) * 7}" in compaction.missing
-    assert read_record(compaction.archive) == compaction
+    assert read_record(agent.short_memory.docs, compaction.archive) == compaction
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ import pytest
 from nbmemory import ChangeEvent, Conversation, MemoryFormatError, MemoryWarning
 from nbmemory.conversation import PRELOAD_MARKER
 from nbmemory.memory_file import parse
+from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
-from nbmemory.workspace import memory_path
 from support import run_python
 
 
@@ -41,7 +41,7 @@ def test_every_add_is_on_disk_before_it_returns_and_static_messages_never_are():
 RESTART = """
 import json, sys
 from nbmemory import Conversation
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 name = sys.argv[1]
 convo = Conversation(name=name, system_prompt="You are a researcher.", rules="Cite sources.",
                      custom_rules_prompt="Be brief.", memory_md_path=memory_path(name))

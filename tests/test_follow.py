@@ -8,13 +8,13 @@ import threading
 from nbmemory import Conversation
 from nbmemory.follow import follow
 from nbmemory.memory_file import format_block
-from nbmemory.workspace import memory_path
+from nbmemory.store import Workspace, memory_path
 from support import run_python
 
 APPEND = (
     "import sys\n"
     "from nbmemory import Conversation\n"
-    "from nbmemory.workspace import memory_path\n"
+    "from nbmemory.store import memory_path\n"
     "Conversation(name='Shared', memory_md_path=memory_path('Shared')).add('User', sys.argv[1])\n"
 )
 
@@ -78,18 +78,18 @@ def test_on_the_database_an_append_reads_only_the_new_blocks(database):
     convo = Conversation(name="Shared", memory_md_path=memory_path("Shared"))
     convo.add("User", "first")
     path = memory_path("Shared")
-    first = follow(path)
-    assert follow(path) is first  # unchanged: one query, same object
+    first = follow(path, convo.docs)
+    assert follow(path, convo.docs) is first  # unchanged: one query, same object
     first.per_message["lengths"] = [5]
     run_python(APPEND, "second")
-    grown = follow(path)
+    grown = follow(path, convo.docs)
     assert [m["content"] for m in grown.messages] == ["first", "second"]
     assert grown.per_message == {"lengths": [5]}  # carried over: it was an append
     convo.compact("a summary")
-    again = follow(path)
+    again = follow(path, convo.docs)
     assert [m["content"] for m in again.messages] == ["a summary"]
     assert again.per_message == {} and again.identity != grown.identity
-    archive = follow(convo.archives()[0])
+    archive = follow(convo.archives()[0], convo.docs)
     assert [m["content"] for m in archive.messages] == ["first", "second"]
-    assert follow(convo.archives()[0]) is archive
-    assert follow(memory_path("Nobody")) is None
+    assert follow(convo.archives()[0], convo.docs) is archive
+    assert follow(memory_path("Nobody"), Workspace.from_env().agent("Nobody")) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 from support import ROOT
@@ -135,3 +136,93 @@ def test_views_read_through_the_read_model():
             if target and layer_of(target) in FILE_READERS:
                 readers.append(f"{module} imports {target}")
     assert not readers
+
+
+ENVIRONMENT = {
+    "nbmemory.store": {"Workspace.from_env"},
+    "nbmemory.llm": {"default_model", "litellm"},
+    "nbmemory.tokens": {"_tiktoken_cache"},
+}
+"""Where code below the front ends may touch ``os.environ``: the workspace the environment
+names, and, for the model layer, ``$NBMEMORY_MODEL`` and the switches that keep litellm and
+tiktoken offline."""
+ROUTERS = {"Workspace.from_env", "docs_at", "as_workspace"}
+"""The calls that decide a store from a path or from the environment."""
+
+
+def scopes(path: Path) -> Iterator[tuple[str, ast.AST]]:
+    """Every node of a file with the dotted name of the function or class around it."""
+
+    def walk(node: ast.AST, scope: str) -> Iterator[tuple[str, ast.AST]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield from walk(child, f"{scope}.{child.name}".lstrip("."))
+            else:
+                yield scope, child
+                yield from walk(child, scope)
+
+    yield from walk(ast.parse(path.read_text(encoding="utf-8")), "")
+
+
+def called(node: ast.AST) -> str | None:
+    """``Workspace.from_env`` for ``Workspace.from_env(...)``, ``docs_at`` for ``docs_at(...)``."""
+    if not isinstance(node, ast.Call):
+        return None
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        return f"{node.func.value.id}.{node.func.attr}"
+    return None
+
+
+def test_below_the_front_ends_only_from_env_reads_the_environment():
+    found = []
+    for module, path in modules().items():
+        if module == "nbmemory" or layer_of(module) in LAYERS["front ends"]:
+            continue
+        for scope, node in scopes(path):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+                and node.attr in ("environ", "getenv", "putenv", "unsetenv")
+                and scope not in ENVIRONMENT.get(module, ())
+            ):
+                found.append(f"{module}: {scope or 'module level'} uses os.{node.attr}")
+    assert not found
+
+
+def test_a_store_is_chosen_when_an_object_is_built_never_per_document_call():
+    """Below the front ends, a path or the environment is turned into a store only by
+    constructors and by the store module's helpers for callers that name no workspace."""
+    helpers = {
+        "list_agents",
+        "agent_dir",
+        "memory_path",
+        "workspace_dir",
+        "docs_at",
+        "as_workspace",
+    }
+    found = []
+    for module, path in modules().items():
+        if module == "nbmemory" or layer_of(module) in LAYERS["front ends"]:
+            continue
+        for scope, node in scopes(path):
+            name = called(node)
+            if name not in ROUTERS:
+                continue
+            constructor = scope.endswith("__init__") or scope.endswith(".workspace")
+            if module == "nbmemory.store" and scope in helpers:
+                continue
+            if not constructor and not scope.endswith(".memory_md_path"):
+                found.append(f"{module}: {scope} calls {name}")
+    assert not found
+
+
+def test_the_store_module_keeps_no_choice_in_the_environment():
+    store = (PACKAGE / "store.py").read_text(encoding="utf-8")
+    assert "os.environ[" not in store and "setenv" not in store
+    from nbmemory import store as module
+
+    for gone in ("use", "database", "locate", "locate_folder", "read", "write", "describe"):
+        assert not hasattr(module, gone), f"store.{gone} routes by path or keeps global state"

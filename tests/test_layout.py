@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pg_server import new_database
 
-from nbmemory import Agent, cli, store
-from nbmemory.errors import StoreConfigError, StoreError
+from nbmemory import Agent, Workspace, cli, store
+from nbmemory.errors import MemoryWarning, StoreConfigError, StoreError
 from nbmemory.layout import export_layout, import_layout
 from nbmemory.read_model import ReadModel
 from support import FIXTURES, run_python
@@ -59,20 +59,17 @@ def test_export_import_export_gives_the_same_files(
         assert cli.main(["--store", first, "export", "--layout", str(tmp_path / "a")]) == 0
         assert cli.main(["--store", second, "import", str(tmp_path / "a")]) == 0
         assert cli.main(["--store", second, "export", "--layout", str(tmp_path / "b")]) == 0
-        on_database = ReadModel().agent("Scout")
+        on_database = ReadModel(store.Workspace(tmp_path / "unused", second)).agent("Scout")
     finally:
         for url in (first, second):
-            store.use(url)
-            store.database().close()
+            store.database_at(url).close()
     original = tree(files / "agents")
     assert tree(tmp_path / "a" / "agents") == original
     assert tree(tmp_path / "b" / "agents") == original
     assert {p.split("/")[0] for p in original} == {"Scout", "SwarmsAgent"}
     assert any(p.startswith("Scout/archive/") and p.endswith(".json") for p in original)
     assert "Scout/NOTES.md" in original and "Scout/settings.json" in original
-    monkeypatch.setenv("WORKSPACE_DIR", str(files))
-    monkeypatch.delenv("NBMEMORY_STORE")
-    assert on_database.messages == ReadModel().agent("Scout").messages
+    assert on_database.messages == ReadModel(files).agent("Scout").messages
     assert not (tmp_path / "unused").exists()
 
 
@@ -83,13 +80,13 @@ def test_import_loads_nothing_if_one_agent_is_there_already(
     for name in ("Alpha", "Beta"):
         (source / name).mkdir(parents=True)
         shutil.copy(FIXTURES / "spec_memory.md", source / name / "MEMORY.md")
-    import_layout(tmp_path / "source")
+    import_layout(tmp_path / "source", Workspace.from_env())
     shutil.rmtree(source / "Alpha")
     (source / "Gamma").mkdir()
     shutil.copy(FIXTURES / "spec_memory.md", source / "Gamma" / "MEMORY.md")
     with pytest.raises(StoreError, match="already has Beta: nothing was imported"):
-        import_layout(tmp_path / "source")
-    assert store.agents() == ["Alpha", "Beta"]
+        import_layout(tmp_path / "source", Workspace.from_env())
+    assert store.Workspace.from_env().agents() == ["Alpha", "Beta"]
 
 
 def test_export_never_overwrites_and_import_needs_a_database(
@@ -97,12 +94,17 @@ def test_export_never_overwrites_and_import_needs_a_database(
 ):
     (workspace / "agents" / "Scout").mkdir(parents=True)
     shutil.copy(FIXTURES / "spec_memory.md", workspace / "agents" / "Scout" / "MEMORY.md")
-    assert export_layout(tmp_path / "out") == ["Scout"]  # from files, too
+    assert export_layout(tmp_path / "out", Workspace.from_env()) == ["Scout"]  # from files, too
     assert tree(tmp_path / "out" / "agents") == tree(workspace / "agents")
-    with pytest.raises(FileExistsError, match="nothing was exported"):
-        export_layout(tmp_path / "out")
+    assert export_layout(tmp_path / "out", Workspace.from_env()) == [
+        "Scout"
+    ]  # the same files: already done
+    (workspace / "agents" / "Scout" / "NOTES.md").write_text("1. changed since\n")
+    with pytest.raises(FileExistsError, match="already has Scout with other files"):
+        export_layout(tmp_path / "out", Workspace.from_env())
+    assert not (tmp_path / "out" / "agents" / "Scout" / "NOTES.md").exists()
     with pytest.raises(StoreConfigError, match="NBMEMORY_STORE"):
-        import_layout(tmp_path / "out")
+        import_layout(tmp_path / "out", Workspace.from_env())
     assert cli.main(["export", "Nobody", "--layout", str(tmp_path / "other")]) == 1
     assert "no agent named 'Nobody'" in capsys.readouterr().err
     assert not (tmp_path / "other").exists()
@@ -121,6 +123,133 @@ def test_the_command_imports_in_a_real_process(tmp_path: Path, database: str):
     )
     assert "imported 1 agent(s)" in done.stdout and "SwarmsAgent" in done.stdout
     assert (
-        store.read(tmp_path / "x" / "agents" / "SwarmsAgent" / "MEMORY.md")
+        store.Workspace("x", database).agent("SwarmsAgent").read("MEMORY.md")
         == (FIXTURES / "swarms_16_memory.md").read_bytes()
     )
+
+
+def plant(url: str, agent: str, rows: dict[str, bytes]) -> None:
+    """Rows written straight into the tables, as anyone holding the team's URL could."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        conn.execute(
+            "INSERT INTO nbmemory_agents (name, version) VALUES (%s, 1) ON CONFLICT DO NOTHING",
+            (agent,),
+        )
+        conn.execute(
+            "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, 0, %s) "
+            "ON CONFLICT DO NOTHING",
+            (agent, b"# Memory\n"),
+        )
+        for doc, data in rows.items():
+            conn.execute(
+                "INSERT INTO nbmemory_documents (agent, name, data, version) "
+                "VALUES (%s, %s, %s, 1)",
+                (agent, doc, data),
+            )
+
+
+def every_file(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+def test_hostile_document_names_never_leave_the_export_folder(
+    tmp_path: Path, database: str, capsys: pytest.CaptureFixture
+):
+    Agent(agent_name="Scout", model_name="nbmemory/offline", persistent_memory=True).run("hi")
+    outside = tmp_path / "victim"
+    hostile = {
+        "archive/../../../../victim/startup/00-evil.py": b"evil",
+        str(outside / "absolute.py"): b"evil",
+        "quarantine/../../../victim/q.py": b"evil",
+        "../victim.md": b"evil",
+        "archive//double.md": b"evil",
+        "./NOTES.md": b"evil",
+        "archive/\x1b]0;title\x07.md": b"evil",
+        "archive\\..\\..\\win.md": b"evil",
+        "NOTES.md": b"1. kept\n",
+    }
+    plant(database, "Scout", hostile)
+    before = every_file(tmp_path)
+    with pytest.warns(MemoryWarning) as warned:
+        assert cli.main(["export", "--layout", str(tmp_path / "out")]) == 0
+    written = every_file(tmp_path) - before
+    assert all(path.startswith("out/agents/Scout/") for path in written), written
+    assert "out/agents/Scout/NOTES.md" in written
+    assert (tmp_path / "out" / "agents" / "Scout" / "NOTES.md").read_bytes() == b"1. kept\n"
+    assert not outside.exists()
+    messages = [str(w.message) for w in warned]
+    assert len(messages) == len(hostile) - 1
+    assert all("\x1b" not in m and "\x07" not in m for m in messages)
+    assert any("\\x1b]0;title" in m for m in messages)
+
+
+def test_a_bad_agent_row_is_skipped_and_the_others_are_exported(tmp_path: Path, database: str):
+    for name in ("Alpha", "Beta"):
+        Agent(agent_name=name, model_name="nbmemory/offline", persistent_memory=True).run("hi")
+    for bad in ("../../escape", "/abs", "ctl\x1bname", ".."):
+        plant(database, bad, {"archive/history_1.md": b"x"})
+    with pytest.warns(MemoryWarning, match="not exported") as warned:
+        assert export_layout(tmp_path / "out", Workspace.from_env()) == ["Alpha", "Beta"]
+    assert len(warned) == 4
+    assert sorted(os.listdir(tmp_path / "out" / "agents")) == ["Alpha", "Beta"]
+    assert sorted(os.listdir(tmp_path)) == ["cwd", "out"]
+
+
+@pytest.mark.parametrize("planted", ["agents", "agents/Scout", "agents/Scout/archive"])
+def test_export_follows_no_link_planted_in_the_target(
+    tmp_path: Path, workspace: Path, planted: str, capsys: pytest.CaptureFixture
+):
+    agent = Agent(agent_name="Scout", model_name="nbmemory/offline", persistent_memory=True)
+    agent.run("hi")
+    agent.short_memory.compact("By hand: we said hello.")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "out" / planted
+    link.parent.mkdir(parents=True)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    assert cli.main(["export", "--layout", str(tmp_path / "out")]) == 2
+    assert "link" in capsys.readouterr().err
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_an_interrupted_export_says_what_it_wrote_and_a_rerun_finishes_it(
+    tmp_path: Path, workspace: Path
+):
+    for name, size in (("Alpha", 10), ("Beta", 200_000), ("Gamma", 10)):
+        folder = workspace / "agents" / name
+        folder.mkdir(parents=True)
+        (folder / "MEMORY.md").write_text("# Memory\n\n" + "x" * size)
+    limited = run_python(
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))\n"
+        "from nbmemory.cli import main; sys.exit(main())",
+        "export",
+        "--layout",
+        str(tmp_path / "out"),
+        check=False,
+    )
+    assert limited.returncode == 2
+    assert "export stopped at Beta" in limited.stderr
+    assert "Complete in" in limited.stderr and ": Alpha; run the same export again" in (
+        limited.stderr
+    )
+    assert sorted(os.listdir(tmp_path / "out" / "agents")) == [".partial-export", "Alpha"]
+    assert export_layout(tmp_path / "out", Workspace.from_env()) == ["Alpha", "Beta", "Gamma"]
+    assert tree(tmp_path / "out" / "agents") == tree(workspace / "agents")
+    assert sorted(os.listdir(tmp_path / "out" / "agents")) == ["Alpha", "Beta", "Gamma"]
+
+
+def test_import_skips_files_whose_names_could_not_be_exported_again(tmp_path: Path, database: str):
+    folder = tmp_path / "source" / "agents" / "Scout"
+    (folder / "archive").mkdir(parents=True)
+    shutil.copy(FIXTURES / "spec_memory.md", folder / "MEMORY.md")
+    (folder / "archive" / "bell\x07.md").write_bytes(b"x")
+    (tmp_path / "source" / "agents" / "bad\x1bname").mkdir()
+    with pytest.warns(MemoryWarning) as warned:
+        assert import_layout(tmp_path / "source", Workspace.from_env()) == ["Scout"]
+    assert all("\x07" not in str(w.message) and "\x1b" not in str(w.message) for w in warned)
+    assert len(warned) == 2
+    assert store.database_at(database).documents("Scout") == []

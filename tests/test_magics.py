@@ -13,7 +13,7 @@ from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
-from nbmemory.workspace import list_agents, memory_path
+from nbmemory.store import list_agents, memory_path
 from support import REFUSED_STORES, leaks
 
 
@@ -141,7 +141,6 @@ def test_a_refused_store_never_shows_its_password(ip, setting, password, named, 
 def test_the_store_and_its_errors_are_shown_without_the_password(ip, capsys):
     """What a notebook would keep: the setting listed and as a cell's value, and the error of
     a database that cannot be reached."""
-    from nbmemory import store
 
     url = "postgresql://u:Qz7Kx9@127.0.0.1:9/agents"
     ip.run_line_magic("config", f"NbMemoryMagics.store = {url!r}")
@@ -162,7 +161,6 @@ def test_the_store_and_its_errors_are_shown_without_the_password(ip, capsys):
         assert leaks("Qz7Kx9", str(failure.value)) == []
     finally:
         ip.run_line_magic("config", "NbMemoryMagics.store = ''")
-        store.use(None)
 
 
 def test_the_default_model_is_the_offline_one(ip):

@@ -9,7 +9,7 @@ import pytest
 from jupyter_client.manager import start_new_kernel
 
 from nbmemory.memory_file import parse
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 from support import ROOT, leaks
 
 
@@ -268,16 +268,15 @@ def test_kernels_with_separate_disks_share_an_agent_through_the_database(
             client.stop_channels()
             manager.shutdown_kernel(now=True)
     assert not first_disk.exists() and not second_disk.exists()
-    from nbmemory import store
+    from nbmemory import Workspace
 
-    store.use(database_url)
+    depot = Workspace("anywhere", database_url).agent("Depot")
     try:
-        messages = parse(store.read(memory_path("Depot"))).messages
+        messages = parse(depot.read("MEMORY.md")).messages
         assert [m["content"] for m in messages] == ["The depot is in Lyon."]
-        assert len(store.archives(memory_path("Depot").parent)) == 1
+        assert len(depot.archives()) == 1
     finally:
-        store.database().close()
-        store.use(None)
+        depot.db.close()
 
 
 def test_a_notebook_never_shows_the_database_password(kernel_env, tmp_path):

@@ -7,7 +7,7 @@ from collections import Counter
 
 from nbmemory.memory_file import archive_files, parse, unfinished_archive
 from nbmemory.read_model import ReadModel
-from nbmemory.workspace import agent_dir
+from nbmemory.store import agent_dir
 from support import start_writer
 
 

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from nbmemory.memory_file import archive_files, parse
-from nbmemory.workspace import agent_dir
+from nbmemory.store import agent_dir
 from support import ROOT
 
 WRITER = """
 import random, resource, sys, time
 from nbmemory import Conversation
 from nbmemory.errors import MemoryWriteError
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 tag, count, compact_every, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 pause = float(sys.argv[5])
 rng = random.Random(tag)
@@ -157,7 +157,7 @@ def test_a_special_file_as_memory_is_refused_and_every_other_agent_still_shows(w
     from nbmemory import Conversation
     from nbmemory.errors import UnsafeFileError
     from nbmemory.read_model import ReadModel
-    from nbmemory.workspace import memory_path
+    from nbmemory.store import memory_path
     from support import snapshot
 
     Conversation(name="Fine", memory_md_path=memory_path("Fine")).add("User", "hello")

@@ -12,7 +12,7 @@ from nbmemory.errors import InvalidNoteError, NoteNotFoundError, NotesFullError
 from nbmemory.memory_file import parse as parse_memory
 from nbmemory.notes import MARKER, NOTES_FILE, TOOL_NAME, Notes, parse, render
 from nbmemory.read_model import ReadModel
-from nbmemory.workspace import agent_dir, memory_path
+from nbmemory.store import agent_dir, memory_path
 from support import http_agent
 
 

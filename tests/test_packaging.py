@@ -24,7 +24,7 @@ import pytest
 
 import nbmemory
 from nbmemory import Conversation
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 from support import ROOT
 
 VERSION = nbmemory.__version__
@@ -86,6 +86,8 @@ def test_the_wheel_holds_the_license_the_labextension_and_its_install_json(wheel
     assert {f"{lab}/package.json", f"{lab}/static/style.js"} <= names
     assert any(re.fullmatch(rf"{lab}/static/remoteEntry\.\w+\.js", name) for name in names)
     assert f"{DATA}/etc/jupyter/jupyter_server_config.d/nbmemory.json" in names
+    static = ROOT / "nbmemory" / "jupyter" / "static"  # the widget's modules, its CSS, marked
+    assert {p.relative_to(ROOT).as_posix() for p in static.rglob("*") if p.is_file()} <= names
     assert install == {
         "packageManager": "python",
         "packageName": "nbmemory",

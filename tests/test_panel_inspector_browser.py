@@ -29,7 +29,8 @@ from nbmemory import Conversation
 from nbmemory.notes import Notes
 from nbmemory.read_model import PARTS, ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
+from support import agent_docs
 
 pytestmark = pytest.mark.browser
 
@@ -38,7 +39,7 @@ HOSTILE = '<img src=x onerror="window.__pwned=1"> **bold** <script>window.__pwne
 APPEND = (
     "import sys\n"
     "from nbmemory import Conversation\n"
-    "from nbmemory.workspace import memory_path\n"
+    "from nbmemory.store import memory_path\n"
     "convo = Conversation(name=sys.argv[1], memory_md_path=memory_path(sys.argv[1]))\n"
     "for i in range(int(sys.argv[2])):\n"
     "    convo.add('User', f'filler {i}: ' + 'word ' * 40)\n"
@@ -83,7 +84,7 @@ def test_the_xray_shows_what_the_next_request_carries_with_the_engines_figures(
     inode = os.stat(memory_path("Scout")).st_ino
     convo.add("User", HOSTILE)  # added by "this session": the live process below preloaded 4
     write_settings(
-        memory_path("Scout").parent,
+        agent_docs("Scout"),
         RunSettings(
             "gpt-4o",
             3000,
@@ -735,7 +736,7 @@ def test_every_mark_has_contrast_in_the_light_and_dark_themes(
         tool_tokens=80,
         session=(os.getpid(), inode, 5),
     )
-    write_settings(memory_path("Scout").parent, settings)
+    write_settings(agent_docs("Scout"), settings)
     usage = ReadModel(workspace).usage("Scout")
     assert usage.compacts_next and usage.tokens < usage.context_length
     assert all(tokens > 0 for _, tokens in usage.parts)

@@ -15,6 +15,7 @@ import time
 import traceback
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -32,16 +33,21 @@ from nbmemory.memory_file import parse
 from nbmemory.notes import Notes
 from nbmemory.pg_store import SCHEMA_VERSION, MaskedUrl, PgStore
 from nbmemory.read_model import ReadModel
-from nbmemory.workspace import agent_dir, memory_path
+from nbmemory.store import Workspace, memory_path, workspace_dir
 from support import FIXTURES, REFUSED_STORES, UNREACHABLE_STORES, leaks, start_writer
+
+
+def stored(name: str) -> Any:
+    """The documents of agent ``name`` in the environment's workspace."""
+    return Workspace.from_env().agent(name)
 
 
 def tags_stored(name: str = "Shared") -> Counter:
     """How often each message tag (its first line) is in the memory and the archives."""
-    folder = agent_dir(name)
+    docs = stored(name)
     tags: Counter = Counter()
-    for path in [*store.archives(folder), folder / "MEMORY.md"]:
-        parsed = parse(store.read(path))
+    for path in [*docs.archives(), docs.path("MEMORY.md")]:
+        parsed = parse(docs.read(path))
         assert parsed.problems == [], path
         for message in parsed.messages:
             if message["role"] == "User":
@@ -102,7 +108,7 @@ def test_the_read_model_reads_the_database_as_it_reads_files(
     try:
         on_database = build()
     finally:
-        store.database().close()
+        store.database_at(database_url).close()
     assert on_database == on_files
     assert on_files["archives"] and on_files["search"] and on_files["notes"]
     assert not (tmp_path / "db").exists()
@@ -119,7 +125,7 @@ def test_schema_is_made_on_first_use_and_versioned(database: str):
 
 
 def test_agent_names_are_checked_before_anything_is_written(database: str):
-    db = store.database()
+    db = store.database_at(database)
     for bad in ["../escape", "a/b", "", "x\x00y"]:
         with pytest.raises(InvalidAgentNameError):
             db.append(bad, b"header\n", b"block")
@@ -141,8 +147,8 @@ def test_eight_processes_append_with_compactions_alongside_lose_and_repeat_nothi
     }
     assert set(tags) == expected  # 0 lost
     assert set(tags.values()) == {1}  # 0 duplicated
-    assert len(store.archives(agent_dir("Shared"))) == 40
-    memory = parse(store.read(memory_path("Shared"))).messages
+    assert len(stored("Shared").archives()) == 40
+    memory = parse(stored("Shared").read("MEMORY.md")).messages
     for n in range(7):  # each writer's messages in its own order
         mine = [m["content"].split("\n", 1)[0] for m in memory if m["content"].startswith(f"p{n}-")]
         assert mine == sorted(mine, key=lambda tag: int(tag.split("-")[1]))
@@ -186,9 +192,9 @@ def test_a_wrong_url_or_a_refused_connection_says_what_to_fix(monkeypatch: pytes
         "postgresql://team@db.example:5433/memory"  # what messages and views show
     )
     with pytest.raises(StoreConfigError, match="not a PostgreSQL URL"):
-        store.use("mysql://localhost/x")
+        Workspace("ws", "mysql://localhost/x")
     with pytest.raises(StoreConfigError, match="not a usable URL"):
-        store.use("postgresql://localhost/db?nonsense_option=1")
+        Workspace("ws", "postgresql://localhost/db?nonsense_option=1")
 
     monkeypatch.setenv("NBMEMORY_STORE", "postgresql://nobody@127.0.0.1:9/nothing")
     convo = None
@@ -204,12 +210,11 @@ def everything_shown(error: BaseException) -> str:
 
 @pytest.mark.parametrize(("setting", "password", "named"), REFUSED_STORES)
 def test_a_refused_store_is_named_without_its_password(setting, password, named):
-    for attempt in (PgStore, store.check, store.use):
+    for attempt in (PgStore, store.check, lambda url: Workspace("ws", url)):
         with pytest.raises(StoreConfigError) as failure:
             attempt(setting)
         assert named in str(failure.value), attempt
         assert leaks(password, everything_shown(failure.value)) == [], attempt
-    assert store.database() is None
 
 
 @pytest.mark.parametrize(("url", "password", "named"), UNREACHABLE_STORES)
@@ -267,7 +272,7 @@ def test_a_dropped_connection_loses_nothing_acknowledged(database: str):
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
     convo.add("User", "after the drop")  # the pool checks its connections and opens new ones
-    contents = [m["content"] for m in parse(store.read(memory_path("Scout"))).messages]
+    contents = [m["content"] for m in parse(stored("Scout").read("MEMORY.md")).messages]
     assert contents == ["before the drop", "after the drop"]
 
 
@@ -276,23 +281,23 @@ def test_a_read_only_role_is_refused_before_anything_is_written(database: str):
     with psycopg.connect(database, autocommit=True) as admin:
         admin.execute("CREATE ROLE reader LOGIN")
         admin.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader")
-    reader_url = database.replace("nbmemory@", "reader@")
-    store.use(reader_url)
+    reader = Workspace(workspace_dir(), database.replace("nbmemory@", "reader@"))
     try:
-        convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+        convo = Conversation(
+            name="Scout", memory_md_path=reader.memory_path("Scout"), workspace=reader
+        )
         assert convo.memory_messages()[0]["content"] == "kept"  # it may read
         with pytest.raises(StorePermissionError, match="Use a role that may"):
             convo.add("User", "refused")
         with pytest.raises(StorePermissionError):
             convo.compact("a summary")
         with pytest.raises(StorePermissionError):
-            Notes(agent_dir("Scout")).add("a note")
-        assert ReadModel().agent("Scout").messages == 1
+            Notes(reader.agent("Scout")).add("a note")
+        assert ReadModel(reader).agent("Scout").messages == 1
     finally:
-        store.database().close()
-        store.use(database)
-    assert [m["content"] for m in parse(store.read(memory_path("Scout"))).messages] == ["kept"]
-    assert store.archives(agent_dir("Scout")) == []
+        reader.database.close()
+    assert [m["content"] for m in parse(stored("Scout").read("MEMORY.md")).messages] == ["kept"]
+    assert stored("Scout").archives() == []
 
 
 def test_interrupting_a_write_leaves_the_memory_as_it_was(database: str):
@@ -301,7 +306,7 @@ def test_interrupting_a_write_leaves_the_memory_as_it_was(database: str):
     code = (
         "import os, signal, threading\n"
         "from nbmemory import Conversation\n"
-        "from nbmemory.workspace import memory_path\n"
+        "from nbmemory.store import memory_path\n"
         "c = Conversation(name='Scout', memory_md_path=memory_path('Scout'))\n"
         "threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()\n"
         "try:\n"
@@ -313,7 +318,7 @@ def test_interrupting_a_write_leaves_the_memory_as_it_was(database: str):
     from support import run_python
 
     added = int(run_python(code).stdout)
-    messages = parse(store.read(memory_path("Scout"))).messages
+    messages = parse(stored("Scout").read("MEMORY.md")).messages
     assert [m["content"] for m in messages[:1]] == ["first"]
     assert len(messages) - 1 in (added, added + 1)  # the interrupted one: all of it or none
     assert all(m["content"] == "x" * 100_000 for m in messages[1:])
@@ -335,7 +340,7 @@ def test_an_append_after_unfinished_text_writes_what_the_file_store_writes(
         files = tmp_path / "files" / "agents" / name
         files.mkdir(parents=True)
         (files / "MEMORY.md").write_bytes(header + tail)
-    import_layout(tmp_path / "source")
+    import_layout(tmp_path / "source", Workspace.from_env())
     for n in range(2):
         name = f"Crashed{n}"
         with pytest.warns(MemoryWarning) if n == 0 else contextlib.nullcontext():
@@ -346,7 +351,7 @@ def test_an_append_after_unfinished_text_writes_what_the_file_store_writes(
         with pytest.warns(MemoryWarning) if n == 0 else contextlib.nullcontext():
             Conversation(name=name, memory_md_path=on_files).add("User", "after the crash")
         monkeypatch.setenv("NBMEMORY_STORE", database)
-        assert store.read(memory_path(name)) == on_files.read_bytes()
+        assert stored(name).read("MEMORY.md") == on_files.read_bytes()
         assert parse(on_files.read_bytes()).messages[-1]["content"] == "after the crash"
 
 
@@ -357,7 +362,7 @@ def test_a_connection_dropped_inside_a_compaction_or_an_append_leaves_all_as_it_
     connection is killed while it waits: it raises, and memory and archives are untouched."""
     convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
     convo.add("User", "kept whatever happens")
-    before = store.read(memory_path("Scout"))
+    before = stored("Scout").read("MEMORY.md")
     for attempt in (lambda: convo.compact("a summary"), lambda: convo.add("User", "lost")):
         outcome: list[BaseException | None] = []
 
@@ -387,10 +392,10 @@ def test_a_connection_dropped_inside_a_compaction_or_an_append_leaves_all_as_it_
             worker.join(timeout=60)
         assert isinstance(outcome[0], StoreUnavailableError), outcome
         assert "retry once it is back" in str(outcome[0])
-        assert store.read(memory_path("Scout")) == before
-        assert store.archives(agent_dir("Scout")) == []
+        assert stored("Scout").read("MEMORY.md") == before
+        assert stored("Scout").archives() == []
     convo.add("User", "the next change works")  # the pool replaced the dead connection
-    assert len(parse(store.read(memory_path("Scout"))).messages) == 2
+    assert len(parse(stored("Scout").read("MEMORY.md")).messages) == 2
 
 
 def test_a_server_that_stops_and_comes_back(monkeypatch: pytest.MonkeyPatch):
@@ -409,10 +414,10 @@ def test_a_server_that_stops_and_comes_back(monkeypatch: pytest.MonkeyPatch):
                 ReadModel().agent("Scout")
             server.start()
             convo.add("User", "after the outage")
-            contents = [m["content"] for m in parse(store.read(memory_path("Scout"))).messages]
+            contents = [m["content"] for m in parse(stored("Scout").read("MEMORY.md")).messages]
             assert contents == ["before the outage", "after the outage"]
         finally:
-            store.database().close()
+            store.database_at(server.url).close()
 
 
 def test_a_memory_path_outside_an_agent_folder_stays_a_file(database: str, tmp_path: Path):
@@ -421,4 +426,4 @@ def test_a_memory_path_outside_an_agent_folder_stays_a_file(database: str, tmp_p
         convo = Conversation(name="Loose", memory_md_path=path)
     convo.add("User", "on disk")
     assert parse(path.read_bytes()).messages[0]["content"] == "on disk"
-    assert store.agents() == []
+    assert Workspace.from_env().agents() == []

@@ -10,13 +10,13 @@ from nbmemory.follow import follow
 from nbmemory.memory_file import format_block
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
-from nbmemory.workspace import memory_path
-from support import run_python, snapshot
+from nbmemory.store import memory_path
+from support import agent_docs, run_python, snapshot
 
 APPEND = (
     "import sys\n"
     "from nbmemory import Conversation\n"
-    "from nbmemory.workspace import memory_path\n"
+    "from nbmemory.store import memory_path\n"
     "convo = Conversation(name=sys.argv[1], memory_md_path=memory_path(sys.argv[1]))\n"
     "for text in sys.argv[2:]:\n"
     "    convo.add('User', text)\n"
@@ -53,7 +53,7 @@ def test_an_agent_that_never_ran_here_shows_the_defaults_and_says_so(workspace):
     persistent("Plain").add("User", "hello")
     usage = ReadModel().usage("Plain")
     assert (usage.context_length, usage.threshold, usage.recorded) == (16000, 0.9, False)
-    write_settings(memory_path("Plain").parent, RunSettings("gpt-4o", 128_000, None, "o200k_base"))
+    write_settings(agent_docs("Plain"), RunSettings("gpt-4o", 128_000, None, "o200k_base"))
     usage = ReadModel().usage("Plain")
     assert (usage.context_length, usage.threshold, usage.recorded) == (128_000, None, True)
     assert usage.encoding == "o200k_base" and not usage.compacts_next
@@ -274,7 +274,7 @@ def test_the_xray_splits_the_next_request_into_what_it_carries(openai_server):
 def test_with_no_live_process_all_of_the_memory_is_earlier_sessions(workspace):
     persistent("Quiet").add("User", "hello")
     write_settings(
-        memory_path("Quiet").parent,
+        agent_docs("Quiet"),
         RunSettings("gpt-4o", 3000, 0.9, "o200k_base", session=(2**22 + 12345, 1, 0)),
     )
     parts = dict(ReadModel().usage("Quiet").parts)
@@ -285,7 +285,7 @@ def test_tokens_per_message_add_up_to_the_memorys_part_of_the_request(workspace)
     convo = persistent("Counter")
     for i in range(6):
         convo.add("User" if i % 2 else "Counter", f"message {i} " + "word " * i)
-    write_settings(memory_path("Counter").parent, RunSettings("gpt-4o", 3000, 0.9, "o200k_base"))
+    write_settings(agent_docs("Counter"), RunSettings("gpt-4o", 3000, 0.9, "o200k_base"))
     reader = ReadModel()
     counted = reader.message_tokens("Counter")
     assert counted.encoding == "o200k_base" and sorted(counted.tokens) == list(range(6))

@@ -4,6 +4,7 @@ from support import ROOT
 
 
 def test_the_readme_examples_run(capsys):
+    """Every ```python block runs as it is (```py marks one that needs a team's database)."""
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
     assert len(blocks) >= 2
     for number, block in enumerate(blocks):

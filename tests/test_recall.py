@@ -5,8 +5,8 @@ from __future__ import annotations
 from nbmemory import Agent, Conversation
 from nbmemory.memory_file import parse
 from nbmemory.recall import PROMPT_LINE, TOOL_NAME, describe, recall
-from nbmemory.workspace import agent_dir, memory_path
-from support import run_python
+from nbmemory.store import agent_dir, memory_path
+from support import agent_docs, run_python
 
 FACT = "The code name of project Falcon is BLUEFIN-7."
 QUESTION = "What is the code name of project Falcon?"
@@ -32,14 +32,14 @@ def test_the_best_passages_come_with_who_when_and_where(workspace):
     convo.add("Scout", "Noted: 40k EUR for the warehouse.")
     convo.compact("Money was talked about.")
     convo.add("User", "The deadline is in May.")
-    [best, second] = recall(agent_dir("Scout"), "What is the budget in EUR?", limit=2)
+    [best, second] = recall(agent_docs("Scout"), "What is the budget in EUR?", limit=2)
     assert (best.role, best.text) == ("User", "The budget is 40k EUR.")
     assert best.source.startswith("history_") and best.index == 0 and best.timestamp
     assert second.text == "Noted: 40k EUR for the warehouse."
-    assert [p.text for p in recall(agent_dir("Scout"), "deadline")] == ["The deadline is in May."]
+    assert [p.text for p in recall(agent_docs("Scout"), "deadline")] == ["The deadline is in May."]
     text = describe("budget", [best])
     assert "[1] User at " in text and best.source in text and "40k EUR" in text
-    assert "Nothing said" in describe("zeppelin", recall(agent_dir("Scout"), "zeppelin"))
+    assert "Nothing said" in describe("zeppelin", recall(agent_docs("Scout"), "zeppelin"))
 
 
 def test_the_question_itself_and_recalls_own_results_are_never_recalled(workspace):
@@ -48,7 +48,7 @@ def test_the_question_itself_and_recalls_own_results_are_never_recalled(workspac
     convo.add("User", QUESTION)
     convo.add("Echo", {"content": None, "tool_calls": [{"id": "1", "function": {}}]})
     convo.add("Tool", {"tool_call_id": "1", "name": TOOL_NAME, "content": f"[1] {FACT}"})
-    assert [p.text for p in recall(agent_dir("Echo"), QUESTION)] == [FACT]
+    assert [p.text for p in recall(agent_docs("Echo"), QUESTION)] == [FACT]
 
 
 def test_a_fact_from_before_five_compactions_reaches_an_agent_in_a_new_process(workspace):

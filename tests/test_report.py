@@ -3,7 +3,7 @@
 from nbmemory import Conversation
 from nbmemory.read_model import ReadModel
 from nbmemory.report import AgentTable, MessageList, fenced, markdown_escape
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 
 
 def test_markdown_escape_leaves_nothing_to_interpret():

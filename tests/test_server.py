@@ -21,8 +21,8 @@ from nbmemory.memory_file import parse
 from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
-from nbmemory.workspace import memory_path
-from support import REFUSED_STORES, leaks, snapshot
+from nbmemory.store import memory_path
+from support import REFUSED_STORES, agent_docs, leaks, snapshot
 
 TESTS = Path(__file__).parent
 
@@ -104,7 +104,7 @@ def test_every_endpoint_needs_the_token(lab, agents):
 
 
 def test_agents_are_listed_with_the_read_models_figures(lab, agents):
-    write_settings(memory_path("Writer").parent, RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
+    write_settings(agent_docs("Writer"), RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
     status, data = call(lab, "/agents")
     assert status == 200
     assert data["workspace"] == str(agents) and data["poll_interval"] == 1.5
@@ -340,7 +340,7 @@ def test_a_poll_when_nothing_changed_is_a_304_with_no_body(lab, agents):
             "-c",
             "import sys\n"
             "from nbmemory import Conversation\n"
-            "from nbmemory.workspace import memory_path\n"
+            "from nbmemory.store import memory_path\n"
             "Conversation(name='Scout', memory_md_path=memory_path('Scout')).add('User', 'new')\n",
         ],
         check=True,
@@ -403,7 +403,7 @@ def notes_of(name: str) -> Path:
 
 
 def test_notes_are_read_pinned_and_unpinned(lab, agents):
-    write_settings(memory_path("Writer").parent, RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
+    write_settings(agent_docs("Writer"), RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
     status, data = call(lab, "/agents/Writer/notes")
     assert status == 200 and data == {"name": "Writer", "notes": [], "tokens": 0, "budget": 500}
     assert not notes_of("Writer").exists()  # reading creates nothing
@@ -538,16 +538,17 @@ def test_the_server_reads_and_tells_its_kernels_the_store_it_is_given(tmp_path, 
     """``--NbMemoryServer.store=URL``: the API lists the database's agents and names the
     database (the sidebar test shows the server's kernels writing there), never with its
     password (which the test server, trusting local connections, does not check)."""
-    from nbmemory import store
+    from nbmemory import Workspace, store
     from nbmemory.pg_store import PgStore
 
     url = database_url.replace("nbmemory@", "nbmemory:Qz7Kx9@")
-    store.use(url)
+    shared = Workspace(tmp_path, url)
     try:
-        Conversation(name="Shared", memory_md_path=memory_path("Shared")).add("User", "hello")
+        Conversation(
+            name="Shared", memory_md_path=memory_path("Shared", shared), workspace=shared
+        ).add("User", "hello")
     finally:
-        store.database().close()
-        store.use(None)
+        store.database_at(url).close()
     args = (server_extension_on(tmp_path), f"--NbMemoryServer.store={url}")
     with jupyter_lab(tmp_path, extra_args=args) as server:
         status, data = call(server, "/agents")

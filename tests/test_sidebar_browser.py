@@ -28,14 +28,15 @@ from nbmemory import Conversation
 from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
+from support import agent_docs
 
 pytestmark = pytest.mark.browser
 
 APPEND = (
     "import sys\n"
     "from nbmemory import Conversation\n"
-    "from nbmemory.workspace import memory_path\n"
+    "from nbmemory.store import memory_path\n"
     'Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", sys.argv[1])\n'
 )
 BIG = "".join(f"line {i:06d} of the long report\n" for i in range(35_000))  # ~1 MB
@@ -124,7 +125,7 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         scout.add("User" if i % 2 else "Scout", f"note {i} about the budget")
     scout.compact("Budget notes summarized.")
     scout.add("Scout", "Plan: **ship** the `panel`")
-    write_settings(memory_path("Scout").parent, RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
+    write_settings(agent_docs("Scout"), RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
     Conversation(name="Writer", memory_md_path=memory_path("Writer")).add("User", "memo")
     Conversation(name="Big", memory_md_path=memory_path("Big")).add("User", BIG)
     root = tmp_path / "lab"
@@ -473,7 +474,7 @@ def test_the_sidebar_reads_the_database_the_server_was_pointed_at(
             assert panel.locator(".jp-nbmemory-body img, .jp-nbmemory-body script").count() == 0
             screenshot(panel, "sidebar-database.png")
         assert hits == []
-        assert store.agents() == ["Lab"]
+        assert store.Workspace(workspace, database_url).agents() == ["Lab"]
         assert not workspace.exists() and not (root / "agent_workspace").exists()
     finally:
-        store.database().close()
+        store.database_at(database_url).close()

@@ -9,8 +9,8 @@ import yaml
 
 from nbmemory import Conversation
 from nbmemory.memory_file import parse
+from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
-from nbmemory.workspace import memory_path
 
 
 def persistent(name: str = "Swarm", **kwargs) -> Conversation:

@@ -306,7 +306,7 @@ def subset(figures: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:
 
 APPEND = (
     "from nbmemory import Conversation\n"
-    "from nbmemory.workspace import memory_path\n"
+    "from nbmemory.store import memory_path\n"
     'Conversation(name="Agreer", memory_md_path=memory_path("Agreer"))'
     '.add("User", "from another process")\n'
 )

@@ -20,7 +20,7 @@ from browser import (
 )
 from nbmemory import Conversation
 from nbmemory.notes import Notes
-from nbmemory.workspace import memory_path
+from nbmemory.store import memory_path
 
 pytestmark = pytest.mark.browser
 
@@ -122,7 +122,7 @@ def test_hostile_memory_is_shown_as_text_and_nothing_runs_or_loads(
             # A message written by this kernel through another object arrives by polling.
             execute(
                 page,
-                "from nbmemory import Conversation\nfrom nbmemory.workspace import memory_path\n"
+                "from nbmemory import Conversation\nfrom nbmemory.store import memory_path\n"
                 "Conversation(name='Hostile', memory_md_path=memory_path('Hostile'))"
                 ".add('User', 'Live <b>message</b> from the kernel')",
             )

@@ -29,8 +29,8 @@ from nbmemory import Agent
 from nbmemory.notes import Notes
 from nbmemory.read_model import PARTS, ReadModel
 from nbmemory.search import content_text
+from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
-from nbmemory.workspace import memory_path
 
 pytestmark = pytest.mark.browser
 APPS = pytest.mark.parametrize("app", ["jupyterlab", "notebook"])  # Lab, and Notebook 7
@@ -534,7 +534,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
 ) -> None:
     import os
 
-    from nbmemory import Conversation
+    from nbmemory import Conversation, Workspace
     from nbmemory.run_settings import RunSettings, write_settings
 
     require("jupyterlab", "playwright", "nbformat")
@@ -558,9 +558,11 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
     def settings(window: int) -> RunSettings:
         return RunSettings("gpt-4o", window, 0.9, "o200k_base", 120, 700, 30, 250, session)
 
-    write_settings(folder, settings(100_000))
+    write_settings(Workspace.from_env().agent("Themed"), settings(100_000))
     tokens = ReadModel().usage("Themed").tokens
-    write_settings(folder, settings(int(tokens / 0.95)))  # past the threshold: compacts next
+    write_settings(
+        Workspace.from_env().agent("Themed"), settings(int(tokens / 0.95))
+    )  # past the threshold: compacts next
     assert ReadModel().usage("Themed").compacts_next
     assert all(tokens for _, tokens in ReadModel().usage("Themed").parts)
     write_notebook(

@@ -3,7 +3,9 @@ from pathlib import Path
 import pytest
 
 from nbmemory import Conversation, InvalidAgentNameError, list_agents, workspace_dir
-from nbmemory.workspace import agent_dir, memory_path, validate_agent_name
+from nbmemory.errors import InvalidDocumentNameError
+from nbmemory.store import agent_dir, memory_path
+from nbmemory.workspace import validate_agent_name, validate_document_name
 
 BAD_NAMES = {
     "": "empty",
@@ -48,6 +50,20 @@ def test_bad_names_are_refused_before_any_file_is_touched(name, rule, workspace)
         Conversation(name=name, memory_md_path=memory_path(name))
     assert isinstance(raised.value, ValueError)
     assert not workspace.exists()
+
+
+@pytest.mark.parametrize("doc", ["MEMORY.md", "archive/history_2026.md", "a/b/c.json", "é..md"])
+def test_document_names_inside_the_folder_are_accepted(doc):
+    assert validate_document_name(doc) == doc
+
+
+@pytest.mark.parametrize(
+    "doc",
+    ["", "/etc/passwd", "archive/../../x", "..", "./x", "a//b", "a/", "a\\b", "a\x00b", "t\x1b"],
+)
+def test_document_names_that_could_leave_the_folder_are_refused(doc):
+    with pytest.raises(InvalidDocumentNameError):
+        validate_document_name(doc)
 
 
 def test_a_name_must_be_a_string():

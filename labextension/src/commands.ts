@@ -132,29 +132,35 @@ interface IPathAnswer {
   reason: string | null;
 }
 
-export function addCommands(
-  app: JupyterFrontEnd,
-  panel: MemoryPanel,
-  palette: ICommandPalette | null,
-  notebooks: INotebookTracker | null
-): void {
-  const { commands, shell } = app;
-  const api = panel.api;
+/**
+ * What the commands share: the app, the panel, and how a command finds what it acts on (what
+ * its arguments name, else the panel's selected agent and its last message or archive).
+ */
+class CommandContext {
+  constructor(
+    readonly app: JupyterFrontEnd,
+    readonly panel: MemoryPanel,
+    readonly notebooks: INotebookTracker | null
+  ) {}
 
-  const agentOf = (args: ReadonlyPartialJSONObject): string | null =>
-    typeof args.agent === 'string' ? args.agent : (panel.selectedAgent?.name ?? null);
+  readonly commands = this.app.commands;
+  readonly shell = this.app.shell;
+  readonly api = this.panel.api;
 
-  const messageOf = (args: ReadonlyPartialJSONObject): IMessageRef | null => {
+  readonly agentOf = (args: ReadonlyPartialJSONObject): string | null =>
+    typeof args.agent === 'string' ? args.agent : (this.panel.selectedAgent?.name ?? null);
+
+  readonly messageOf = (args: ReadonlyPartialJSONObject): IMessageRef | null => {
     if (typeof args.agent === 'string' && typeof args.index === 'number') {
       const source = typeof args.source === 'string' ? args.source : MEMORY_FILE;
       return { agent: args.agent, source, index: args.index, role: '' };
     }
-    return panel.targets.message;
+    return this.panel.targets.message;
   };
 
   /** The compaction view in front of the main area, if that is what is shown. */
-  const frontView = (): CompactionView | null => {
-    const current = shell.currentWidget;
+  readonly frontView = (): CompactionView | null => {
+    const current = this.shell.currentWidget;
     return current instanceof MainAreaWidget && current.content instanceof CompactionView
       ? current.content
       : null;
@@ -162,30 +168,32 @@ export function addCommands(
 
   /** The archive named, else the one last used (a compaction, its view, an archive's
    * message), else the one in the message list, else the compaction view in front. */
-  const archiveOf = (args: ReadonlyPartialJSONObject): IArchiveRef | null => {
-    const agent = agentOf(args);
+  readonly archiveOf = (args: ReadonlyPartialJSONObject): IArchiveRef | null => {
+    const agent = this.agentOf(args);
     if (agent && typeof args.archive === 'string') {
       return { agent, archive: args.archive };
     }
-    const target = panel.targets.archive;
+    const target = this.panel.targets.archive;
     if (target) {
       return target;
     }
-    const shown = panel.shownArchive;
+    const shown = this.panel.shownArchive;
     if (agent && shown) {
       return { agent, archive: shown };
     }
-    const view = frontView();
+    const view = this.frontView();
     return view ? { agent: view.agent, archive: view.compaction.archive } : null;
   };
 
-  const showPanel = () => shell.activateById(panel.id);
+  readonly showPanel = () => this.shell.activateById(this.panel.id);
 
   /** Open MEMORY.md (archive null) or an archive of `agent` in JupyterLab's text editor. */
-  const openFile = async (agent: string, archive: string | null) => {
+  readonly openFile = async (agent: string, archive: string | null) => {
     const what = archive ? `${agent}'s archive ${archive}` : `${agent}'s MEMORY.md`;
     try {
-      const { data } = await api.get<IPathAnswer>(agentPath(agent, 'path') + query({ archive }));
+      const { data } = await this.api.get<IPathAnswer>(
+        agentPath(agent, 'path') + query({ archive })
+      );
       if (!data.exists) {
         Notification.warning(
           `${what} does not exist yet: the memory has no messages (${data.absolute}).`,
@@ -197,24 +205,29 @@ export function addCommands(
         await cannotOpen(what, data.reason ?? 'It is not under the server root.', data.absolute);
         return;
       }
-      await commands.execute('docmanager:open', { path: data.relative, factory: 'Editor' });
+      await this.commands.execute('docmanager:open', { path: data.relative, factory: 'Editor' });
     } catch (error) {
       await showErrorMessage(`Could not open ${what}`, reason(error));
     }
   };
 
   /** The whole text of a message (never folded). */
-  const wholeText = async (ref: IMessageRef): Promise<IItem> => {
+  readonly wholeText = async (ref: IMessageRef): Promise<IItem> => {
     const archive = ref.source === MEMORY_FILE ? null : ref.source;
-    const { data } = await api.get<IItem>(
+    const { data } = await this.api.get<IItem>(
       agentPath(ref.agent, 'messages', String(ref.index)) + query({ archive })
     );
     return data;
   };
+}
 
-  const describe = (ref: IMessageRef) =>
-    `message #${ref.index} of ${ref.agent}` +
-    (ref.source === MEMORY_FILE ? '' : ` (archive ${ref.source})`);
+const describe = (ref: IMessageRef) =>
+  `message #${ref.index} of ${ref.agent}` +
+  (ref.source === MEMORY_FILE ? '' : ` (archive ${ref.source})`);
+
+/** Show and refresh the panel; open MEMORY.md or an archive in the editor. */
+function addOpenCommands(c: CommandContext): void {
+  const { commands, panel, agentOf, archiveOf, showPanel, openFile } = c;
 
   commands.addCommand(CommandIDs.show, {
     label: 'Show Agent Memory',
@@ -260,6 +273,11 @@ export function addCommands(
       }
     }
   });
+}
+
+/** Copy a message, or insert it into the notebook as a raw cell. */
+function addMessageCommands(c: CommandContext): void {
+  const { commands, shell, notebooks, messageOf, wholeText } = c;
 
   commands.addCommand(CommandIDs.copyMessage, {
     label: 'Copy Message Text',
@@ -332,6 +350,11 @@ export function addCommands(
       }
     }
   });
+}
+
+/** Compact an agent's memory with a summary the user writes. */
+function addCompactCommand(c: CommandContext): void {
+  const { commands, panel, api, agentOf } = c;
 
   commands.addCommand(CommandIDs.compact, {
     label: args => {
@@ -396,6 +419,11 @@ export function addCommands(
       }
     }
   });
+}
+
+/** Download an agent's memory as JSON, YAML or Markdown. */
+function addExportCommand(c: CommandContext): void {
+  const { commands, api, agentOf } = c;
 
   commands.addCommand(CommandIDs.exportMemory, {
     label: args => {
@@ -441,6 +469,11 @@ export function addCommands(
       }
     }
   });
+}
+
+/** Search the selected agent's messages; go to a page of them. */
+function addNavigationCommands(c: CommandContext): void {
+  const { commands, panel, showPanel } = c;
 
   commands.addCommand(CommandIDs.search, {
     label: 'Search Agent Memory…',
@@ -502,6 +535,21 @@ export function addCommands(
       panel.goTo(page);
     }
   });
+}
+
+export function addCommands(
+  app: JupyterFrontEnd,
+  panel: MemoryPanel,
+  palette: ICommandPalette | null,
+  notebooks: INotebookTracker | null
+): void {
+  const { commands } = app;
+  const c = new CommandContext(app, panel, notebooks);
+  addOpenCommands(c);
+  addMessageCommands(c);
+  addCompactCommand(c);
+  addExportCommand(c);
+  addNavigationCommands(c);
 
   if (palette) {
     const items: [string, ReadonlyJSONObject?][] = [

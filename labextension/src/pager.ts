@@ -4,6 +4,9 @@
  */
 import { button, el, number } from './dom';
 
+/** The panel's lists, a page at a time: the message list and the search results. */
+export const PAGE_SIZE = 20;
+
 export interface IPagerOptions {
   total: number;
   offset: number;

@@ -31,6 +31,7 @@ from nbmemory.notes import Notes
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import ReadModel, Usage, to_items
 from nbmemory.report import AgentTable, MessageList, TextBlock, usage_line
+from nbmemory.store import Workspace
 
 _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer
 
@@ -81,8 +82,6 @@ class NbMemoryMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
         self.agents: dict[str, Agent] = {}
-        if self.store:
-            memory_store.use(self.store)
 
     @validate("store")
     def _check_store(self, proposal: dict[str, Any]) -> str:
@@ -94,7 +93,6 @@ class NbMemoryMagics(Magics):
     @observe("store")
     def _store_changed(self, change: dict[str, Any]) -> None:
         """Agents made on the old store are dropped: the next cell resumes them from the new."""
-        memory_store.use(change["new"].strip() or None)
         for agent in self.agents.values():
             agent.short_memory.close()
         self.agents.clear()
@@ -102,8 +100,11 @@ class NbMemoryMagics(Magics):
     # ------------------------------------------------------------------------------------------
     # Helpers
 
-    def _workspace(self) -> Path | None:
-        return Path(self.workspace) if self.workspace else None
+    def _workspace(self) -> Workspace:
+        """The workspace of the settings, read now: ``workspace`` (else ``$WORKSPACE_DIR``)
+        on ``store`` (else ``$NBMEMORY_STORE``)."""
+        found = Workspace.from_env(Path(self.workspace) if self.workspace else None)
+        return Workspace(found.root, self.store) if self.store else found
 
     def _model(self, asked: str | None) -> str:
         return asked or self.default_model or llm.default_model()
@@ -130,7 +131,7 @@ class NbMemoryMagics(Magics):
             agent = Agent(
                 agent_name=name,
                 api_base=self.api_base or None,
-                workspace_dir=self._workspace(),
+                workspace=self._workspace(),
                 **wanted,
             )
             self.agents[name] = agent
@@ -186,7 +187,7 @@ class NbMemoryMagics(Magics):
                 context_length=settings.context_length if recorded else None,
                 api_base=self.api_base or None,
                 persistent_memory=True,
-                workspace_dir=self._workspace(),
+                workspace=self._workspace(),
             )
             self.agents[name] = agent
         return agent
@@ -346,7 +347,8 @@ class NbMemoryMagics(Magics):
             return _ram_view(ram, args)
         reader = self._reader()
         if args.pin is not None or args.unpin is not None:
-            notes = Notes(reader.agent(name).path.parent)
+            reader.agent(name)
+            notes = Notes(reader.workspace.agent(name))
             if args.unpin is not None:
                 notes.remove(_unquoted(args.unpin))
             if args.pin is not None:

@@ -145,24 +145,29 @@ class NbMemoryServer(ExtensionApp):
         return Path(os.path.abspath(path))
 
     def export_workspace(self) -> Path:
-        """Resolve the workspace and export it as $WORKSPACE_DIR for the kernels to come."""
+        """Resolve the workspace and export it to the kernels to come: $WORKSPACE_DIR, and
+        $NBMEMORY_STORE when ``store`` is set."""
         assert self.serverapp is not None
         root = self.resolve_workspace(self.serverapp.root_dir)
-        os.environ["WORKSPACE_DIR"] = str(root)
+        os.environ[memory_store.WORKSPACE_ENV] = str(root)
         if self.store:
-            memory_store.use(self.store)
+            os.environ[memory_store.ENV] = self.store
         self.resolved_workspace = root
+        self.memory_workspace = memory_store.Workspace.from_env(root)
         return root
 
     resolved_workspace: Path | None = None
+    memory_workspace: memory_store.Workspace | None = None
 
     def _link_jupyter_server_extension(self, serverapp: Any) -> None:
         super()._link_jupyter_server_extension(serverapp)
         self.export_workspace()
 
     def initialize_settings(self) -> None:
-        root = self.resolved_workspace or self.export_workspace()
-        self.settings["nbmemory_model"] = ReadModel(root)
+        if self.memory_workspace is None:
+            self.export_workspace()
+        root = self.resolved_workspace
+        self.settings["nbmemory_model"] = ReadModel(self.memory_workspace)
         self.settings["nbmemory_poll_interval"] = self.poll_interval
         kept = self.settings["nbmemory_model"].store
         self.log.info("nbmemory: agents' memory in %s", root if kept == "files" else kept)
@@ -515,11 +520,11 @@ class CompactHandler(_Handler):
         if not isinstance(summary, str) or not summary.strip():
             raise tornado.web.HTTPError(400, "summary must be a non-empty string")
         before = await self.in_thread(self.model.usage, name)
-        root = self.model.root
+        place = self.model.workspace
 
         def compact() -> Path | None:
-            path = workspace.memory_path(name, root)
-            return Conversation(name=name, memory_md_path=path).compact(summary)
+            path = place.agent(name).path(workspace.MEMORY_FILE)
+            return Conversation(name=name, memory_md_path=path, workspace=place).compact(summary)
 
         archive = await self.in_thread(compact)
         after = await self.in_thread(self.model.usage, name)
@@ -543,7 +548,7 @@ class NotesHandler(_Handler):
     def notes_file(self, name: str) -> Notes:
         """The agent's notes, counted for the model it recorded (AgentNotFoundError if none)."""
         settings, _ = self.model.settings(name)
-        return Notes(workspace.agent_dir(name, self.model.root), model=settings.model)
+        return Notes(self.model.workspace.agent(name), model=settings.model)
 
     def notes_json(self, name: str) -> dict[str, Any]:
         notes = self.notes_file(name)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import html
+import os
 import re
 import sys
 import threading
@@ -54,6 +55,7 @@ from nbmemory.read_model import (
     to_items,
 )
 from nbmemory.report import markdown_escape, visible
+from nbmemory.store import Workspace
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
@@ -64,29 +66,84 @@ MARKED_VERSION = "18.2.1"
 """The vendored renderer: npm ``marked`` 18.2.1, ``lib/marked.esm.js`` (MIT, see marked.LICENSE)."""
 
 _EXPORTS = re.compile(r"export\s*\{([^}]*)\}\s*;?\s*(?://# sourceMappingURL=\S*\s*)?$")
-_IMPORT_MARKED = 'import { Marked } from "./marked.esm.js";'
+_IMPORT = re.compile(r'^import \{([^}]*)\} from "(\.\.?/[^"]+)";[ \t]*\n', re.MULTILINE)
+_MODULE_SYNTAX = re.compile(r"^[ \t]*(?:import|export)\b", re.MULTILINE)
+
+
+def _pairs(names: str) -> list[tuple[str, str]]:
+    """``a, b as c`` of an import or export list as ``(name, alias)`` pairs."""
+    pairs = []
+    for part in names.split(","):
+        name, _, alias = part.strip().partition(" as ")
+        if name:
+            pairs.append((name.strip(), alias.strip() or name.strip()))
+    return pairs
+
+
+def _variable(path: Path) -> str:
+    """The name an inlined module's exports are kept under: ``__widget_dom_js``, ..."""
+    return "__" + re.sub(r"\W", "_", path.relative_to(_STATIC).as_posix())
+
+
+def _linked(path: Path) -> tuple[str, list[Path]]:
+    """A module's text with each import a read of an inlined module, and the modules it reads."""
+    text = path.read_text(encoding="utf-8")
+    needs: list[Path] = []
+
+    def read(match: re.Match[str]) -> str:
+        need = Path(os.path.normpath(path.parent / match.group(2)))
+        if not need.is_relative_to(_STATIC) or not need.is_file():
+            raise RuntimeError(f"{path.name} imports {match.group(2)}, not a file of static/")
+        needs.append(need)
+        names = ", ".join(f"{name}: {alias}" for name, alias in _pairs(match.group(1)))
+        return f"const {{ {names} }} = {_variable(need)};\n"
+
+    return _IMPORT.sub(read, text), needs
+
+
+def _inlined(path: Path, text: str) -> str:
+    """An imported module as a function run once; its named exports become its result."""
+    found = _EXPORTS.search(text)
+    body = text[: found.start()] if found else text
+    if found is None or _MODULE_SYNTAX.search(body):
+        raise RuntimeError(
+            f"static/{path.relative_to(_STATIC).as_posix()}: a module the widget imports may "
+            'only have `import { ... } from "./file.js";` lines and one export list at its end'
+        )
+    exports = ", ".join(f"{alias}: {name}" for name, alias in _pairs(found.group(1)))
+    return (
+        f"// static/{path.relative_to(_STATIC).as_posix()}\n"
+        f"const {_variable(path)} = (() => {{\n{body}\nreturn {{ {exports} }};\n}})();"
+    )
 
 
 @functools.cache
 def _module() -> str:
-    """widget.js with the vendored marked inlined (anywidget sends one module, not a folder).
+    """widget.js with the modules it imports inlined (anywidget sends one module, not a folder).
 
-    marked's single-file ES module runs inside a function and its named exports become that
-    function's result; widget.js's import of it becomes a read of that result. No build step.
+    The widget's views are plain ES modules under ``static/widget/`` (a browser can load them as
+    they are); each module it imports, and theirs, and the vendored marked, runs inside a
+    function whose result is its export list, and each import becomes a read of that result,
+    dependencies first. String work on a few small files when this module is imported: no
+    bundler, no build step, nothing for ``pip install`` to run.
     """
-    marked = (_STATIC / "marked.esm.js").read_text(encoding="utf-8")
-    found = _EXPORTS.search(marked)
-    if found is None:
-        raise RuntimeError("static/marked.esm.js does not end with its export list")
-    pairs = [part.strip().split(" as ") for part in found.group(1).split(",")]
-    exports = ", ".join(f"{alias}: {local}" for local, alias in pairs)
-    inlined = (
-        f"const __marked = (() => {{\n{marked[: found.start()]}\nreturn {{ {exports} }};\n}})();"
-    )
-    widget = (_STATIC / "widget.js").read_text(encoding="utf-8")
-    if _IMPORT_MARKED not in widget:
-        raise RuntimeError(f"static/widget.js must import marked as {_IMPORT_MARKED!r}")
-    return widget.replace(_IMPORT_MARKED, f"{inlined}\nconst {{ Marked }} = __marked;", 1)
+    done: dict[Path, str] = {}  # dependencies before what imports them
+
+    def visit(path: Path, importing: tuple[Path, ...]) -> None:
+        if path in importing:
+            raise RuntimeError(f"static/ modules import each other: {path.name}")
+        if path not in done:
+            text, needs = _linked(path)
+            for need in needs:
+                visit(need, (*importing, path))
+            done[path] = text
+
+    entry = _STATIC / "widget.js"
+    visit(entry, ())
+    widget = done.pop(entry)
+    if re.search(r"^[ \t]*import\b", widget, re.MULTILINE):
+        raise RuntimeError('static/widget.js may import only as `import { ... } from "./file.js";`')
+    return "\n".join([*(_inlined(path, text) for path, text in done.items()), widget])
 
 
 def _weak(method: Callable[..., None]) -> Callable[..., None]:
@@ -235,7 +292,7 @@ class MemoryWidget(anywidget.AnyWidget):
         self,
         source: str | Agent | Conversation,
         *,
-        workspace: str | Path | None = None,
+        workspace: Workspace | str | Path | None = None,
         agent: Agent | None = None,
         poll_seconds: float = POLL_SECONDS,
         **kwargs: Any,
@@ -264,7 +321,7 @@ class MemoryWidget(anywidget.AnyWidget):
             )
         if agent is not None:
             conversation = agent.short_memory
-            workspace = workspace if workspace is not None else agent.workspace_dir
+            workspace = workspace if workspace is not None else agent.workspace
         self.agent = agent
         self.conversation = conversation
 
@@ -276,12 +333,13 @@ class MemoryWidget(anywidget.AnyWidget):
         elif path is not None:
             name = Path(path).parent.name
             if workspace is None:
-                workspace = Path(path).parent.parent.parent
+                workspace = conversation.workspace or Path(path).parent.parent.parent
         else:
             name = agent.agent_name if agent is not None else conversation.name  # type: ignore[union-attr]
         self._ram = conversation if conversation is not None and path is None else None
-        root = Path(workspace) if workspace is not None else workspace_module.workspace_dir()
-        self._reader = ReadModel(root.absolute())
+        if not isinstance(workspace, Workspace):
+            workspace = Workspace.from_env(workspace)
+        self._reader = ReadModel(Workspace(workspace.root.absolute(), workspace.url))
 
         self.name = name
         self.in_ram = self._ram is not None
@@ -706,8 +764,8 @@ class MemoryWidget(anywidget.AnyWidget):
         """The agent's notes, counted with ``model``'s encoding (one instance per model)."""
         notes = self._notes_files.get(model)
         if notes is None:
-            folder = workspace_module.agent_dir(self.name, self._reader.root)
-            notes = self._notes_files[model] = Notes(folder, model=model)
+            docs = self._reader.workspace.agent(self.name)
+            notes = self._notes_files[model] = Notes(docs, model=model)
         return notes
 
     def _show_notes(self, model: str) -> None:
@@ -826,7 +884,7 @@ class MemoryWidget(anywidget.AnyWidget):
             model_name=settings.model,
             context_length=settings.context_length if recorded else None,
             persistent_memory=True,
-            workspace_dir=self._reader.root,
+            workspace=self._reader.workspace,
         )
 
     def compact(self) -> None:

@@ -1,0 +1,320 @@
+/**
+ * Message cards, as the panel's message list and its search results show them: role, index,
+ * time and file, the text (sanitized Markdown, or exact with "Exact text"), what the message
+ * adds to a request (with "Tokens per message"), and "Show full text" for a folded one. A list
+ * of cards has one tab stop; arrow keys, Home and End move in it, Page Up and Page Down turn
+ * its page.
+ */
+import { Api, IItem, IMessageTokens, agentPath, query, reason } from './api';
+import { anyCase, el, foldNote, listMove, markText, plural } from './dom';
+import { IPagerOptions, PAGE_SIZE, keepingFocus, pager } from './pager';
+import { TextRenderer } from './render';
+import { MEMORY_FILE } from './targets';
+
+export interface ICardsOptions {
+  api: Api;
+  renderer: TextRenderer;
+  /** Where a failure to count tokens is said. */
+  status: HTMLElement;
+  /** The search shown, whose matches a card of the results marks. */
+  searchQuery: () => string | null;
+  /** "Exact text" was ticked or cleared. */
+  exactChanged: () => void;
+  /** "Tokens per message" was ticked or cleared. */
+  tokensChanged: () => void;
+}
+
+/** A list of cards to fill: the list, its items, and the search matches to mark (or null). */
+export type CardList = [HTMLOListElement, IItem[], string | null];
+
+export class MessageCards {
+  constructor(private readonly options: ICardsOptions) {
+    this.exact.addEventListener('change', () => options.exactChanged());
+    const exactLabel = el('label', 'jp-nbmemory-exact', undefined, {
+      title: 'Show each message exactly as stored, with no Markdown'
+    });
+    exactLabel.append(this.exact, ' Exact text');
+    this.showTokens.addEventListener('change', () => options.tokensChanged());
+    const tokensLabel = el('label', 'jp-nbmemory-exact', undefined, {
+      title: "Show what each message adds to a request, counted with the agent's encoding"
+    });
+    tokensLabel.append(this.showTokens, ' Tokens per message');
+    this.labels = [exactLabel, tokensLabel];
+  }
+
+  /** "Exact text": messages (and notes) verbatim, with no Markdown. */
+  readonly exact = el('input', '', undefined, {
+    type: 'checkbox',
+    'data-testid': 'nbmemory-exact'
+  });
+  /** "Tokens per message". */
+  readonly showTokens = el('input', '', undefined, {
+    type: 'checkbox',
+    'data-testid': 'nbmemory-show-tokens'
+  });
+  /** The two checkboxes with their labels. */
+  readonly labels: HTMLElement[];
+  /** The agent whose messages the cards show. */
+  agent = '';
+
+  /** Forget the whole texts loaded with "Show full text". */
+  clearFull(): void {
+    this.full.clear();
+  }
+
+  /** Fill each list with cards for its items; a newer call makes an older one stop. */
+  async render(lists: CardList[]): Promise<void> {
+    const rendered = ++this.renderGeneration;
+    await Promise.all(
+      lists.map(([list, items, highlight]) => this.renderList(list, items, rendered, highlight))
+    );
+  }
+
+  /**
+   * An empty list of cards, named `label`. Arrow keys, Home and End move between its cards;
+   * Page Up and Page Down turn its page (`current` view, `go` to another, `total` items) and
+   * focus the new page's first card.
+   */
+  makeList<V extends { offset: number }>(
+    label: string,
+    testid: string,
+    current: () => V | null,
+    go: (view: V) => void,
+    total: () => number
+  ): HTMLOListElement {
+    const list = el('ol', 'jp-nbmemory-messages', undefined, {
+      'aria-label': label,
+      'data-testid': testid
+    });
+    list.addEventListener('keydown', event => {
+      const cards = Array.from(list.querySelectorAll<HTMLElement>('.jp-nbmemory-message'));
+      const at = cards.indexOf(document.activeElement as HTMLElement);
+      const view = current();
+      if (event.key === 'PageDown' || event.key === 'PageUp') {
+        if (!view) {
+          return;
+        }
+        event.preventDefault();
+        const step = event.key === 'PageDown' ? PAGE_SIZE : -PAGE_SIZE;
+        const offset = view.offset + step;
+        if (offset >= 0 && offset < total()) {
+          this.focusFirstCardOf = list;
+          go({ ...view, offset });
+        }
+        return;
+      }
+      const next = listMove(event.key, at, cards.length);
+      if (at === -1 || next === -1 || !cards[next]) {
+        return;
+      }
+      event.preventDefault();
+      for (const card of cards) {
+        card.tabIndex = -1;
+      }
+      cards[next].tabIndex = 0;
+      cards[next].focus();
+    });
+    return list;
+  }
+
+  /** With "Tokens per message" on, ask the server what each shown message adds to a request. */
+  async renderTokens(list: HTMLOListElement): Promise<void> {
+    const cards = Array.from(list.querySelectorAll<HTMLElement>('.jp-nbmemory-message'));
+    if (!this.showTokens.checked) {
+      for (const card of cards) {
+        const slot = card.querySelector<HTMLElement>('.jp-nbmemory-message-tokens');
+        if (slot) {
+          slot.textContent = '';
+        }
+      }
+      return;
+    }
+    const name = this.agent;
+    const bySource = new Map<string, HTMLElement[]>();
+    for (const card of cards) {
+      const source = card.dataset.source ?? MEMORY_FILE;
+      bySource.set(source, [...(bySource.get(source) ?? []), card]);
+    }
+    for (const [source, group] of bySource) {
+      try {
+        const { data } = await this.options.api.get<IMessageTokens>(
+          agentPath(name, 'tokens') +
+            query({
+              indexes: group.map(card => card.dataset.index).join(','),
+              archive: source === MEMORY_FILE ? null : source
+            })
+        );
+        if (name !== this.agent || !this.showTokens.checked) {
+          return;
+        }
+        for (const card of group) {
+          const count = data.tokens[card.dataset.index ?? ''];
+          const slot = card.querySelector<HTMLElement>('.jp-nbmemory-message-tokens');
+          if (slot && count !== undefined) {
+            slot.textContent = plural(count, 'token');
+            slot.title = `What this message adds to a request (${data.encoding})`;
+            slot.dataset.tokens = String(count);
+          }
+        }
+      } catch (error) {
+        this.options.status.textContent = `Could not count tokens: ${reason(error)}`;
+      }
+    }
+  }
+
+  /** Fill `list` with cards for `items`; `highlight` marks the search's matches. */
+  private async renderList(
+    list: HTMLOListElement,
+    items: IItem[],
+    rendered: number,
+    highlight: string | null
+  ): Promise<void> {
+    const cards = items.map(item => this.card(item, highlight));
+    keepingFocus(list, () => {
+      list.replaceChildren(...cards.map(c => c.card));
+      if (!items.length) {
+        list.append(el('li', 'jp-nbmemory-empty', 'Nothing here.'));
+      }
+    });
+    // One tab stop per list (the focused card, else the first); arrow keys move inside.
+    const focused = cards.find(c => c.card === document.activeElement) ?? cards[0];
+    if (focused) {
+      focused.card.tabIndex = 0;
+    }
+    if (this.focusFirstCardOf === list && cards.length) {
+      this.focusFirstCardOf = null; // a page turned from the keyboard: on to its first message
+      cards.forEach((c, i) => (c.card.tabIndex = i === 0 ? 0 : -1));
+      cards[0].card.focus();
+    }
+    await Promise.all(cards.map(c => c.fill(rendered)));
+    await this.renderTokens(list);
+  }
+
+  /** A message card; `fill` renders its body (Markdown, or the exact text). */
+  private card(
+    item: IItem,
+    highlight: string | null
+  ): { card: HTMLLIElement; fill: (r: number) => Promise<void> } {
+    const card = el('li', 'jp-nbmemory-message', undefined, {
+      'data-testid': 'nbmemory-message',
+      'data-agent': this.agent,
+      'data-role': item.role,
+      'data-index': String(item.index),
+      'data-source': item.source,
+      'data-key': `${item.source}#${item.index}`,
+      tabindex: '-1',
+      'aria-label': `${item.role}, message ${item.index} of ${item.source}, ${item.timestamp}`
+    });
+    const meta = el('div', 'jp-nbmemory-message-meta');
+    meta.append(
+      el('span', 'jp-nbmemory-role', item.role),
+      el('span', 'jp-nbmemory-when', `#${item.index} ${item.timestamp}`),
+      el('span', 'jp-nbmemory-message-tokens', '', { 'data-testid': 'nbmemory-message-tokens' })
+    );
+    if (item.source !== MEMORY_FILE || highlight !== null) {
+      meta.append(el('span', 'jp-nbmemory-source', item.source));
+    }
+    const body = el('div', 'jp-nbmemory-message-body', undefined, {
+      'data-testid': 'nbmemory-message-body'
+    });
+    card.append(meta, body);
+    const full = this.full.get(this.fullKey(item.source, item.index));
+    const text = full ?? item.text;
+    if (item.folded && full === undefined) {
+      const note = foldNote(item.text.length, item.length, () => void this.showFull(item, note));
+      card.append(note);
+    }
+    const fill = async (rendered: number) => {
+      if (rendered === this.renderGeneration) {
+        await this.options.renderer.render(body, text, this.exact.checked);
+        if (highlight) {
+          const hits = markText(body, [[highlight, anyCase(highlight)]], 'jp-nbmemory-hit');
+          card.dataset.hits = String(hits);
+        }
+      }
+    };
+    return { card, fill };
+  }
+
+  private async showFull(item: IItem, note: HTMLElement): Promise<void> {
+    const name = this.agent;
+    const archive = item.source === MEMORY_FILE ? null : item.source;
+    note.replaceChildren(el('span', 'jp-nbmemory-fold-text', 'Loading the full text…'));
+    try {
+      const { data } = await this.options.api.get<IItem>(
+        agentPath(name, 'messages', String(item.index)) + query({ archive })
+      );
+      if (name !== this.agent) {
+        return;
+      }
+      this.full.set(this.fullKey(item.source, item.index), data.text);
+      const card = note.parentElement;
+      const body = card?.querySelector<HTMLElement>('.jp-nbmemory-message-body');
+      note.remove();
+      if (body) {
+        await this.options.renderer.render(body, data.text, this.exact.checked);
+        const inSearch = card?.closest('.jp-nbmemory-search-results');
+        const highlight = inSearch ? this.options.searchQuery() : null;
+        if (highlight) {
+          markText(body, [[highlight, anyCase(highlight)]], 'jp-nbmemory-hit');
+        }
+      }
+    } catch (error) {
+      note.replaceChildren(
+        el('span', 'jp-nbmemory-fold-text', `Could not load it: ${reason(error)}`)
+      );
+    }
+  }
+
+  private fullKey(source: string, index: number): string {
+    return `${this.agent}\u0000${source}\u0000${index}`;
+  }
+
+  /** Whole texts loaded with "Show full text", by agent, file and index. */
+  private readonly full = new Map<string, string>();
+  private renderGeneration = 0;
+  private focusFirstCardOf: HTMLOListElement | null = null;
+}
+
+/**
+ * A section of the panel with a list of cards, a page at a time (the message list, the search
+ * results): what it shows (`view`), the items of the page shown and their total, its pager.
+ */
+export abstract class PagedCards<V extends { offset: number }> {
+  /** A list named `label`; `changed()` is called when the view changes. */
+  constructor(
+    cards: MessageCards,
+    label: string,
+    testid: string,
+    protected readonly changed: () => void
+  ) {
+    this.list = cards.makeList(
+      label,
+      testid,
+      () => this.view,
+      v => this.go(v),
+      () => this.total
+    );
+  }
+
+  abstract view: V | null;
+  readonly list: HTMLOListElement;
+  /** How many items the pages go through, and those of the page shown. */
+  total = 0;
+  items: IItem[] = [];
+
+  /** Show `view` (from the next refresh on). */
+  go(view: V): void {
+    this.view = view;
+    this.changed();
+  }
+
+  /** The pager, at `offset` of `total`: its buttons' `labels`, `what` it pages, `go` to turn. */
+  protected showPager(options: Omit<IPagerOptions, 'size' | 'total'>): void {
+    keepingFocus(this.pager, () =>
+      this.pager.replaceChildren(pager({ ...options, total: this.total, size: PAGE_SIZE }))
+    );
+  }
+
+  protected readonly pager = el('div', 'jp-nbmemory-pager-slot');
+}

@@ -1,0 +1,137 @@
+// Compactions: a timeline of what each archived and what its summary left out; opening one
+// shows its summary (and the terms it dropped) beside the archived transcript, which the
+// message list shows.
+import { el, number } from "./dom.js";
+import { shownText } from "./markdown.js";
+
+function timelineNodes() {
+  const timeline = el("section", { class: "timeline", "data-testid": "timeline", "aria-label": "Compactions" });
+  const timelineTitle = el("div", { class: "timeline-title" });
+  const timelineList = el("ol", { class: "timeline-list", "data-testid": "compactions" });
+  timeline.append(timelineTitle, timelineList);
+  return { timeline, timelineTitle, timelineList };
+}
+
+function summaryNodes() {
+  const summaryPane = el("section", {
+    class: "summary-pane", "data-testid": "compaction-view", "aria-label": "The compaction's summary",
+  });
+  const summaryHead = el("div", { class: "summary-head", "data-testid": "compaction-head", tabindex: "-1" });
+  const closeCompaction = el("button", {
+    type: "button", class: "close", "data-testid": "close-compaction", "aria-label": "Close this compaction and show the memory",
+  }, "Back to the memory");
+  const droppedBox = el("div", { class: "dropped", "data-testid": "dropped" });
+  const summaryTitle = el("div", { class: "summary-title" }, "The summary that replaced it");
+  const summaryBody = el("div", { class: "summary-body", "data-testid": "summary" });
+  summaryPane.append(summaryHead, closeCompaction, droppedBox, summaryTitle, summaryBody);
+  return { summaryPane, summaryHead, closeCompaction, droppedBox, summaryBody };
+}
+
+function drawTimeline(s) {
+  const { model, timeline, timelineTitle, timelineList } = s;
+  const items = model.get("compactions");
+  timeline.hidden = model.get("in_ram") || !model.get("exists");
+  timelineTitle.textContent = items.length
+    ? `Compactions (${number(items.length)}): what each archived, and what its summary left out`
+    : "Compactions";
+  if (!items.length) {
+    timelineList.replaceChildren(el("li", { class: "empty" }, "No compactions yet."));
+    return;
+  }
+  const open = model.get("open_archive");
+  timelineList.replaceChildren(...items.map((c, i) => {
+    const dropped = c.dropped.length;
+    const text = `${c.time || "?"} · ${number(c.tokens_before)} → ${number(c.tokens_after)} tokens · `
+      + `${number(c.messages)} messages archived · ${number(dropped)} ${dropped === 1 ? "term" : "terms"} dropped`;
+    const button = el("button", {
+      type: "button", class: "compaction", "data-testid": "compaction", "data-archive": c.archive,
+      "aria-label": `Open compaction ${i + 1}: ${text}`, "aria-pressed": String(open === c.archive),
+    });
+    button.append(el("span", { class: "number" }, `${i + 1}.`), el("span", {}, text),
+      el("span", { class: "archive-name" }, c.archive));
+    button.onclick = () => openArchive(s, open === c.archive ? "" : c.archive, true);
+    const item = el("li");
+    item.append(button);
+    return item;
+  }));
+}
+
+// What the summary left out, each term a button that finds it in the archived transcript.
+function droppedNodes(model, terms) {
+  const label = el("div", { class: "dropped-title" }, terms.length
+    ? `Left out of the summary, still in the archive (${number(terms.length)}):`
+    : "The summary (or the pinned notes) keeps every name, number and date of the transcript.");
+  const chips = el("ul", { class: "dropped-list", "data-testid": "dropped-terms" });
+  chips.append(...terms.map((term) => {
+    const chip = el("button", {
+      type: "button", class: "term", "data-testid": "dropped-term",
+      "aria-label": `Find “${term}” in the archived transcript`,
+    }, term);
+    chip.onclick = () => { model.send({ command: "find", term }); };
+    const item = el("li");
+    item.append(chip);
+    return item;
+  }));
+  return [label, chips];
+}
+
+// The open compaction's summary beside the list, when the list shows its archive.
+function drawCompaction(s, current) {
+  const { model, inspect, summaryPane, summaryHead, droppedBox, summaryBody } = s;
+  const info = model.get("compaction");
+  const open = current === "archive" && info && info.archive === model.get("open_archive");
+  inspect.classList.toggle("split", Boolean(open));
+  summaryPane.hidden = !open;
+  if (!open) return;
+  const all = model.get("compactions");
+  const n = all.findIndex((c) => c.archive === info.archive) + 1;
+  const kept = info.kept_messages ? `, ${number(info.kept_messages)} kept word for word` : "";
+  summaryHead.textContent = `Compaction ${n} of ${all.length} · ${info.time || "?"} · `
+    + `${number(info.tokens_before)} → ${number(info.tokens_after)} tokens · `
+    + `${number(info.messages)} messages archived to ${info.archive}${kept}`
+    + (info.recorded ? "" : " (no record kept: worked out from the files)");
+  droppedBox.replaceChildren(...droppedNodes(model, info.dropped || []));
+  summaryBody.replaceChildren(shownText(info.summary, model.get("exact")));
+  if (s.focusSummary) {
+    s.focusSummary = false;
+    summaryHead.focus();
+  }
+}
+
+function openArchive(s, name, byPerson = false) {
+  s.focusSummary = byPerson && Boolean(name);
+  s.model.set("open_archive", name);
+  s.model.set("archive_page", 0);
+  s.model.save_changes();
+}
+
+function closeCompactionView(s) {
+  const archive = s.model.get("open_archive");
+  openArchive(s, "");
+  const row = [...s.timelineList.querySelectorAll("button.compaction")].find((b) => b.dataset.archive === archive);
+  if (row) row.focus();
+}
+
+// The timeline and the summary pane; `inspect` holds the summary pane beside the message list
+// (split while a compaction is open). `ctx` is the widget's: {model, widget}.
+function compactionsView(ctx, inspect) {
+  // focusSummary: a compaction opened by the person: its summary gets the focus
+  const s = { model: ctx.model, inspect, ...timelineNodes(), ...summaryNodes(), focusSummary: false };
+  s.closeCompaction.onclick = () => closeCompactionView(s);
+  // Escape closes an open compaction (the widget's keys are its own: data-lm-suppress-shortcuts).
+  ctx.widget.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || s.summaryPane.hidden) return;
+    event.preventDefault();
+    event.stopPropagation();
+    closeCompactionView(s);
+  });
+  return {
+    timeline: s.timeline,
+    summaryPane: s.summaryPane,
+    drawTimeline: () => drawTimeline(s),
+    draw: (current) => drawCompaction(s, current),
+    openArchive: (name) => openArchive(s, name),
+  };
+}
+
+export { compactionsView };

@@ -1,0 +1,128 @@
+// The display bar's own controls (the role filter, "Exact text", "Tokens per message"; the
+// search field before them is search.js's) and the navigation bar: the order, the pages, the
+// archives and the Compact button.
+import { el, number } from "./dom.js";
+import { PAGER, goTo, mode, pages } from "./paging.js";
+
+function displayNodes(model) {
+  const exact = el("input", {
+    type: "checkbox", "data-testid": "exact", "aria-label": "Show the exact stored text",
+  });
+  const exactLabel = el("label", {}, " Exact text");
+  exactLabel.prepend(exact);
+  const perMessage = el("input", {
+    type: "checkbox", "data-testid": "show-tokens", "aria-label": "Show the tokens of each message",
+  });
+  const perMessageLabel = el("label", {}, " Tokens per message");
+  perMessageLabel.prepend(perMessage);
+  const roleFilter = el("select", { "data-testid": "role", "aria-label": "Show the messages of one role" });
+  exact.onchange = () => { model.set("exact", exact.checked); model.save_changes(); };
+  perMessage.onchange = () => { model.set("show_tokens", perMessage.checked); model.save_changes(); };
+  roleFilter.onchange = () => { model.set("role", roleFilter.value); model.save_changes(); };
+  return { exact, exactLabel, perMessage, perMessageLabel, roleFilter };
+}
+
+function navNodes(model, openArchive) {
+  const order = el("button", { type: "button", "data-testid": "order" });
+  const first = el("button", { type: "button", "data-testid": "first", "aria-label": "First page" }, "«");
+  const prev = el("button", { type: "button", "data-testid": "previous", "aria-label": "Previous page" }, "‹");
+  const pageText = el("span", { "data-testid": "page", "aria-live": "polite" });
+  const next = el("button", { type: "button", "data-testid": "next", "aria-label": "Next page" }, "›");
+  const last = el("button", { type: "button", "data-testid": "last", "aria-label": "Last page" }, "»");
+  const pageInput = el("input", {
+    type: "number", min: "1", step: "1", inputmode: "numeric", class: "page-input", "data-testid": "page-input",
+    "aria-label": "Go to page", placeholder: "page…",
+  });
+  const archives = el("select", { "data-testid": "archives", "aria-label": "Open an archive" });
+  const compact = el("button", {
+    type: "button", "data-testid": "compact", "aria-label": "Compact this memory now",
+  }, "Compact");
+  const nav = el("div", { class: "bar", role: "group", "aria-label": "Pages, archives and compaction" });
+  nav.append(order, first, prev, pageText, next, last, pageInput, archives, compact);
+
+  order.onclick = () => {
+    model.set("newest_first", !model.get("newest_first"));
+    for (const [trait] of Object.values(PAGER)) model.set(trait, 0);
+    model.save_changes();
+  };
+  first.onclick = () => goTo(model, 0);
+  prev.onclick = () => goTo(model, pages(model).page - 1);
+  next.onclick = () => goTo(model, pages(model).page + 1);
+  last.onclick = () => goTo(model, pages(model).count - 1);
+  archives.onchange = () => openArchive(archives.value);
+  pageInput.onkeydown = (event) => {
+    if (event.key !== "Enter") return;
+    event.preventDefault();
+    const wanted = Number.parseInt(pageInput.value, 10);
+    if (Number.isFinite(wanted)) goTo(model, wanted - 1);
+    pageInput.value = "";
+  };
+  pageInput.onchange = () => {
+    const wanted = Number.parseInt(pageInput.value, 10);
+    if (Number.isFinite(wanted)) goTo(model, wanted - 1);
+  };
+  compact.onclick = () => { model.send({ command: "compact" }); };
+  return { nav, order, first, prev, pageText, next, last, pageInput, archives, compact };
+}
+
+// The page, the buttons that turn it (named for the order, or for results) and the order.
+function drawPager(model, v) {
+  const { pageText, pageInput, first, prev, next, last, order } = v;
+  const { page, count } = pages(model);
+  pageText.textContent = `page ${page + 1} of ${count}`;
+  pageInput.max = String(count);
+  if (document.activeElement !== pageInput) pageInput.value = "";
+  const newestFirst = model.get("newest_first");
+  if (mode(model) === "search") {
+    first.textContent = "« First";
+    last.textContent = "Last »";
+    first.setAttribute("aria-label", "First page of results");
+    last.setAttribute("aria-label", "Last page of results");
+  } else {
+    first.textContent = newestFirst ? "« Newest" : "« Oldest";
+    last.textContent = newestFirst ? "Oldest »" : "Newest »";
+    first.setAttribute("aria-label", newestFirst ? "Newest messages (first page)" : "Oldest messages (first page)");
+    last.setAttribute("aria-label", newestFirst ? "Oldest messages (last page)" : "Newest messages (last page)");
+  }
+  prev.disabled = first.disabled = page <= 0;
+  next.disabled = last.disabled = page >= count - 1;
+  const newest = model.get("newest_first");
+  order.textContent = newest ? "Newest first" : "Oldest first";
+  order.setAttribute("aria-label", newest ? "Order: newest first (show oldest first)" : "Order: oldest first (show newest first)");
+}
+
+// The role filter, the display options and the archive list, as the model has them.
+function drawOptions(model, v) {
+  const { roleFilter, exact, perMessage, archives } = v;
+  const roles = model.get("roles");
+  const role = model.get("role");
+  const options = role && !roles.includes(role) ? [...roles, role] : roles;
+  roleFilter.replaceChildren(
+    el("option", { value: "" }, "All roles"),
+    ...options.map((r) => el("option", { value: r }, r)),
+  );
+  roleFilter.value = role;
+  exact.checked = model.get("exact");
+  perMessage.checked = model.get("show_tokens");
+  const names = model.get("archives");
+  archives.replaceChildren(
+    el("option", { value: "" }, names.length ? "MEMORY.md (open an archive…)" : "No archives"),
+    ...names.map((a) => el("option", { value: a.name }, `${a.name} · ${number(a.messages)} messages`)),
+  );
+  archives.value = model.get("open_archive");
+}
+
+// The controls' elements, and `draw` to set them from the model; `openArchive(name)` opens an
+// archive chosen in the list ("" for the memory).
+function controlsView(model, openArchive) {
+  const v = { ...displayNodes(model), ...navNodes(model, openArchive) };
+  return {
+    ...v,
+    draw() {
+      drawPager(model, v);
+      drawOptions(model, v);
+    },
+  };
+}
+
+export { controlsView };

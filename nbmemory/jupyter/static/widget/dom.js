@@ -1,0 +1,18 @@
+// Small DOM helpers and number formats the widget's views share. Text goes in as text
+// (`textContent`): nothing here parses HTML.
+
+function el(tag, attrs = {}, text) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+const number = (n) => Number(n).toLocaleString("en");
+function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+export { bytes, el, number };

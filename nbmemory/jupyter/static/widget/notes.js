@@ -1,0 +1,96 @@
+// Pinned notes: NOTES.md, carried by every request and never compacted. Each note with its
+// Unpin button, and a field to pin a new one; Python answers each pin or unpin.
+import { el, number } from "./dom.js";
+import { shownText } from "./markdown.js";
+
+function notesNodes() {
+  const pinned = el("section", { class: "pinned", "data-testid": "pinned", "aria-label": "Pinned notes" });
+  const pinnedTitle = el("div", { class: "pinned-title", "data-testid": "pinned-title" });
+  const pinnedList = el("ol", { class: "pinned-list", "data-testid": "pinned-notes" });
+  const pinnedInfo = el("div", { class: "pinned-info", "data-testid": "pinned-info" });
+  const pinForm = el("form", { class: "pin-form", "data-lm-suppress-shortcuts": "true" });
+  const pinInput = el("input", {
+    type: "text", placeholder: "A note to pin (kept in every request)", "data-testid": "pin-input",
+    "aria-label": "Note to pin",
+  });
+  const pinButton = el("button", { type: "submit", "data-testid": "pin", "aria-label": "Pin this note" }, "Pin");
+  pinForm.append(pinInput, pinButton);
+  pinned.append(pinnedTitle, pinnedInfo, pinnedList, pinForm);
+  return { pinned, pinnedTitle, pinnedList, pinnedInfo, pinForm, pinInput, pinButton };
+}
+
+function noteNode(s, text, number) {
+  const item = el("li", { class: "pinned-note", "data-testid": "pinned-note", value: String(number) });
+  const body = shownText(text, s.model.get("exact"));
+  const unpin = el("button", {
+    type: "button", class: "unpin", "data-testid": "unpin", "aria-label": `Unpin note ${number}`,
+  }, "Unpin");
+  unpin.disabled = s.pending;
+  unpin.onclick = () => {
+    s.pending = true;
+    drawNotes(s);
+    s.model.send({ command: "unpin", number, note: text });
+  };
+  item.append(body, unpin);
+  return item;
+}
+
+function drawNotes(s) {
+  const { model, pinnedTitle, pinnedInfo, pinnedList, pinForm, pinButton } = s;
+  const items = model.get("pinned_notes");
+  const ram = model.get("in_ram");
+  const exists = model.get("exists");
+  pinnedTitle.textContent = ram || !exists || !items.length
+    ? "Pinned notes"
+    : `Pinned notes · ${number(model.get("notes_tokens"))} of ${number(model.get("notes_budget"))} tokens`;
+  if (ram) {
+    pinnedInfo.textContent = "Pinned notes need persistent memory: this Conversation is kept in RAM only.";
+  } else if (!exists) {
+    pinnedInfo.textContent = "No agent yet: notes can be pinned once it is written.";
+  } else if (!items.length) {
+    pinnedInfo.textContent = "No pinned notes.";
+  } else {
+    pinnedInfo.textContent = "";
+  }
+  pinnedList.replaceChildren(...items.map((text, i) => noteNode(s, text, i + 1)));
+  pinForm.hidden = ram || !exists;
+  pinButton.disabled = s.pending;
+}
+
+function pinNote(s) {
+  if (s.pending) return;
+  if (!s.pinInput.value.trim()) {
+    s.ctx.say("Not pinned: a note must not be empty.");
+    return;
+  }
+  s.pending = true;
+  drawNotes(s);
+  s.model.send({ command: "pin", note: s.pinInput.value });
+}
+
+// Python's answer to a pin or unpin: the buttons work again; a pinned note leaves the field.
+function onAnswer(s, content) {
+  s.pending = false;
+  if (content.command === "pin" && content.ok) s.pinInput.value = ""; // kept when refused
+  drawNotes(s);
+}
+
+// The notes' elements and `pending`: a pin or unpin sent, its answer not in yet. `ctx` is the
+// widget's: {model, say(text)}.
+function notesView(ctx) {
+  const s = { ctx, model: ctx.model, ...notesNodes(), pending: false };
+  // Enter pins, even where JupyterLab's notebook shortcuts have claimed the key first.
+  s.pinInput.onkeydown = (event) => {
+    if (event.key !== "Enter" || event.isComposing) return;
+    event.preventDefault();
+    event.stopPropagation();
+    pinNote(s);
+  };
+  s.pinForm.onsubmit = (event) => {
+    event.preventDefault();
+    pinNote(s);
+  };
+  return { pinned: s.pinned, draw: () => drawNotes(s), onAnswer: (content) => onAnswer(s, content) };
+}
+
+export { notesView };
