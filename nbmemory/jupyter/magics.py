@@ -28,6 +28,7 @@ from nbmemory.errors import NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
 from nbmemory.notes import Notes
+from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import ReadModel, Usage, to_items
 from nbmemory.report import AgentTable, MessageList, TextBlock, usage_line
 from nbmemory.store import Workspace
@@ -70,7 +71,8 @@ class NbMemoryMagics(Magics):
         "",
         help="""A PostgreSQL URL to keep agents in (postgresql://USER:PASSWORD@HOST:PORT/DB), so
         kernels on other hosts share them; it sets $NBMEMORY_STORE. Empty: $NBMEMORY_STORE,
-        else files in the workspace.""",
+        else files in the workspace. The notebook keeps the cell that sets it: rather set
+        $NBMEMORY_STORE in the kernel's environment.""",
     ).tag(config=True)
     stream = Bool(True, help="Show answers while they arrive.").tag(config=True)
     recall = Bool(
@@ -84,8 +86,8 @@ class NbMemoryMagics(Magics):
     @validate("store")
     def _check_store(self, proposal: dict[str, Any]) -> str:
         try:
-            return memory_store.check(proposal["value"])
-        except StoreConfigError as exc:
+            return MaskedUrl(memory_store.check(proposal["value"]))
+        except StoreConfigError as exc:  # its message never holds the password
             raise TraitError(f"NbMemoryMagics.store: {exc}") from None
 
     @observe("store")

@@ -75,6 +75,7 @@ from nbmemory.errors import (
 )
 from nbmemory.export import FORMATS, export_text
 from nbmemory.notes import Notes
+from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, AgentInfo, Item, ReadModel
 
 AUTH_RESOURCE = "nbmemory"
@@ -106,14 +107,15 @@ class NbMemoryServer(ExtensionApp):
         "",
         help="""A PostgreSQL URL (postgresql://USER:PASSWORD@HOST:PORT/DB) to keep agents in,
         exported to the server's kernels as $NBMEMORY_STORE. Empty: $NBMEMORY_STORE of the
-        server, else files in the workspace.""",
+        server, else files in the workspace. Other users of the host can read a command line:
+        rather set $NBMEMORY_STORE, or this in a config file.""",
     ).tag(config=True)
 
     @validate("store")
     def _check_store(self, proposal: dict[str, Any]) -> str:
         try:
-            return memory_store.check(proposal["value"])
-        except StoreConfigError as exc:
+            return MaskedUrl(memory_store.check(proposal["value"]))
+        except StoreConfigError as exc:  # its message never holds the password
             raise TraitError(f"NbMemoryServer.store: {exc}") from None
 
     poll_interval = Float(
