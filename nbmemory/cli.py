@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from nbmemory import store
+from nbmemory.agent import Agent
 from nbmemory.atomic import write_atomic
-from nbmemory.conversation import Conversation
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
@@ -30,7 +30,6 @@ from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.report import AgentTable, Audit, MessageList, parts_line, usage_line, visible
 from nbmemory.store import Workspace
-from nbmemory.workspace import MEMORY_FILE
 
 
 class NotFound(Exception):
@@ -101,9 +100,10 @@ def cmd_compact(args: argparse.Namespace) -> str:
     if not args.summary.strip():
         raise NbmemoryError("--summary must not be empty")
     before = reader.usage(args.name).tokens
-    path = reader.workspace.agent(args.name).path(MEMORY_FILE)
-    archive = Conversation(name=args.name, memory_md_path=path, workspace=reader.workspace).compact(
-        args.summary
+    archive = (
+        Agent.from_memory(args.name, reader.workspace, record_settings=False)
+        .compact(args.summary)
+        .archive
     )
     after = reader.usage(args.name).tokens
     where = f"; raw transcript archived to {archive}" if archive else ""

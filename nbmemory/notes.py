@@ -12,7 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from nbmemory.errors import InvalidNoteError, NoteNotFoundError, NotesFullError
+from nbmemory.errors import (
+    InvalidNoteError,
+    NoteChangedError,
+    NoteNotFoundError,
+    NotesFullError,
+)
 from nbmemory.store import AgentDocs, docs_at
 from nbmemory.tokens import TokenCounter
 
@@ -112,10 +117,10 @@ class Notes:
                 self.docs.remove(NOTES_FILE)
         return notes
 
-    def find(self, match: str) -> int:
+    def find(self, match: str, notes: list[str] | None = None) -> int:
         """The index of the note ``match`` names: its number (1 first), its text, or a piece of
-        text found in exactly one note."""
-        notes = self.items()
+        text found in exactly one note (of ``notes``, default: the notes now)."""
+        notes = self.items() if notes is None else notes
         if match.strip().isdigit() and 1 <= int(match) <= len(notes):
             return int(match) - 1
         exact = [i for i, note in enumerate(notes) if note.strip() == match.strip()]
@@ -131,17 +136,38 @@ class Notes:
             raise InvalidNoteError("a note must not be empty")
         return self._change(lambda notes: [*notes, note.strip()])
 
-    def remove(self, match: str) -> list[str]:
-        """Unpin the note ``match`` names (see :meth:`find`); returns the notes left."""
-        index = self.find(match)
-        return self._change(lambda notes: notes[:index] + notes[index + 1 :])
+    def remove(self, match: str, expected: str | None = None) -> list[str]:
+        """Unpin the note ``match`` names (see :meth:`find`); returns the notes left.
+
+        ``expected`` is the note a person saw at that number: if the note there now is another
+        one (the notes changed since), nothing is unpinned (``NoteChangedError``).
+        """
+
+        def edit(notes: list[str]) -> list[str]:
+            number = match.strip()
+            if expected is not None and number.isdigit() and not 1 <= int(number) <= len(notes):
+                index = -1
+            else:
+                index = self.find(match, notes)
+            if expected is not None and (index < 0 or notes[index] != expected):
+                raise NoteChangedError(
+                    f"note {match} of {self.path} is no longer the one shown: nothing was "
+                    "unpinned; look at the notes again and retry"
+                )
+            return notes[:index] + notes[index + 1 :]
+
+        return self._change(edit)
 
     def replace(self, match: str, note: str) -> list[str]:
         """Put ``note`` in place of the note ``match`` names; returns the notes."""
         if not note.strip():
             raise InvalidNoteError("a note must not be empty")
-        index = self.find(match)
-        return self._change(lambda notes: [*notes[:index], note.strip(), *notes[index + 1 :]])
+
+        def edit(notes: list[str]) -> list[str]:
+            index = self.find(match, notes)
+            return [*notes[:index], note.strip(), *notes[index + 1 :]]
+
+        return self._change(edit)
 
 
 def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:

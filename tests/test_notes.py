@@ -8,7 +8,7 @@ import pytest
 
 from nbmemory import Agent
 from nbmemory.cli import main
-from nbmemory.errors import InvalidNoteError, NoteNotFoundError, NotesFullError
+from nbmemory.errors import InvalidNoteError, NoteChangedError, NoteNotFoundError, NotesFullError
 from nbmemory.memory_file import parse as parse_memory
 from nbmemory.notes import MARKER, NOTES_FILE, TOOL_NAME, Notes, parse, render
 from nbmemory.read_model import ReadModel
@@ -113,3 +113,17 @@ def test_without_the_notes_tool_a_request_to_remember_is_only_a_message(workspac
     agent = Agent(agent_name="Keeper", persistent_memory=True, pinned_notes=False)
     agent.run("Remember: the office is in Lyon.")
     assert agent.notes.items() == []
+
+
+def test_unpinning_what_was_shown_refuses_a_note_that_moved(tmp_path):
+    notes = Notes(tmp_path)
+    for note in ("Budget: 40k EUR.", "Office: Lyon.", "Deadline: May."):
+        notes.add(note)
+    shown = notes.items()
+    notes.remove("1")  # someone else unpins note 1 meanwhile: "Office" is now note 1
+    with pytest.raises(NoteChangedError, match="no longer the one shown"):
+        notes.remove("1", expected=shown[0])
+    with pytest.raises(NoteChangedError):
+        notes.remove("3", expected=shown[2])  # past the end now
+    assert notes.items() == ["Office: Lyon.", "Deadline: May."]
+    assert notes.remove("2", expected="Deadline: May.") == ["Office: Lyon."]

@@ -24,7 +24,7 @@ from nbmemory import llm, workspace
 from nbmemory import store as memory_store
 from nbmemory.agent import Agent
 from nbmemory.atomic import write_atomic
-from nbmemory.errors import NbmemoryError, StoreConfigError
+from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
 from nbmemory.notes import Notes
@@ -180,14 +180,8 @@ class NbMemoryMagics(Magics):
         """The kernel's agent ``name``, or one built on its memory with its recorded model."""
         agent = self.agents.get(name)
         if agent is None:
-            settings, recorded = self._reader().settings(name)
-            agent = Agent(
-                agent_name=name,
-                model_name=settings.model if recorded else self._model(None),
-                context_length=settings.context_length if recorded else None,
-                api_base=self.api_base or None,
-                persistent_memory=True,
-                workspace=self._workspace(),
+            agent = Agent.from_memory(
+                name, self._workspace(), self._model(None), api_base=self.api_base or None
             )
             self.agents[name] = agent
         return agent
@@ -411,16 +405,11 @@ class NbMemoryMagics(Magics):
         reader = self._reader()
         before = reader.usage(args.name).tokens
         agent = self._compactor(args.name)
-        left_out = []
-        if summary is not None:
-            archive = agent.short_memory.compact(summary)
-        else:
-            if agent._context_compressor is None:
-                raise UsageError(f"{args.name} has context compression turned off")
-            if agent._context_compressor.compress(agent) is None:
-                raise UsageError(f"{args.name} was not compacted: see the warning above")
-            archive = agent.short_memory.last_archive
-            left_out = agent._context_compressor.last_compaction.missing
+        try:
+            compaction = agent.compact(summary)
+        except CompactionError as exc:
+            raise UsageError(str(exc)) from None
+        archive, left_out = compaction.archive, compaction.missing
         after = reader.usage(args.name).tokens
         where = f"; raw transcript archived to {archive}" if archive else ""
         report = f"Compacted {args.name}: {before:,} -> {after:,} tokens{where}"

@@ -17,8 +17,8 @@ Routes, under ``<base_url>/nbmemory/api``::
     POST /agents/NAME/notes                         {"pin": "text"} or {"unpin": "number or words"}
 
 Every handler reads through :class:`nbmemory.read_model.ReadModel` (compaction writes through
-:class:`nbmemory.conversation.Conversation`, pins and unpins through
-:class:`nbmemory.notes.Notes`), in a worker thread so the server's event loop
+:meth:`nbmemory.agent.Agent.compact`, which records it as every compaction is recorded, pins
+and unpins through :class:`nbmemory.notes.Notes`), in a worker thread so the server's event loop
 never waits on a disk. Every GET carries an ``ETag`` built from ``ReadModel.version`` and the
 query, and answers ``304`` with no body to a matching ``If-None-Match``: a poll when nothing
 changed costs a few ``stat`` calls and a few hundred bytes.
@@ -61,13 +61,14 @@ from traitlets import Float, TraitError, Unicode, validate
 
 from nbmemory import store as memory_store
 from nbmemory import workspace
-from nbmemory.conversation import Conversation
+from nbmemory.agent import Agent
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
     InvalidAgentNameError,
     InvalidNoteError,
     InvalidTextError,
+    NoteChangedError,
     NoteNotFoundError,
     NotesFullError,
     StoreConfigError,
@@ -523,8 +524,7 @@ class CompactHandler(_Handler):
         place = self.model.workspace
 
         def compact() -> Path | None:
-            path = place.agent(name).path(workspace.MEMORY_FILE)
-            return Conversation(name=name, memory_md_path=path, workspace=place).compact(summary)
+            return Agent.from_memory(name, place, record_settings=False).compact(summary).archive
 
         archive = await self.in_thread(compact)
         after = await self.in_thread(self.model.usage, name)
@@ -536,10 +536,6 @@ class CompactHandler(_Handler):
                 "tokens_after": after.tokens,
             }
         )
-
-
-class NotesChangedError(Exception):
-    """The note at the number a client asked to unpin is not the one it showed."""
 
 
 class NotesHandler(_Handler):
@@ -587,20 +583,12 @@ class NotesHandler(_Handler):
             if pin is not None:
                 notes.add(pin)
             else:
-                if shown is not None:
-                    current = notes.items()
-                    index = int(unpin) - 1 if unpin.strip().isdigit() else -1
-                    if not 0 <= index < len(current) or current[index] != shown:
-                        raise NotesChangedError(
-                            f"note {unpin} of {name} is no longer the one shown: nothing was "
-                            "unpinned; reload the notes and retry"
-                        )
-                notes.remove(unpin)
+                notes.remove(unpin, expected=shown)
             return self.notes_json(name)
 
         try:
             data = await self.in_thread(change)
-        except NotesChangedError as exc:
+        except NoteChangedError as exc:
             raise tornado.web.HTTPError(409, str(exc)) from None
         self.reply(data)
 
