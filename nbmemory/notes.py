@@ -10,6 +10,7 @@ atomically. Notes have a token budget: an edit that would go over it is refused,
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 
 from nbmemory.errors import (
@@ -170,6 +171,37 @@ class Notes:
         return self._change(edit)
 
 
+_SAVED = "Notes saved"
+_EMPTY = "Notes are now empty."
+
+
+def tool_answer(notes: list[str]) -> str:
+    """What the notes tool tells the model after a change: the notes, numbered as every view
+    numbers them; read back by :func:`saved_notes`."""
+    if not notes:
+        return _EMPTY
+    listed = "\n".join(f"{n}. {note}" for n, note in enumerate(notes, 1))
+    return f"{_SAVED} ({len(notes)}):\n{listed}"
+
+
+def saved_notes(answer: str) -> list[str] | None:
+    """The notes a :func:`tool_answer` lists, or ``None`` if the answer says nothing changed."""
+    if answer == _EMPTY:
+        return []
+    head, _, listed = answer.partition("\n")
+    found = re.fullmatch(rf"{_SAVED} \((\d+)\):", head)
+    if found is None:
+        return None
+    notes: list[str] = []
+    for line in listed.split("\n"):
+        numbered = re.match(rf"{len(notes) + 1}\. ", line)
+        if numbered and len(notes) < int(found[1]):
+            notes.append(line[numbered.end() :])
+        elif notes:
+            notes[-1] += "\n" + line
+    return notes
+
+
 def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:
     """The tool through which a model edits the notes ``notes()`` returns."""
 
@@ -197,8 +229,7 @@ def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:
                 current = target.add(add)
         except (NotesFullError, NoteNotFoundError) as exc:
             return f"Notes unchanged: {exc}"
-        listed = "\n".join(f"{n}. {note}" for n, note in enumerate(current, 1))
-        return f"Notes saved ({len(current)}):\n{listed}" if current else "Notes are now empty."
+        return tool_answer(current)
 
     edit_notes.__name__ = TOOL_NAME
     return edit_notes

@@ -10,7 +10,16 @@ from nbmemory import Agent
 from nbmemory.cli import main
 from nbmemory.errors import InvalidNoteError, NoteChangedError, NoteNotFoundError, NotesFullError
 from nbmemory.memory_file import parse as parse_memory
-from nbmemory.notes import MARKER, NOTES_FILE, TOOL_NAME, Notes, parse, render
+from nbmemory.notes import (
+    MARKER,
+    NOTES_FILE,
+    TOOL_NAME,
+    Notes,
+    parse,
+    render,
+    saved_notes,
+    tool_answer,
+)
 from nbmemory.read_model import ReadModel
 from nbmemory.store import agent_dir, memory_path
 from support import http_agent
@@ -127,3 +136,14 @@ def test_unpinning_what_was_shown_refuses_a_note_that_moved(tmp_path):
         notes.remove("3", expected=shown[2])  # past the end now
     assert notes.items() == ["Office: Lyon.", "Deadline: May."]
     assert notes.remove("2", expected="Deadline: May.") == ["Office: Lyon."]
+
+
+@pytest.mark.parametrize(
+    "notes", [[], ["Budget: 40k EUR."], ["Two\nlines", "3. looks numbered", "Notes saved (9):"]]
+)
+def test_the_tool_answer_reads_back_as_the_notes_it_lists(notes):
+    assert saved_notes(tool_answer(notes)) == notes
+
+
+def test_an_answer_that_changed_nothing_lists_no_notes():
+    assert saved_notes("Notes unchanged: no note matches 'x'") is None
