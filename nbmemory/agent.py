@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nbmemory import llm
+from nbmemory.compactions import Compaction, write_record
 from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import Conversation
-from nbmemory.errors import MemoryFormatError
+from nbmemory.errors import CompactionError, MemoryFormatError
 from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.notes import TOOL_NAME as NOTES_TOOL
@@ -27,7 +28,9 @@ from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.recall import TOOL_NAME as RECALL_TOOL
 from nbmemory.recall import recall_tool
 from nbmemory.run_settings import RunSettings, read_settings, reply_room, write_settings
+from nbmemory.search import content_text
 from nbmemory.store import AgentDocs, Workspace
+from nbmemory.terms import missing_terms
 from nbmemory.tokens import TokenCounter, context_window
 from nbmemory.tools import Tool, ToolBox
 from nbmemory.workspace import (
@@ -62,7 +65,8 @@ class Agent:
 
     ``workspace`` (a :class:`Workspace`: a folder, on files or on a database) says where the
     memory is kept; without one, ``$WORKSPACE_DIR`` (or ``workspace_dir``) on
-    ``$NBMEMORY_STORE``.
+    ``$NBMEMORY_STORE``. It keeps ``settings.json`` (its model, window and fixed costs) in step
+    for the views, unless ``record_settings=False``.
 
     As in swarms, ``saved_state_path`` is where ``save``/``load`` go by default, ``print_on``
     prints each final answer and ``verbose`` logs saves and loads (``logging``, logger
@@ -99,8 +103,12 @@ class Agent:
         saved_state_path: str | None = None,
         print_on: bool = False,
         verbose: bool = False,
+        record_settings: bool = True,
     ) -> None:
         validate_agent_name(agent_name)
+        self.record_settings = record_settings
+        """Whether it keeps ``settings.json`` in step (off for an agent made only to act on a
+        memory, whose settings are not what the memory's agent runs with)."""
         if max_loops != "auto" and (not isinstance(max_loops, int) or max_loops < 1):
             raise ValueError(f'max_loops must be a positive int or "auto", not {max_loops!r}')
         if persistent_memory and agent_name == DEFAULT_AGENT_NAME:
@@ -177,6 +185,72 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent(agent_name={self.agent_name!r}, model_name={self.model_name!r})"
+
+    @classmethod
+    def from_memory(
+        cls, name: str, workspace: Workspace, default_model: str | None = None, **options: Any
+    ) -> Agent:
+        """An agent on the memory agent ``name`` has in ``workspace``, with the model and window
+        it recorded (else ``default_model``, else the default model): how a view acts on a
+        memory whose agent is not in this process. ``options`` go to the constructor."""
+        recorded = read_settings(workspace.agent(name))
+        settings: dict[str, Any] = {"model_name": default_model}
+        if recorded is not None:
+            settings = {"model_name": recorded.model, "context_length": recorded.context_length}
+        return cls(
+            **{
+                "agent_name": name,
+                "persistent_memory": True,
+                "workspace": workspace,
+                **settings,
+                **options,
+            }
+        )
+
+    def compact(self, summary: str | None = None) -> Compaction:
+        """Compact this agent's memory now: ``summary`` replaces it, or, without one, the
+        compressor's model writes the summary. The raw transcript is archived first, and what
+        was done (tokens of the next request before and after, terms the summary left out) is
+        recorded beside the archive, whoever compacts. ``CompactionError`` (nothing changed)
+        when there is no summary to write, or nothing to compact."""
+        compressor = self._context_compressor
+        if summary is None:
+            if compressor is None:
+                raise CompactionError(
+                    f"{self.agent_name} was not compacted: its context compression is off"
+                )
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                written = compressor.compress(self)
+            if written is None or compressor.last_compaction is None:
+                reason = str(caught[-1].message) if caught else "the compressor gave up"
+                raise CompactionError(f"{self.agent_name} was not compacted: {reason}")
+            return compressor.last_compaction
+        if not summary.strip():
+            raise CompactionError("a summary must not be empty")
+        memory = self.short_memory
+        history = list(memory.conversation_history)
+        before = self.next_request_tokens()
+        archive = memory.compact(summary)
+        if archive is not None and memory.docs is not None:  # what was archived, all processes'
+            history = memory.docs.messages(archive)
+        transcript = "\n".join(content_text(m["content"]) for m in history)
+        notes = self.notes.text() if self.notes is not None else ""
+        compaction = Compaction(
+            archive=archive,
+            tokens_before=before,
+            tokens_after=self.next_request_tokens(),
+            missing=missing_terms(
+                transcript,
+                f"{summary}\n{notes}",
+                ignore=[self.agent_name, self.user_name, *(m["role"] for m in history)],
+            ),
+        )
+        if archive is not None and memory.docs is not None:
+            write_record(memory.docs, archive, compaction)
+        if compressor is not None:
+            compressor.last_compaction = compaction
+        return compaction
 
     def check_ready(self) -> None:
         """Raise ``MissingKeyError`` (naming the variable to set) if the model cannot be called."""
@@ -285,7 +359,7 @@ class Agent:
     def _record_settings(self) -> None:
         """Keep ``settings.json`` beside MEMORY.md in step, so views show this agent's figures."""
         docs = self.short_memory.docs
-        if docs is None:
+        if docs is None or not self.record_settings:
             return
         settings = self.run_settings()
         if settings != self._recorded:

@@ -10,11 +10,13 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 from nbmemory import store
+from nbmemory.agent import Agent
 from nbmemory.atomic import write_atomic
-from nbmemory.conversation import Conversation
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
@@ -24,11 +26,11 @@ from nbmemory.errors import (
 from nbmemory.export import FORMATS, export_text
 from nbmemory.layout import export_layout, import_layout
 from nbmemory.notes import Notes
+from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.report import AgentTable, Audit, MessageList, parts_line, usage_line, visible
 from nbmemory.store import Workspace
 from nbmemory.wording import counted
-from nbmemory.workspace import MEMORY_FILE
 
 
 class NotFound(Exception):
@@ -98,14 +100,13 @@ def cmd_compact(args: argparse.Namespace) -> str:
     reader = _reader(args)
     if not args.summary.strip():
         raise NbmemoryError("--summary must not be empty")
-    before = reader.usage(args.name).tokens
-    path = reader.workspace.agent(args.name).path(MEMORY_FILE)
-    archive = Conversation(name=args.name, memory_md_path=path, workspace=reader.workspace).compact(
-        args.summary
-    )
-    after = reader.usage(args.name).tokens
+    reader.agent(args.name)  # AgentNotFoundError before anything is written
+    agent = Agent.from_memory(args.name, reader.workspace, record_settings=False)
+    archive = agent.compact(args.summary).archive
+    done = reader.compactions(args.name)
+    figures = done[-1].figures if archive and done else "nothing archived"
     where = f"; raw transcript archived to {archive}" if archive else ""
-    return f"compacted {args.name}: {before:,} -> {after:,} tokens{where}"
+    return f"compacted {args.name}: {figures}{where}"
 
 
 def cmd_tokens(args: argparse.Namespace) -> str:
@@ -178,14 +179,58 @@ def cmd_server(args: argparse.Namespace) -> str:
     return ""
 
 
+def read_store_file(path: str) -> str:
+    """The database URL written in the file at ``path``: its one line, without the blanks
+    around it. Messages name the file, never what it holds."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise NbmemoryError(
+            f"--store-file {path}: cannot read it ({exc.strerror or type(exc).__name__})"
+        ) from None
+    try:
+        text = data.decode("utf-8-sig").strip()
+    except UnicodeDecodeError:
+        raise NbmemoryError(f"--store-file {path} is not UTF-8 text") from None
+    if not text:
+        raise NbmemoryError(f"--store-file {path} is empty: write the database URL in it")
+    if len(text.splitlines()) > 1:
+        raise NbmemoryError(f"--store-file {path} has more than one line: keep only the URL")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors hide any database password of the command line: argparse
+    quotes arguments it did not expect, such as the URL of ``nbmemory ls --store URL`` (whose
+    ``--store`` belongs before ``ls``)."""
+
+    given: Sequence[str] = ()
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self.given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        for argument in self.given:
+            message = hide_password(message, argument)
+        super().error(message)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line's parser (``nbmemory --help``)."""
-    main = argparse.ArgumentParser(prog="nbmemory", description="Look into agents' memory.")
+    main = _Parser(prog="nbmemory", description="Look into agents' memory.")
     main.add_argument("--workspace", help="the workspace folder (default: $WORKSPACE_DIR)")
-    main.add_argument(
+    where = main.add_mutually_exclusive_group()
+    where.add_argument(
         "--store",
         metavar="URL",
-        help="a PostgreSQL URL to keep agents in (default: $NBMEMORY_STORE, else files)",
+        help="a PostgreSQL URL to keep agents in (default: $NBMEMORY_STORE, else files); other "
+        "users of this machine can read a command line: prefer --store-file or $NBMEMORY_STORE",
+    )
+    where.add_argument(
+        "--store-file",
+        metavar="PATH",
+        help="read that URL from a file instead (one line)",
     )
     commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -259,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser()
     args = arguments.parse_args(argv)
     try:
+        if args.store_file is not None:
+            args.store = read_store_file(args.store_file)
         if args.store is not None:
             store.check(args.store)
         output = args.run(args)

@@ -12,10 +12,10 @@ import re
 import warnings
 from typing import Any
 
-from nbmemory import llm
 from nbmemory.compactions import Compaction, write_record
 from nbmemory.conversation import SUMMARY_MARKER, block_tokens, preloaded_messages
 from nbmemory.errors import ModelError
+from nbmemory.llm import completion
 from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.run_settings import DEFAULT_THRESHOLD
 from nbmemory.search import content_text
@@ -38,6 +38,7 @@ COMPRESSION_USER_TEMPLATE = (
 _MERGE_TEMPLATE = (
     "Summarize these partial summaries of one conversation into one summary.\n\n{history}"
 )
+DEFAULT_SUMMARY_TOKENS = 4000
 _RETRY_GROWTH = 1.1
 _KEEP_SHARE = 0.25  # of the window, at most, for the exchanges kept word for word
 
@@ -50,11 +51,15 @@ class ContextCompressor:
     followed it; 0 for none) are carried over word for word after the summary, as long as they
     fit a quarter of the window. What each compaction did, and the names, numbers, dates and
     identifiers the summary left out (they stay in the archive), is in ``last_compaction`` and
-    beside the archive.
+    beside the archive. ``summarizer_max_tokens`` bounds the summary; left unset, it is 4000
+    and at most a tenth of the agent's window.
 
-    Like swarms' compressor, it works on any agent-like object with ``short_memory`` (an
-    nbmemory ``Conversation``), ``context_length`` and ``model_name``; nbmemory's ``Agent``
-    adds what it knows (its next request's tokens, pinned notes, endpoint, retries).
+    The model is called through this module's ``completion`` (litellm's, with nbmemory's key
+    check and errors), so tests written for swarms can patch
+    ``swarms.agents.context_compressor.completion`` here too. Like swarms' compressor, it works
+    on any agent-like object with ``short_memory`` (an nbmemory ``Conversation``),
+    ``context_length`` and ``model_name``; nbmemory's ``Agent`` adds what it knows (its next
+    request's tokens, pinned notes, endpoint, retries).
     """
 
     def __init__(
@@ -62,9 +67,12 @@ class ContextCompressor:
         threshold: float = DEFAULT_THRESHOLD,
         summarizer_model: str | None = None,
         summarizer_temperature: float | None = None,
-        summarizer_max_tokens: int = 4000,
+        summarizer_max_tokens: int | None = None,
         keep_exchanges: int = 1,
     ) -> None:
+        self._max_tokens_given = summarizer_max_tokens is not None
+        if summarizer_max_tokens is None:
+            summarizer_max_tokens = DEFAULT_SUMMARY_TOKENS
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], not {threshold}")
         if summarizer_max_tokens <= 0:
@@ -218,18 +226,21 @@ class ContextCompressor:
         return agent.context_length if model == agent.model_name else context_window(model)
 
     def _summary_tokens(self, agent: Any) -> int:
-        """The summary's length: ``summarizer_max_tokens``, at most a tenth of the window.
+        """The summary's length: ``summarizer_max_tokens`` as given; by default at most a tenth
+        of the window.
 
         A tenth leaves room for a transcript that fills the threshold, so that it goes to the
         summarizer in one request instead of chunks.
         """
+        if self._max_tokens_given:
+            return self.summarizer_max_tokens
         return min(self.summarizer_max_tokens, max(64, agent.context_length // 10))
 
     def _ask(self, agent: Any, template: str, text: str) -> str:
         model, endpoint = self._model(agent)
-        reply = llm.complete(
-            model,
-            [
+        response = completion(
+            model=model,
+            messages=[
                 {"role": "system", "content": _instructions(agent)},
                 {"role": "user", "content": template.format(history=text)},
             ],
@@ -239,7 +250,7 @@ class ContextCompressor:
             max_retries=getattr(agent, "max_retries", 2),
             **endpoint,
         )
-        return reply.content
+        return response.choices[0].message.content or ""
 
     def _summarize(self, agent: Any, history: str) -> str:
         """Summarize the transcript ``history`` in chunks of lines that fit the summarizer's

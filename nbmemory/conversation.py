@@ -31,8 +31,16 @@ _PRELOAD_INTRO = (
 _PRELOAD_HEAD = f"{PRELOAD_MARKER}\n{_PRELOAD_INTRO}\n\n"
 
 
+def preload_text(header: str, blocks: str) -> str:
+    """The system message that carries a resumed memory to the model: a marker, a line that
+    says what it is, then the file (its header and blocks) as it is; read by
+    :func:`preloaded_messages`."""
+    return _PRELOAD_HEAD + header + blocks
+
+
 def preloaded_messages(text: str) -> list[dict[str, Any]] | None:
-    """The messages inside a preloaded-memory system message, or ``None`` if it is not one."""
+    """The messages inside a preloaded-memory system message (:func:`preload_text`), or
+    ``None`` if it is not one."""
     if not text.startswith(PRELOAD_MARKER):
         return None
     first = text.find("\n### ")
@@ -221,7 +229,7 @@ class Conversation(SwarmsConversation):
                 format_block(m["role"], m["content"], m.get("timestamp", ""))
                 for m in parsed.messages
             )
-        text = _PRELOAD_HEAD + parsed.header + blocks  # the whole file, as the spec says
+        text = preload_text(parsed.header, blocks)  # the whole file, as the spec says
         self.conversation_history.append(self._message("System", text))
         self._session_start += 1
 

@@ -80,6 +80,15 @@ class NoteNotFoundError(NbmemoryError, LookupError):
     """No pinned note matches what was asked for."""
 
 
+class NoteChangedError(NbmemoryError):
+    """The note at the number asked for is no longer the one expected (the notes changed since
+    they were shown); nothing was unpinned."""
+
+
+class CompactionError(NbmemoryError):
+    """An agent's memory was not compacted; the message says why. Nothing was changed."""
+
+
 class InvalidNoteError(NbmemoryError, ValueError):
     """A note that cannot be pinned, such as an empty one."""
 

@@ -185,7 +185,7 @@ def import_layout(source: str | os.PathLike[str], workspace: Workspace) -> list[
     db = workspace.database
     if db is None:
         raise StoreConfigError(
-            "import loads a folder into a database: set $NBMEMORY_STORE or pass --store URL"
+            "import loads a folder into a database: set $NBMEMORY_STORE or pass --store-file FILE"
         )
     root = agents_root(source)
     if not root.is_dir():

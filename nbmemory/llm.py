@@ -120,14 +120,22 @@ def complete(
             on_delta(piece)
         assert stream.reply is not None
         return stream.reply
+    return _reply(completion(model=model, messages=messages, api_key=api_key, **options).choices[0])
+
+
+def completion(
+    *, model: str, messages: list[dict[str, Any]], api_key: str | None = None, **options: Any
+) -> Any:
+    """``litellm.completion`` as nbmemory makes it (a key checked before any request, errors
+    as ``ModelError``s; options of :func:`complete`): litellm's response, for code that reads
+    ``response.choices[0].message.content`` and for tests that put a double in its place."""
     sent = _options(model, api_key, **options)
     try:
-        response = litellm().completion(model=model, messages=messages, **sent)
+        return litellm().completion(model=model, messages=messages, **sent)
     except errors.NbmemoryError:
         raise
     except Exception as exc:
         raise _translate(exc, model) from exc
-    return _reply(response.choices[0])
 
 
 class Stream:

@@ -10,9 +10,15 @@ atomically. Notes have a token budget: an edit that would go over it is refused,
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 
-from nbmemory.errors import InvalidNoteError, NoteNotFoundError, NotesFullError
+from nbmemory.errors import (
+    InvalidNoteError,
+    NoteChangedError,
+    NoteNotFoundError,
+    NotesFullError,
+)
 from nbmemory.store import AgentDocs, docs_at
 from nbmemory.tokens import TokenCounter
 
@@ -112,10 +118,10 @@ class Notes:
                 self.docs.remove(NOTES_FILE)
         return notes
 
-    def find(self, match: str) -> int:
+    def find(self, match: str, notes: list[str] | None = None) -> int:
         """The index of the note ``match`` names: its number (1 first), its text, or a piece of
-        text found in exactly one note."""
-        notes = self.items()
+        text found in exactly one note (of ``notes``, default: the notes now)."""
+        notes = self.items() if notes is None else notes
         if match.strip().isdigit() and 1 <= int(match) <= len(notes):
             return int(match) - 1
         exact = [i for i, note in enumerate(notes) if note.strip() == match.strip()]
@@ -131,17 +137,69 @@ class Notes:
             raise InvalidNoteError("a note must not be empty")
         return self._change(lambda notes: [*notes, note.strip()])
 
-    def remove(self, match: str) -> list[str]:
-        """Unpin the note ``match`` names (see :meth:`find`); returns the notes left."""
-        index = self.find(match)
-        return self._change(lambda notes: notes[:index] + notes[index + 1 :])
+    def remove(self, match: str, expected: str | None = None) -> list[str]:
+        """Unpin the note ``match`` names (see :meth:`find`); returns the notes left.
+
+        ``expected`` is the note a person saw at that number: if the note there now is another
+        one (the notes changed since), nothing is unpinned (``NoteChangedError``).
+        """
+
+        def edit(notes: list[str]) -> list[str]:
+            number = match.strip()
+            if expected is not None and number.isdigit() and not 1 <= int(number) <= len(notes):
+                index = -1
+            else:
+                index = self.find(match, notes)
+            if expected is not None and (index < 0 or notes[index] != expected):
+                raise NoteChangedError(
+                    f"note {match} of {self.path} is no longer the one shown: nothing was "
+                    "unpinned; look at the notes again and retry"
+                )
+            return notes[:index] + notes[index + 1 :]
+
+        return self._change(edit)
 
     def replace(self, match: str, note: str) -> list[str]:
         """Put ``note`` in place of the note ``match`` names; returns the notes."""
         if not note.strip():
             raise InvalidNoteError("a note must not be empty")
-        index = self.find(match)
-        return self._change(lambda notes: [*notes[:index], note.strip(), *notes[index + 1 :]])
+
+        def edit(notes: list[str]) -> list[str]:
+            index = self.find(match, notes)
+            return [*notes[:index], note.strip(), *notes[index + 1 :]]
+
+        return self._change(edit)
+
+
+_SAVED = "Notes saved"
+_EMPTY = "Notes are now empty."
+
+
+def tool_answer(notes: list[str]) -> str:
+    """What the notes tool tells the model after a change: the notes, numbered as every view
+    numbers them; read back by :func:`saved_notes`."""
+    if not notes:
+        return _EMPTY
+    listed = "\n".join(f"{n}. {note}" for n, note in enumerate(notes, 1))
+    return f"{_SAVED} ({len(notes)}):\n{listed}"
+
+
+def saved_notes(answer: str) -> list[str] | None:
+    """The notes a :func:`tool_answer` lists, or ``None`` if the answer says nothing changed."""
+    if answer == _EMPTY:
+        return []
+    head, _, listed = answer.partition("\n")
+    found = re.fullmatch(rf"{_SAVED} \((\d+)\):", head)
+    if found is None:
+        return None
+    notes: list[str] = []
+    for line in listed.split("\n"):
+        numbered = re.match(rf"{len(notes) + 1}\. ", line)
+        if numbered and len(notes) < int(found[1]):
+            notes.append(line[numbered.end() :])
+        elif notes:
+            notes[-1] += "\n" + line
+    return notes
 
 
 def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:
@@ -171,8 +229,7 @@ def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:
                 current = target.add(add)
         except (NotesFullError, NoteNotFoundError) as exc:
             return f"Notes unchanged: {exc}"
-        listed = "\n".join(f"{n}. {note}" for n, note in enumerate(current, 1))
-        return f"Notes saved ({len(current)}):\n{listed}" if current else "Notes are now empty."
+        return tool_answer(current)
 
     edit_notes.__name__ = TOOL_NAME
     return edit_notes

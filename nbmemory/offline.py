@@ -19,7 +19,9 @@ from nbmemory.conversation import SUMMARY_MARKER, preloaded_messages
 from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import TOOL_NAME as NOTES
 from nbmemory.notes import parse as parse_notes
+from nbmemory.notes import saved_notes
 from nbmemory.recall import TOOL_NAME as RECALL
+from nbmemory.recall import described
 from nbmemory.reply import Reply, ToolCall
 from nbmemory.search import content_text
 from nbmemory.terms import bm25_term, idf, is_question, words
@@ -42,10 +44,6 @@ _IDENTIFIER = re.compile(r"\b[A-Z][A-Za-z]*[-_]?[A-Z0-9][\w-]*\b")
 _PIN = re.compile(
     r"^(?:please\s+)?(?:remember|pin)\b(?:\s+that)?[\s:,-]+(?P<note>\S.*)",
     re.IGNORECASE | re.DOTALL,
-)
-_PASSAGE = re.compile(
-    r"^\[1\] (?P<speaker>.+?) at (?P<when>\S*) \([^\n]*\):\n(?P<text>.*?)(?=\n\n\[2\] |\Z)",
-    re.MULTILINE | re.DOTALL,
 )
 
 
@@ -251,7 +249,7 @@ def _answer_from_tools(messages: list[dict[str, Any]]) -> Reply:
             task = next((m for m in reversed(messages) if m.get("role") == "user"), {})
             results.append(_answer_from_recall(_text(task.get("content")).strip(), result))
         elif name == NOTES:
-            results.append(_PINNED if result.startswith("Notes saved") else result)
+            results.append(_PINNED if saved_notes(result) else result)
         else:
             results.append(f"{name} returned: {result}")
     return Reply("\n\n".join(reversed(results)), [], "stop")
@@ -282,10 +280,10 @@ def _context_answers(task: str, earlier: list[dict[str, Any]]) -> bool:
 
 def _answer_from_recall(task: str, result: str) -> str:
     """Quote the best passage recall found (its first), or say that nothing was found."""
-    found = _PASSAGE.search(result)
-    if found is None:
+    found = described(result)
+    if not found:
         return f"{_NOTHING} {task}"
-    speaker, when, text = found["speaker"], found["when"], found["text"].strip()
+    speaker, when, text = found[0].role, found[0].timestamp, found[0].text.strip()
     quoted = "\n".join(f"> {line}" for line in text.splitlines())
     return f"{_RECALLED}\n\n{speaker} said on {when}:\n{quoted}"
 

@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import itertools
 import os
+import re
 import threading
+import unicodedata
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
+from urllib.parse import unquote
 
 from nbmemory.errors import (
     StoreConfigError,
@@ -98,18 +102,119 @@ def is_database_url(url: str) -> bool:
     return bool(separator) and scheme.lower() in SCHEMES
 
 
-def _shown(url: str) -> str:
-    """The URL without its password, to name the database in messages."""
-    from psycopg.conninfo import conninfo_to_dict
+def hide_password(text: str, url: str) -> str:
+    """``text`` with every password that ``url`` may hold replaced by ``***``.
 
+    Applied to whatever a message shows of the URL or quotes from psycopg, since libpq's errors
+    can quote the connection string whole. It does not rely on the URL being valid: it hides
+    the password of each way the URL could be read (its user information ending at the first
+    ``@`` as libpq reads it, or at the last as a person who left an ``@`` of the password
+    unencoded means it), every ``password=`` value of a query or a ``key=value`` string, each
+    also percent-decoded and as ``repr()`` would escape it. Hiding too much is the safe side.
+    """
+    for secret in _secrets(url):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _secrets(url: str) -> list[str]:
+    """The strings that ``hide_password`` hides for ``url``, longest first."""
+    found: set[str] = set()
+    rest = url.partition("://")[2] or url
+    for end in (rest.find("@"), rest.rfind("@")):
+        if end > 0:
+            found.add(rest[:end].partition(":")[2])
+    for match in re.finditer(r"password\s*=\s*", url, re.IGNORECASE):  # sslpassword= too
+        tail = url[match.end() :]
+        quoted = re.match(r"'((?:[^'\\]|\\.)*)'?", tail)
+        if quoted:  # key=value style, quoted: 'a b\'c'
+            found.update({quoted[0], quoted[1], re.sub(r"\\(.)", r"\1", quoted[1])})
+        # up to a space (key=value), to the next parameter (a query), or to either
+        for pattern in (r"\S*", r"[^&]*", r"[^&#\s]*"):
+            found.add(re.match(pattern, tail)[0].rstrip())
+    forms = set()
+    for secret in found:
+        for form in (secret, unquote(secret)):
+            forms.update({form, repr(form)[1:-1]})
+    forms.discard("")
+    return sorted(forms, key=len, reverse=True)
+
+
+def _without_password(url: str) -> str:
+    """``url`` with its password replaced by ``***`` where it stands: the password of its user
+    information (up to its last ``@``) and each ``password=`` value. Exact for a URL that
+    ``PgStore`` accepts, where hiding every copy of a password such as ``postgres`` would also
+    hide the scheme and the user; for one it refuses, ``hide_password`` then hides the rest."""
+    head, separator, rest = url.partition("://")
+    userinfo, _, where = rest.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    if separator and colon:
+        rest = f"{user}:***@{where}"
+    value = r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s]*)"
+    return re.sub(value, r"\1***", head + separator + rest, flags=re.IGNORECASE)
+
+
+def _hidden(url: str) -> str:
+    """A URL that ``PgStore`` refuses, for its message: without anything that may be a part
+    of its password."""
+    return hide_password(_without_password(url), url)
+
+
+def _ambiguous(url: str) -> bool:
+    """Whether ``url`` has a password and an ``@`` or ``/`` before its last ``@``: a password
+    with them unencoded. libpq would take part of it for the host or the database, and could
+    show that part in its messages, where ``hide_password`` cannot tell it from a host name."""
+    userinfo = url.partition("://")[2].rpartition("@")[0]
+    return ":" in userinfo and ("@" in userinfo or "/" in userinfo)
+
+
+def _named(setting: str) -> str:
+    """A store setting that is not a database URL, for a message: quoted without its password
+    if it looks like a URL (``scheme://…``), else not at all (it might be a password alone)."""
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", setting):
+        return repr(_hidden(setting))
+    return "the store setting"
+
+
+def _shown(url: str) -> str:
+    """The URL without its password, to name the database in messages: user, hosts, ports and
+    database as libpq reads them (an unambiguous URL holds its password in none of them); or,
+    if it cannot, the URL with its password hidden."""
     try:
+        from psycopg.conninfo import conninfo_to_dict
+
         parts = conninfo_to_dict(url)
     except Exception:
-        return url.split("@")[-1]
-    host = parts.get("host", "localhost")
-    port = f":{parts['port']}" if parts.get("port") else ""
+        return _hidden(url)
+    hosts = parts.get("host", "localhost").split(",")
+    ports = parts.get("port", "").split(",")
+    if len(ports) == 1:  # one port for every host
+        ports *= len(hosts)
+    hosts = [f"[{h}]" if ":" in h else h for h in hosts]  # an IPv6 address
+    pairs = itertools.zip_longest(hosts, ports, fillvalue="")
+    where = ",".join(f"{h}:{p}" if p else h for h, p in pairs)
     user = f"{parts['user']}@" if parts.get("user") else ""
-    return f"postgresql://{user}{host}{port}/{parts.get('dbname', '')}"
+    return f"postgresql://{user}{where}/{parts.get('dbname', '')}"
+
+
+class MaskedUrl(str):
+    """A store URL whose ``repr()`` hides its password: what the ``store`` settings hold, so
+    that ``%config NbMemoryMagics`` and ``%config NbMemoryMagics.store`` show it without the
+    password in a notebook's outputs. It is the URL itself otherwise (``str()``, comparisons)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(_without_password(str(self)))
+
+
+def _raise(error: StoreError) -> NoReturn:
+    """Raise ``error`` with no context: the psycopg exception it replaces may quote the URL."""
+    try:
+        raise error
+    except StoreError:
+        error.__context__ = None
+        raise
 
 
 class PgStore:
@@ -121,10 +226,24 @@ class PgStore:
     """
 
     def __init__(self, url: str) -> None:
+        url = url.strip()
         if not is_database_url(url):
             raise StoreConfigError(
-                f"{url!r} is not a PostgreSQL URL: write postgresql://USER:PASSWORD@HOST:PORT/DB "
-                "(or leave the store unset to keep memories in files)"
+                f"{_named(url)} is not a PostgreSQL URL: write "
+                "postgresql://USER:PASSWORD@HOST:PORT/DB (or leave the store unset to keep "
+                "memories in files)"
+            )
+        if any(unicodedata.category(c) in ("Cc", "Cs") for c in url):
+            # libpq ends the URL at a NUL, and cannot encode a lone surrogate (bytes that were
+            # not UTF-8): refused before it reads a part of the password as something else
+            raise StoreConfigError(
+                f"{_named(url)} holds a control character or text that is not UTF-8: "
+                "percent-encode it (a newline is %0A)"
+            )
+        if _ambiguous(url):
+            raise StoreConfigError(
+                f"{_hidden(url)} is ambiguous: write each @ and / of the password "
+                "(and of the user name and parameters) percent-encoded, as %40 and %2F"
             )
         try:
             import psycopg
@@ -133,10 +252,15 @@ class PgStore:
             raise StoreConfigError(
                 "a PostgreSQL store needs psycopg: pip install 'nbmemory[postgres]'"
             ) from None
+        problem = None
         try:
             conninfo_to_dict(url)
         except psycopg.ProgrammingError as exc:
-            raise StoreConfigError(f"{_shown(url)} is not a usable URL: {exc}") from None
+            problem = _first_line(exc)  # it may quote the URL: kept, raised outside this block
+        if problem is not None:
+            raise StoreConfigError(
+                f"{_shown(url)} is not a usable URL: {hide_password(problem, url)}"
+            )
         self.url = url
         self.shown = _shown(url)
         self._pool: Any = None
@@ -152,32 +276,40 @@ class PgStore:
 
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:
-        """Turn psycopg's failures into errors that say what failed and how to fix it."""
+        """Turn psycopg's failures into errors that say what failed and how to fix it, quoting
+        psycopg's message without the password and leaving its exception out of theirs."""
         import psycopg
         from psycopg import errors
         from psycopg_pool import PoolTimeout
 
         try:
             yield
+            return
         except StoreError:
             raise
         except (errors.InsufficientPrivilege, errors.ReadOnlySqlTransaction) as exc:
-            raise StorePermissionError(
-                f"{self.shown}: could not {what}: {_first_line(exc)}. Use a role that may "
+            failure: StoreError = StorePermissionError(
+                f"{self.shown}: could not {what}: {self._said(exc)}. Use a role that may "
                 "SELECT, INSERT, UPDATE and DELETE on the nbmemory_* tables (and CREATE in the "
                 "schema, the first time), on a primary server, not a read-only standby"
-            ) from None
+            )
         except (psycopg.OperationalError, PoolTimeout, psycopg.InterfaceError) as exc:
             # A pool that lost its server backs off before reconnecting: start afresh instead,
             # so the next call connects at once (and reports why not) when the server is back.
             self.close(timeout=1.0)
-            raise StoreUnavailableError(
-                f"{self.shown}: could not {what}: {_first_line(exc) or type(exc).__name__}. "
+            failure = StoreUnavailableError(
+                f"{self.shown}: could not {what}: {self._said(exc) or type(exc).__name__}. "
                 "Check that the server is running and reachable and that $NBMEMORY_STORE (or "
-                "--store) names it; nothing unacknowledged was kept, so retry once it is back"
-            ) from None
+                "--store, --store-file) names it; nothing unacknowledged was kept, so retry "
+                "once it is back"
+            )
         except psycopg.Error as exc:
-            raise StoreError(f"{self.shown}: could not {what}: {_first_line(exc)}") from None
+            failure = StoreError(f"{self.shown}: could not {what}: {self._said(exc)}")
+        _raise(failure)
+
+    def _said(self, exc: BaseException) -> str:
+        """The first line of psycopg's message, without the password."""
+        return hide_password(_first_line(exc), self.url)
 
     def _get_pool(self) -> Any:
         from psycopg_pool import ConnectionPool

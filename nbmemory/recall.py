@@ -13,6 +13,7 @@ nor are requests to call tools: what recall returns is only what was said.
 from __future__ import annotations
 
 import heapq
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -172,6 +173,30 @@ def describe(query: str, passages: list[Passage]) -> str:
         where = f"{passage.source}, message {passage.index}"
         lines.append(f"[{n}] {passage.role} at {passage.timestamp} ({where}):\n{text}")
     return "\n\n".join(lines)
+
+
+_DESCRIBED = re.compile(
+    r"^\[(?P<n>\d+)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*), message "
+    r"(?P<index>\d+)\):\n(?P<text>.*?)"
+    r"(?=\n\n\[\d+\] [^\n]+? at \S* \([^\n]*, message \d+\):\n|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def described(answer: str) -> list[Passage]:
+    """The passages of an answer :func:`describe` wrote, best first (text as shown, so a long
+    one ends with its length; no scores): what a model, or the offline one, reads back."""
+    return [
+        Passage(
+            source=found["source"],
+            index=int(found["index"]),
+            role=found["role"],
+            timestamp=found["timestamp"],
+            text=found["text"],
+            score=0.0,
+        )
+        for found in _DESCRIBED.finditer(answer)
+    ]
 
 
 def recall_tool(folder: Callable[[], AgentDocs | None]) -> Callable[[str], str]:

@@ -6,10 +6,13 @@ from pathlib import Path
 import pytest
 
 import nbmemory
-from nbmemory import Agent, InvalidAgentNameError
+from nbmemory import Agent, Conversation, InvalidAgentNameError, Workspace
+from nbmemory.compactions import read_record
 from nbmemory.compressor import ContextCompressor
+from nbmemory.errors import CompactionError
 from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
+from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import memory_path
 from support import KNOWLEDGE, ROOT, http_agent, run_python, search_knowledge_base
@@ -277,3 +280,53 @@ def test_a_missing_key_is_reported_before_anything_is_written(monkeypatch):
     with pytest.raises(nbmemory.MissingKeyError, match="OPENAI_API_KEY"):
         agent.run("Is anyone there?")
     assert parse(memory_path("Keyless").read_bytes()).messages == []
+
+
+# ----------------------------------------------------------------------------------------------
+# Compacting: the one write path every view takes
+
+
+def test_a_summary_given_by_a_person_is_recorded_like_the_compressors(workspace):
+    agent = Agent(agent_name="Keeper", model_name="nbmemory/offline", persistent_memory=True)
+    agent.notes.add("The budget is 40k EUR.")
+    agent.run("Order PO-7731 ships from Lyon on 2026-05-04.")
+    compaction = agent.compact("An order ships from Lyon.")
+    assert compaction.archive is not None and compaction.tokens_after < compaction.tokens_before
+    assert "PO-7731" in compaction.missing and "Lyon" not in compaction.missing
+    assert "40k" not in compaction.missing  # kept by the pinned notes
+    [seen] = ReadModel().compactions("Keeper")
+    assert seen.recorded and seen.dropped == compaction.missing
+    assert read_record(agent.short_memory.docs, compaction.archive) == compaction
+
+
+def test_compacting_with_nothing_to_summarize_says_why_and_changes_nothing(workspace):
+    agent = Agent(
+        agent_name="Idle",
+        model_name="nbmemory/offline",
+        persistent_memory=True,
+        context_compression=False,
+    )
+    agent.run("hello")
+    before = memory_path("Idle").read_bytes()
+    with pytest.raises(CompactionError, match="Idle was not compacted: its context compression"):
+        agent.compact()
+    with pytest.raises(CompactionError, match="must not be empty"):
+        agent.compact("   ")
+    assert memory_path("Idle").read_bytes() == before
+
+
+def test_an_agent_built_on_a_memory_takes_the_model_and_window_it_recorded(workspace):
+    Agent(
+        agent_name="Origin", model_name="gpt-4o-mini", persistent_memory=True, context_length=5000
+    )
+    again = Agent.from_memory("Origin", Workspace.from_env(), record_settings=False)
+    assert (again.model_name, again.context_length) == ("gpt-4o-mini", 5000)
+    fresh = Agent.from_memory("Nobody", Workspace.from_env(), "nbmemory/offline")
+    assert fresh.model_name == "nbmemory/offline"
+
+
+def test_an_agent_that_does_not_record_settings_leaves_them_as_they_are(workspace):
+    Conversation(name="Plain", memory_md_path=memory_path("Plain")).add("User", "hi")
+    agent = Agent.from_memory("Plain", Workspace.from_env(), record_settings=False)
+    agent.compact("A greeting.")
+    assert not (memory_path("Plain").parent / "settings.json").exists()

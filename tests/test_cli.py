@@ -12,9 +12,10 @@ import yaml
 from nbmemory import Conversation
 from nbmemory.cli import main
 from nbmemory.memory_file import parse
+from nbmemory.pg_store import PgStore
 from nbmemory.read_model import ReadModel
 from nbmemory.store import memory_path
-from support import ROOT
+from support import REFUSED_STORES, ROOT, UNREACHABLE_STORES, leaks
 
 
 @pytest.fixture
@@ -218,3 +219,127 @@ def test_a_bad_store_is_a_clear_one_line_error(capsys: pytest.CaptureFixture):
     error = capsys.readouterr().err
     assert error.startswith("nbmemory: error: postgresql://me@127.0.0.1:9/none: could not connect")
     assert "server is running" in error and len(error.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("setting", "password", "named"), [*REFUSED_STORES, *UNREACHABLE_STORES])
+def test_a_bad_store_is_one_line_that_never_shows_the_password(
+    setting, password, named, capsys: pytest.CaptureFixture
+):
+    assert main(["--store", setting, "ls"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("nbmemory: error: ") and named in err
+    assert leaks(password, err) == []
+
+
+def test_a_store_file_with_a_bad_url_is_one_line_that_never_shows_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+):
+    path = tmp_path / "store"
+    for setting, password, _ in [*REFUSED_STORES, *UNREACHABLE_STORES]:
+        path.write_bytes(setting.encode("utf-8", "surrogateescape"))
+        assert main(["--store-file", str(path), "ls"]) == 2, setting
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1, err
+        assert leaks(password, err) == [], setting
+
+
+def test_a_misplaced_store_option_is_not_echoed_by_the_usage_error(capsys: pytest.CaptureFixture):
+    url = "postgresql://u:Qz7Kx9@db.example/agents"
+    for argv in (
+        ["ls", "--store", url],  # --store belongs before the command
+        ["ls", url],
+        ["export", "Scout", "--format", url],
+        ["show", "Scout", "host=db.example password=Qz7Kx9"],
+    ):
+        with pytest.raises(SystemExit) as exit:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exit.value.code == 2 and "error: " in err, argv
+        assert leaks("Qz7Kx9", err) == [] and "db.example" in err, argv
+
+
+def test_the_store_can_come_from_a_file_or_the_variable_alone(
+    database_url, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+):
+    """Not on the command line, where other users see it. The test server trusts local
+    connections, so the password is accepted whatever it is: it must just never be shown."""
+    from nbmemory import store
+
+    url = database_url.replace("nbmemory@", "nbmemory:Qz7Kx9@")
+    path = tmp_path / "store-url"
+    path.write_text(f"\ufeff  {url} \n")  # a byte order mark and blanks, as editors leave them
+    shared = store.Workspace(tmp_path / "workspace", url)
+    try:
+        Conversation(
+            name="Shared", memory_md_path=shared.memory_path("Shared"), workspace=shared
+        ).add("User", "On the DB.")
+        assert main(["--store-file", str(path), "ls"]) == 0
+        assert "Shared" in capsys.readouterr().out
+        assert main(["--store-file", str(path), "path", "Shared"]) == 1
+        err = capsys.readouterr().err
+        assert "kept in the database postgresql://nbmemory@127.0.0.1:" in err
+        assert leaks("Qz7Kx9", err) == []
+    finally:
+        store.database_at(url).close()
+    shown = nbmemory("--store-file", str(path), "show", "Shared")
+    assert shown.returncode == 0 and "On the DB." in shown.stdout
+    monkeypatch.setenv("NBMEMORY_STORE", url)
+    assert "On the DB." in nbmemory("show", "Shared").stdout
+    assert (ReadModel().store, leaks("Qz7Kx9", ReadModel().store)) == (PgStore(url).shown, [])
+    store.database_at(url).close()
+
+
+def test_store_file_mistakes_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture):
+    secret = "postgresql://u:Qz7Kx9@db.example/agents"
+    files = {
+        "missing": None,
+        "folder": "",
+        "empty": " \n\t\n",
+        "two-lines": f"{secret}\n{secret}\n",
+        "latin-1": "postgresql://u:Qz7\xe9Kx9@db.example/agents".encode("latin-1"),
+    }
+    expected = {
+        "missing": ": cannot read it (No such file or directory)",
+        "folder": ": cannot read it (Is a directory)",
+        "empty": " is empty: write the database URL in it",
+        "two-lines": " has more than one line: keep only the URL",
+        "latin-1": " is not UTF-8 text",
+    }
+    for name, content in files.items():
+        path = tmp_path / name
+        if name == "folder":
+            path.mkdir()
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        elif content is not None:
+            path.write_text(content)
+        assert main(["--store-file", str(path), "ls"]) == 2, name
+        out, err = capsys.readouterr()
+        assert err == f"nbmemory: error: --store-file {path}{expected[name]}\n"
+        assert out == "" and leaks("Qz7Kx9", err) == []
+    with pytest.raises(SystemExit) as exit:
+        main(["--store", secret, "--store-file", str(tmp_path / "empty"), "ls"])
+    err = capsys.readouterr().err
+    assert exit.value.code == 2 and "--store-file: not allowed with argument --store" in err
+
+
+def test_a_store_that_is_not_utf8_ends_with_an_error_line_not_a_traceback():
+    """Run for real: arguments that are not UTF-8 reach Python as lone surrogates, which
+    psycopg could not encode (a traceback before)."""
+    for setting in ("postgresql://u:Qz7Kx9@[::1/agents", b"postgresql://u:Qz7\xffKx9@h/agents"):
+        result = nbmemory("--store", setting, "ls")
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.startswith("nbmemory: error: ") and "Traceback" not in result.stderr
+        assert len(result.stderr.splitlines()) == 1 and "Qz7" not in result.stderr
+
+
+def test_compact_labels_both_figures_as_every_view_does(capsys: pytest.CaptureFixture):
+    convo = Conversation(name="Labelled", memory_md_path=memory_path("Labelled"))
+    for i in range(5):
+        convo.add("User", f"Line {i} about the Lyon depot.")
+    assert main(["compact", "Labelled", "--summary", "Five lines about the depot."]) == 0
+    out = capsys.readouterr().out
+    assert "compacted Labelled: memory " in out and " · next request " in out
+    assert main(["compact", "Nobody", "--summary", "x"]) == 1
+    assert not memory_path("Nobody").parent.exists()

@@ -1,7 +1,10 @@
+from types import SimpleNamespace
+from unittest.mock import patch
+
 import pytest
 
 import support
-from nbmemory import ContextCompressor
+from nbmemory import Agent, ContextCompressor
 from nbmemory.compactions import read_record
 from nbmemory.compressor import COMPRESSION_SYSTEM_PROMPT, COMPRESSION_USER_TEMPLATE
 from nbmemory.conversation import SUMMARY_MARKER
@@ -215,3 +218,44 @@ def test_without_any_model_to_summarize_with_the_error_says_so():
     with pytest.raises(ValueError, match="No summarizer_model set"):
         ContextCompressor().compress(plain)
     assert memory_path("Plain").read_bytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# The model call as a seam, as swarms' tests use it
+
+
+def litellm_reply(text: str) -> SimpleNamespace:
+    """What ``litellm.completion`` returns, reduced to what the compressor reads."""
+    return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=text))])
+
+
+def test_the_summarizer_call_can_be_replaced_where_swarms_tests_replace_it():
+    compressor = ContextCompressor(
+        summarizer_model="gpt-4o", summarizer_temperature=0.2, summarizer_max_tokens=1500
+    )
+    agent = SimpleNamespace(short_memory=None, context_length=1000, model_name="claude-x")
+    with patch("nbmemory.compressor.completion", return_value=litellm_reply("Short.")) as call:
+        assert compressor._summarize(agent, "turn 1\nturn 2") == "Short."
+    call.assert_called_once()
+    sent = call.call_args.kwargs
+    assert (sent["model"], sent["temperature"], sent["max_tokens"]) == ("gpt-4o", 0.2, 1500)
+    assert sent["messages"] == [
+        {"role": "system", "content": COMPRESSION_SYSTEM_PROMPT},
+        {"role": "user", "content": COMPRESSION_USER_TEMPLATE.format(history="turn 1\nturn 2")},
+    ]
+
+
+def test_a_replaced_summarizer_compacts_a_real_agent(workspace):
+    agent = Agent(agent_name="Seamed", model_name="nbmemory/offline", persistent_memory=True)
+    agent.run("The depot is in Lyon.")
+    with patch("nbmemory.compressor.completion", return_value=litellm_reply("Depot: Lyon.")):
+        assert agent._context_compressor.compress(agent) == "Depot: Lyon."
+    [summary] = parse(memory_path("Seamed").read_bytes()).messages
+    assert summary["content"] == f"{SUMMARY_MARKER}\nDepot: Lyon."
+
+
+def test_by_default_the_summary_is_bounded_by_a_tenth_of_the_window():
+    agent = SimpleNamespace(short_memory=None, context_length=3000, model_name="gpt-4o")
+    with patch("nbmemory.compressor.completion", return_value=litellm_reply("s")) as call:
+        ContextCompressor()._summarize(agent, "history")
+    assert call.call_args.kwargs["max_tokens"] == 300

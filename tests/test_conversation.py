@@ -3,7 +3,7 @@ import json
 import pytest
 
 from nbmemory import ChangeEvent, Conversation, MemoryFormatError, MemoryWarning
-from nbmemory.conversation import PRELOAD_MARKER
+from nbmemory.conversation import PRELOAD_MARKER, preload_text, preloaded_messages
 from nbmemory.memory_file import parse
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
@@ -303,3 +303,14 @@ def test_an_unset_context_length_is_the_models_window():
         Conversation(context_length=None, tokenizer_model_name="mystery").context_length == 16_000
     )
     assert Conversation(context_length=32_000).context_length == 32_000
+
+
+def test_the_preload_reads_back_as_the_messages_of_the_file(workspace):
+    convo = agent_conversation("Echo")
+    convo.add("User", "### User — not a heading\n---\nkept as written")
+    convo.add("Echo", {"tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]})
+    parsed = parse(memory_path("Echo").read_bytes())
+    text = preload_text(parsed.header, parsed.log)
+    assert text.startswith(PRELOAD_MARKER)
+    assert preloaded_messages(text) == parsed.messages
+    assert preloaded_messages("another system message") is None

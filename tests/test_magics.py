@@ -1,6 +1,7 @@
 """The magics in a real IPython shell; the model is the loopback server or the offline model."""
 
 import json
+import logging
 import re
 
 import pytest
@@ -14,6 +15,7 @@ from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import list_agents, memory_path
+from support import REFUSED_STORES, leaks
 
 
 @pytest.fixture
@@ -127,6 +129,44 @@ def test_config_sets_the_defaults(ip, workspace, tmp_path):
         assert (tmp_path / "elsewhere" / "agents" / "Moved" / "MEMORY.md").exists()
     finally:
         ip.run_line_magic("config", "NbMemoryMagics.workspace = ''")
+
+
+@pytest.mark.parametrize(("setting", "password", "named"), REFUSED_STORES)
+def test_a_refused_store_never_shows_its_password(ip, setting, password, named, caplog, capsys):
+    try:
+        with caplog.at_level(logging.DEBUG):
+            ip.run_line_magic("config", f"NbMemoryMagics.store = {setting!r}")
+        said = caplog.text + "".join(capsys.readouterr())
+        assert "NbMemoryMagics.store: " in said and named in said
+        assert leaks(password, said) == []
+        assert ip.run_line_magic("config", "NbMemoryMagics.store") == ""  # unchanged
+    finally:  # %config keeps the refused value in the shell's config, for the next load_ext
+        ip.run_line_magic("config", "NbMemoryMagics.store = ''")
+
+
+def test_the_store_and_its_errors_are_shown_without_the_password(ip, capsys):
+    """What a notebook would keep: the setting listed and as a cell's value, and the error of
+    a database that cannot be reached."""
+
+    url = "postgresql://u:Qz7Kx9@127.0.0.1:9/agents"
+    ip.run_line_magic("config", f"NbMemoryMagics.store = {url!r}")
+    try:
+        value = ip.run_line_magic("config", "NbMemoryMagics.store")
+        assert value == url  # the setting itself is whole
+        shown = ip.display_formatter.format(value)[0]["text/plain"]
+        assert shown == "'postgresql://u:***@127.0.0.1:9/agents'"
+        ip.run_line_magic("config", "NbMemoryMagics")
+        listed = capsys.readouterr().out
+        assert "Current: 'postgresql://u:***@127.0.0.1:9/agents'" in listed
+        for magic, line in [("memory", ""), ("memory", "Scout"), ("compact", "Scout")]:
+            with pytest.raises(UsageError, match=r"127\.0\.0\.1:9/agents: could not") as failure:
+                ip.run_line_magic(magic, line)
+            assert leaks("Qz7Kx9", str(failure.value)) == [], magic
+        with pytest.raises(UsageError, match="could not connect") as failure:
+            agent(ip, "Scout", "hello")
+        assert leaks("Qz7Kx9", str(failure.value)) == []
+    finally:
+        ip.run_line_magic("config", "NbMemoryMagics.store = ''")
 
 
 def test_the_default_model_is_the_offline_one(ip):

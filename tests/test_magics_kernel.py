@@ -1,5 +1,6 @@
 """The magics in real kernels (jupyter_client): resuming after a restart, two kernels at once."""
 
+import json
 import os
 import threading
 import time
@@ -9,7 +10,7 @@ from jupyter_client.manager import start_new_kernel
 
 from nbmemory.memory_file import parse
 from nbmemory.store import memory_path
-from support import ROOT
+from support import ROOT, leaks
 
 
 @pytest.fixture
@@ -276,3 +277,35 @@ def test_kernels_with_separate_disks_share_an_agent_through_the_database(
         assert len(depot.archives()) == 1
     finally:
         depot.db.close()
+
+
+def test_a_notebook_never_shows_the_database_password(kernel_env, tmp_path):
+    """Every output a notebook would save, from a mistyped store to a database that cannot
+    be reached."""
+    manager, client = start(kernel_env, tmp_path)
+    outputs: list[str] = []
+
+    def keep(message):  # what the notebook saves (execute_input is the cell, as typed)
+        if message["header"]["msg_type"] in ("stream", "error", "execute_result", "display_data"):
+            outputs.append(json.dumps(message["content"]))
+
+    cells = [
+        "%load_ext nbmemory",
+        "%config NbMemoryMagics.store = 'postgresql://u:Qz7Kx9@[::1/agents'",
+        "%config NbMemoryMagics.store = 'postgresql://u:Qz7Kx9@127.0.0.1:9/agents'",
+        "%config NbMemoryMagics.store",
+        "%config NbMemoryMagics",
+        "%memory",
+        "%%agent Scout\nhello",
+    ]
+    try:
+        for cell in cells:
+            client.execute_interactive(cell, output_hook=keep, timeout=120)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    saved = "\n".join(outputs)
+    assert "postgresql://u:***@[::1/agents is not a usable URL" in saved
+    assert "'postgresql://u:***@127.0.0.1:9/agents'" in saved  # the value and the listing
+    assert saved.count("127.0.0.1:9/agents: could not connect") == 2
+    assert leaks("Qz7Kx9", saved) == []

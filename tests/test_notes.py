@@ -8,9 +8,18 @@ import pytest
 
 from nbmemory import Agent
 from nbmemory.cli import main
-from nbmemory.errors import InvalidNoteError, NoteNotFoundError, NotesFullError
+from nbmemory.errors import InvalidNoteError, NoteChangedError, NoteNotFoundError, NotesFullError
 from nbmemory.memory_file import parse as parse_memory
-from nbmemory.notes import MARKER, NOTES_FILE, TOOL_NAME, Notes, parse, render
+from nbmemory.notes import (
+    MARKER,
+    NOTES_FILE,
+    TOOL_NAME,
+    Notes,
+    parse,
+    render,
+    saved_notes,
+    tool_answer,
+)
 from nbmemory.read_model import ReadModel
 from nbmemory.store import agent_dir, memory_path
 from support import http_agent
@@ -113,3 +122,28 @@ def test_without_the_notes_tool_a_request_to_remember_is_only_a_message(workspac
     agent = Agent(agent_name="Keeper", persistent_memory=True, pinned_notes=False)
     agent.run("Remember: the office is in Lyon.")
     assert agent.notes.items() == []
+
+
+def test_unpinning_what_was_shown_refuses_a_note_that_moved(tmp_path):
+    notes = Notes(tmp_path)
+    for note in ("Budget: 40k EUR.", "Office: Lyon.", "Deadline: May."):
+        notes.add(note)
+    shown = notes.items()
+    notes.remove("1")  # someone else unpins note 1 meanwhile: "Office" is now note 1
+    with pytest.raises(NoteChangedError, match="no longer the one shown"):
+        notes.remove("1", expected=shown[0])
+    with pytest.raises(NoteChangedError):
+        notes.remove("3", expected=shown[2])  # past the end now
+    assert notes.items() == ["Office: Lyon.", "Deadline: May."]
+    assert notes.remove("2", expected="Deadline: May.") == ["Office: Lyon."]
+
+
+@pytest.mark.parametrize(
+    "notes", [[], ["Budget: 40k EUR."], ["Two\nlines", "3. looks numbered", "Notes saved (9):"]]
+)
+def test_the_tool_answer_reads_back_as_the_notes_it_lists(notes):
+    assert saved_notes(tool_answer(notes)) == notes
+
+
+def test_an_answer_that_changed_nothing_lists_no_notes():
+    assert saved_notes("Notes unchanged: no note matches 'x'") is None

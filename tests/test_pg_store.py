@@ -7,10 +7,12 @@ Every test gets a fresh database on a private server started for the session
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import signal
 import threading
 import time
+import traceback
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,10 +31,10 @@ from nbmemory.errors import (
 )
 from nbmemory.memory_file import parse
 from nbmemory.notes import Notes
-from nbmemory.pg_store import SCHEMA_VERSION, PgStore
+from nbmemory.pg_store import SCHEMA_VERSION, MaskedUrl, PgStore
 from nbmemory.read_model import ReadModel
 from nbmemory.store import Workspace, memory_path, workspace_dir
-from support import FIXTURES, start_writer
+from support import FIXTURES, REFUSED_STORES, UNREACHABLE_STORES, leaks, start_writer
 
 
 def stored(name: str) -> Any:
@@ -199,6 +201,66 @@ def test_a_wrong_url_or_a_refused_connection_says_what_to_fix(monkeypatch: pytes
     with pytest.raises(StoreUnavailableError, match="server is running") as failure:
         convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
     assert "127.0.0.1:9" in str(failure.value) and convo is None
+
+
+def everything_shown(error: BaseException) -> str:
+    """All an exception can show: its message, its repr, its traceback and what it chains."""
+    return "\n".join([str(error), repr(error), *traceback.format_exception(error)])
+
+
+@pytest.mark.parametrize(("setting", "password", "named"), REFUSED_STORES)
+def test_a_refused_store_is_named_without_its_password(setting, password, named):
+    for attempt in (PgStore, store.check, lambda url: Workspace("ws", url)):
+        with pytest.raises(StoreConfigError) as failure:
+            attempt(setting)
+        assert named in str(failure.value), attempt
+        assert leaks(password, everything_shown(failure.value)) == [], attempt
+
+
+@pytest.mark.parametrize(("url", "password", "named"), UNREACHABLE_STORES)
+def test_an_unreachable_store_is_named_without_its_password(
+    url, password, named, caplog: pytest.LogCaptureFixture
+):
+    db = PgStore(url)
+    assert leaks(password, f"{db!r} {db.shown}") == []
+    with caplog.at_level(logging.DEBUG), pytest.raises(StoreUnavailableError) as failure:
+        db.agents()
+    assert named in str(failure.value) and "could not connect" in str(failure.value)
+    assert failure.value.__context__ is None  # psycopg's exception, which may quote the URL
+    assert leaks(password, everything_shown(failure.value) + caplog.text) == []
+
+
+def test_a_password_with_reserved_characters_works_percent_encoded(
+    database_url: str, caplog: pytest.LogCaptureFixture
+):
+    """The test server trusts every local connection, so any password gets in: what is
+    checked is what is shown, and that the encoded URL is read as the user means it."""
+    raw = "Qz@7K:x/9"
+    with pytest.raises(StoreConfigError, match="percent-encoded") as failure:
+        PgStore(database_url.replace("nbmemory@", f"nbmemory:{raw}@"))
+    assert leaks(raw, everything_shown(failure.value)) == []
+
+    encoded = database_url.replace("nbmemory@", "nbmemory:Qz%407K%3Ax%2F9@")
+    with caplog.at_level(logging.DEBUG):
+        db = PgStore(encoded)
+        try:
+            db.ensure("Scout", b"header\n")
+            assert db.agents() == ["Scout"]
+            assert db.shown == PgStore(database_url).shown
+            missing = PgStore(encoded.rsplit("/", 1)[0] + "/no_such_database")
+            with pytest.raises(StoreUnavailableError, match="no_such_database") as refused:
+                missing.agents()
+        finally:
+            db.close()
+    assert leaks(raw, everything_shown(refused.value) + caplog.text + repr(db)) == []
+
+
+def test_a_store_setting_shows_itself_without_its_password():
+    url = MaskedUrl("postgresql://team:Qz7Kx9@db.example:5432/agents?password=Qz7Kx9")
+    assert url == "postgresql://team:Qz7Kx9@db.example:5432/agents?password=Qz7Kx9"
+    assert str(url) == url and f"{url}".startswith("postgresql://team:Qz7Kx9@")
+    assert repr(url) == "'postgresql://team:***@db.example:5432/agents?password=***'"
+    assert repr(MaskedUrl("")) == "''"
 
 
 def test_a_dropped_connection_loses_nothing_acknowledged(database: str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nbmemory import Agent, Conversation
 from nbmemory.memory_file import parse
-from nbmemory.recall import PROMPT_LINE, TOOL_NAME, describe, recall
+from nbmemory.recall import PROMPT_LINE, TOOL_NAME, Passage, describe, described, recall
 from nbmemory.store import agent_dir, memory_path
 from support import agent_docs, run_python
 
@@ -102,3 +102,16 @@ def test_recall_is_off_for_ephemeral_agents_and_on_request(openai_server):
         assert TOOL_NAME not in [t["function"]["name"] for t in request.get("tools", [])]
         assert all(PROMPT_LINE not in str(m["content"]) for m in request["messages"])
     assert "tools" not in openai_server.requests[0]  # an ephemeral agent has no memory tools
+
+
+def test_the_answer_reads_back_as_the_passages_it_describes():
+    passages = [
+        Passage("history_1.md", 4, "User", "2026-04-20T14:30:45", "Budget: 40k EUR.", 2.5),
+        Passage("MEMORY.md", 0, "Scout", "", "Two lines\n\n[2] not a passage header", 1.0),
+        Passage("history_2.md", 9, "Tool", "2026-04-21T09:00:00", "ok", 0.5),
+    ]
+    read = described(describe("budget", passages))
+    assert [(p.source, p.index, p.role, p.timestamp, p.text) for p in read] == [
+        (p.source, p.index, p.role, p.timestamp, p.text) for p in passages
+    ]
+    assert described(describe("zeppelin", [])) == []

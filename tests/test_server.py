@@ -22,7 +22,7 @@ from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
-from support import agent_docs, snapshot
+from support import REFUSED_STORES, agent_docs, leaks, snapshot
 
 TESTS = Path(__file__).parent
 
@@ -536,18 +536,20 @@ def test_the_settings_are_traits_and_are_checked():
 
 def test_the_server_reads_and_tells_its_kernels_the_store_it_is_given(tmp_path, database_url):
     """``--NbMemoryServer.store=URL``: the API lists the database's agents and names the
-    database (the sidebar test shows the server's kernels writing there)."""
+    database (the sidebar test shows the server's kernels writing there), never with its
+    password (which the test server, trusting local connections, does not check)."""
     from nbmemory import Workspace, store
     from nbmemory.pg_store import PgStore
 
-    shared = Workspace(tmp_path, database_url)
+    url = database_url.replace("nbmemory@", "nbmemory:Qz7Kx9@")
+    shared = Workspace(tmp_path, url)
     try:
         Conversation(
             name="Shared", memory_md_path=memory_path("Shared", shared), workspace=shared
         ).add("User", "hello")
     finally:
-        store.database_at(database_url).close()
-    args = (server_extension_on(tmp_path), f"--NbMemoryServer.store={database_url}")
+        store.database_at(url).close()
+    args = (server_extension_on(tmp_path), f"--NbMemoryServer.store={url}")
     with jupyter_lab(tmp_path, extra_args=args) as server:
         status, data = call(server, "/agents")
         assert status == 200
@@ -557,6 +559,32 @@ def test_the_server_reads_and_tells_its_kernels_the_store_it_is_given(tmp_path, 
         status, where = call(server, "/agents/Shared/path")
         assert (status, where["relative"], where["exists"]) == (200, None, True)
         assert where["reason"].startswith(f"MEMORY.md is kept in the database {data['store']}")
+        assert leaks("Qz7Kx9", json.dumps([data, where]) + server.log.read_text()) == []
+
+
+@pytest.mark.parametrize(("setting", "password", "named"), REFUSED_STORES)
+def test_a_refused_store_setting_never_shows_its_password(setting, password, named):
+    with pytest.raises(TraitError) as failure:
+        NbMemoryServer(store=setting)
+    assert str(failure.value).startswith("NbMemoryServer.store: ") and named in str(failure.value)
+    assert leaks(password, repr(failure.value) + str(failure.value)) == []
+
+
+def test_the_store_setting_shows_itself_without_its_password():
+    server = NbMemoryServer(store="postgresql://team:Qz7Kx9@db.example:5432/agents")
+    assert server.store == "postgresql://team:Qz7Kx9@db.example:5432/agents"
+    assert repr(server.store) == "'postgresql://team:***@db.example:5432/agents'"
+
+
+def test_the_servers_log_names_a_refused_store_without_its_password(tmp_path):
+    """The issue's case, run for real: the setting was in the log twice (the warning and the
+    last line of its traceback), password and all."""
+    setting = "postgresql://u:Qz7Kx9@[::1/agents"
+    args = (server_extension_on(tmp_path), f"--NbMemoryServer.store={setting}")
+    with jupyter_lab(tmp_path, extra_args=args) as server:
+        log = server.log.read_text()
+    assert "NbMemoryServer.store: postgresql://u:***@[::1/agents is not a usable URL" in log
+    assert leaks("Qz7Kx9", log) == []
 
 
 def test_nbmemory_server_takes_the_workspace_option_like_every_command(tmp_path):

@@ -604,6 +604,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         expect(widget.get_by_role("button", name="Last page of results")).to_be_focused()
         page.keyboard.press("Enter")
         expect(widget.locator('[data-testid="page"]')).to_have_text("page 2 of 2")
+        expect(widget.locator('[data-testid="page"]')).to_be_focused()  # not lost to the page
         before = page.evaluate(cells)
         for key in ("a", "b", "d", "d", "m", "y"):  # notebook commands outside the widget
             page.keyboard.press(key)

@@ -24,10 +24,11 @@ from nbmemory import llm, workspace
 from nbmemory import store as memory_store
 from nbmemory.agent import Agent
 from nbmemory.atomic import write_atomic
-from nbmemory.errors import NbmemoryError, StoreConfigError
+from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
 from nbmemory.notes import Notes
+from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
 from nbmemory.report import AgentTable, MessageList, TextBlock, usage_line
 from nbmemory.store import Workspace
@@ -71,7 +72,8 @@ class NbMemoryMagics(Magics):
         "",
         help="""A PostgreSQL URL to keep agents in (postgresql://USER:PASSWORD@HOST:PORT/DB), so
         kernels on other hosts share them; it sets $NBMEMORY_STORE. Empty: $NBMEMORY_STORE,
-        else files in the workspace.""",
+        else files in the workspace. The notebook keeps the cell that sets it: rather set
+        $NBMEMORY_STORE in the kernel's environment.""",
     ).tag(config=True)
     stream = Bool(True, help="Show answers while they arrive.").tag(config=True)
     recall = Bool(
@@ -85,8 +87,8 @@ class NbMemoryMagics(Magics):
     @validate("store")
     def _check_store(self, proposal: dict[str, Any]) -> str:
         try:
-            return memory_store.check(proposal["value"])
-        except StoreConfigError as exc:
+            return MaskedUrl(memory_store.check(proposal["value"]))
+        except StoreConfigError as exc:  # its message never holds the password
             raise TraitError(f"NbMemoryMagics.store: {exc}") from None
 
     @observe("store")
@@ -179,14 +181,8 @@ class NbMemoryMagics(Magics):
         """The kernel's agent ``name``, or one built on its memory with its recorded model."""
         agent = self.agents.get(name)
         if agent is None:
-            settings, recorded = self._reader().settings(name)
-            agent = Agent(
-                agent_name=name,
-                model_name=settings.model if recorded else self._model(None),
-                context_length=settings.context_length if recorded else None,
-                api_base=self.api_base or None,
-                persistent_memory=True,
-                workspace=self._workspace(),
+            agent = Agent.from_memory(
+                name, self._workspace(), self._model(None), api_base=self.api_base or None
             )
             self.agents[name] = agent
         return agent
@@ -408,17 +404,13 @@ class NbMemoryMagics(Magics):
         if summary is not None and not summary.strip():
             raise UsageError("--summary must not be empty")
         reader = self._reader()
+        reader.agent(args.name)  # AgentNotFoundError before an agent is built or anything written
         agent = self._compactor(args.name)
-        left_out = []
-        if summary is not None:
-            archive = agent.short_memory.compact(summary)
-        else:
-            if agent._context_compressor is None:
-                raise UsageError(f"{args.name} has context compression turned off")
-            if agent._context_compressor.compress(agent) is None:
-                raise UsageError(f"{args.name} was not compacted: see the warning above")
-            archive = agent.short_memory.last_archive
-            left_out = agent._context_compressor.last_compaction.missing
+        try:
+            compaction = agent.compact(summary)
+        except CompactionError as exc:
+            raise UsageError(str(exc)) from None
+        archive, left_out = compaction.archive, compaction.missing
         done = reader.compactions(args.name)
         figures = done[-1].figures if archive and done else "nothing archived"
         where = f"; raw transcript archived to {archive}" if archive else ""

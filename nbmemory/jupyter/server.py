@@ -17,8 +17,8 @@ Routes, under ``<base_url>/nbmemory/api``::
     POST /agents/NAME/notes                         {"pin": "text"} or {"unpin": "number or words"}
 
 Every handler reads through :class:`nbmemory.read_model.ReadModel` (compaction writes through
-:class:`nbmemory.conversation.Conversation`, pins and unpins through
-:class:`nbmemory.notes.Notes`), in a worker thread so the server's event loop
+:meth:`nbmemory.agent.Agent.compact`, which records it as every compaction is recorded, pins
+and unpins through :class:`nbmemory.notes.Notes`), in a worker thread so the server's event loop
 never waits on a disk. Every GET carries an ``ETag`` built from ``ReadModel.version`` and the
 query, and answers ``304`` with no body to a matching ``If-None-Match``: a poll when nothing
 changed costs a few ``stat`` calls and a few hundred bytes.
@@ -61,13 +61,14 @@ from traitlets import Float, TraitError, Unicode, validate
 
 from nbmemory import store as memory_store
 from nbmemory import workspace
-from nbmemory.conversation import Conversation
+from nbmemory.agent import Agent
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
     InvalidAgentNameError,
     InvalidNoteError,
     InvalidTextError,
+    NoteChangedError,
     NoteNotFoundError,
     NotesFullError,
     StoreConfigError,
@@ -75,6 +76,7 @@ from nbmemory.errors import (
 )
 from nbmemory.export import FORMATS, export_text
 from nbmemory.notes import Notes
+from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, Item, ReadModel
 from nbmemory.wording import vocabulary
 
@@ -107,14 +109,15 @@ class NbMemoryServer(ExtensionApp):
         "",
         help="""A PostgreSQL URL (postgresql://USER:PASSWORD@HOST:PORT/DB) to keep agents in,
         exported to the server's kernels as $NBMEMORY_STORE. Empty: $NBMEMORY_STORE of the
-        server, else files in the workspace.""",
+        server, else files in the workspace. Other users of the host can read a command line:
+        rather set $NBMEMORY_STORE, or this in a config file.""",
     ).tag(config=True)
 
     @validate("store")
     def _check_store(self, proposal: dict[str, Any]) -> str:
         try:
-            return memory_store.check(proposal["value"])
-        except StoreConfigError as exc:
+            return MaskedUrl(memory_store.check(proposal["value"]))
+        except StoreConfigError as exc:  # its message never holds the password
             raise TraitError(f"NbMemoryServer.store: {exc}") from None
 
     poll_interval = Float(
@@ -499,8 +502,7 @@ class CompactHandler(_Handler):
         place = self.model.workspace
 
         def compact() -> Path | None:
-            path = place.agent(name).path(workspace.MEMORY_FILE)
-            return Conversation(name=name, memory_md_path=path, workspace=place).compact(summary)
+            return Agent.from_memory(name, place, record_settings=False).compact(summary).archive
 
         archive = await self.in_thread(compact)
         after = await self.in_thread(self.model.usage, name)
@@ -514,10 +516,6 @@ class CompactHandler(_Handler):
                 "figures": done[-1].figures if done else "",
             }
         )
-
-
-class NotesChangedError(Exception):
-    """The note at the number a client asked to unpin is not the one it showed."""
 
 
 class NotesHandler(_Handler):
@@ -565,20 +563,12 @@ class NotesHandler(_Handler):
             if pin is not None:
                 notes.add(pin)
             else:
-                if shown is not None:
-                    current = notes.items()
-                    index = int(unpin) - 1 if unpin.strip().isdigit() else -1
-                    if not 0 <= index < len(current) or current[index] != shown:
-                        raise NotesChangedError(
-                            f"note {unpin} of {name} is no longer the one shown: nothing was "
-                            "unpinned; reload the notes and retry"
-                        )
-                notes.remove(unpin)
+                notes.remove(unpin, expected=shown)
             return self.notes_json(name)
 
         try:
             data = await self.in_thread(change)
-        except NotesChangedError as exc:
+        except NoteChangedError as exc:
             raise tornado.web.HTTPError(409, str(exc)) from None
         self.reply(data)
 

@@ -30,7 +30,6 @@ import os
 import re
 import sys
 import threading
-import warnings
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -42,7 +41,13 @@ import traitlets
 from nbmemory import workspace as workspace_module
 from nbmemory.agent import Agent
 from nbmemory.conversation import ChangeEvent, Conversation
-from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, NbmemoryError
+from nbmemory.errors import (
+    AgentNotFoundError,
+    ArchiveNotFoundError,
+    CompactionError,
+    NbmemoryError,
+    NoteChangedError,
+)
 from nbmemory.notes import DEFAULT_BUDGET, Notes
 from nbmemory.read_model import (
     FOLD_CHARS,
@@ -444,9 +449,9 @@ class MemoryWidget(anywidget.AnyWidget):
                 self._refresh_ram()
                 return
             version = self._reader.version(self.name)  # before reading: a later write shows next
-            try:
-                info = self._reader.agent(self.name)
+            try:  # archives first: a compaction seen there is then seen in the memory too
                 archives = self._reader.archives(self.name)
+                info = self._reader.agent(self.name)
                 compactions = self._read_compactions(archives)
             except AgentNotFoundError:
                 self._version = version
@@ -817,17 +822,13 @@ class MemoryWidget(anywidget.AnyWidget):
             if notes is None:
                 return False
             try:
-                if shown is not None:
-                    current = notes.items()
-                    number = int(match)
-                    if not 1 <= number <= len(current) or current[number - 1] != shown:
-                        self._refresh()
-                        self.status = (
-                            "Not unpinned: the notes changed since they were shown; "
-                            "look again and retry."
-                        )
-                        return False
-                notes.remove(str(match))
+                notes.remove(str(match), expected=shown)
+            except NoteChangedError:
+                self._refresh()
+                self.status = (
+                    "Not unpinned: the notes changed since they were shown; look again and retry."
+                )
+                return False
             except (NbmemoryError, OSError, ValueError) as exc:
                 self.status = f"Not unpinned: {_sentence(exc)}"
                 return False
@@ -879,14 +880,7 @@ class MemoryWidget(anywidget.AnyWidget):
         """The given agent, or one built on the memory with the model it recorded."""
         if self.agent is not None:
             return self.agent
-        settings, recorded = self._reader.settings(self.name)
-        return Agent(
-            agent_name=self.name,
-            model_name=settings.model,
-            context_length=settings.context_length if recorded else None,
-            persistent_memory=True,
-            workspace=self._reader.workspace,
-        )
+        return Agent.from_memory(self.name, self._reader.workspace)
 
     def compact(self) -> None:
         """Compact with the agent's compressor (what the Compact button does); says the outcome
@@ -900,21 +894,16 @@ class MemoryWidget(anywidget.AnyWidget):
         self.status = "Compacting…"
         try:
             agent = self._compactor()
-            if agent._context_compressor is None:
-                self.status = "Not compacted: this agent has context compression off."
-                return
             agent.check_ready()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                summary = agent._context_compressor.compress(agent)
+            agent.compact()
+        except CompactionError as exc:
+            self._refresh()
+            self.status = str(exc)
+            return
         except (NbmemoryError, OSError) as exc:  # shown in the widget, not lost in a log
             self.status = f"Compaction failed: {exc}"
             return
         self._refresh()
-        if not summary:
-            reason = str(caught[-1].message) if caught else "the compressor gave up"
-            self.status = f"Not compacted: {reason}"
-            return
         where = (
             f"; the transcript is in archive/{self.archives[-1]['name']}" if self.archives else ""
         )

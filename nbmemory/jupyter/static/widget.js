@@ -37,6 +37,12 @@ function render({ model, el: root }) {
   const widget = el("div", {
     class: "nbmemory-widget", "data-testid": "nbmemory-widget", "data-lm-suppress-shortcuts": "true",
   });
+  // Lumino looks for that attribute only up to the first element its shortcut's selector
+  // matches, and a focused control inside a notebook matches: so whatever takes the focus
+  // here carries the attribute too.
+  widget.addEventListener("focusin", (event) => {
+    event.target.setAttribute("data-lm-suppress-shortcuts", "true");
+  });
   const status = el("div", { class: "status", "data-testid": "status", role: "status", "aria-live": "polite" });
   const streaming = el("div", { class: "streaming", "data-testid": "streaming", "aria-live": "polite" });
   function drawStatus() {

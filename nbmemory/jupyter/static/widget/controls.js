@@ -26,7 +26,7 @@ function navNodes(model, openArchive) {
   const order = el("button", { type: "button", "data-testid": "order" });
   const first = el("button", { type: "button", "data-testid": "first", "aria-label": "First page" }, "«");
   const prev = el("button", { type: "button", "data-testid": "previous", "aria-label": "Previous page" }, "‹");
-  const pageText = el("span", { "data-testid": "page", "aria-live": "polite" });
+  const pageText = el("span", { "data-testid": "page", "aria-live": "polite", tabindex: "-1" });
   const next = el("button", { type: "button", "data-testid": "next", "aria-label": "Next page" }, "›");
   const last = el("button", { type: "button", "data-testid": "last", "aria-label": "Last page" }, "»");
   const pageInput = el("input", {
@@ -84,8 +84,12 @@ function drawPager(model, v) {
     first.setAttribute("aria-label", newestFirst ? "Newest messages (first page)" : "Oldest messages (first page)");
     last.setAttribute("aria-label", newestFirst ? "Oldest messages (last page)" : "Newest messages (last page)");
   }
+  const focused = document.activeElement;
   prev.disabled = first.disabled = page <= 0;
   next.disabled = last.disabled = page >= count - 1;
+  // A button that turned the page to its end is disabled now: the page it shows takes the
+  // focus, so a keyboard user keeps their place (and keys stay in the widget).
+  if ([first, prev, next, last].includes(focused) && focused.disabled) pageText.focus();
   const newest = model.get("newest_first");
   order.textContent = newest ? "Newest first" : "Oldest first";
   order.setAttribute("aria-label", newest ? "Order: newest first (show oldest first)" : "Order: oldest first (show newest first)");
