@@ -14,6 +14,17 @@ import pytest
 from support import close_litellm_clients
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With ``$NBMEMORY_TEST_STORE=postgresql``, skip the tests marked ``files``, giving the
+    reason each was marked with: what they test exists only on files."""
+    if os.environ.get("NBMEMORY_TEST_STORE") != "postgresql":
+        return
+    for item in items:
+        marker = item.get_closest_marker("files")
+        if marker is not None:
+            item.add_marker(pytest.mark.skip(reason=f"files only: {marker.args[0]}"))
+
+
 @pytest.fixture(autouse=True)
 def no_store_left_behind() -> Iterator[None]:
     """After each test (and after its monkeypatches are undone), no store in the environment:

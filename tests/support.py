@@ -38,6 +38,38 @@ def agent_docs(name: str):
     return Workspace.from_env().agent(name)
 
 
+def stored(name: str, doc: str | os.PathLike[str] = "MEMORY.md") -> bytes:
+    """Document ``doc`` (a name, or a path in the agent's folder) of agent ``name`` as the
+    test's store holds it, files or database: for tests of what a memory says, not of files."""
+    return agent_docs(name).read(doc)
+
+
+def stored_messages(name: str, doc: str | os.PathLike[str] = "MEMORY.md") -> list[dict]:
+    """The messages of agent ``name``'s memory (or of an archive) as its store holds them."""
+    from nbmemory.memory_file import parse
+
+    return parse(stored(name, doc)).messages
+
+
+def append_raw(name: str, data: bytes) -> None:
+    """Append ``data`` to agent ``name``'s memory as it is, as a crash or another program
+    might leave it: to a file's end, or as the database's next chunk of the memory."""
+    docs = agent_docs(name)
+    if not docs.is_database:
+        with open(docs.path("MEMORY.md"), "ab") as f:
+            f.write(data)
+        return
+    with docs.db.transaction(f"damage {name}") as conn:
+        (version,) = conn.execute(
+            "UPDATE nbmemory_agents SET version = version + 1 WHERE name = %s RETURNING version",
+            (name,),
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, %s, %s)",
+            (name, version, data),
+        )
+
+
 def run_python(code: str, *args: str, cwd: Path | None = None, check: bool = True, **popen):
     """Run ``code`` in a new Python process that imports this checkout of nbmemory."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **popen.pop("env", {})}

@@ -10,12 +10,19 @@ from nbmemory import Agent, Conversation, InvalidAgentNameError, Workspace
 from nbmemory.compactions import read_record
 from nbmemory.compressor import ContextCompressor
 from nbmemory.errors import CompactionError
-from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import memory_path
-from support import KNOWLEDGE, ROOT, http_agent, run_python, search_knowledge_base
+from support import (
+    KNOWLEDGE,
+    ROOT,
+    http_agent,
+    run_python,
+    search_knowledge_base,
+    stored,
+    stored_messages,
+)
 
 
 def test_the_default_model_is_offline_unless_chosen(monkeypatch):
@@ -40,7 +47,7 @@ def test_a_retrieval_tool_is_called_and_its_result_reaches_the_answer_and_memory
     )
     answer = agent.run("Summarize what our renewable energy documents say about storage.")
     assert "Grid-scale batteries now cover 4-hour peaks at $95/kWh." in answer
-    on_disk = parse(memory_path("KnowledgeAgent").read_bytes()).messages
+    on_disk = stored_messages("KnowledgeAgent")
     assert [m["role"] for m in on_disk] == ["User", "KnowledgeAgent", "Tool", "KnowledgeAgent"]
     call = on_disk[1]["content"]["tool_calls"][0]
     assert call["function"]["name"] == "search_knowledge_base"
@@ -70,7 +77,7 @@ def test_streamed_pieces_join_into_the_answer_written_to_memory():
     answer = agent.run("Which warehouse do we use?", streaming_callback=pieces.append)
     assert len(pieces) > 3
     assert "".join(pieces) == answer
-    assert parse(memory_path("Streamer").read_bytes()).messages[-1]["content"] == answer
+    assert stored_messages("Streamer")[-1]["content"] == answer
 
 
 RESUME = """
@@ -129,7 +136,7 @@ def test_long_term_memory_is_only_saved_on_autosave(workspace):
     agent.run("hi")
     folder = workspace / "agents" / "Saver"
     assert store.calls == [str(folder / "long_term_memory")]
-    assert json.loads((folder / "agent_state.json").read_text())["agent_name"] == "Saver"
+    assert json.loads(stored("Saver", "agent_state.json"))["agent_name"] == "Saver"
 
 
 def test_compression_is_attached_only_when_asked():
@@ -165,7 +172,7 @@ def test_the_specification_examples_run_unchanged_on_nbmemory(monkeypatch):
             r'model(_name)?="[^"]+"', r'model\1="nbmemory/offline"', textwrap.dedent(example)
         )
         exec(compile(code, f"<spec example {number}>", "exec"), namespace)
-    summary = parse(memory_path("ResearchAgent").read_bytes()).messages[0]["content"]
+    summary = stored_messages("ResearchAgent")[0]["content"]
     assert "Shortlist: BigQuery, AlloyDB, and ClickHouse Cloud." in summary
     assert namespace["response"].startswith("search_knowledge_base returned:")
 
@@ -239,7 +246,7 @@ def test_a_tool_round_trip_over_http(openai_server):
     }
     assert failure["tool_call_id"] == ids[1]
     assert failure["content"] == "Error: explode raised RuntimeError: no luck"
-    on_disk = parse(memory_path("Worker").read_bytes()).messages
+    on_disk = stored_messages("Worker")
     assert [m["role"] for m in on_disk] == ["User", "Worker", "Tool", "Tool", "Worker"]
     assert on_disk[2]["content"]["content"] == KNOWLEDGE["storage"]
 
@@ -256,22 +263,20 @@ def test_streaming_over_http_writes_the_joined_answer(openai_server):
     agent = http_agent(openai_server, streaming_callback=pieces.append)
     assert agent.run("Stream please.") == text
     assert len(pieces) > 3 and "".join(pieces) == text
-    assert parse(memory_path("Worker").read_bytes()).messages[-1]["content"] == text
+    assert stored_messages("Worker")[-1]["content"] == text
 
 
 def test_a_failed_call_keeps_the_task_in_memory(openai_server):
     openai_server.reply(status=500, error_message="upstream exploded")
     with pytest.raises(nbmemory.ProviderError, match="upstream exploded"):
         http_agent(openai_server).run("Remember this task.")
-    assert [m["content"] for m in parse(memory_path("Worker").read_bytes()).messages] == [
-        "Remember this task."
-    ]
+    assert [m["content"] for m in stored_messages("Worker")] == ["Remember this task."]
 
 
 def test_building_an_agent_with_tools_writes_nothing_to_memory():
     for _ in range(3):
         Agent(agent_name="Toolful", tools=[search_knowledge_base], persistent_memory=True)
-    assert parse(memory_path("Toolful").read_bytes()).messages == []
+    assert stored_messages("Toolful") == []
 
 
 def test_a_missing_key_is_reported_before_anything_is_written(monkeypatch):
@@ -279,7 +284,7 @@ def test_a_missing_key_is_reported_before_anything_is_written(monkeypatch):
     agent = Agent(agent_name="Keyless", model_name="gpt-4o-mini", persistent_memory=True)
     with pytest.raises(nbmemory.MissingKeyError, match="OPENAI_API_KEY"):
         agent.run("Is anyone there?")
-    assert parse(memory_path("Keyless").read_bytes()).messages == []
+    assert stored_messages("Keyless") == []
 
 
 # ----------------------------------------------------------------------------------------------
@@ -307,12 +312,12 @@ def test_compacting_with_nothing_to_summarize_says_why_and_changes_nothing(works
         context_compression=False,
     )
     agent.run("hello")
-    before = memory_path("Idle").read_bytes()
+    before = stored("Idle")
     with pytest.raises(CompactionError, match="Idle was not compacted: its context compression"):
         agent.compact()
     with pytest.raises(CompactionError, match="must not be empty"):
         agent.compact("   ")
-    assert memory_path("Idle").read_bytes() == before
+    assert stored("Idle") == before
 
 
 def test_an_agent_built_on_a_memory_takes_the_model_and_window_it_recorded(workspace):

@@ -15,7 +15,7 @@ from nbmemory.memory_file import parse
 from nbmemory.pg_store import PgStore
 from nbmemory.read_model import ReadModel
 from nbmemory.store import memory_path
-from support import REFUSED_STORES, ROOT, UNREACHABLE_STORES, leaks
+from support import REFUSED_STORES, ROOT, UNREACHABLE_STORES, agent_docs, leaks, stored_messages
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_show_prints_the_memory_and_archives(prepared):
     assert shown.startswith("Scout: 2 messages")
     assert "Budget agreed at 40k EUR." in shown and "The deadline is in May." in shown
     assert nbmemory("show", "Scout", "--last", "1").stdout.startswith("Scout: 1 message\n")
-    archive = next((prepared / "agents" / "Scout" / "archive").iterdir()).name
+    [archive] = [path.name for path in agent_docs("Scout").archives()]
     assert "Noted: 40k EUR." in nbmemory("show", "Scout", "--archive", archive).stdout
 
 
@@ -89,7 +89,7 @@ def test_export_as_markdown_is_a_memory_file(prepared):
 def test_compact_tokens_and_path(prepared):
     result = nbmemory("compact", "Writer", "--summary", "Memo drafted.")
     assert result.returncode == 0 and "raw transcript archived to" in result.stdout
-    assert [m["content"] for m in parse(memory_path("Writer").read_bytes()).messages] == [
+    assert [m["content"] for m in stored_messages("Writer")] == [
         "Memo drafted."  # stored as given, as the spec's compact() does
     ]
     tokens = nbmemory("tokens", "Scout").stdout
@@ -99,9 +99,14 @@ def test_compact_tokens_and_path(prepared):
     parts = dict(usage.parts)
     assert f"earlier sessions {parts['earlier sessions']:,} + reply room" in tokens
     assert sum(parts.values()) == usage.tokens
+
+
+@pytest.mark.files("a memory in a database has no path: the database test checks it refuses")
+def test_path_prints_the_memory_file(prepared):
     assert nbmemory("path", "Scout").stdout.strip() == str(memory_path("Scout"))
 
 
+@pytest.mark.files("on a database the store, not the workspace folder, holds the agents")
 def test_the_workspace_option_wins_over_the_environment(prepared, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     Conversation(name="Far", memory_md_path=memory_path("Far", elsewhere)).add("User", "hi")
@@ -186,10 +191,11 @@ def test_audit_lists_compactions_and_what_they_dropped(workspace, capsys):
 
 
 def test_the_store_option_reads_and_writes_the_database(
-    database_url, capsys: pytest.CaptureFixture
+    database_url, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ):
     from nbmemory import Workspace, store, workspace_dir
 
+    monkeypatch.delenv("NBMEMORY_STORE", raising=False)  # the environment's store is files
     shared = Workspace(workspace_dir(), database_url)
     try:
         Conversation(

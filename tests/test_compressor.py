@@ -8,10 +8,10 @@ from nbmemory import Agent, ContextCompressor
 from nbmemory.compactions import read_record
 from nbmemory.compressor import COMPRESSION_SYSTEM_PROMPT, COMPRESSION_USER_TEMPLATE
 from nbmemory.conversation import SUMMARY_MARKER
-from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import memory_path
+from support import stored, stored_messages
 
 
 def http_agent(server, name="Worker", **options):
@@ -72,10 +72,10 @@ def test_compression_fires_at_the_threshold_and_keeps_the_task(openai_server, ma
         long_task,
         "Done.",
     ]
-    on_disk = parse(memory_path("Worker").read_bytes()).messages
+    on_disk = stored_messages("Worker")
     assert [m["content"] for m in on_disk] == [summary, long_task, "Done."]
     [archive] = agent.short_memory.archives()
-    archived = [m["content"] for m in parse(archive.read_bytes()).messages]
+    archived = [m["content"] for m in stored_messages("Worker", archive)]
     assert archived[:count] == [
         f"note {i}: the budget line {i} is {i * 7} EUR." for i in range(count)
     ]
@@ -97,7 +97,7 @@ def test_the_last_exchange_is_kept_word_for_word_and_the_loss_is_recorded(openai
     agent.run(LONG_TASK)
     [summarized] = summary_requests(openai_server)
     assert "Zephyr" not in summarized["messages"][1]["content"]
-    on_disk = [m["content"] for m in parse(memory_path("Worker").read_bytes()).messages]
+    on_disk = [m["content"] for m in stored_messages("Worker")]
     assert on_disk[1:] == ["short task about the Zephyr account", "ok", LONG_TASK, "Done."]
     compaction = agent._context_compressor.last_compaction
     assert compaction.kept_messages == 2
@@ -124,7 +124,7 @@ def test_a_failing_summarizer_loses_nothing_and_waits_before_trying_again(openai
         assert agent.run(LONG_TASK) == "Answer despite it."
     assert len(summary_requests(openai_server)) == 1
     assert agent.short_memory.archives() == []
-    on_disk = [m["content"] for m in parse(memory_path("Worker").read_bytes()).messages]
+    on_disk = [m["content"] for m in stored_messages("Worker")]
     assert len(on_disk) == count + 2
     assert not any("summarizer down" in text or "too late" in text for text in on_disk)
 
@@ -161,7 +161,7 @@ def test_between_runs_compress_leaves_the_static_context_and_the_summary_alone(o
     ContextCompressor().compress(agent)
     roles = [m["role"] for m in agent.short_memory.conversation_history]
     assert roles == ["System", "System"]  # the system prompt, then the summary
-    [summary] = parse(memory_path("Worker").read_bytes()).messages
+    [summary] = stored_messages("Worker")
     assert summary["content"] == f"{SUMMARY_MARKER}\nAll about the budget."
     [request] = summary_requests(openai_server)
     transcript = "User: The budget is 40k EUR.\nWorker: Noted."
@@ -192,7 +192,7 @@ def test_any_agent_like_object_is_measured_and_compressed(openai_server):
     assert compressor.usage_ratio(plain) > 0.5 and compressor.should_compress(plain)
     openai_server.reply("Ninety budget lines.")
     assert compressor.maybe_compress(plain) == "Ninety budget lines."
-    assert [m["content"] for m in parse(memory_path("Plain").read_bytes()).messages] == [
+    assert [m["content"] for m in stored_messages("Plain")] == [
         f"{SUMMARY_MARKER}\nNinety budget lines."
     ]
 
@@ -201,11 +201,11 @@ def test_maybe_compress_turns_a_failure_into_a_warning(openai_server):
     agent = http_agent(openai_server)
     fill_to_just_below_threshold(agent)
     agent.short_memory.add("User", LONG_TASK * 3)
-    before = memory_path("Worker").read_bytes()
+    before = stored("Worker")
     openai_server.reply(status=500, error_message="the summarizer is down")
     with pytest.warns(UserWarning):
         assert agent._context_compressor.maybe_compress(agent) is None
-    assert memory_path("Worker").read_bytes() == before
+    assert stored("Worker") == before
 
 
 def test_without_any_model_to_summarize_with_the_error_says_so():
@@ -214,10 +214,10 @@ def test_without_any_model_to_summarize_with_the_error_says_so():
     memory = Conversation(name="Plain", memory_md_path=memory_path("Plain"))
     memory.add("User", "keep me")
     plain = SwarmsLikeAgent(memory, None)
-    before = memory_path("Plain").read_bytes()
+    before = stored("Plain")
     with pytest.raises(ValueError, match="No summarizer_model set"):
         ContextCompressor().compress(plain)
-    assert memory_path("Plain").read_bytes() == before
+    assert stored("Plain") == before
 
 
 # ----------------------------------------------------------------------------------------------
@@ -250,7 +250,7 @@ def test_a_replaced_summarizer_compacts_a_real_agent(workspace):
     agent.run("The depot is in Lyon.")
     with patch("nbmemory.compressor.completion", return_value=litellm_reply("Depot: Lyon.")):
         assert agent._context_compressor.compress(agent) == "Depot: Lyon."
-    [summary] = parse(memory_path("Seamed").read_bytes()).messages
+    [summary] = stored_messages("Seamed")
     assert summary["content"] == f"{SUMMARY_MARKER}\nDepot: Lyon."
 
 

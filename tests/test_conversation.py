@@ -5,9 +5,9 @@ import pytest
 from nbmemory import ChangeEvent, Conversation, MemoryFormatError, MemoryWarning
 from nbmemory.conversation import PRELOAD_MARKER, preload_text, preloaded_messages
 from nbmemory.memory_file import parse
-from nbmemory.store import memory_path
+from nbmemory.store import list_agents, memory_path
 from nbmemory.tokens import TokenCounter
-from support import run_python
+from support import append_raw, run_python, stored, stored_messages
 
 
 def agent_conversation(name="ResearchAgent", **kwargs):
@@ -15,13 +15,9 @@ def agent_conversation(name="ResearchAgent", **kwargs):
     return Conversation(name=name, memory_md_path=memory_path(name), **kwargs)
 
 
-def disk_messages(name="ResearchAgent"):
-    return parse(memory_path(name).read_bytes()).messages
-
-
 def test_first_use_creates_memory_md_with_its_header():
     convo = agent_conversation()
-    text = memory_path("ResearchAgent").read_text()
+    text = stored("ResearchAgent").decode()
     assert text.startswith("# Agent Memory\n\n**Conversation:** ResearchAgent\n**Created:** ")
     assert text.endswith("## Interaction Log\n\n")
     assert convo.memory_md_path == str(memory_path("ResearchAgent"))
@@ -30,9 +26,9 @@ def test_first_use_creates_memory_md_with_its_header():
 def test_every_add_is_on_disk_before_it_returns_and_static_messages_never_are():
     convo = agent_conversation(rules="Cite sources.", custom_rules_prompt="Be brief.")
     convo.add("User", "Research cloud databases.")
-    assert [m["content"] for m in disk_messages()] == ["Research cloud databases."]
+    assert [m["content"] for m in stored_messages("ResearchAgent")] == ["Research cloud databases."]
     convo.add("ResearchAgent", "BigQuery and ClickHouse.")
-    assert [(m["role"], m["content"]) for m in disk_messages()] == [
+    assert [(m["role"], m["content"]) for m in stored_messages("ResearchAgent")] == [
         ("User", "Research cloud databases."),
         ("ResearchAgent", "BigQuery and ClickHouse."),
     ]
@@ -41,7 +37,7 @@ def test_every_add_is_on_disk_before_it_returns_and_static_messages_never_are():
 RESTART = """
 import json, sys
 from nbmemory import Conversation
-from nbmemory.store import memory_path
+from nbmemory.store import list_agents, memory_path
 name = sys.argv[1]
 convo = Conversation(name=name, system_prompt="You are a researcher.", rules="Cite sources.",
                      custom_rules_prompt="Be brief.", memory_md_path=memory_path(name))
@@ -69,17 +65,14 @@ def test_a_new_process_with_the_same_name_preloads_memory_in_the_spec_order():
     positions = [preload.index(text) for text in order]
     assert positions == sorted(positions)
     assert "You are a researcher." not in preload
-    assert len(disk_messages()) == 4
+    assert len(stored_messages("ResearchAgent")) == 4
 
 
 def test_another_name_starts_a_separate_folder(workspace):
     run_python(RESTART, "ResearchAgent", "remember me")
     history = json.loads(run_python(RESTART, "OtherAgent").stdout)
     assert len(history) == 3
-    assert sorted(p.name for p in (workspace / "agents").iterdir()) == [
-        "OtherAgent",
-        "ResearchAgent",
-    ]
+    assert list_agents() == ["OtherAgent", "ResearchAgent"]
 
 
 def test_without_a_memory_path_nothing_touches_the_disk(workspace, tmp_path):
@@ -96,7 +89,7 @@ def test_clearing_memory_md_path_stops_writes_but_keeps_the_file():
     convo.add("User", "written")
     convo.memory_md_path = None
     convo.add("User", "only in memory")
-    assert [m["content"] for m in disk_messages()] == ["written"]
+    assert [m["content"] for m in stored_messages("ResearchAgent")] == ["written"]
     assert convo.get_final_message_content() == "only in memory"
 
 
@@ -105,7 +98,7 @@ def test_compact_archives_wipes_and_reseeds_with_the_summary():
     convo.add("User", "Research warehouses.")
     convo.add("ResearchAgent", "BigQuery, ClickHouse, AlloyDB.")
     archive = convo.compact("User prefers GCP. Shortlist: BigQuery, AlloyDB.")
-    assert [m["content"] for m in parse(archive.read_bytes()).messages] == [
+    assert [m["content"] for m in stored_messages("ResearchAgent", archive)] == [
         "Research warehouses.",
         "BigQuery, ClickHouse, AlloyDB.",
     ]
@@ -115,7 +108,9 @@ def test_compact_archives_wipes_and_reseeds_with_the_summary():
         ("User", "Cite sources."),
         ("System", summary),
     ]
-    assert [(m["role"], m["content"]) for m in disk_messages()] == [("System", summary)]
+    assert [(m["role"], m["content"]) for m in stored_messages("ResearchAgent")] == [
+        ("System", summary)
+    ]
     assert convo.archives() == [archive]
     restarted = agent_conversation()
     assert restarted.preloaded_messages[0]["content"] == summary
@@ -128,7 +123,7 @@ def test_an_empty_summary_is_refused_and_nothing_changes(summary):
     convo.add("User", "keep me")
     with pytest.raises(ValueError, match="summary"):
         convo.compact(summary)
-    assert [m["content"] for m in disk_messages()] == ["keep me"]
+    assert [m["content"] for m in stored_messages("ResearchAgent")] == ["keep me"]
     assert convo.archives() == []
 
 
@@ -199,7 +194,7 @@ def test_a_failing_observer_does_not_break_a_write():
     convo.on_change(lambda event: 1 / 0)
     with pytest.warns(UserWarning, match="ZeroDivisionError"):
         convo.add("User", "still saved")
-    assert disk_messages()[0]["content"] == "still saved"
+    assert stored_messages("ResearchAgent")[0]["content"] == "still saved"
 
 
 @pytest.mark.parametrize("role", ["", "  ", "two\nlines", None])
@@ -207,7 +202,7 @@ def test_a_bad_role_is_refused_and_nothing_is_written(role):
     convo = agent_conversation()
     with pytest.raises(ValueError, match="role"):
         convo.add(role, "text")
-    assert disk_messages() == []
+    assert stored_messages("ResearchAgent") == []
     assert len(convo) == 1
 
 
@@ -219,8 +214,7 @@ def test_a_ten_megabyte_message_works():
 
 def test_a_damaged_memory_still_preloads_with_a_warning():
     agent_conversation().add("User", "before the crash")
-    with open(memory_path("ResearchAgent"), "ab") as f:
-        f.write(b"### ResearchAgent \xe2\x80\x94 2026-04-20T18:35:21\n\nhalf \xff")
+    append_raw("ResearchAgent", b"### ResearchAgent \xe2\x80\x94 2026-04-20T18:35:21\n\nhalf \xff")
     with pytest.warns(MemoryWarning):
         convo = agent_conversation()
     assert [(m["role"], m["content"]) for m in convo.preloaded_messages] == [
@@ -283,11 +277,10 @@ def test_the_preload_is_the_memory_as_written_and_only_what_was_readable_when_da
     convo = agent_conversation()
     convo.add("User", "Research warehouses.")
     convo.add("ResearchAgent", "a line\n---\nthat looks like structure")
-    text = memory_path("ResearchAgent").read_text()
+    text = stored("ResearchAgent").decode()
     preload = agent_conversation().to_dict()[1]["content"]
     assert preload.endswith("\n\n" + text.split("## Interaction Log\n\n", 1)[1])
-    with open(memory_path("ResearchAgent"), "a") as f:
-        f.write("### User — 2026-04-20T18:36:00\n\ntorn")
+    append_raw("ResearchAgent", "### User — 2026-04-20T18:36:00\n\ntorn".encode())
     with pytest.warns(MemoryWarning, match="no closing"):
         damaged = agent_conversation().to_dict()[1]["content"]
     assert damaged.endswith(
@@ -309,7 +302,7 @@ def test_the_preload_reads_back_as_the_messages_of_the_file(workspace):
     convo = agent_conversation("Echo")
     convo.add("User", "### User — not a heading\n---\nkept as written")
     convo.add("Echo", {"tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]})
-    parsed = parse(memory_path("Echo").read_bytes())
+    parsed = parse(stored("Echo"))
     text = preload_text(parsed.header, parsed.log)
     assert text.startswith(PRELOAD_MARKER)
     assert preloaded_messages(text) == parsed.messages

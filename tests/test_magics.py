@@ -15,7 +15,7 @@ from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import list_agents, memory_path
-from support import REFUSED_STORES, leaks
+from support import REFUSED_STORES, leaks, stored_messages
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_a_cell_reaches_the_model_byte_for_byte(served, openai_server):
     assert openai_server.requests[0]["messages"][-1] == {"role": "user", "content": cell}
     assert isinstance(result.result, Answer) and result.result == "Seen."
     assert served.user_ns["_"] == "Seen."
-    assert parse(memory_path("Coder").read_bytes()).messages[0]["content"] == cell
+    assert stored_messages("Coder")[0]["content"] == cell
 
 
 def test_the_agent_is_kept_between_cells_and_the_answer_is_available(served, openai_server):
@@ -204,9 +204,7 @@ def test_a_provider_error_is_one_line_and_the_task_is_kept(served, openai_server
         openai_server.reply(status=500, error_message="upstream exploded")
     with pytest.raises(UsageError, match="upstream exploded"):
         agent(served, "Scout", "Keep this task.")
-    assert [m["content"] for m in parse(memory_path("Scout").read_bytes()).messages] == [
-        "Keep this task."
-    ]
+    assert [m["content"] for m in stored_messages("Scout")] == ["Keep this task."]
 
 
 def test_an_interrupted_run_keeps_memory_whole(ip, capsys):
@@ -221,7 +219,7 @@ def test_an_interrupted_run_keeps_memory_whole(ip, capsys):
     ip.user_ns["explode"] = explode
     assert agent(ip, "Stopper --tools explode --max-loops auto", "Search the documents.") is None
     assert "Interrupted" in capsys.readouterr().out
-    messages = parse(memory_path("Stopper").read_bytes()).messages
+    messages = stored_messages("Stopper")
     assert [m["role"] for m in messages] == ["User", "Stopper"]
     assert messages[1]["content"]["tool_calls"][0]["function"]["name"] == "explode"
 
@@ -305,11 +303,11 @@ def test_compact_with_the_agents_model_or_a_given_summary(ip):
     assert memory_after < memory_before and request_after < request_before
     assert (request_before, request_after) == (before, ReadModel().usage("Scout").tokens)
     assert request_before - memory_before == request_after - memory_after  # the rest stayed
-    summary, *kept = parse(memory_path("Scout").read_bytes()).messages
+    summary, *kept = stored_messages("Scout")
     assert summary["content"].startswith("[Compressed Memory Summary]")
     assert kept == []  # between runs, as the spec says: the summary alone
     ip.run_line_magic("compact", 'Scout --summary "Only this."')
-    assert parse(memory_path("Scout").read_bytes()).messages[0]["content"].endswith("Only this.")
+    assert stored_messages("Scout")[0]["content"].endswith("Only this.")
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,7 @@ import pytest
 from jupyter_client.manager import start_new_kernel
 
 from nbmemory.memory_file import parse
-from nbmemory.store import memory_path
-from support import ROOT, leaks
+from support import ROOT, leaks, stored_messages
 
 
 @pytest.fixture
@@ -112,7 +111,7 @@ def test_two_kernels_on_one_agent_lose_nothing(kernel_env, tmp_path):
             thread.start()
         for thread in threads:
             thread.join(timeout=300)
-        messages = parse(memory_path("Shared").read_bytes()).messages
+        messages = stored_messages("Shared")
         tasks = [m["content"] for m in messages if m["role"] == "User"]
         assert sorted(tasks) == sorted(f"k{n} note {i}" for n in range(2) for i in range(15))
         assert len(messages) == 60
@@ -155,9 +154,7 @@ def test_interrupting_the_kernel_stops_the_run_and_keeps_memory_whole(
         assert done.wait(30), "the run did not stop"
         thread.join()
         assert "Interrupted" in "".join(shown)
-        assert [m["content"] for m in parse(memory_path("Patient").read_bytes()).messages] == [
-            "Take your time."
-        ]
+        assert [m["content"] for m in stored_messages("Patient")] == ["Take your time."]
         assert "ok" in execute(client, "%%agent Patient\nStill there?")  # the kernel goes on
     finally:
         client.stop_channels()

@@ -21,8 +21,8 @@ from nbmemory.notes import (
     tool_answer,
 )
 from nbmemory.read_model import ReadModel
-from nbmemory.store import agent_dir, memory_path
-from support import http_agent
+from nbmemory.store import agent_dir
+from support import http_agent, stored
 
 
 def test_the_file_is_a_heading_and_bullets_and_hand_edits_are_kept():
@@ -62,7 +62,7 @@ def test_every_request_carries_the_notes_and_compaction_leaves_them(openai_serve
         notes = request["messages"][1]
         assert notes == {"role": "system", "content": f"{MARKER}\n{agent.notes.text()}"}
     assert agent.notes.items() == ["The user's name is Ada."]
-    assert "Ada" not in memory_path("Pinner").read_text()
+    assert "Ada" not in stored("Pinner").decode()
 
 
 def test_the_model_edits_its_notes_through_its_tool(openai_server):
@@ -77,7 +77,7 @@ def test_the_model_edits_its_notes_through_its_tool(openai_server):
     refusal = openai_server.requests[-1]["messages"][-1]
     assert refusal["role"] == "tool" and refusal["content"].startswith("Notes unchanged:")
     assert agent.notes.items() == ["Budget: 40k."]
-    tools = [m["content"] for m in parse_memory(memory_path("Pinner").read_bytes()).messages]
+    tools = [m["content"] for m in parse_memory(stored("Pinner")).messages]
     assert tools[2]["name"] == TOOL_NAME and "Budget: 40k." in tools[2]["content"]
 
 

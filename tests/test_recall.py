@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from nbmemory import Agent, Conversation
-from nbmemory.memory_file import parse
 from nbmemory.recall import PROMPT_LINE, TOOL_NAME, Passage, describe, described, recall
 from nbmemory.store import agent_dir, memory_path
-from support import agent_docs, run_python
+from support import agent_docs, run_python, stored, stored_messages
 
 FACT = "The code name of project Falcon is BLUEFIN-7."
 QUESTION = "What is the code name of project Falcon?"
@@ -55,11 +54,11 @@ def test_a_fact_from_before_five_compactions_reaches_an_agent_in_a_new_process(w
     run_python(SEED)
     archives = list((agent_dir("Keeper") / "archive").iterdir())
     assert len(archives) == 5
-    memory = memory_path("Keeper").read_text()
+    memory = stored("Keeper").decode()
     assert "BLUEFIN-7" not in memory  # only the archives hold it now
     answer = run_python(ASK).stdout
     assert "BLUEFIN-7" in answer
-    on_disk = parse(memory_path("Keeper").read_bytes()).messages
+    on_disk = stored_messages("Keeper")
     call, result = on_disk[-3], on_disk[-2]
     assert call["content"]["tool_calls"][0]["function"]["name"] == TOOL_NAME
     assert result["content"]["name"] == TOOL_NAME and "BLUEFIN-7" in result["content"]["content"]
@@ -87,7 +86,7 @@ def test_over_http_the_tool_is_offered_called_and_its_answer_reaches_the_model(o
     result = second["messages"][-1]
     assert result["role"] == "tool" and FACT in result["content"]
     assert "history_" in result["content"]  # where it was found
-    roles = [m["role"] for m in parse(memory_path("Wired").read_bytes()).messages]
+    roles = [m["role"] for m in stored_messages("Wired")]
     assert roles[-4:] == ["User", "Wired", "Tool", "Wired"]
 
 

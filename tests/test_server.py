@@ -17,12 +17,11 @@ from traitlets import TraitError
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Conversation
 from nbmemory.jupyter.server import NbMemoryServer
-from nbmemory.memory_file import parse
 from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
-from support import REFUSED_STORES, agent_docs, leaks, snapshot
+from support import REFUSED_STORES, agent_docs, leaks, snapshot, stored, stored_messages
 
 TESTS = Path(__file__).parent
 
@@ -100,7 +99,7 @@ def test_every_endpoint_needs_the_token(lab, agents):
     for path in GETS:
         assert call(lab, path, token=False)[0] == 403
     assert call(lab, "/agents/Scout/compact", token=False, body={"summary": "x"})[0] == 403
-    assert len(parse(memory_path("Scout").read_bytes()).messages) == 2
+    assert len(stored_messages("Scout")) == 2
 
 
 def test_agents_are_listed_with_the_read_models_figures(lab, agents):
@@ -362,9 +361,7 @@ def test_compaction_through_the_api_leaves_an_archive(lab, agents):
     assert status == 200 and data["archive"].startswith("history_")
     assert data["tokens_after"] > 0
     assert (agents / "agents" / "Writer" / "archive" / data["archive"]).exists()
-    assert (
-        parse(memory_path("Writer").read_bytes()).messages[0]["content"].endswith("Memo drafted.")
-    )
+    assert stored_messages("Writer")[0]["content"].endswith("Memo drafted.")
     status, data = call(lab, "/agents/Writer/compactions")
     assert status == 200
     assert data["compactions"] == [c.to_json() for c in ReadModel(agents).compactions("Writer")]
@@ -607,7 +604,7 @@ def test_an_authorizer_can_allow_reading_and_deny_compaction(tmp_path, monkeypat
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ["PYTHONPATH"]]))
     monkeypatch.setenv("WORKSPACE_DIR", str(tmp_path / "shared"))  # no setting: the env var
     Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "keep me")
-    before = memory_path("Scout").read_bytes()
+    before = stored("Scout")
     args = (
         server_extension_on(tmp_path),
         "--ServerApp.authorizer_class=readonly_authorizer.ReadOnlyAuthorizer",
@@ -630,5 +627,5 @@ def test_an_authorizer_can_allow_reading_and_deny_compaction(tmp_path, monkeypat
         for body in ({"pin": "not allowed"}, {"unpin": "1"}):
             status, data = call(server, "/agents/Scout/notes", body=body)
             assert status == 403 and "write" in data["message"]
-    assert memory_path("Scout").read_bytes() == before
+    assert stored("Scout") == before
     assert not (memory_path("Scout").parent / "NOTES.md").exists()

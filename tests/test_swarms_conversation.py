@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from nbmemory import Conversation
-from nbmemory.memory_file import parse
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
+from support import stored, stored_messages
 
 
 def persistent(name: str = "Swarm", **kwargs) -> Conversation:
@@ -18,7 +18,7 @@ def persistent(name: str = "Swarm", **kwargs) -> Conversation:
 
 
 def on_disk(name: str = "Swarm") -> list:
-    return [m["content"] for m in parse(memory_path(name).read_bytes()).messages]
+    return [m["content"] for m in stored_messages(name)]
 
 
 def test_adding_many_at_once_writes_each_through():
@@ -149,7 +149,7 @@ def test_the_preload_is_the_whole_memory_file_header_included():
     persistent().add("User", "Our warehouse is ClickHouse.")
     preload = persistent().conversation_history[-1]["content"]
     assert preload.startswith("[Persistent Memory — MEMORY.md]")
-    assert preload.endswith(memory_path("Swarm").read_text(encoding="utf-8"))
+    assert preload.endswith(stored("Swarm").decode())
     assert "**Conversation:** Swarm" in preload
 
 
