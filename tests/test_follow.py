@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import threading
 
+import pytest
+
 from nbmemory import Conversation
 from nbmemory.follow import follow
 from nbmemory.memory_file import format_block
@@ -18,7 +20,13 @@ APPEND = (
     "Conversation(name='Shared', memory_md_path=memory_path('Shared')).add('User', sys.argv[1])\n"
 )
 
+FILE_READS = pytest.mark.files(
+    "how a file is followed (stat, appended bytes, rewritten in place); the database's "
+    "following is test_on_the_database_an_append_reads_only_the_new_blocks"
+)
 
+
+@FILE_READS
 def test_unchanged_is_the_same_object_and_an_append_extends_it(workspace):
     Conversation(name="Shared", memory_md_path=memory_path("Shared")).add("User", "first")
     path = memory_path("Shared")
@@ -33,6 +41,7 @@ def test_unchanged_is_the_same_object_and_an_append_extends_it(workspace):
     assert grown.per_message["lengths"] is not first.per_message["lengths"]
 
 
+@FILE_READS
 def test_a_file_rewritten_in_place_or_replaced_is_read_again(workspace):
     convo = Conversation(name="Edited", memory_md_path=memory_path("Edited"))
     convo.add("User", "alpha")
@@ -48,6 +57,7 @@ def test_a_file_rewritten_in_place_or_replaced_is_read_again(workspace):
     assert [m["content"] for m in follow(path).messages] == ["epsilon"]
 
 
+@FILE_READS
 def test_a_torn_block_is_shown_and_read_again_once_it_is_whole(workspace):
     path = memory_path("Torn")
     Conversation(name="Torn", memory_md_path=path).add("User", "whole")

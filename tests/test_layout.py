@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from pg_server import new_database
 
-from nbmemory import Agent, Workspace, cli, store
+from nbmemory import Agent, Conversation, Workspace, cli, store
 from nbmemory.errors import MemoryWarning, StoreConfigError, StoreError
 from nbmemory.layout import export_layout, import_layout
 from nbmemory.read_model import ReadModel
-from support import FIXTURES, run_python
+from nbmemory.store import memory_path
+from support import FIXTURES, agent_docs, run_python, stored
 
 
 def tree(folder: Path) -> dict[str, bytes]:
@@ -29,6 +30,7 @@ def file_workspace(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A workspace written on files: an agent with notes, settings, two compactions (one by
     the compressor, with its record) and a folder swarms 16 wrote."""
     monkeypatch.setenv("WORKSPACE_DIR", str(root))
+    monkeypatch.delenv("NBMEMORY_STORE", raising=False)
     agent = Agent(
         agent_name="Scout",
         model_name="nbmemory/offline",
@@ -90,21 +92,22 @@ def test_import_loads_nothing_if_one_agent_is_there_already(
 
 
 def test_export_never_overwrites_and_import_needs_a_database(
-    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture
+    tmp_path: Path, capsys: pytest.CaptureFixture
 ):
-    (workspace / "agents" / "Scout").mkdir(parents=True)
-    shutil.copy(FIXTURES / "spec_memory.md", workspace / "agents" / "Scout" / "MEMORY.md")
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hi")
+    agent_docs("Scout").write("NOTES.md", "1. kept\n")
     assert export_layout(tmp_path / "out", Workspace.from_env()) == ["Scout"]  # from files, too
-    assert tree(tmp_path / "out" / "agents") == tree(workspace / "agents")
+    exported = {"Scout/MEMORY.md": stored("Scout"), "Scout/NOTES.md": b"1. kept\n"}
+    assert tree(tmp_path / "out" / "agents") == exported
     assert export_layout(tmp_path / "out", Workspace.from_env()) == [
         "Scout"
     ]  # the same files: already done
-    (workspace / "agents" / "Scout" / "NOTES.md").write_text("1. changed since\n")
+    agent_docs("Scout").write("NOTES.md", "1. changed since\n")
     with pytest.raises(FileExistsError, match="already has Scout with other files"):
         export_layout(tmp_path / "out", Workspace.from_env())
-    assert not (tmp_path / "out" / "agents" / "Scout" / "NOTES.md").exists()
+    assert tree(tmp_path / "out" / "agents") == exported
     with pytest.raises(StoreConfigError, match="NBMEMORY_STORE"):
-        import_layout(tmp_path / "out", Workspace.from_env())
+        import_layout(tmp_path / "out", Workspace(tmp_path / "on_files"))
     assert cli.main(["export", "Nobody", "--layout", str(tmp_path / "other")]) == 1
     assert "no agent named 'Nobody'" in capsys.readouterr().err
     assert not (tmp_path / "other").exists()
@@ -214,13 +217,10 @@ def test_export_follows_no_link_planted_in_the_target(
     assert list(elsewhere.iterdir()) == []
 
 
-def test_an_interrupted_export_says_what_it_wrote_and_a_rerun_finishes_it(
-    tmp_path: Path, workspace: Path
-):
-    for name, size in (("Alpha", 10), ("Beta", 200_000), ("Gamma", 10)):
-        folder = workspace / "agents" / name
-        folder.mkdir(parents=True)
-        (folder / "MEMORY.md").write_text("# Memory\n\n" + "x" * size)
+def test_an_interrupted_export_says_what_it_wrote_and_a_rerun_finishes_it(tmp_path: Path):
+    names = ("Alpha", "Beta", "Gamma")
+    for name, size in zip(names, (10, 200_000, 10), strict=True):
+        Conversation(name=name, memory_md_path=memory_path(name)).add("User", "x" * size)
     limited = run_python(
         "import resource, signal, sys\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
@@ -238,8 +238,8 @@ def test_an_interrupted_export_says_what_it_wrote_and_a_rerun_finishes_it(
     )
     assert sorted(os.listdir(tmp_path / "out" / "agents")) == [".partial-export", "Alpha"]
     assert export_layout(tmp_path / "out", Workspace.from_env()) == ["Alpha", "Beta", "Gamma"]
-    assert tree(tmp_path / "out" / "agents") == tree(workspace / "agents")
-    assert sorted(os.listdir(tmp_path / "out" / "agents")) == ["Alpha", "Beta", "Gamma"]
+    assert tree(tmp_path / "out" / "agents") == {f"{n}/MEMORY.md": stored(n) for n in names}
+    assert sorted(os.listdir(tmp_path / "out" / "agents")) == list(names)
 
 
 def test_import_skips_files_whose_names_could_not_be_exported_again(tmp_path: Path, database: str):
