@@ -9,13 +9,14 @@ from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.testing.globalipapp import start_ipython
 
+from nbmemory import Workspace
 from nbmemory.jupyter.render import Answer
 from nbmemory.memory_file import parse
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import list_agents, memory_path
-from support import REFUSED_STORES, leaks, stored_messages
+from support import REFUSED_STORES, agent_docs, leaks, stored_messages
 
 
 @pytest.fixture
@@ -126,7 +127,7 @@ def test_config_sets_the_defaults(ip, workspace, tmp_path):
     ip.run_line_magic("config", f"NbMemoryMagics.workspace = {str(tmp_path / 'elsewhere')!r}")
     try:
         agent(ip, "Moved", "hello")
-        assert (tmp_path / "elsewhere" / "agents" / "Moved" / "MEMORY.md").exists()
+        assert Workspace.from_env(tmp_path / "elsewhere").agent("Moved").exists("MEMORY.md")
     finally:
         ip.run_line_magic("config", "NbMemoryMagics.workspace = ''")
 
@@ -255,7 +256,11 @@ def test_memory_lists_the_agents_and_shows_one(ip):
 
 def test_memory_options(ip, tmp_path):
     agent(ip, "Scout", "The budget is 40k EUR.")
-    assert repr(memory(ip, "Scout --path")) == str(memory_path("Scout"))
+    docs = agent_docs("Scout")
+    where = str(docs.path("MEMORY.md"))
+    if docs.is_database:
+        where = f"(kept in the database {docs.db.shown}, not in a file)"
+    assert repr(memory(ip, "Scout --path")) == where
     assert repr(memory(ip, "Scout --tokens")).startswith("Scout: ")
     assert "of 16,000 tokens" in repr(memory(ip, "Scout --tokens"))
     found = memory(ip, "Scout --search BUDGET")

@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 
+from nbmemory import Workspace
 from support import ROOT
 
 
@@ -25,7 +26,8 @@ def test_the_demo_writes_reloads_compacts_and_asks_an_agent(tmp_path):
     assert "Archives so far: 1" in first
     assert "4. An agent on nbmemory/offline, started afresh, is asked: Which warehouse" in first
     assert "The analytics warehouse is ClickHouse" in first.split("4. An agent")[1]
-    archive = next((tmp_path / "agents/demo-agent/archive").glob("history_*.md")).read_text()
+    docs = Workspace.from_env(tmp_path).agent("demo-agent")
+    [archive] = [docs.read(path).decode() for path in docs.archives()]
     assert "Our team picked ClickHouse" in archive  # the transcript the summary replaced
 
 

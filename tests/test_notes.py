@@ -21,7 +21,6 @@ from nbmemory.notes import (
     tool_answer,
 )
 from nbmemory.read_model import ReadModel
-from nbmemory.store import agent_dir
 from support import http_agent, stored
 
 
@@ -96,7 +95,7 @@ def test_people_pin_from_the_command_line(workspace, capsys):
     assert main(["notes", "Shell", "--pin", "Deadline: May."]) == 0
     assert main(["notes", "Shell", "--unpin", "Lyon"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "1. Deadline: May."
-    assert (agent_dir("Shell") / NOTES_FILE).read_text() == "# Pinned notes\n\n- Deadline: May.\n"
+    assert stored("Shell", NOTES_FILE) == b"# Pinned notes\n\n- Deadline: May.\n"
     assert main(["notes", "Shell", "--unpin", "zeppelin"]) == 1
     assert main(["notes", "../x", "--pin", "x"]) == 2
 
