@@ -114,6 +114,7 @@ def test_archives_search_and_records(workspace):
         reader.messages("../etc")
 
 
+@pytest.mark.files("a memory file deleted by hand; files compared by size, time and inode")
 def test_reading_never_creates_changes_or_locks_a_file(workspace):
     convo = persistent("Gone")
     convo.add("User", "kept in the archive")
@@ -151,13 +152,21 @@ def test_it_follows_appends_from_another_process_reading_only_what_is_new(worksp
     assert reader.usage("Shared").tokens == ReadModel().usage("Shared").tokens
 
 
-def test_it_notices_a_compaction_and_a_hand_edit_in_place(workspace):
+def test_it_notices_a_compaction(workspace):
     convo = persistent("Edited")
     convo.add("User", "alpha")
     convo.add("User", "beta")
     reader = ReadModel()
     assert reader.agent("Edited").messages == 2
     convo.compact("gamma")
+    assert [i.text for i in reader.messages("Edited").items] == ["gamma"]
+
+
+@pytest.mark.files("a memory file edited by hand in place: a database has no such edit")
+def test_it_notices_a_hand_edit_in_place(workspace):
+    convo = persistent("Edited")
+    convo.add("User", "gamma")
+    reader = ReadModel()
     assert [i.text for i in reader.messages("Edited").items] == ["gamma"]
     path = memory_path("Edited")
     text = path.read_text().replace("gamma", "delta") + format_block("User", "epsilon", "t")
@@ -175,11 +184,11 @@ def test_usage_is_counted_once_per_message(workspace):
         convo.add("User", f"message {i}")
     reader = ReadModel()
     first = reader.usage("Counted").tokens
-    [counts] = follow(memory_path("Counted")).per_message.values()
+    [counts] = follow(memory_path("Counted"), agent_docs("Counted")).per_message.values()
     assert len(counts) == 100
     convo.add("User", "one more")
     assert reader.usage("Counted").tokens > first
-    [counts] = follow(memory_path("Counted")).per_message.values()
+    [counts] = follow(memory_path("Counted"), agent_docs("Counted")).per_message.values()
     assert len(counts) == 101
 
 
@@ -351,8 +360,8 @@ def test_a_compaction_never_counts_the_agents_name_as_dropped(workspace):
     assert "ResearchAgent" not in read_record(docs, archive).missing
     # A record written before this rule still lists it: reading leaves the label out.
     path = record_path(archive)
-    record = json.loads(path.read_text())
-    path.write_text(json.dumps({**record, "missing": ["ResearchAgent", *record["missing"]]}))
+    record = json.loads(docs.read(path))
+    docs.write(path, json.dumps({**record, "missing": ["ResearchAgent", *record["missing"]]}))
     assert "ResearchAgent" in read_record(docs, archive).missing
     assert "ResearchAgent" not in ReadModel().compactions("ResearchAgent")[0].dropped
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nbmemory import Agent, Conversation
 from nbmemory.recall import PROMPT_LINE, TOOL_NAME, Passage, describe, described, recall
-from nbmemory.store import agent_dir, memory_path
+from nbmemory.store import memory_path
 from support import agent_docs, run_python, stored, stored_messages
 
 FACT = "The code name of project Falcon is BLUEFIN-7."
@@ -52,8 +52,7 @@ def test_the_question_itself_and_recalls_own_results_are_never_recalled(workspac
 
 def test_a_fact_from_before_five_compactions_reaches_an_agent_in_a_new_process(workspace):
     run_python(SEED)
-    archives = list((agent_dir("Keeper") / "archive").iterdir())
-    assert len(archives) == 5
+    assert len(agent_docs("Keeper").archives()) == 5
     memory = stored("Keeper").decode()
     assert "BLUEFIN-7" not in memory  # only the archives hold it now
     answer = run_python(ASK).stdout
