@@ -71,6 +71,7 @@ def test_a_name_must_be_a_string():
         validate_agent_name(None)
 
 
+@pytest.mark.files("agents as folders that hold a MEMORY.md, beside a stray folder and file")
 def test_list_agents_names_the_folders_that_hold_a_memory(workspace):
     for name in ["beta", "alpha"]:
         Conversation(name=name, memory_md_path=memory_path(name))
@@ -84,6 +85,7 @@ def test_list_agents_of_a_missing_workspace_is_empty(tmp_path):
     assert list_agents(tmp_path / "nowhere") == []
 
 
+@pytest.mark.files("the modes of an agent's folder and MEMORY.md")
 def test_agent_folders_and_files_are_private(workspace):
     Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hi")
     folder = workspace / "agents" / "Scout"
@@ -119,6 +121,7 @@ def outside_tree(root: Path) -> Path:
     return root
 
 
+@pytest.mark.files("links planted in the workspace folder")
 @pytest.mark.parametrize("planted", PLANTED)
 def test_a_planted_link_is_never_followed_out_of_the_workspace(
     workspace, tmp_path, capsys, planted
@@ -192,9 +195,9 @@ agent.short_memory.save_as_json()
 """
 
 
-def test_everything_created_is_private_whatever_the_umask(workspace, tmp_path):
+def run_with_umask_zero(tmp_path: Path) -> tuple[Path, Path]:
+    """Run an agent, export and save it in a process whose umask is 0: the two files made."""
     import os
-    import stat
     import subprocess
     import sys
 
@@ -206,7 +209,27 @@ def test_everything_created_is_private_whatever_the_umask(workspace, tmp_path):
     subprocess.run(
         [sys.executable, "-c", UMASK_ZERO, str(exported), str(saved)], env=env, check=True
     )
-    made = [workspace, *workspace.rglob("*"), exported, saved.parent, saved]
-    modes = {str(p): stat.S_IMODE(p.lstat().st_mode) for p in made}
-    assert {p: m for p, m in modes.items() if m not in (0o700, 0o600)} == {}
-    assert modes[str(workspace / "agents" / "Open" / "NOTES.md")] == 0o600
+    return exported, saved
+
+
+def modes(paths: list[Path]) -> dict[str, int]:
+    import stat
+
+    return {str(p): stat.S_IMODE(p.lstat().st_mode) for p in paths}
+
+
+def test_exports_and_saves_are_private_whatever_the_umask(tmp_path):
+    exported, saved = run_with_umask_zero(tmp_path)
+    assert modes([exported, saved.parent, saved]) == {
+        str(exported): 0o600,
+        str(saved.parent): 0o700,
+        str(saved): 0o600,
+    }
+
+
+@pytest.mark.files("the modes of the workspace's folders and files")
+def test_everything_created_is_private_whatever_the_umask(workspace, tmp_path):
+    run_with_umask_zero(tmp_path)
+    made = modes([workspace, *workspace.rglob("*")])
+    assert {p: m for p, m in made.items() if m not in (0o700, 0o600)} == {}
+    assert made[str(workspace / "agents" / "Open" / "NOTES.md")] == 0o600
