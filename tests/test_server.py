@@ -15,7 +15,7 @@ import pytest
 from traitlets import TraitError
 
 from browser import jupyter_lab, server_extension_on
-from nbmemory import Conversation
+from nbmemory import Conversation, Workspace
 from nbmemory.jupyter.server import NbMemoryServer
 from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
@@ -26,9 +26,15 @@ from support import REFUSED_STORES, agent_docs, leaks, snapshot, stored, stored_
 TESTS = Path(__file__).parent
 
 
-@pytest.fixture(scope="module")
+def one_per_module_on_files(fixture_name: str, config: pytest.Config) -> str:
+    """A server for the module on files; on the database, one per test, on the test's own
+    database (a server's store is set when it starts)."""
+    return "function" if os.environ.get("NBMEMORY_TEST_STORE") == "postgresql" else "module"
+
+
+@pytest.fixture(scope=one_per_module_on_files)
 def lab(tmp_path_factory):
-    """One JupyterLab for the module, with the extension on and its workspace set.
+    """A JupyterLab with the extension on and its workspace set, on the environment's store.
 
     The server's own ``$WORKSPACE_DIR`` points elsewhere: the setting comes first.
     """
@@ -107,7 +113,7 @@ def test_agents_are_listed_with_the_read_models_figures(lab, agents):
     status, data = call(lab, "/agents")
     assert status == 200
     assert data["workspace"] == str(agents) and data["poll_interval"] == 1.5
-    assert data["store"] == "files"
+    assert data["store"] == Workspace.from_env().describe()
     model = ReadModel(agents)
     assert [a["name"] for a in data["agents"]] == model.names() == ["Scout", "Writer"]
     for row, info in zip(data["agents"], model.agents(), strict=True):
@@ -214,6 +220,7 @@ def test_messages_and_search_filtered_by_role(lab, agents):
     assert found["total"] == 15 and {i["role"] for i in found["items"]} == {"User"}
 
 
+@pytest.mark.files("the path of a memory file; the database's answer is checked below")
 def test_the_path_of_a_memory_from_the_servers_root(lab, agents):
     status, data = call(lab, "/agents/Scout/path")
     assert status == 200
@@ -227,6 +234,7 @@ def test_the_path_of_a_memory_from_the_servers_root(lab, agents):
     assert call(lab, "/agents/Nobody/path")[0] == 404
 
 
+@pytest.mark.files("a memory file in a hidden folder")
 @pytest.mark.parametrize("allow_hidden", [False, True])
 def test_a_memory_in_a_hidden_folder_under_the_root_has_no_path_from_it_unless_allowed(
     tmp_path, monkeypatch, allow_hidden
@@ -352,7 +360,7 @@ def test_a_poll_when_nothing_changed_is_a_304_with_no_body(lab, agents):
     assert changed["ETag"] != headers["ETag"]
     assert request(lab, "/agents", headers={"If-None-Match": everyone})[0] == 200
     assert request(lab, "/agents/Writer", headers={"If-None-Match": writer})[0] == 304
-    (memory_path("Writer").parent / "NOTES.md").write_text("pinned\n")  # any file beside it
+    agent_docs("Writer").write("NOTES.md", "pinned\n")  # any document beside it
     assert request(lab, "/agents/Writer", headers={"If-None-Match": writer})[0] == 200
 
 
@@ -360,7 +368,7 @@ def test_compaction_through_the_api_leaves_an_archive(lab, agents):
     status, data = call(lab, "/agents/Writer/compact", body={"summary": "Memo drafted."})
     assert status == 200 and data["archive"].startswith("history_")
     assert data["tokens_after"] > 0
-    assert (agents / "agents" / "Writer" / "archive" / data["archive"]).exists()
+    assert agent_docs("Writer").exists(f"archive/{data['archive']}")
     assert stored_messages("Writer")[0]["content"].endswith("Memo drafted.")
     status, data = call(lab, "/agents/Writer/compactions")
     assert status == 200
@@ -368,12 +376,13 @@ def test_compaction_through_the_api_leaves_an_archive(lab, agents):
     assert data["compactions"][0]["summary"] == "Memo drafted."
     assert call(lab, "/agents/Writer/compact", body={"summary": " "})[0] == 400
     assert call(lab, "/agents/Nobody/compact", body={"summary": "x"})[0] == 404
-    archives = sorted((agents / "agents" / "Writer" / "archive").iterdir())
+    archives = agent_docs("Writer").archives()
     status, data = call(lab, "/agents/Writer/compact", body={"summary": "bad \udcff"})
     assert status == 400 and "lone surrogate" in data["message"]
-    assert sorted((agents / "agents" / "Writer" / "archive").iterdir()) == archives
+    assert agent_docs("Writer").archives() == archives
 
 
+@pytest.mark.files("a memory file deleted by hand; files compared by size, time and inode")
 def test_reading_never_creates_a_file(lab, agents):
     """An agent with only archives: no GET makes a MEMORY.md or changes anything."""
     memory_path("Scout").unlink()
@@ -395,23 +404,25 @@ def test_reading_never_creates_a_file(lab, agents):
     assert snapshot(agents) == before
 
 
-def notes_of(name: str) -> Path:
-    return memory_path(name).parent / "NOTES.md"
+def notes_of(name: str) -> bytes | None:
+    """Agent ``name``'s ``NOTES.md`` as the store holds it, ``None`` if it has none."""
+    docs = agent_docs(name)
+    return docs.read("NOTES.md") if docs.exists("NOTES.md") else None
 
 
 def test_notes_are_read_pinned_and_unpinned(lab, agents):
     write_settings(agent_docs("Writer"), RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
     status, data = call(lab, "/agents/Writer/notes")
     assert status == 200 and data == {"name": "Writer", "notes": [], "tokens": 0, "budget": 500}
-    assert not notes_of("Writer").exists()  # reading creates nothing
+    assert notes_of("Writer") is None  # reading creates nothing
 
     status, data = call(lab, "/agents/Writer/notes", body={"pin": "Budget: 40k EUR, fixed."})
     assert status == 200 and data["notes"] == ["Budget: 40k EUR, fixed."]
     hostile = '<img src=x onerror="window.__pwned=1">'
     status, data = call(lab, "/agents/Writer/notes", body={"pin": hostile})
     assert status == 200 and data["notes"] == ["Budget: 40k EUR, fixed.", hostile]
-    assert Notes(notes_of("Writer").parent).items() == data["notes"]
-    assert data["tokens"] == Notes(notes_of("Writer").parent, model="gpt-4o").tokens() > 0
+    assert Notes(agent_docs("Writer")).items() == data["notes"]
+    assert data["tokens"] == Notes(agent_docs("Writer"), model="gpt-4o").tokens() > 0
     usage = ReadModel(agents).usage("Writer")
     _, listed = call(lab, "/agents")
     assert listed["agents"][1]["tokens"] == usage.tokens  # the notes count in every request
@@ -423,20 +434,20 @@ def test_notes_are_read_pinned_and_unpinned(lab, agents):
         lab, "/agents/Writer/notes", body={"unpin": 1, "note": "Budget: 40k EUR, fixed."}
     )
     assert status == 200 and data["notes"] == [hostile]
-    before = notes_of("Writer").read_bytes()
+    before = notes_of("Writer")
     status, data = call(
         lab, "/agents/Writer/notes", body={"unpin": "1", "note": "Budget: 40k EUR, fixed."}
     )
     assert status == 409 and "nothing was unpinned" in data["message"]
-    assert notes_of("Writer").read_bytes() == before
+    assert notes_of("Writer") == before
     status, data = call(lab, "/agents/Writer/notes", body={"unpin": "onerror"})
     assert status == 200 and data == {"name": "Writer", "notes": [], "tokens": 0, "budget": 500}
-    assert not notes_of("Writer").exists()
+    assert notes_of("Writer") is None
 
 
 def test_notes_refusals_are_clear_and_change_nothing(lab, agents):
     assert call(lab, "/agents/Scout/notes", body={"pin": "Keep me."})[0] == 200
-    before = notes_of("Scout").read_bytes()
+    before = notes_of("Scout")
     cases = [
         ("/agents/Scout/notes", {"pin": "   "}, 400, "must not be empty"),
         ("/agents/Scout/notes", {"pin": "word " * 2000}, 400, "over their budget of 500"),
@@ -453,11 +464,11 @@ def test_notes_refusals_are_clear_and_change_nothing(lab, agents):
         assert status == code, (body, data)
         assert isinstance(data, dict) and words in data["message"], (body, data)
     assert call(lab, "/agents/Nobody/notes")[0] == 404
-    assert notes_of("Scout").read_bytes() == before
+    assert notes_of("Scout") == before
     assert not memory_path("Nobody").parent.exists()
     assert call(lab, "/agents/Scout/notes", token=False, body={"pin": "x"})[0] == 403
     assert call(lab, "/agents/Scout/notes", token=False)[0] == 403
-    assert notes_of("Scout").read_bytes() == before
+    assert notes_of("Scout") == before
 
 
 def test_notes_polls_are_304_until_the_notes_change(lab, agents):
@@ -471,7 +482,7 @@ def test_notes_polls_are_304_until_the_notes_change(lab, agents):
             sys.executable,
             "-c",
             "import sys\nfrom nbmemory.notes import Notes\nNotes(sys.argv[1]).add(sys.argv[2])\n",
-            str(notes_of("Scout").parent),
+            str(agent_docs("Scout").folder),
             "Pinned by another process.",
         ],
         check=True,
@@ -584,6 +595,7 @@ def test_the_servers_log_names_a_refused_store_without_its_password(tmp_path):
     assert leaks("Qz7Kx9", log) == []
 
 
+@pytest.mark.files("the server names its workspace folder when the agents are files in it")
 def test_nbmemory_server_takes_the_workspace_option_like_every_command(tmp_path):
     """``nbmemory --workspace DIR server ...``: DIR from here, whatever the server's root."""
     (tmp_path / "root").mkdir()
@@ -618,7 +630,10 @@ def test_an_authorizer_can_allow_reading_and_deny_compaction(tmp_path, monkeypat
         status, data = call(server, "/agents/Scout/path")
         assert status == 200 and data["relative"] is None
         assert data["absolute"] == str(memory_path("Scout"))
-        assert "outside the Jupyter server's root folder" in data["reason"]
+        why = "outside the Jupyter server's root folder"
+        if agent_docs("Scout").is_database:
+            why = f"MEMORY.md is kept in the database {Workspace.from_env().describe()}"
+        assert why in data["reason"]
         for path in GETS[1:4]:
             assert call(server, path)[0] == 200, path
         status, data = call(server, "/agents/Scout/compact", body={"summary": "gone"})
@@ -628,4 +643,4 @@ def test_an_authorizer_can_allow_reading_and_deny_compaction(tmp_path, monkeypat
             status, data = call(server, "/agents/Scout/notes", body=body)
             assert status == 403 and "write" in data["message"]
     assert stored("Scout") == before
-    assert not (memory_path("Scout").parent / "NOTES.md").exists()
+    assert notes_of("Scout") is None
