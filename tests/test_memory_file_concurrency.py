@@ -5,10 +5,17 @@ import signal
 import time
 from collections import Counter
 
+import pytest
+
 from nbmemory.memory_file import archive_files, parse, unfinished_archive
 from nbmemory.read_model import ReadModel
 from nbmemory.store import agent_dir
 from support import start_writer
+
+pytestmark = pytest.mark.files(
+    "memory_file.py's locking among processes sharing a folder "
+    "(test_pg_store.py races and kills writers on the database)"
+)
 
 
 def all_files():

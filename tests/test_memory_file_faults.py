@@ -20,6 +20,10 @@ from nbmemory.memory_file import archive_files, parse
 from nbmemory.store import agent_dir
 from support import ROOT
 
+pytestmark = pytest.mark.files(
+    "faults of an agent folder (deleted, full disk, size limit, special files)"
+)
+
 WRITER = """
 import random, resource, sys, time
 from nbmemory import Conversation

@@ -102,6 +102,7 @@ def test_the_read_model_reads_the_database_as_it_reads_files(
         }
 
     monkeypatch.setenv("WORKSPACE_DIR", str(tmp_path / "files"))
+    monkeypatch.delenv("NBMEMORY_STORE", raising=False)
     on_files = build()
     monkeypatch.setenv("WORKSPACE_DIR", str(tmp_path / "db"))
     monkeypatch.setenv("NBMEMORY_STORE", database_url)

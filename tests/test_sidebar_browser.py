@@ -397,7 +397,7 @@ def test_pin_and_unpin_from_the_sidebar(tmp_path: Path, workspace: Path) -> None
         assert Notes(notes_file.parent).items() == [hostile_note]
         pinned.get_by_role("button", name="Unpin note 1").click()
         expect(pinned).to_contain_text("No pinned notes.", timeout=WAIT_MS)
-        assert not notes_file.exists()
+        assert not agent_docs("Scout").exists("NOTES.md")
 
         # A note pinned by another process arrives with the polling.
         subprocess.run(

@@ -21,7 +21,7 @@ from nbmemory.jupyter.widget import PAGE_SIZE, RAM_SOURCE, MemoryWidget
 from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.store import memory_path
-from support import ROOT, run_python
+from support import ROOT, agent_docs, run_python, stored
 
 HOSTILE = [
     '<img src=x onerror="window.__pwned=1">',
@@ -84,7 +84,7 @@ def test_the_figures_are_the_read_models(widgets):
     assert (widget.model_name, widget.encoding) == (usage.model, usage.encoding)
     assert widget.compacts_next == usage.compacts_next
     assert widget.message_count == info.messages == 45
-    assert widget.memory_bytes == info.size == memory_path("Scribe").stat().st_size
+    assert widget.memory_bytes == info.size == len(stored("Scribe"))
     assert widget.archive_count == 0 and widget.last_activity == info.last_activity
     page = ReadModel().messages("Scribe", 0, PAGE_SIZE)
     assert widget.messages == [item.to_json() for item in page.items]
@@ -133,6 +133,7 @@ def test_a_widget_made_before_the_agent_exists_fills_in(widgets):
     assert "No agent named 'Writer'" in widget.status and repr(widget).endswith("no agent yet)")
     assert widget._repr_markdown_().startswith("**Writer**: no agent")
     assert not memory_path("Writer").parent.exists()  # looking creates nothing
+    assert not agent_docs("Writer").exists("MEMORY.md")
     add_elsewhere("Writer", "the very first message")
     eventually(lambda: widget.exists and widget.message_count == 1, "the new agent")
     settled(widget)
@@ -360,8 +361,10 @@ def test_a_hostile_name_in_the_fallback_is_escaped(widgets):
 # Pinned notes
 
 
-def notes_path(name: str):
-    return memory_path(name).parent / "NOTES.md"
+def notes_of(name: str) -> bytes | None:
+    """Agent ``name``'s ``NOTES.md`` as the store holds it, ``None`` if it has none."""
+    docs = agent_docs(name)
+    return docs.read("NOTES.md") if docs.exists("NOTES.md") else None
 
 
 def test_pin_and_unpin_through_the_message_handler_change_notes_md(widgets):
@@ -372,14 +375,14 @@ def test_pin_and_unpin_through_the_message_handler_change_notes_md(widgets):
     assert widget.pinned_notes == [] and widget.notes_tokens == 0
     widget._command(widget, {"command": "pin", "note": "Budget: 40k EUR, fixed."}, [])
     widget._command(widget, {"command": "pin", "note": "<img src=x onerror=alert(1)>"}, [])
-    assert Notes(notes_path("Pinner").parent).items() == [
+    assert Notes(agent_docs("Pinner")).items() == [
         "Budget: 40k EUR, fixed.",
         "<img src=x onerror=alert(1)>",
     ]
     assert widget.pinned_notes == ReadModel().notes("Pinner")  # at once, no polling needed
     assert widget.status == "Pinned as note 2."
     settings, _ = ReadModel().settings("Pinner")
-    assert widget.notes_tokens == Notes(notes_path("Pinner").parent, model=settings.model).tokens()
+    assert widget.notes_tokens == Notes(agent_docs("Pinner"), model=settings.model).tokens()
     assert widget.notes_tokens > 0
     assert widget.tokens_used == ReadModel().usage("Pinner").tokens
 
@@ -388,18 +391,18 @@ def test_pin_and_unpin_through_the_message_handler_change_notes_md(widgets):
         widget, {"command": "unpin", "number": 1, "note": "Budget: 40k EUR, fixed."}, []
     )
     assert widget.status == "Unpinned note 1."
-    assert Notes(notes_path("Pinner").parent).items() == ["<img src=x onerror=alert(1)>"]
+    assert Notes(agent_docs("Pinner")).items() == ["<img src=x onerror=alert(1)>"]
     assert widget.pinned_notes == ["<img src=x onerror=alert(1)>"]
 
     # Shown text that is no longer at that number: nothing is unpinned.
-    before = notes_path("Pinner").read_bytes()
+    before = notes_of("Pinner")
     assert not widget.unpin(1, "Budget: 40k EUR, fixed.")
     assert widget.status.startswith("Not unpinned: the notes changed")
-    assert notes_path("Pinner").read_bytes() == before
+    assert notes_of("Pinner") == before
     assert not widget.unpin("nothing like it")
     assert widget.status.startswith("Not unpinned: no note")
     assert widget.unpin("onerror")  # words found in exactly one note
-    assert not notes_path("Pinner").exists() and widget.pinned_notes == []
+    assert notes_of("Pinner") is None and widget.pinned_notes == []
 
 
 def test_a_note_pinned_by_another_process_appears(widgets):
@@ -408,7 +411,7 @@ def test_a_note_pinned_by_another_process_appears(widgets):
     widgets.append(widget)
     run_python(
         "import sys\nfrom nbmemory.notes import Notes\nNotes(sys.argv[1]).add(sys.argv[2])\n",
-        str(notes_path("Shared").parent),
+        str(agent_docs("Shared").folder),
         "Pinned by another process.",
     )
     eventually(lambda: widget.pinned_notes == ["Pinned by another process."], "the pinned note")
@@ -420,18 +423,18 @@ def test_a_full_budget_or_an_empty_note_says_why_and_changes_nothing(widgets):
     widget = settled(MemoryWidget("Full"))
     widgets.append(widget)
     assert widget.pin("A short note.")
-    before = notes_path("Full").read_bytes()
+    before = notes_of("Full")
     sent: list[dict] = []
     widget.send = sent.append  # what the browser would receive
     widget._command(widget, {"command": "pin", "note": "word " * 2000}, [])
     assert widget.status.startswith("Not pinned: the notes would take ")
     assert "over their budget of 500" in widget.status
     assert sent == [{"command": "pin", "ok": False}]  # the browser keeps the typed text
-    assert notes_path("Full").read_bytes() == before
+    assert notes_of("Full") == before
     assert widget.pinned_notes == ["A short note."]
     widget._command(widget, {"command": "pin", "note": "   "}, [])
     assert widget.status == "Not pinned: a note must not be empty."
-    assert notes_path("Full").read_bytes() == before
+    assert notes_of("Full") == before
 
 
 def test_notes_need_an_agent_on_disk(widgets):
@@ -446,6 +449,7 @@ def test_notes_need_an_agent_on_disk(widgets):
     assert not absent.pin("anything")
     assert absent.status.startswith("No agent named 'Ghost' yet")
     assert not memory_path("Ghost").parent.exists()  # nothing created
+    assert not agent_docs("Ghost").exists("MEMORY.md")
 
 
 # ----------------------------------------------------------------------------------------------

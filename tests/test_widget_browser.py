@@ -21,6 +21,7 @@ from browser import (
 from nbmemory import Conversation
 from nbmemory.notes import Notes
 from nbmemory.store import memory_path
+from support import agent_docs
 
 pytestmark = pytest.mark.browser
 
@@ -233,7 +234,7 @@ def test_pin_and_unpin_from_the_widget(tmp_path: Path) -> None:
         pinned.get_by_role("button", name="Unpin note 1").click()
         expect(notes).to_have_count(0, timeout=WAIT_MS)
         expect(pinned).to_contain_text("No pinned notes.")
-        assert not notes_file.exists()
+        assert not agent_docs("Pins").exists("NOTES.md")
 
         # A note pinned by another process shows up by polling.
         Notes(notes_file.parent).add("Pinned by the test process.")

@@ -31,6 +31,7 @@ from nbmemory.read_model import PARTS, ReadModel
 from nbmemory.search import content_text
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
+from support import agent_docs
 
 pytestmark = pytest.mark.browser
 APPS = pytest.mark.parametrize("app", ["jupyterlab", "notebook"])  # Lab, and Notebook 7
@@ -555,7 +556,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         convo.add("User", f"Later line {i}: Lyon.")
     folder = memory_path("Themed").parent
     Notes(folder).add("Budget: 40k EUR.")
-    session = (os.getpid(), memory_path("Themed").stat().st_ino, 2)  # this process preloaded 2
+    session = (os.getpid(), agent_docs("Themed").identity(), 2)  # this process preloaded 2
 
     def settings(window: int) -> RunSettings:
         return RunSettings("gpt-4o", window, 0.9, "o200k_base", 120, 700, 30, 250, session)
