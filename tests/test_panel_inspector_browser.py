@@ -25,7 +25,7 @@ from browser import (
     screenshot,
     write_notebook,
 )
-from nbmemory import Conversation
+from nbmemory import Conversation, Workspace
 from nbmemory.notes import Notes
 from nbmemory.read_model import PARTS, ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
@@ -55,6 +55,15 @@ def shown_number(text: str) -> int:
     return int(re.sub(r"[^\d]", "", text))
 
 
+def cannot_open_why() -> str:
+    """Why JupyterLab cannot open a memory or archive of this test's workspace, kept outside
+    the server's root folder, or in a database."""
+    found = Workspace.from_env()
+    if found.database is not None:
+        return f"is kept in the database {found.describe()}"
+    return "outside the Jupyter server's root folder"
+
+
 def open_panel(page):
     page.locator(PANEL_TAB).click()
     panel = page.get_by_test_id("nbmemory-panel")
@@ -81,7 +90,7 @@ def test_the_xray_shows_what_the_next_request_carries_with_the_engines_figures(
     convo = persistent("Scout")
     for i in range(4):
         convo.add("User" if i % 2 else "Scout", f"earlier {i} about the budget")
-    inode = os.stat(memory_path("Scout")).st_ino
+    inode = agent_docs("Scout").identity()
     convo.add("User", HOSTILE)  # added by "this session": the live process below preloaded 4
     write_settings(
         agent_docs("Scout"),
@@ -292,7 +301,7 @@ def test_the_timeline_shows_what_each_compaction_forgot(
         item.click()
         dialog = page.locator(".jp-Dialog")
         expect(dialog).to_contain_text("JupyterLab cannot open Auditor's archive")
-        expect(dialog).to_contain_text("outside the Jupyter server's root folder")
+        expect(dialog).to_contain_text(cannot_open_why())
         path = ReadModel(workspace).file_path("Auditor", first.archive)
         expect(dialog.get_by_test_id("nbmemory-absolute-path")).to_have_text(str(path))
         dialog.get_by_role("button", name="Close").click()
@@ -423,14 +432,20 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
         assert cells == [["code", "print('hello')"], ["raw", HOSTILE]]
         assert page.locator(".jp-Notebook img, .jp-Notebook script").count() == 0
 
-        # Open MEMORY.md in JupyterLab's editor, by its path from the server's root.
+        # Open MEMORY.md in JupyterLab's editor, by its path from the server's root; a memory
+        # in a database has no file to open: a dialog says so.
         palette(page, "Open Scout's MEMORY.md in Editor")
-        page.wait_for_function(
-            "() => window.jupyterapp.shell.currentWidget?.context?.path"
-            " === 'workspace/agents/Scout/MEMORY.md'"
-        )
-        editor = page.locator(".jp-FileEditor .cm-content")
-        expect(editor).to_contain_text("### User —")
+        if agent_docs("Scout").is_database:
+            dialog = page.locator(".jp-Dialog")
+            expect(dialog).to_contain_text(cannot_open_why())
+            dialog.get_by_role("button", name="Close").click()
+        else:
+            page.wait_for_function(
+                "() => window.jupyterapp.shell.currentWidget?.context?.path"
+                " === 'workspace/agents/Scout/MEMORY.md'"
+            )
+            editor = page.locator(".jp-FileEditor .cm-content")
+            expect(editor).to_contain_text("### User —")
 
         # Export as JSON and as Markdown: what `nbmemory export` writes.
         for label, form in (("JSON", "json"), ("Markdown", "md")):
@@ -720,7 +735,7 @@ def test_every_mark_has_contrast_in_the_light_and_dark_themes(
     convo.compact("The budget is 40k EUR.")  # ACME-42 and Lyon dropped
     for i in range(4):
         convo.add("User" if i % 2 else "Scout", f"earlier {i} about the budget")
-    inode = os.stat(memory_path("Scout")).st_ino
+    inode = agent_docs("Scout").identity()
     convo.add("User", "the budget again, " + HOSTILE)
     Notes(memory_path("Scout").parent).add("The budget is 40k EUR.")
     settings = RunSettings(

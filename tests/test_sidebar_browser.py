@@ -25,7 +25,7 @@ from browser import (
     screenshot,
     write_notebook,
 )
-from nbmemory import Conversation
+from nbmemory import Conversation, Workspace
 from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
@@ -141,7 +141,9 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         page.locator('.jp-SideBar [data-id="nbmemory-panel"]').click()
         panel = page.get_by_test_id("nbmemory-panel")
         expect(panel).to_be_visible()
-        expect(panel.get_by_test_id("nbmemory-workspace")).to_have_text(f"Workspace: {workspace}")
+        found = Workspace.from_env()
+        where = f"Database: {found.describe()}" if found.database else f"Workspace: {workspace}"
+        expect(panel.get_by_test_id("nbmemory-workspace")).to_have_text(where)
         agents = panel.get_by_test_id("nbmemory-agent")
         expect(agents).to_have_count(3)
         expect(agents.nth(0)).to_contain_text("Big")
@@ -293,6 +295,10 @@ def test_a_refresh_that_overtakes_a_poll_still_shows_what_the_poll_fetched(
         expect(messages.first).to_contain_text("note 3")
 
 
+@pytest.mark.files(
+    "the workspace folder a server resolves for its kernels: on a database the store holds the "
+    "agents (test_server.py checks a server tells its kernels the store)"
+)
 def test_a_notebook_in_a_subfolder_writes_where_the_panel_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
