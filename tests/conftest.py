@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import warnings
 from collections.abc import Iterator
@@ -16,12 +17,16 @@ from support import close_litellm_clients
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """With ``$NBMEMORY_TEST_STORE=postgresql``, skip the tests marked ``files``, giving the
-    reason each was marked with: what they test exists only on files."""
-    if os.environ.get("NBMEMORY_TEST_STORE") != "postgresql":
-        return
+    reason each was marked with: what they test exists only on files. A mark without its
+    reason is refused in either mode."""
+    on_database = os.environ.get("NBMEMORY_TEST_STORE") == "postgresql"
     for item in items:
         marker = item.get_closest_marker("files")
-        if marker is not None:
+        if marker is None:
+            continue
+        if not marker.args:
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.files needs its reason")
+        if on_database:
             item.add_marker(pytest.mark.skip(reason=f"files only: {marker.args[0]}"))
 
 
@@ -90,13 +95,17 @@ def postgres() -> Iterator[str]:
         yield url
 
 
+_database_numbers = itertools.count(1)
+"""Numbers the session's databases: test names cut to fit PostgreSQL's 63 bytes can clash."""
+
+
 @pytest.fixture
 def database_url(postgres: str, request: pytest.FixtureRequest) -> str:
     """A fresh, empty database on the test server, for one test."""
     from pg_server import new_database
 
     name = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name.lower())[:50]
-    return new_database(postgres, f"{name}_{id(request) % 100000}")
+    return new_database(postgres, f"{name}_{next(_database_numbers)}")
 
 
 @pytest.fixture
