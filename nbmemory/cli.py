@@ -25,7 +25,7 @@ from nbmemory.errors import (
 )
 from nbmemory.export import FORMATS, export_text
 from nbmemory.layout import export_layout, import_layout
-from nbmemory.notes import Notes
+from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.report import AgentTable, Audit, MessageList, parts_line, usage_line, visible
@@ -136,9 +136,7 @@ def cmd_notes(args: argparse.Namespace) -> str:
             notes.remove(args.unpin)
         if args.pin is not None:
             notes.add(args.pin)
-    pinned = reader.notes(args.name)
-    listed = "\n".join(f"{n}. {note}" for n, note in enumerate(pinned, 1))
-    return listed or f"{args.name} has no pinned notes"
+    return listing(reader.notes(args.name)) or f"{args.name} has no pinned notes"
 
 
 def cmd_path(args: argparse.Namespace) -> str:
