@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -20,12 +22,13 @@ from nbmemory.atomic import write_atomic
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
+    MemoryWarning,
     NbmemoryError,
     NoteNotFoundError,
 )
 from nbmemory.export import FORMATS, export_text
 from nbmemory.layout import export_layout, import_layout
-from nbmemory.notes import Notes
+from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.report import AgentTable, Audit, MessageList, parts_line, usage_line, visible
@@ -136,9 +139,7 @@ def cmd_notes(args: argparse.Namespace) -> str:
             notes.remove(args.unpin)
         if args.pin is not None:
             notes.add(args.pin)
-    pinned = reader.notes(args.name)
-    listed = "\n".join(f"{n}. {note}" for n, note in enumerate(pinned, 1))
-    return listed or f"{args.name} has no pinned notes"
+    return listing(reader.notes(args.name)) or f"{args.name} has no pinned notes"
 
 
 def cmd_path(args: argparse.Namespace) -> str:
@@ -199,6 +200,32 @@ def read_store_file(path: str) -> str:
     return text
 
 
+def count(raw: str) -> int:
+    """A count of at least 1, in ASCII digits (``--last``)."""
+    if re.fullmatch(r"[0-9]{1,18}", raw) is None or int(raw) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number from 1, not {raw[:40]!r}")
+    return int(raw)
+
+
+def terminal(text: str) -> str:
+    """``text`` for a terminal, one line per line it holds: invisible characters revealed, and
+    a lone surrogate (an argument's byte that is not UTF-8) written as ``\\udcff``."""
+    return visible(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _one_line_warnings(show: Callable[..., None]) -> Callable[..., None]:
+    """What shows warnings: nbmemory's own (a damaged file, a folder skipped) as one escaped
+    line, others (the Jupyter server's) as ``show`` does."""
+
+    def warn(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, MemoryWarning):
+            print(terminal(f"nbmemory: warning: {message}"), file=sys.stderr)
+        else:
+            show(message, category, *args, **kwargs)
+
+    return warn
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors hide any database password of the command line: argparse
     quotes arguments it did not expect, such as the URL of ``nbmemory ls --store URL`` (whose
@@ -243,7 +270,7 @@ def parser() -> argparse.ArgumentParser:
     show = command("show", cmd_show, "print an agent's memory (or one of its archives)")
     show.add_argument("name")
     show.add_argument("--archive", metavar="FILE", help="an archive's file name")
-    show.add_argument("-n", "--last", type=int, metavar="N", help="only the last N messages")
+    show.add_argument("-n", "--last", type=count, metavar="N", help="only the last N messages")
     show.add_argument(
         "--full",
         action="store_true",
@@ -304,17 +331,19 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser()
     args = arguments.parse_args(argv)
     try:
-        if args.store_file is not None:
-            args.store = read_store_file(args.store_file)
-        if args.store is not None:
-            store.check(args.store)
-        output = args.run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warnings(warnings.showwarning)
+            if args.store_file is not None:
+                args.store = read_store_file(args.store_file)
+            if args.store is not None:
+                store.check(args.store)
+            output = args.run(args)
     except (NotFound, AgentNotFoundError, ArchiveNotFoundError, NoteNotFoundError) as exc:
-        print(visible(f"nbmemory: {exc}"), file=sys.stderr)
+        print(terminal(f"nbmemory: {exc}"), file=sys.stderr)
         return 1
     except (NbmemoryError, OSError) as exc:
-        print(visible(f"nbmemory: error: {exc}"), file=sys.stderr)
+        print(terminal(f"nbmemory: error: {exc}"), file=sys.stderr)
         return 2
     if output:
-        print(visible(str(output)))
+        print(terminal(str(output)))
     return 0

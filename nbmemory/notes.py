@@ -2,9 +2,26 @@
 
 Compaction summarizes MEMORY.md; it never touches ``NOTES.md``. What must outlive every
 summary (a name, a budget, a standing instruction) is pinned here by the model (its
-``edit_notes`` tool) or by a person (``%memory NAME --pin``, the CLI, or an editor). The file is
-a heading and one bullet per note; changes are made under the agent folder's lock and written
-atomically. Notes have a token budget: an edit that would go over it is refused, never cut.
+``edit_notes`` tool) or by a person (``%memory NAME --pin``, the CLI, or an editor). Changes are
+made under the agent folder's lock and written atomically. Notes have a token budget: an edit
+that would go over it is refused, never cut.
+
+The file is a heading and one bullet per note, and holds every note word for word (but the
+blanks around it)::
+
+    # Pinned notes
+
+    - Budget: 40k EUR.
+    - A note of two paragraphs:
+
+      the second one, indented.
+    - Written with a line separator⟨U+2028⟩here, and ⟨U+27E8⟩U+2028⟩ typed as it is.
+
+The file's lines end as any editor ends them (``\n``, ``\r\n`` or ``\r``). A line feed in a
+note starts a line indented by two spaces; every other character some reader takes for a line
+break (:data:`ESCAPED`, which ``str.splitlines`` splits on) is written as ``⟨U+2028⟩``, as the
+views reveal invisible characters, and so is a ``⟨`` that would read as such an escape. Lines a
+person wrote outside a bullet are notes of their own.
 """
 
 from __future__ import annotations
@@ -33,32 +50,90 @@ PROMPT_LINE = (
 )
 MARKER = "[Pinned notes — NOTES.md]"
 
+ESCAPED = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+"""The line breaks a note keeps by escaping them in the file: all of ``str.splitlines``'s but the
+line feed."""
+_CODES = "|".join(f"{ord(c):04X}" for c in ESCAPED + "⟨")
+_ESCAPE = re.compile(rf"[{ESCAPED}]|⟨(?=U\+(?:{_CODES})⟩)")
+_UNESCAPE = re.compile(rf"⟨U\+({_CODES})⟩")
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def escape(note: str) -> str:
+    """``note`` as the file writes it: :data:`ESCAPED` characters (and a ``⟨`` that would read
+    as an escape) shown as ``⟨U+2028⟩``; line feeds stay."""
+    return _ESCAPE.sub(lambda m: f"⟨U+{ord(m[0][0]):04X}⟩", note)
+
+
+def unescape(text: str) -> str:
+    """The inverse of :func:`escape`."""
+    return _UNESCAPE.sub(lambda m: chr(int(m[1], 16)), text)
+
 
 def parse(text: str) -> list[str]:
-    """The notes of a notes file: bullets, with their indented continuation lines; any other
-    line a person wrote is a note of its own."""
+    """The notes of a notes file: bullets, with their indented continuation lines (and the
+    empty lines between them); any other line a person wrote is a note of its own."""
     notes: list[str] = []
     continuing = False
-    for line in text.splitlines():
-        if line.strip() == HEADING or not line.strip():
+    empty = 0  # empty lines inside a bullet, kept if an indented line follows
+    for line in _LINE_END.split(text):
+        if continuing and line.startswith("  "):
+            notes[-1] += "\n" * (empty + 1) + unescape(line[2:])
+            empty = 0
+        elif continuing and not line.strip():
+            empty += 1
+        elif line.strip() == HEADING or not line.strip():
             continuing = False
         elif line.startswith("- "):
-            notes.append(line[2:])
-            continuing = True
-        elif continuing and line.startswith("  "):
-            notes[-1] += "\n" + line[2:]
+            notes.append(unescape(line[2:]))
+            continuing, empty = True, 0
         else:
-            notes.append(line.strip())
+            notes.append(unescape(line.strip()))
             continuing = False
     return notes
+
+
+def _written(note: str, first: str, indent: str) -> str:
+    """``note`` escaped, its first line after ``first`` and the others indented by ``indent``."""
+    head, *rest = escape(note.strip()).split("\n")
+    return "\n".join([first + head, *(indent + line if line else "" for line in rest)])
 
 
 def render(notes: list[str]) -> str:
     """The notes file for ``notes`` (empty when there are none)."""
     if not notes:
         return ""
-    bullets = "".join("- " + note.strip().replace("\n", "\n  ") + "\n" for note in notes)
+    bullets = "".join(_written(note, "- ", "  ") + "\n" for note in notes)
     return f"{HEADING}\n\n{bullets}"
+
+
+def listing(notes: list[str]) -> str:
+    """``notes`` numbered from 1 as every view numbers them, each written as the file writes it,
+    its other lines indented under its text: what the model and people are shown."""
+    return "\n".join(
+        _written(note, f"{n}. ", " " * len(f"{n}. ")) for n, note in enumerate(notes, 1)
+    )
+
+
+def _number(match: str) -> int | None:
+    """The note number ``match`` is, if it is one: plain digits (``int`` takes other scripts'
+    digits, and refuses ``'²'``, which ``str.isdigit`` accepts)."""
+    digits = match.strip()
+    return int(digits) if re.fullmatch(r"[0-9]{1,9}", digits) else None
+
+
+def _checked(note: str) -> str:
+    """``note`` without the blanks around it, or ``InvalidNoteError`` if it cannot be pinned."""
+    text = note.strip()
+    if not text:
+        raise InvalidNoteError("a note must not be empty")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidNoteError(
+            f"a note must be text: it holds {exc.object[exc.start : exc.end]!r}, a lone surrogate"
+        ) from None
+    return text
 
 
 class Notes:
@@ -122,10 +197,14 @@ class Notes:
         """The index of the note ``match`` names: its number (1 first), its text, or a piece of
         text found in exactly one note (of ``notes``, default: the notes now)."""
         notes = self.items() if notes is None else notes
-        if match.strip().isdigit() and 1 <= int(match) <= len(notes):
-            return int(match) - 1
-        exact = [i for i, note in enumerate(notes) if note.strip() == match.strip()]
-        found = exact or [i for i, note in enumerate(notes) if match.lower() in note.lower()]
+        number = _number(match)
+        if number is not None and 1 <= number <= len(notes):
+            return number - 1
+        shown = [(note.strip(), escape(note.strip())) for note in notes]
+        exact = [i for i, forms in enumerate(shown) if match.strip() in forms]
+        found = exact or [
+            i for i, forms in enumerate(shown) if any(match.lower() in f.lower() for f in forms)
+        ]
         if len(found) != 1:
             what = "no note" if not found else f"{len(found)} notes"
             raise NoteNotFoundError(f"{what} of {self.path} match {match!r}")
@@ -133,9 +212,8 @@ class Notes:
 
     def add(self, note: str) -> list[str]:
         """Pin ``note``; returns the notes."""
-        if not note.strip():
-            raise InvalidNoteError("a note must not be empty")
-        return self._change(lambda notes: [*notes, note.strip()])
+        text = _checked(note)
+        return self._change(lambda notes: [*notes, text])
 
     def remove(self, match: str, expected: str | None = None) -> list[str]:
         """Unpin the note ``match`` names (see :meth:`find`); returns the notes left.
@@ -145,8 +223,8 @@ class Notes:
         """
 
         def edit(notes: list[str]) -> list[str]:
-            number = match.strip()
-            if expected is not None and number.isdigit() and not 1 <= int(number) <= len(notes):
+            number = _number(match)
+            if expected is not None and number is not None and not 1 <= number <= len(notes):
                 index = -1
             else:
                 index = self.find(match, notes)
@@ -161,12 +239,11 @@ class Notes:
 
     def replace(self, match: str, note: str) -> list[str]:
         """Put ``note`` in place of the note ``match`` names; returns the notes."""
-        if not note.strip():
-            raise InvalidNoteError("a note must not be empty")
+        text = _checked(note)
 
         def edit(notes: list[str]) -> list[str]:
             index = self.find(match, notes)
-            return [*notes[:index], note.strip(), *notes[index + 1 :]]
+            return [*notes[:index], text, *notes[index + 1 :]]
 
         return self._change(edit)
 
@@ -180,8 +257,7 @@ def tool_answer(notes: list[str]) -> str:
     numbers them; read back by :func:`saved_notes`."""
     if not notes:
         return _EMPTY
-    listed = "\n".join(f"{n}. {note}" for n, note in enumerate(notes, 1))
-    return f"{_SAVED} ({len(notes)}):\n{listed}"
+    return f"{_SAVED} ({len(notes)}):\n{listing(notes)}"
 
 
 def saved_notes(answer: str) -> list[str] | None:
@@ -198,8 +274,8 @@ def saved_notes(answer: str) -> list[str] | None:
         if numbered and len(notes) < int(found[1]):
             notes.append(line[numbered.end() :])
         elif notes:
-            notes[-1] += "\n" + line
-    return notes
+            notes[-1] += "\n" + line[len(f"{len(notes)}. ") :]
+    return [unescape(note) for note in notes]
 
 
 def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:
@@ -227,7 +303,7 @@ def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:
                 current = target.remove(remove)
             else:
                 current = target.add(add)
-        except (NotesFullError, NoteNotFoundError) as exc:
+        except (NotesFullError, NoteNotFoundError, InvalidNoteError) as exc:
             return f"Notes unchanged: {exc}"
         return tool_answer(current)
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -349,3 +350,55 @@ def test_compact_labels_both_figures_as_every_view_does(capsys: pytest.CaptureFi
     assert "compacted Labelled: memory " in out and " · next request " in out
     assert main(["compact", "Nobody", "--summary", "x"]) == 1
     assert not memory_path("Nobody").parent.exists()
+
+
+def test_notes_arguments_that_are_no_number_or_no_text_end_in_one_line(prepared, capsys):
+    """``--unpin ²`` (``str.isdigit`` says yes, ``int`` no) looks for the words; a ``--pin``
+    that is not UTF-8 reaches Python as a lone surrogate, which cannot be stored."""
+    assert main(["notes", "Scout", "--pin", "Area: 40 m²."]) == 0
+    capsys.readouterr()
+    for argv, code, words in [
+        (["notes", "Scout", "--unpin", "³"], 1, "no note"),
+        (["notes", "Scout", "--unpin", "\u0661"], 1, "no note"),
+        (["notes", "Scout", "--unpin", "9" * 5000], 1, "no note"),
+        (["notes", "Scout", "--pin", "caf\udce9"], 2, "lone surrogate"),
+        (["notes", "Sc\udcffout", "--pin", "x"], 2, "lone surrogate"),
+        (["search", "caf\udce9"], 1, "no message contains"),
+    ]:
+        assert main(argv) == code, argv
+        out, err = capsys.readouterr()
+        assert out == "" and words in err and len(err.splitlines()) == 1, (argv, err)
+    assert main(["notes", "Scout", "--unpin", "²"]) == 0
+    assert capsys.readouterr().out == "Scout has no pinned notes\n"
+
+
+def test_not_utf8_arguments_are_an_error_line_for_real(prepared):
+    result = nbmemory("notes", "Scout", "--pin", b"caf\xe9")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("nbmemory: error: ") and len(result.stderr.splitlines()) == 1
+
+
+def test_names_that_are_not_utf8_are_printed_escaped(prepared, tmp_path, capsys):
+    target = tmp_path / "memo\udcff.md"
+    assert main(["export", "Scout", "-o", str(target)]) == 0
+    assert capsys.readouterr().out == f"wrote {tmp_path}/memo\\udcff.md\n"
+
+
+@pytest.mark.parametrize("last", ["0", "-5", "²", "1.5", "9" * 5000])
+def test_show_last_takes_a_count_from_one(prepared, capsys, last):
+    with pytest.raises(SystemExit) as exit:
+        main(["show", "Scout", "--last", last])
+    out, err = capsys.readouterr()
+    assert exit.value.code == 2 and out == "" and "--last" in err.splitlines()[-1]
+
+
+def test_import_warns_about_a_hostile_folder_in_one_escaped_line(tmp_path, database, capsys):
+    agents = tmp_path / "source" / "agents"
+    (agents / "Scout").mkdir(parents=True)
+    shutil.copy(ROOT / "tests" / "fixtures" / "spec_memory.md", agents / "Scout" / "MEMORY.md")
+    (agents / "bad\x1b]0;pwned\x07\x1b[2J").mkdir()
+    assert main(["import", str(tmp_path / "source")]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("imported 1 agent(s)") and not any(c in out + err for c in "\x1b\x07")
+    assert err.startswith("nbmemory: warning: ") and len(err.splitlines()) == 1
+    assert "bad\\x1b]0;pwned\\x07\\x1b[2J" in err

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import stat
+from itertools import count
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from nbmemory import Agent
 from nbmemory.cli import main
@@ -15,13 +18,26 @@ from nbmemory.notes import (
     NOTES_FILE,
     TOOL_NAME,
     Notes,
+    listing,
+    notes_tool,
     parse,
     render,
     saved_notes,
     tool_answer,
 )
 from nbmemory.read_model import ReadModel
-from support import http_agent, stored
+from support import agent_docs, http_agent, stored
+
+BREAKS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+"""Every line break ``str.splitlines`` knows."""
+
+
+@pytest.fixture(params=["files", "database"])
+def docs(request: pytest.FixtureRequest):
+    """An agent's documents, in files and then on PostgreSQL."""
+    if request.param == "database":
+        request.getfixturevalue("database")
+    return agent_docs("Keeper")
 
 
 def test_the_file_is_a_heading_and_bullets_and_hand_edits_are_kept():
@@ -146,3 +162,141 @@ def test_the_tool_answer_reads_back_as_the_notes_it_lists(notes):
 
 def test_an_answer_that_changed_nothing_lists_no_notes():
     assert saved_notes("Notes unchanged: no note matches 'x'") is None
+
+
+def test_a_note_holding_any_line_break_is_one_note_word_for_word(docs):
+    for brk in BREAKS:
+        note = f"Budget: 40k{brk}- Office: Lyon{brk}# Pinned notes{brk}{brk}3. Deadline: May"
+        notes = Notes(docs)
+        notes.add("First.")
+        assert notes.add(note) == ["First.", note]
+        assert notes.add("Last.") == ["First.", note, "Last."]
+        assert Notes(docs).items() == ["First.", note, "Last."], repr(brk)
+        assert Notes(docs).remove("2") == ["First.", "Last."]
+        assert Notes(docs).remove("1", expected="First.") == ["Last."]
+        Notes(docs).remove("Last.")
+
+
+def test_the_tool_numbers_the_notes_as_the_file_holds_them(docs):
+    edit = notes_tool(lambda: Notes(docs))
+    assert edit(add="Office: Lyon.").startswith("Notes saved (1):")
+    note = "Budget: 40k\n2. Deadline: May\u2028- Owner: Ada\r# Pinned notes"
+    answer = edit(add=note)
+    assert answer.startswith("Notes saved (2):")
+    bullets = [line for line in Notes(docs).text().split("\n") if line.startswith("- ")]
+    assert len(bullets) == 2  # as the request carries the file
+    assert edit(remove="1") == tool_answer(Notes(docs).items())
+    assert Notes(docs).items() == [note]
+
+
+def test_what_would_break_the_file_is_escaped_readably():
+    notes = [
+        "Two lines\nof one note.",
+        "A paragraph.\n\n   Another, indented.",
+        "Line\u2028separator, carriage\rreturn, vertical\vtab.",
+        "Written as ⟨U+2028⟩ and ⟨U+27E8⟩ by hand.",
+        "# Pinned notes",
+    ]
+    text = render(notes)
+    assert text == (
+        "# Pinned notes\n\n"
+        "- Two lines\n  of one note.\n"
+        "- A paragraph.\n\n     Another, indented.\n"
+        "- Line⟨U+2028⟩separator, carriage⟨U+000D⟩return, vertical⟨U+000B⟩tab.\n"
+        "- Written as ⟨U+27E8⟩U+2028⟩ and ⟨U+27E8⟩U+27E8⟩ by hand.\n"
+        "- # Pinned notes\n"
+    )
+    assert parse(text) == notes
+    assert parse(text.replace("\n", "\r\n")) == notes  # saved by an editor on Windows
+
+
+def test_files_written_before_read_as_they_did():
+    written = "# Pinned notes\n\n- Budget: 40k.\n- Two lines\n  of one note.\n\nBy hand.\n"
+    assert parse(written) == ["Budget: 40k.", "Two lines\nof one note.", "By hand."]
+
+
+def test_an_empty_line_inside_a_note_stays_in_it():
+    assert parse("- A.\n  \n  B.\n") == ["A.\n\nB."]  # as earlier versions wrote it
+    assert parse("- A.\n\n  B.\n- C.\n\nD.\n") == ["A.\n\nB.", "C.", "D."]
+
+
+def test_people_see_the_numbers_the_model_sees(workspace, capsys):
+    Agent(agent_name="Shell", persistent_memory=True).run("hello")
+    edit = notes_tool(lambda: Notes(agent_docs("Shell")))
+    edit(add="Office: Lyon.")
+    answer = edit(add="Budget: 40k\n2. Deadline: May\u2029Owner: Ada")
+    assert main(["notes", "Shell"]) == 0
+    shown = capsys.readouterr().out.rstrip("\n")
+    assert shown == listing(Notes(agent_docs("Shell")).items()) == answer.partition("\n")[2]
+    assert shown == "1. Office: Lyon.\n2. Budget: 40k\n   2. Deadline: May⟨U+2029⟩Owner: Ada"
+
+
+def test_a_note_can_be_named_by_the_text_the_model_sees(tmp_path):
+    notes = Notes(tmp_path)
+    notes.add("Office: Lyon\u2028Paris")
+    notes.add("Budget: 40k.")
+    assert notes.remove("Lyon⟨U+2028⟩Paris") == ["Budget: 40k."]
+
+
+@pytest.mark.parametrize("text", ["lone \ud800 surrogate", "\udcff"])
+def test_a_note_that_is_not_text_is_refused_and_nothing_is_written(tmp_path, text):
+    notes = Notes(tmp_path)
+    with pytest.raises(InvalidNoteError, match="surrogate"):
+        notes.add(text)
+    assert not notes.path.exists()
+    assert notes_tool(lambda: notes)(add=text).startswith("Notes unchanged:")
+
+
+@pytest.mark.parametrize(
+    "number", ["²", "\u0661", "0", "-1", "+1", "1.0", "9" * 5000, "1_0", "\u0661\u0662", " 1 x"]
+)
+def test_anything_but_a_plain_number_names_a_note_by_its_words(tmp_path, number):
+    notes = Notes(tmp_path)
+    notes.add("Office: Lyon.")
+    with pytest.raises(NoteNotFoundError):
+        notes.remove(number)
+    with pytest.raises((NoteNotFoundError, NoteChangedError)):
+        notes.remove(number, expected="Office: Lyon.")
+    assert notes.items() == ["Office: Lyon."]
+
+
+# Held out: any string of hostile characters pins, reads back and unpins word for word.
+
+PIECES = [*BREAKS, " ", "\t", "\x00", "\x1b", "\u202e", "\ufeff", "-", "#", "⟨", "⟩", "\\"]
+PIECES += ["U+", "2028", "000D", "27E8", "⟨U+2028⟩", "# Pinned notes", "- ", "  ", "1. ", "2"]
+HOSTILE = st.lists(
+    st.sampled_from(PIECES) | st.characters(exclude_categories=["Cs"]), max_size=12
+).map("".join)
+names = count()
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(HOSTILE.filter(str.strip), min_size=1, max_size=4), st.data())
+def test_hostile_notes_round_trip_through_pin_read_and_unpin(tmp_path, pinned, data):
+    check_round_trip(Notes(tmp_path / f"agent{next(names)}"), pinned, data)
+
+
+@pytest.mark.usefixtures("database")
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(HOSTILE.filter(str.strip), min_size=1, max_size=4), st.data())
+def test_hostile_notes_round_trip_on_postgresql(pinned, data):
+    check_round_trip(Notes(agent_docs(f"Agent{next(names)}")), pinned, data)
+
+
+def check_round_trip(notes: Notes, pinned: list[str], data: st.DataObject) -> None:
+    """Pin every note, read them back in a fresh instance, unpin one by its number and by the
+    text shown: always exactly the notes pinned, numbered as the tool's answer numbers them."""
+    kept = [note.strip() for note in pinned]
+    for note in pinned:
+        answer = tool_answer(notes.add(note))
+    reread = Notes(notes.docs)
+    assert reread.items() == kept
+    assert saved_notes(answer) == kept and answer.startswith(f"Notes saved ({len(kept)}):")
+    index = data.draw(st.integers(0, len(kept) - 1))
+    left = kept[:index] + kept[index + 1 :]
+    assert reread.remove(str(index + 1), expected=kept[index]) == left
+    assert Notes(notes.docs).items() == left

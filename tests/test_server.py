@@ -66,12 +66,13 @@ def agents(lab, monkeypatch):
 
 
 def request(lab, path, *, token=True, body=None, headers=None):
-    """(status, headers, raw body) of one request to the nbmemory API."""
+    """(status, headers, raw body) of one request to the nbmemory API (``body``: JSON, or the
+    bytes to send)."""
     sent = {"Authorization": f"token {lab.token}"} if token else {}
     sent.update(headers or {})
     data = None
     if body is not None:
-        data = json.dumps(body).encode()
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
         sent["Content-Type"] = "application/json"
     req = urllib.request.Request(f"{lab.url}/nbmemory/api{path}", data=data, headers=sent)
     try:
@@ -518,6 +519,80 @@ def test_bad_names_and_parameters_are_clear_json_errors(lab, agents, path, statu
     code, data = call(lab, path)
     assert code == status
     assert isinstance(data, dict) and data["message"]  # what ServerConnection.ResponseError reads
+
+
+MALFORMED_GETS = [
+    "/agents/Scout/messages/%C2%B2",  # str.isdigit takes '²', int() does not
+    "/agents/Scout/messages/%D9%A1",  # an Arabic-Indic one: int() takes it
+    "/agents/Scout/messages/-1",
+    "/agents/Scout/messages/1.0",
+    "/agents/Scout/messages/" + "9" * 5000,  # past int()'s limit of digits
+    "/agents/Scout/messages/%FF",  # not UTF-8
+    "/agents/Scout/tokens?indexes=0,%C2%B3",
+    "/agents/Scout/tokens?indexes=" + "9" * 5000,
+    "/agents/Scout/tokens?indexes=-1",
+    "/agents/Scout?offset=%C2%B2",
+    "/agents/Scout?offset=" + "9" * 5000,
+    "/agents/Scout?limit=1e3",
+    "/agents/Scout?limit=1_000",
+    "/agents/Scout?fold=%EF%BC%91",  # a fullwidth one
+    "/agents/Scout?role=%FF",
+    "/agents/Scout/messages/0?archive=%2Fetc%2Fpasswd",
+    "/agents/Scout/path?archive=..%2F..%2FMEMORY.md",
+    "/agents/Scout/export?archive=%01%1B%5B2J",
+    "/agents/Scout/archives/%00",
+    "/agents/Scout/search?q=%ED%A0%80",  # a surrogate, encoded as UTF-8 never allows
+    "/agents/%FF/notes",
+]
+
+MALFORMED_POSTS = [
+    ("notes", b'{"pin": "\\ud800"}'),  # a lone surrogate
+    ("notes", b'{"pin": "caf\xe9"}'),  # Latin-1, not UTF-8
+    ("notes", b"\xff\xfe{}"),
+    ("notes", b"[" * 100_000 + b"]" * 100_000),  # deeper than the parser's recursion
+    ("notes", b'{"pin": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+    ("notes", b'{"unpin": -1}'),
+    ("notes", b'{"unpin": 0}'),
+    ("notes", b'{"unpin": 1.0}'),
+    ("notes", b'{"unpin": true}'),
+    ("notes", b'{"unpin": 1e400}'),
+    ("notes", b'{"unpin": NaN}'),
+    ("notes", b'{"unpin": 1' + b"0" * 5000 + b"}"),
+    ("notes", b'{"unpin": ["1"]}'),
+    ("notes", b'{"pin": {"text": "x"}}'),
+    ("notes", b'{"pin": null}'),
+    ("notes", b"null"),
+    ("notes", b'"pin"'),
+    ("notes", b'{"pin": "x"} trailing'),
+    ("compact", b'{"summary": "\\udfff"}'),
+    ("compact", b'{"summary": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+    ("compact", b'{"summary": 3}'),
+]
+
+
+@pytest.mark.parametrize("path", MALFORMED_GETS)
+def test_malformed_requests_are_refused_with_one_clear_line(lab, agents, path):
+    code, data = call(lab, path)
+    assert code in (400, 404), (code, data)  # 404: words that name nothing, not a bad request
+    assert isinstance(data, dict) and data["message"] and "\n" not in data["message"]
+    assert len(data["message"]) < 300
+
+
+@pytest.mark.parametrize(("route", "body"), MALFORMED_POSTS)
+def test_malformed_bodies_are_refused_with_one_clear_line(lab, agents, route, body):
+    before = snapshot(agents)
+    code, data = call(lab, f"/agents/Scout/{route}", body=body)
+    assert code == 400, (code, data)
+    assert isinstance(data, dict) and data["message"] and "\n" not in data["message"]
+    assert len(data["message"]) < 300
+    assert snapshot(agents) == before
+
+
+def test_a_note_named_by_a_superscript_is_looked_for_as_words(lab, agents):
+    assert call(lab, "/agents/Scout/notes", body={"pin": "Area: 40 m²."})[0] == 200
+    status, data = call(lab, "/agents/Scout/notes", body={"unpin": "³"})
+    assert status == 404 and "no note" in data["message"]
+    assert call(lab, "/agents/Scout/notes", body={"unpin": "²"})[1]["notes"] == []
 
 
 def test_the_settings_are_traits_and_are_checked():

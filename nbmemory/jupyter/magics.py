@@ -27,7 +27,7 @@ from nbmemory.atomic import write_atomic
 from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
-from nbmemory.notes import Notes
+from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
 from nbmemory.report import AgentTable, MessageList, TextBlock, usage_line
@@ -350,9 +350,7 @@ class NbMemoryMagics(Magics):
                 notes.add(_unquoted(args.pin))
             args.notes = True
         if args.notes:
-            pinned = reader.notes(name)
-            listed = "\n".join(f"{n}. {note}" for n, note in enumerate(pinned, 1))
-            return TextBlock(listed or f"{name} has no pinned notes")
+            return TextBlock(listing(reader.notes(name)) or f"{name} has no pinned notes")
         if args.path:
             path = reader.agent(name).path
             if reader.store != "files":

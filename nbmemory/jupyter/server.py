@@ -48,6 +48,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -89,6 +90,19 @@ API_VERSION = "2"
 """Part of every ETag, so a client never keeps an answer of an older server."""
 
 T = TypeVar("T")
+
+_WHOLE = re.compile(r"-?[0-9]{1,18}")
+
+
+def _whole(raw: str) -> int | None:
+    """``raw`` as a whole number, if it is one written in ASCII digits (``int`` takes other
+    scripts' digits and ``1_000``, ``str.isdigit`` takes ``'²'``) that fits a database's bigint."""
+    return int(raw) if _WHOLE.fullmatch(raw.strip()) else None
+
+
+def _shown(raw: str) -> str:
+    """``raw`` quoted for an error message, cut short: a client may send megabytes."""
+    return repr(raw if len(raw) <= 40 else raw[:40] + "…")
 
 
 class NbMemoryServer(ExtensionApp):
@@ -239,7 +253,7 @@ class _Handler(APIHandler):
         """The request's JSON object (400 for anything else)."""
         try:
             body = json.loads(self.request.body or b"{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # not UTF-8 or not JSON; nested too deep
             raise tornado.web.HTTPError(400, "the body must be a JSON object") from None
         if not isinstance(body, dict):
             raise tornado.web.HTTPError(400, "the body must be a JSON object")
@@ -257,17 +271,18 @@ class _Handler(APIHandler):
             raise tornado.web.HTTPError(400, str(exc)) from None
         except UnsafeFileError as exc:
             raise tornado.web.HTTPError(409, str(exc)) from None
-        except (AgentNotFoundError, ArchiveNotFoundError, NoteNotFoundError, IndexError) as exc:
+        except (AgentNotFoundError, ArchiveNotFoundError, NoteNotFoundError) as exc:
+            raise tornado.web.HTTPError(404, str(exc)) from None
+        except IndexError as exc:
             raise tornado.web.HTTPError(404, str(exc).strip("'\"")) from None
 
     # Query parameters -------------------------------------------------------------------------
 
     def int_arg(self, key: str, default: int, lowest: int, highest: int | None = None) -> int:
         raw = self.get_query_argument(key, str(default))
-        try:
-            value = int(raw)
-        except ValueError:
-            raise tornado.web.HTTPError(400, f"{key} must be a whole number, not {raw!r}") from None
+        value = _whole(raw)
+        if value is None:
+            raise tornado.web.HTTPError(400, f"{key} must be a whole number, not {_shown(raw)}")
         if value < lowest:
             raise tornado.web.HTTPError(400, f"{key} must be at least {lowest}, not {value}")
         return value if highest is None else min(value, highest)
@@ -383,12 +398,15 @@ class MessageHandler(_Handler):
     @tornado.web.authenticated
     @authorized("read")
     async def get(self, name: str, index: str) -> None:
-        if not index.isdigit():
-            raise tornado.web.HTTPError(400, f"a message index is a whole number, not {index!r}")
+        number = _whole(index)
+        if number is None or number < 0:
+            raise tornado.web.HTTPError(
+                400, f"a message index is a whole number from 0, not {_shown(index)}"
+            )
         archive = self.get_query_argument("archive", None) or None
         if await self.not_modified(name, archive):
             return
-        item = await self.in_thread(self.model.message, name, int(index), archive)
+        item = await self.in_thread(self.model.message, name, number, archive)
         self.reply({"name": name, "archive": archive, **item.to_json()})
 
 
@@ -403,14 +421,14 @@ class TokensHandler(_Handler):
         raw = self.get_query_argument("indexes", None)
         indexes = None
         if raw is not None:
-            words = [word.strip() for word in raw.split(",") if word.strip()]
-            if not all(word.isdigit() for word in words):
+            numbers = [_whole(word) for word in raw.split(",") if word.strip()]
+            if not all(number is not None and number >= 0 for number in numbers):
                 raise tornado.web.HTTPError(
-                    400, f"indexes must be whole numbers separated by commas, not {raw!r}"
+                    400, f"indexes must be whole numbers separated by commas, not {_shown(raw)}"
                 )
-            if len(words) > MAX_LIMIT:
+            if len(numbers) > MAX_LIMIT:
                 raise tornado.web.HTTPError(400, f"at most {MAX_LIMIT} indexes at a time")
-            indexes = [int(word) for word in words]
+            indexes = numbers
         if await self.not_modified(name, archive, indexes):
             return
         counted = await self.in_thread(self.model.message_tokens, name, indexes, archive)
@@ -548,6 +566,8 @@ class NotesHandler(_Handler):
         body = self.json_body()
         pin, unpin, shown = body.get("pin"), body.get("unpin"), body.get("note")
         if isinstance(unpin, int) and not isinstance(unpin, bool):
+            if unpin < 1:
+                raise tornado.web.HTTPError(400, f'"unpin" numbers notes from 1, not {unpin}')
             unpin = str(unpin)
         if (pin is None) == (unpin is None):
             raise tornado.web.HTTPError(400, 'give either "pin" or "unpin"')
