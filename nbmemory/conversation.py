@@ -329,7 +329,8 @@ class Conversation(SwarmsConversation):
 
         What the compaction did is recorded beside the archive (``nbmemory.compactions``), so
         no reader has to work it out again: the terms of the archived transcript that neither
-        the summary nor the pinned notes hold.
+        the summary nor the pinned notes hold (if it cannot be written, a warning says so
+        and readers work it out from the files).
         ``record=False`` is for a caller that writes a fuller record itself (``Agent.compact``,
         the compressor).
         """
@@ -349,7 +350,14 @@ class Conversation(SwarmsConversation):
             self._reset_counts()
             self.last_archive = archive
         if record and archive is not None:
-            write_record(self.docs, archive, self._compaction(archive, summary))
+            try:
+                write_record(self.docs, archive, self._compaction(archive, summary))
+            except OSError as exc:  # compacted all the same: readers work the record out
+                warnings.warn(
+                    f"{self.name} was compacted into {archive.name}, but its record was not "
+                    f"written: {exc}",
+                    stacklevel=2,
+                )
         self._notify(ChangeEvent("compact", self, message=message, archive=archive))
         return archive
 

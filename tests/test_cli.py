@@ -58,7 +58,7 @@ def test_show_prints_the_memory_and_archives(prepared):
     assert shown.startswith("Scout: 2 messages")
     assert "Budget agreed at 40k EUR." in shown and "The deadline is in May." in shown
     assert nbmemory("show", "Scout", "--last", "1").stdout.startswith("Scout: 1 message\n")
-    archive = next((prepared / "agents" / "Scout" / "archive").iterdir()).name
+    archive = next((prepared / "agents" / "Scout" / "archive").glob("history_*.md")).name
     assert "Noted: 40k EUR." in nbmemory("show", "Scout", "--archive", archive).stdout
 
 
