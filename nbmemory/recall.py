@@ -78,6 +78,9 @@ class _FileIndex:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.messages: list[dict[str, Any]] = []
+        self.texts: list[str | None] = []
+        """What recall may return of each message (``_recallable``), worked out once: a
+        message of megabytes is not looked through again at every recall that finds it."""
         self.terms: list[Counter[str] | None] = []
         self.lengths: list[int] = []
         self.documents = 0
@@ -93,6 +96,7 @@ class _FileIndex:
                 i = len(self.terms)
                 self.terms.append(counts)
                 self.lengths.append(sum(counts.values()) if counts else 0)
+                self.texts.append(text)
                 self.messages.append(message)
                 self.documents += counts is not None
                 self.words += self.lengths[i]
@@ -163,7 +167,7 @@ def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[P
     # kept word for word across a compaction is in two files: it is returned once.
     best, seen = [], set()
     for item in heapq.nlargest(limit * 4, scored, key=lambda item: item[:3]):
-        text = _recallable(item[4].messages[item[2]])
+        text = item[4].texts[item[2]]
         if text not in seen and len(best) < limit:
             seen.add(text)
             best.append(item)
@@ -176,7 +180,7 @@ def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[P
                 index=i,
                 role=str(message.get("role", "")),
                 timestamp=str(message.get("timestamp", "")),
-                text=_recallable(message) or "",
+                text=index.texts[i] or "",
                 score=score,
             )
         )
