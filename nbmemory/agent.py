@@ -231,7 +231,7 @@ class Agent:
         memory = self.short_memory
         history = list(memory.conversation_history)
         before = self.next_request_tokens()
-        archive = memory.compact(summary)
+        archive = memory.compact(summary, record=False)
         if archive is not None and memory.docs is not None:  # what was archived, all processes'
             history = memory.docs.messages(archive)
         transcript = "\n".join(content_text(m["content"]) for m in history)

@@ -19,12 +19,14 @@ from nbmemory.store import AgentDocs
 
 @dataclass(frozen=True)
 class Compaction:
-    """One compaction: its archive, tokens before and after, messages kept word for word, and
-    the salient terms of the transcript that the summary and the notes do not contain."""
+    """One compaction: its archive, the next request's tokens before and after, messages kept
+    word for word, and the salient terms of the transcript that the summary and the notes do
+    not contain. The tokens are ``None`` when whoever compacted did not know the whole request
+    (a bare ``Conversation`` has no tools, notes budget or reply room): readers reckon them."""
 
     archive: Path | None
-    tokens_before: int
-    tokens_after: int
+    tokens_before: int | None
+    tokens_after: int | None
     kept_messages: int = 0
     missing: list[str] = field(default_factory=list)
     time: str = field(default_factory=lambda: datetime.datetime.now().isoformat(timespec="seconds"))

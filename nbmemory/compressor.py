@@ -145,7 +145,7 @@ class ContextCompressor:
             return self._give_up(agent, f"the summarizer failed: {exc}")
         if not summary:
             return self._give_up(agent, "the summarizer returned no text")
-        archive = memory.compact(f"{SUMMARY_MARKER}\n{summary}")
+        archive = memory.compact(f"{SUMMARY_MARKER}\n{summary}", record=False)
         for message in [*kept, *current]:
             memory.add(message["role"], message["content"])
         self._failed_at = None

@@ -14,11 +14,14 @@ from typing import Any
 
 from nbmemory import memory_file, search
 from nbmemory.atomic import write_atomic
+from nbmemory.compactions import Compaction, write_record
 from nbmemory.errors import MemoryFormatError
 from nbmemory.memory_file import format_block, format_header, now_iso
+from nbmemory.notes import Notes
 from nbmemory.search import MemoryHit, content_text
 from nbmemory.store import AgentDocs, Workspace, memory_docs
 from nbmemory.swarms_conversation import SwarmsConversation, conversations_folder
+from nbmemory.terms import missing_terms
 from nbmemory.tokens import TokenCounter, context_window
 from nbmemory.workspace import make_private_dir, read_regular
 
@@ -315,12 +318,21 @@ class Conversation(SwarmsConversation):
             self.export()
         return message
 
-    def compact(self, summary: str, summary_role: str = "System") -> Path | None:
+    def compact(
+        self, summary: str, summary_role: str = "System", *, record: bool = True
+    ) -> Path | None:
         """Replace the history with one summary message, archiving MEMORY.md first.
 
         The system prompt and rules stay; the summary, stored as given (the compressor marks
         its own with ``SUMMARY_MARKER``), follows them in memory and is the only message in the
         new MEMORY.md. Returns the archive written (``None`` if there was none).
+
+        What the compaction did is recorded beside the archive (``nbmemory.compactions``), so
+        no reader has to work it out again: the terms of the archived transcript that neither
+        the summary nor the pinned notes hold (if it cannot be written, a warning says so
+        and readers work it out from the files).
+        ``record=False`` is for a caller that writes a fuller record itself (``Agent.compact``,
+        the compressor).
         """
         if not isinstance(summary, str) or not summary.strip():
             raise ValueError("summary must be a non-empty string")
@@ -337,8 +349,36 @@ class Conversation(SwarmsConversation):
             self._header = format_header(self.name) if self._memory is not None else ""
             self._reset_counts()
             self.last_archive = archive
+        if record and archive is not None:
+            try:
+                write_record(self.docs, archive, self._compaction(archive, summary))
+            except OSError as exc:  # compacted all the same: readers work the record out
+                warnings.warn(
+                    f"{self.name} was compacted into {archive.name}, but its record was not "
+                    f"written: {exc}",
+                    stacklevel=2,
+                )
         self._notify(ChangeEvent("compact", self, message=message, archive=archive))
         return archive
+
+    def _compaction(self, archive: Path, summary: str) -> Compaction:
+        """What compacting into ``archive`` did: the terms of the archived transcript (every
+        process's messages) that the summary and the pinned notes leave out. The request's
+        tokens are left to readers: a conversation does not know its agent's tools, notes
+        budget or reply room."""
+        docs = self.docs
+        archived = docs.messages(archive)
+        transcript = "\n".join(content_text(m["content"]) for m in archived)
+        return Compaction(
+            archive=archive,
+            tokens_before=None,
+            tokens_after=None,
+            missing=missing_terms(
+                transcript,
+                f"{summary}\n{Notes(docs).text()}",
+                ignore=[self.name, self.user, *(m["role"] for m in archived)],
+            ),
+        )
 
     def clear(self) -> None:
         """Empty the in-memory history (MEMORY.md is left as it is)."""

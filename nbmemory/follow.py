@@ -28,8 +28,12 @@ class FollowedFile:
     """A file's messages as last read, with what readers computed from them.
 
     ``per_message`` holds lists of values for the first messages (token counts, say): they stay
-    valid when the file grows, so they are carried over and only extended. ``cache`` holds
-    anything else derived from the messages, and starts empty whenever the file changed.
+    valid when the file grows, so they are carried over and only extended. ``grown`` holds
+    what readers build from the messages and extend themselves (an index): it is shared, not
+    copied, by every reading of the file while the file only grows, so it must hold what was
+    derived from a prefix of the messages, and only ever be extended (under its own lock).
+    ``cache`` holds anything else derived from the messages, and starts empty whenever the file
+    changed.
     """
 
     identity: tuple[int, int]
@@ -43,9 +47,10 @@ class FollowedFile:
     header: str = ""
     """The file's header as it is on disk."""
     per_message: dict[str, list[Any]] = field(default_factory=dict)
+    grown: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    """Held while a reader extends ``per_message`` or fills ``cache``."""
+    """Held while a reader extends ``per_message`` or fills ``grown`` or ``cache``."""
 
 
 EMPTY = FollowedFile((0, 0), 0, 0, [], [], 0, b"")
@@ -173,6 +178,7 @@ def _extended(old: FollowedFile, new: bytes, mtime_ns: int) -> FollowedFile:
         tail=(old.tail + new)[-_TAIL:],
         header=old.header,
         per_message=carried,
+        grown=old.grown,
     )
 
 

@@ -13,13 +13,14 @@ import functools
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nbmemory import llm, workspace
-from nbmemory.compactions import read_record
+from nbmemory.compactions import Compaction, read_record, record_path
 from nbmemory.conversation import block_tokens, preload_tokens
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
 from nbmemory.follow import EMPTY, FollowedFile, follow
@@ -28,12 +29,18 @@ from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import MessageIndex, content_text
 from nbmemory.store import AgentDocs, Workspace, as_workspace
-from nbmemory.terms import is_speaker, missing_terms
+from nbmemory.terms import left_out, salient_terms
 from nbmemory.tokens import TokenCounter
 from nbmemory.wording import FOLD_CHARS, PARTS, compaction_words, counts_words, usage_words
 
 MEMORY_PARTS = ("earlier sessions", "this session")
 """The parts of a request that are the memory (MEMORY.md, or a memory kept in RAM)."""
+MAX_DROPPED = 200
+"""Dropped terms listed per compaction: a transcript of megabytes can leave out tens of
+thousands, more than anyone reads; ``CompactionInfo.dropped_total`` counts them all."""
+SUMMARY_CHARS = 20_000
+"""Characters of a compaction's summary given with it (the whole text is the first message
+after the archive, in the next archive or MEMORY.md)."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -178,13 +185,14 @@ class CompactionInfo:
 
     ``tokens_before`` is the archived memory as its model read it, ``tokens_after`` the summary
     and the messages kept word for word after it: the memory alone. ``request_before`` and
-    ``request_after`` are the whole next request before and after (as the compressor recorded
-    them; without a record, the memory's figures plus what the rest of a request costs now).
+    ``request_after`` are the whole next request before and after (as recorded; when they
+    were not, the memory's figures plus what the rest of a request costs now).
     ``dropped`` lists the names, numbers, dates and identifiers of the transcript (never a
     speaker's label) that neither the summary nor the pinned notes contain: what the active
     memory no longer holds (the archive still does). ``recorded`` says whether
-    these come from the record the compressor wrote at the time; otherwise (a manual compaction,
-    one by swarms) they are worked out from the files, against the notes as they are now.
+    these come from the record written at the time; otherwise (a compaction by an nbmemory
+    older than its records, or by swarms) they are worked out from the files, against the notes
+    as they are now, once per archive, summary and notes (see :func:`_worked_out`).
     """
 
     archive: str
@@ -198,6 +206,10 @@ class CompactionInfo:
     recorded: bool
     request_before: int = 0
     request_after: int = 0
+    dropped_total: int = 0
+    """How many terms the summary dropped; ``dropped`` lists the first ``MAX_DROPPED``."""
+    summary_length: int = 0
+    """The whole summary's length; ``summary`` holds its first ``SUMMARY_CHARS`` characters."""
 
     @property
     def figures(self) -> str:
@@ -272,6 +284,60 @@ def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = N
     make)."""
     counts = _block_counts(followed, counter, first)
     return preload_tokens(counter, followed.header) + sum(counts) if counts else 0
+
+
+def _record(docs: AgentDocs, archive: Path, followed: FollowedFile) -> Compaction | None:
+    """The record beside ``archive``, read again only when it changed (it can hold tens of
+    thousands of terms); kept with the archive's reading."""
+    stamp = docs.stamp(record_path(archive))
+    with followed.lock:
+        cached = followed.cache.get("record")
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    record = read_record(docs, archive) if stamp is not None else None
+    with followed.lock:
+        followed.cache["record"] = (stamp, record)
+    return record
+
+
+def _or(recorded: int | None, reckoned: int) -> int:
+    """A recorded figure, or the one reckoned now when none was recorded."""
+    return reckoned if recorded is None else recorded
+
+
+def _roles(followed: FollowedFile) -> set[str]:
+    """The roles that speak in a file: the labels of its transcript, never a dropped term."""
+    with followed.lock:
+        if "speakers" not in followed.cache:
+            followed.cache["speakers"] = {str(m.get("role", "")) for m in followed.messages}
+        return followed.cache["speakers"]
+
+
+@dataclass
+class _Unrecorded:
+    """What an archive without a record dropped, worked out for one summary and notes."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    salient: list[str] | None = None
+    key: bytes = b""
+    dropped: list[str] = field(default_factory=list)
+
+
+def _worked_out(followed: FollowedFile, kept: str, speakers: list[str]) -> list[str]:
+    """The terms of an archive without a record that ``kept`` (its summary and the notes now)
+    leaves out, worked out once and kept with the archive's reading, which a changed archive
+    never shares. Its salient terms are found once; the dropped ones again only when the
+    summary or the notes changed. One reader works them out while the others wait for it."""
+    key = hashlib.blake2b(kept.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with followed.lock:
+        work = followed.cache.setdefault("unrecorded", _Unrecorded())
+    with work.lock:
+        if work.salient is None:
+            transcript = "\n".join(content_text(m["content"]) for m in followed.messages)
+            work.salient = salient_terms(transcript)
+        if work.key != key:
+            work.key, work.dropped = key, left_out(work.salient, kept, ignore=speakers)
+        return work.dropped
 
 
 def _alive(pid: int) -> bool:
@@ -616,7 +682,11 @@ class ReadModel:
 
     def compactions(self, name: str) -> list[CompactionInfo]:
         """Agent ``name``'s compactions, oldest first: what each one archived, the summary that
-        replaced it, and what that summary dropped (see :class:`CompactionInfo`)."""
+        replaced it, and what that summary dropped (see :class:`CompactionInfo`).
+
+        Nothing is worked out again while the files stay the same: records and dropped terms
+        are kept with each archive's reading, so a request costs a look at each archive and
+        its record, and its answer is bounded (``MAX_DROPPED``, ``SUMMARY_CHARS``)."""
         docs = self._folder(name)
         model = self.settings(name)[0].model
         counter = _counter(model)
@@ -630,16 +700,15 @@ class ReadModel:
         afterwards = afterwards[: len(archived)]
         found = []
         for (path, followed), after in zip(archived, afterwards, strict=True):
-            record = read_record(docs, path)
+            record = _record(docs, path, followed)
             kept = record.kept_messages if record is not None else 0
             following = after.messages[: 1 + kept]
             summary = content_text(following[0]["content"]) if following else ""
-            speakers = [name, *(str(m.get("role", "")) for m in followed.messages)]
+            speakers = [name, *_roles(followed)]
             if record is not None:
-                dropped = [t for t in record.missing if not is_speaker(t, speakers)]
+                dropped = left_out(record.missing, "", ignore=speakers)
             else:
-                transcript = "\n".join(content_text(m["content"]) for m in followed.messages)
-                dropped = missing_terms(transcript, f"{summary}\n{notes}", ignore=speakers)
+                dropped = _worked_out(followed, f"{summary}\n{notes}", speakers)
             before = _tokens(followed, counter)
             after_tokens = _tokens(after, counter, len(following))
             found.append(
@@ -650,11 +719,13 @@ class ReadModel:
                     tokens_before=before,
                     tokens_after=after_tokens,
                     kept_messages=kept,
-                    summary=summary,
-                    dropped=dropped,
+                    summary=summary[:SUMMARY_CHARS],
+                    dropped=dropped[:MAX_DROPPED],
                     recorded=record is not None,
-                    request_before=record.tokens_before if record else before + rest,
-                    request_after=record.tokens_after if record else after_tokens + rest,
+                    request_before=_or(record.tokens_before if record else None, before + rest),
+                    request_after=_or(record.tokens_after if record else None, after_tokens + rest),
+                    dropped_total=len(dropped),
+                    summary_length=len(summary),
                 )
             )
         return found

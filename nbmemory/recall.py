@@ -4,7 +4,8 @@ Compaction keeps a memory small, but a summary cannot keep every fact. Every raw
 in ``archive/``, so an agent with persistent memory gets a tool to search them: the passages
 that best match the query (BM25 over MEMORY.md and every archive), each with who said it,
 when, and where it is kept. The index of a file is built once and kept while the file is
-unchanged; a grown MEMORY.md is indexed for its new messages only.
+unchanged; a grown MEMORY.md is indexed for its new messages only. A query's cost is bounded:
+only its first ``QUERY_TERMS`` distinct words (of its first ``QUERY_CHARS`` characters) count.
 
 Recall's own results are written to memory like any tool result; they are never recalled,
 nor are requests to call tools: what recall returns is only what was said.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +35,8 @@ PROMPT_LINE = (
     "answer."
 )
 DEFAULT_PASSAGES = 3
+QUERY_CHARS = 1_000
+QUERY_TERMS = 24
 PASSAGE_CHARS = 600
 _FEW = 50
 
@@ -63,32 +67,54 @@ def _recallable(message: dict[str, Any]) -> str | None:
 
 
 class _FileIndex:
-    """The BM25 statistics of one file's messages."""
+    """The BM25 statistics of one file's messages, extended as the file grows.
 
-    def __init__(self, followed: FollowedFile) -> None:
-        with followed.lock:
-            terms = followed.per_message.setdefault("recall_terms", [])
-            for message in followed.messages[len(terms) :]:
-                text = _recallable(message)
-                terms.append(Counter(words(text)) if text is not None else None)
-            terms = list(terms)
-        self.terms = terms
-        self.messages = followed.messages
-        self.lengths = [sum(counts.values()) if counts else 0 for counts in terms]
-        self.documents = sum(counts is not None for counts in terms)
+    One index serves every reading of a file while it only grows (``FollowedFile.grown``):
+    an append indexes the new messages alone; a file rewritten (a compaction) gets a new one.
+    A message's entries are complete (terms, length, the message) before any posting names
+    it, so a reader never waits for an extension, and at worst also sees newer messages.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.messages: list[dict[str, Any]] = []
+        self.texts: list[str | None] = []
+        """What recall may return of each message (``_recallable``), worked out once: a
+        message of megabytes is not looked through again at every recall that finds it."""
+        self.terms: list[Counter[str] | None] = []
+        self.lengths: list[int] = []
+        self.documents = 0
+        self.words = 0
         self.postings: dict[str, list[tuple[int, int]]] = {}
-        for i, counts in enumerate(terms):
-            for term, count in (counts or {}).items():
-                self.postings.setdefault(term, []).append((i, count))
+
+    def extend(self, messages: list[dict[str, Any]]) -> None:
+        """Index those of ``messages`` (a reading of the file) that are not indexed yet."""
+        with self.lock:
+            for message in messages[len(self.messages) :]:
+                text = _recallable(message)
+                counts = Counter(words(text)) if text is not None else None
+                i = len(self.terms)
+                self.terms.append(counts)
+                self.lengths.append(sum(counts.values()) if counts else 0)
+                self.texts.append(text)
+                self.messages.append(message)
+                self.documents += counts is not None
+                self.words += self.lengths[i]
+                for term, count in (counts or {}).items():
+                    self.postings.setdefault(term, []).append((i, count))
 
 
 def _index(followed: FollowedFile) -> _FileIndex:
-    index = followed.cache.get("recall")
-    if index is None:
-        index = _FileIndex(followed)
-        with followed.lock:
-            followed.cache["recall"] = index
+    with followed.lock:
+        index = followed.grown.setdefault("recall", _FileIndex())
+    index.extend(followed.messages)
     return index
+
+
+def query_terms(query: str) -> list[str]:
+    """The words recall looks for: the first ``QUERY_TERMS`` distinct content words of the
+    query's first ``QUERY_CHARS`` characters, so that no query costs more than a short one."""
+    return list(dict.fromkeys(words(query[:QUERY_CHARS])))[:QUERY_TERMS]
 
 
 def sources(docs: AgentDocs) -> list[Path]:
@@ -99,7 +125,7 @@ def sources(docs: AgentDocs) -> list[Path]:
 def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[Passage]:
     """The passages of an agent's memory and archives (``Workspace.agent(name)``) that best
     match ``query``, best first."""
-    asked = set(words(query))
+    asked = set(query_terms(query))
     indexes = []
     for path in sources(docs):
         followed = follow(path, docs)
@@ -108,7 +134,7 @@ def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[P
     documents = sum(index.documents for _, index in indexes)
     if not asked or not documents:
         return []
-    average = sum(sum(index.lengths) for _, index in indexes) / documents
+    average = sum(index.words for _, index in indexes) / documents
     frequency = {t: sum(len(index.postings.get(t, ())) for _, index in indexes) for t in asked}
     weights = {term: idf(documents, count) for term, count in frequency.items()}
     # Words rare enough to pick the candidates: then common words are only looked up in them,
@@ -141,7 +167,7 @@ def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[P
     # kept word for word across a compaction is in two files: it is returned once.
     best, seen = [], set()
     for item in heapq.nlargest(limit * 4, scored, key=lambda item: item[:3]):
-        text = _recallable(item[4].messages[item[2]])
+        text = item[4].texts[item[2]]
         if text not in seen and len(best) < limit:
             seen.add(text)
             best.append(item)
@@ -154,7 +180,7 @@ def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[P
                 index=i,
                 role=str(message.get("role", "")),
                 timestamp=str(message.get("timestamp", "")),
-                text=_recallable(message) or "",
+                text=index.texts[i] or "",
                 score=score,
             )
         )
@@ -210,7 +236,8 @@ def recall_tool(folder: Callable[[], AgentDocs | None]) -> Callable[[str], str]:
         a date, a decision. Returns the best matching passages with who said them and when.
 
         Args:
-            query: The words to look for, such as names, numbers or topics.
+            query: The words to look for, such as names, numbers or topics (the first 24
+                distinct words of its first 1,000 characters are looked for).
         """
         where = folder()
         if where is None:

@@ -173,8 +173,11 @@ class Audit:
         if len(summary) > self.SUMMARY_CHARS:
             summary = summary[: self.SUMMARY_CHARS] + "…"
         dropped = ", ".join(compaction.dropped) if compaction.dropped else "nothing"
+        more = compaction.dropped_total - len(compaction.dropped)
+        if more > 0:
+            dropped += f" and {more:,} more"
         heading = f"{compaction.time or '?'}  {compaction.archive}"
-        return heading, figures, summary or "(none found)", f"{len(compaction.dropped)}: {dropped}"
+        return heading, figures, summary or "(none found)", f"{compaction.dropped_total}: {dropped}"
 
     def __repr__(self) -> str:
         lines = [self._title()]

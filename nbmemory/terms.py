@@ -87,20 +87,19 @@ def salient_terms(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def is_speaker(term: str, speakers: Iterable[str]) -> bool:
-    """Whether ``term`` is one of ``speakers`` (a role, an agent's name), in any case."""
-    return term.casefold() in {speaker.casefold() for speaker in speakers}
-
-
 def missing_terms(text: str, kept: str, *, ignore: Iterable[str] = ()) -> list[str]:
     """The salient terms of ``text`` that ``kept`` does not contain (any case).
 
     ``ignore`` names the speakers (roles, the agent's name): a transcript labels its lines with
     them, so they are no term a summary could drop."""
+    return left_out(salient_terms(text), kept, ignore=ignore)
+
+
+def left_out(terms: Iterable[str], kept: str, *, ignore: Iterable[str] = ()) -> list[str]:
+    """The ``terms`` that ``kept`` does not contain (any case), but for ``ignore`` (speakers):
+    :func:`missing_terms` once the salient terms of a text are known."""
     folded = kept.casefold()
-    speakers = list(ignore)
+    speakers = {speaker.casefold() for speaker in ignore}
     return [
-        term
-        for term in salient_terms(text)
-        if term.casefold() not in folded and not is_speaker(term, speakers)
+        term for term in terms if (lower := term.casefold()) not in speakers and lower not in folded
     ]

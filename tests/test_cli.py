@@ -185,7 +185,7 @@ def test_audit_lists_compactions_and_what_they_dropped(workspace, capsys):
     assert "dropped 1: ACME-42" in out
     assert main(["audit", "Auditor", "--json"]) == 0
     [listed] = json.loads(capsys.readouterr().out)
-    assert listed["dropped"] == ["ACME-42"] and listed["recorded"] is False
+    assert listed["dropped"] == ["ACME-42"] and listed["recorded"] is True
     assert main(["audit", "Nobody"]) == 1
     result = nbmemory("audit", "Auditor", workspace=workspace)
     assert result.returncode == 0 and "ACME-42" in result.stdout

@@ -42,6 +42,18 @@ def test_unchanged_is_the_same_object_and_an_append_extends_it(workspace):
 
 
 @FILE_READS
+def test_what_readers_grow_is_shared_while_the_file_only_grows(workspace):
+    convo = Conversation(name="Grower", memory_md_path=memory_path("Grower"))
+    convo.add("User", "first")
+    path = memory_path("Grower")
+    follow(path).grown["index"] = index = ["first"]
+    run_python(APPEND, "second")
+    assert follow(path).grown["index"] is index  # an append: the same, to be extended
+    convo.compact("a summary")
+    assert follow(path).grown == {}  # rewritten: built again
+
+
+@FILE_READS
 def test_a_file_rewritten_in_place_or_replaced_is_read_again(workspace):
     convo = Conversation(name="Edited", memory_md_path=memory_path("Edited"))
     convo.add("User", "alpha")
@@ -91,14 +103,16 @@ def test_on_the_database_an_append_reads_only_the_new_blocks(database):
     first = follow(path, convo.docs)
     assert follow(path, convo.docs) is first  # unchanged: one query, same object
     first.per_message["lengths"] = [5]
+    first.grown["index"] = index = ["first"]
     run_python(APPEND, "second")
     grown = follow(path, convo.docs)
     assert [m["content"] for m in grown.messages] == ["first", "second"]
     assert grown.per_message == {"lengths": [5]}  # carried over: it was an append
+    assert grown.grown["index"] is index
     convo.compact("a summary")
     again = follow(path, convo.docs)
     assert [m["content"] for m in again.messages] == ["a summary"]
-    assert again.per_message == {} and again.identity != grown.identity
+    assert again.per_message == {} == again.grown and again.identity != grown.identity
     archive = follow(convo.archives()[0], convo.docs)
     assert [m["content"] for m in archive.messages] == ["first", "second"]
     assert follow(convo.archives()[0], convo.docs) is archive

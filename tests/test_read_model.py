@@ -7,6 +7,7 @@ import json
 import pytest
 
 from nbmemory import Agent, Conversation
+from nbmemory.compactions import read_record, record_path
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, InvalidAgentNameError
 from nbmemory.follow import follow
 from nbmemory.memory_file import format_block
@@ -207,12 +208,12 @@ def test_the_audit_names_what_each_summary_dropped(openai_server):
     convo = persistent("Auditor")
     for fact in FACTS:
         convo.add("User", fact)
-    convo.compact("Launch on 2027-03-14, budget 40k EUR.")  # by hand: no record
     Notes(memory_path("Auditor").parent).add("Margot Dupont is our contact.")
+    convo.compact("Launch on 2027-03-14, budget 40k EUR.")  # by hand: recorded all the same
     [manual] = ReadModel().compactions("Auditor")
     assert manual.summary == "Launch on 2027-03-14, budget 40k EUR."
     assert manual.dropped == ["ACME-42", "Lyon"]  # the rest is in the summary or the notes
-    assert (manual.messages, manual.recorded, manual.kept_messages) == (4, False, 0)
+    assert (manual.messages, manual.recorded, manual.kept_messages) == (4, True, 0)
     assert manual.tokens_before > manual.tokens_after > 0
 
     convo.add("User", "Order PO-7781 ships from Rotterdam.")
@@ -229,6 +230,96 @@ def test_the_audit_names_what_each_summary_dropped(openai_server):
     assert second.summary == "[Compressed Memory Summary]\nAn order ships from Rotterdam."
     assert second.time and second.archive.startswith("history_")
     assert ReadModel().compactions("Auditor") == [first, second]  # reading changes nothing
+
+
+@pytest.mark.parametrize("store", ["files", "database"])
+def test_a_bare_conversations_compaction_is_recorded(store, request):
+    if store == "database":
+        request.getfixturevalue("database")
+    convo = persistent("Bare")
+    for fact in FACTS:
+        convo.add("User", fact)
+    archive = convo.compact("Launch on 2027-03-14; budget 40k EUR.")
+    record = read_record(agent_docs("Bare"), archive)
+    assert record is not None and record.missing == ["ACME-42", "Margot", "Dupont", "Lyon"]
+    assert (record.tokens_before, record.tokens_after) == (None, None)  # the request: unknown
+    [compaction] = ReadModel().compactions("Bare")
+    assert compaction.recorded and compaction.dropped == record.missing
+
+
+def unrecorded(name: str, *texts: str) -> Conversation:
+    """An agent whose one compaction has no record, as an nbmemory older than records left."""
+    convo = persistent(name)
+    for text in texts:
+        convo.add("User", text)
+    archive = convo.compact("Launch on 2027-03-14.")
+    agent_docs(name).remove(record_path(archive))
+    return convo
+
+
+def counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the transcripts the read model looks through for salient terms."""
+    from nbmemory import read_model
+
+    calls: list[int] = []
+    original = read_model.salient_terms
+
+    def spy(text: str) -> list[str]:
+        calls.append(len(text))
+        return original(text)
+
+    monkeypatch.setattr(read_model, "salient_terms", spy)
+    return calls
+
+
+@pytest.mark.parametrize("store", ["files", "database"])
+def test_an_archive_without_a_record_is_worked_out_once(store, request, monkeypatch):
+    from nbmemory.notes import Notes
+
+    if store == "database":
+        request.getfixturevalue("database")
+    convo = unrecorded("Old", *FACTS)
+    calls = counting(monkeypatch)
+    reader = ReadModel()
+    [first] = reader.compactions("Old")
+    assert not first.recorded
+    assert first.dropped == ["ACME-42", "Margot", "Dupont", "Lyon", "40k", "EUR"]
+    for _ in range(3):
+        assert reader.compactions("Old") == [first]
+    assert ReadModel().compactions("Old") == [first]  # another reader shares the work
+    convo.add("User", "More talk.")
+    assert reader.compactions("Old") == [first]  # the memory grew: the archive is the same
+    assert len(calls) == 1
+    Notes(agent_docs("Old")).add("Margot Dupont is our contact.")
+    [noted] = reader.compactions("Old")
+    assert noted.dropped == ["ACME-42", "Lyon", "40k", "EUR"]  # the notes now, no new look
+    assert len(calls) == 1
+
+
+def test_a_changed_archive_is_never_trusted(workspace, monkeypatch):
+    unrecorded("Changed", *FACTS)
+    calls = counting(monkeypatch)
+    reader = ReadModel()
+    [first] = reader.compactions("Changed")
+    [archive] = agent_docs("Changed").archives()
+    archive.write_bytes(archive.read_bytes().replace(b"ACME-42", b"ACME-43"))
+    [second] = reader.compactions("Changed")
+    assert "ACME-43" in second.dropped and "ACME-42" not in second.dropped
+    assert len(calls) == 2 and first.dropped != second.dropped
+
+
+def test_an_answer_is_bounded_whatever_the_transcript(workspace):
+    from nbmemory.read_model import MAX_DROPPED, SUMMARY_CHARS
+
+    convo = persistent("Huge")
+    convo.add("User", " ".join(f"TICKET-{n}" for n in range(MAX_DROPPED * 3)))
+    summary = "Many tickets. " * (SUMMARY_CHARS // 10)
+    convo.compact(summary)
+    [compaction] = ReadModel().compactions("Huge")
+    assert compaction.dropped == [f"TICKET-{n}" for n in range(MAX_DROPPED)]
+    assert compaction.dropped_total == MAX_DROPPED * 3
+    assert compaction.summary == summary[:SUMMARY_CHARS]
+    assert compaction.summary_length == len(summary) > SUMMARY_CHARS
 
 
 def test_an_agent_that_never_compacted_has_an_empty_audit():
@@ -347,8 +438,6 @@ def test_pages_and_search_by_role_keep_the_files_indexes(workspace):
 
 
 def test_a_compaction_never_counts_the_agents_name_as_dropped(workspace):
-    from nbmemory.compactions import read_record, record_path
-
     agent = Agent(agent_name="ResearchAgent", persistent_memory=True, context_length=3000)
     agent.run("Book the Lyon office for 2027-03-14.")
     agent.run("And order PO-7781.")
@@ -370,7 +459,7 @@ def test_a_compaction_says_both_figures_with_their_labels(workspace):
     convo = persistent("Labelled")
     for n in range(6):
         convo.add("User", f"Fact {n}: project {n} costs {n * 10}k EUR.")
-    convo.compact("Six projects, 0k to 50k EUR.")  # by hand: no record
+    convo.compact("Six projects, 0k to 50k EUR.")  # its record does not know the request
     [compaction] = ReadModel().compactions("Labelled")
     usage = ReadModel().usage("Labelled")
     rest = usage.tokens - usage.memory_tokens

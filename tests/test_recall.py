@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from nbmemory import Agent, Conversation
 from nbmemory.recall import PROMPT_LINE, TOOL_NAME, Passage, describe, described, recall
 from nbmemory.store import memory_path
@@ -113,3 +115,60 @@ def test_the_answer_reads_back_as_the_passages_it_describes():
         (p.source, p.index, p.role, p.timestamp, p.text) for p in passages
     ]
     assert described(describe("zeppelin", [])) == []
+
+
+@pytest.mark.parametrize("store", ["files", "database"])
+def test_an_append_extends_the_index_and_a_compaction_builds_a_new_one(store, request, monkeypatch):
+    from nbmemory import recall as recall_module
+    from nbmemory.follow import follow
+
+    if store == "database":
+        request.getfixturevalue("database")
+    convo = Conversation(name="Grow", memory_md_path=memory_path("Grow"))
+    convo.add("Tool", "filler words " * 100_000)
+    convo.add("User", FACT)
+    docs = agent_docs("Grow")
+    tokenized: list[int] = []
+    original = recall_module.words
+
+    def spy(text: str) -> list[str]:
+        tokenized.append(len(text))
+        return original(text)
+
+    monkeypatch.setattr(recall_module, "words", spy)
+    assert [p.text for p in recall(docs, "Falcon")] == [FACT]
+    index = follow(memory_path("Grow"), docs).grown["recall"]
+    for n in range(3):
+        convo.add("User", f"Note {n} about project Falcon.")
+        assert recall(docs, "Falcon")[0].text == f"Note {n} about project Falcon."
+        assert follow(memory_path("Grow"), docs).grown["recall"] is index  # extended
+    assert len(index.messages) == 5
+    assert tokenized.count(len("filler words " * 100_000)) == 1  # the big message, once
+    convo.compact("Project Falcon was discussed.")
+    recall(docs, "Falcon")
+    assert follow(memory_path("Grow"), docs).grown["recall"] is not index  # rewritten: anew
+
+
+def test_a_query_counts_only_its_first_distinct_words():
+    from nbmemory.recall import QUERY_CHARS, QUERY_TERMS, query_terms
+
+    convo = Conversation(name="Capped", memory_md_path=memory_path("Capped"))
+    convo.add("User", FACT)
+    docs = agent_docs("Capped")
+    fillers = [f"filler{n}" for n in range(QUERY_TERMS)]
+    assert query_terms(" ".join(fillers * 3 + ["BLUEFIN"])) == fillers
+    assert recall(docs, " ".join([*fillers, "BLUEFIN"])) == []  # past the cap: not looked for
+    assert [p.text for p in recall(docs, " ".join(["BLUEFIN", *fillers]))] == [FACT]
+    assert query_terms("? " * QUERY_CHARS + "BLUEFIN") == []  # past the characters looked at
+    assert len(query_terms("w" + " w".join(str(n) for n in range(50_000)))) == QUERY_TERMS
+
+
+def test_the_tool_says_how_much_of_a_query_counts():
+    from nbmemory.recall import QUERY_CHARS, QUERY_TERMS, recall_tool
+    from nbmemory.tools import ToolBox
+
+    [schema] = ToolBox([recall_tool(lambda: None)]).schemas()
+    described = schema["function"]["parameters"]["properties"]["query"]["description"]
+    assert f"first {QUERY_TERMS} distinct words of its first {QUERY_CHARS:,} characters" in (
+        " ".join(described.split())
+    )

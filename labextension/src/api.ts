@@ -118,8 +118,12 @@ export interface ICompaction {
   tokens_before: number;
   tokens_after: number;
   kept_messages: number;
+  /** The summary's first `SUMMARY_CHARS` characters; `summary_length` is the whole one's. */
   summary: string;
+  summary_length: number;
+  /** The first of the dropped terms (at most `MAX_DROPPED`); `dropped_total` counts them all. */
   dropped: string[];
+  dropped_total: number;
   recorded: boolean;
   /** The whole next request before and after (the memory's figures are `tokens_*`). */
   request_before: number;

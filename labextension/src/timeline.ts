@@ -55,8 +55,8 @@ export class CompactionTimeline {
           'data-archive': compaction.archive,
           'aria-current': String(compaction.archive === current)
         });
-        const dropped = compaction.dropped.length
-          ? `${plural(compaction.dropped.length, 'term')} dropped`
+        const dropped = compaction.dropped_total
+          ? `${plural(compaction.dropped_total, 'term')} dropped`
           : 'nothing dropped';
         const head = el('div', 'jp-nbmemory-compaction-head');
         head.append(
@@ -171,9 +171,12 @@ export class CompactionView extends Widget {
       el(
         'h3',
         'jp-nbmemory-section-title',
-        compaction.dropped.length
-          ? `Dropped: ${plural(compaction.dropped.length, 'term')} of the transcript that ` +
-              'neither the summary nor the pinned notes hold (the archive still does)'
+        compaction.dropped_total
+          ? `Dropped: ${plural(compaction.dropped_total, 'term')} of the transcript that ` +
+              'neither the summary nor the pinned notes hold (the archive still does)' +
+              (compaction.dropped_total > compaction.dropped.length
+                ? `; the first ${compaction.dropped.length} are listed`
+                : '')
           : 'Nothing dropped: every name, number, date and identifier of the transcript is in ' +
               'the summary or the pinned notes'
       ),

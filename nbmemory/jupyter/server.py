@@ -19,9 +19,12 @@ Routes, under ``<base_url>/nbmemory/api``::
 Every handler reads through :class:`nbmemory.read_model.ReadModel` (compaction writes through
 :meth:`nbmemory.agent.Agent.compact`, which records it as every compaction is recorded, pins
 and unpins through :class:`nbmemory.notes.Notes`), in a worker thread so the server's event loop
-never waits on a disk. Every GET carries an ``ETag`` built from ``ReadModel.version`` and the
-query, and answers ``304`` with no body to a matching ``If-None-Match``: a poll when nothing
-changed costs a few ``stat`` calls and a few hundred bytes.
+never waits on a disk. Reads whose cost grows with an agent's history (``/compactions``) have
+their own few threads (:class:`HeavyReads`), and each user at most one of them at a time: a
+burst of them waits behind itself, never in front of another request. Every GET carries an
+``ETag`` built from ``ReadModel.version`` and the query, and answers ``304`` with no body to a
+matching ``If-None-Match``: a poll when nothing changed costs a few ``stat`` calls and a few
+hundred bytes.
 
 Authorization: requests need Jupyter's authentication, then the server's authorizer is asked
 about the resource ``"nbmemory"``, with the action ``"read"`` for GETs and ``"write"`` for a
@@ -45,12 +48,15 @@ their notebook is in) write where the panel reads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,6 +96,44 @@ API_VERSION = "2"
 """Part of every ETag, so a client never keeps an answer of an older server."""
 
 T = TypeVar("T")
+HEAVY_WORKERS = 2
+"""Threads for reads whose cost grows with an agent's history (see :class:`HeavyReads`)."""
+
+
+class HeavyReads:
+    """Threads for the reads whose cost grows with an agent's history, apart from the pool every
+    other request uses: at most ``workers`` of them run at once, and at most ``per_user`` for
+    one user (the rest of that user's wait, costing no thread), so neither a slow read nor a
+    user's burst of them can hold up anyone else's requests.
+
+    A client that signs in with the server's token and keeps no cookie is a new anonymous user
+    at every request: ``workers`` still bounds it."""
+
+    def __init__(self, workers: int = HEAVY_WORKERS, per_user: int = 1) -> None:
+        self.pool = ThreadPoolExecutor(workers, thread_name_prefix="nbmemory-heavy")
+        self.per_user = per_user
+        self._turns: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
+
+    def __len__(self) -> int:
+        """How many users have a heavy read running or waiting."""
+        return len(self._turns)
+
+    @contextlib.asynccontextmanager
+    async def turn(self, user: str) -> AsyncIterator[None]:
+        """Wait for one of ``user``'s turns (on the event loop's thread); a user's entry is
+        dropped once nothing of theirs runs or waits."""
+        semaphore, holders = self._turns.setdefault(user, (asyncio.Semaphore(self.per_user), [0]))
+        holders[0] += 1
+        try:
+            async with semaphore:
+                yield
+        finally:
+            holders[0] -= 1
+            if not holders[0]:
+                del self._turns[user]
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 _WHOLE = re.compile(r"-?[0-9]{1,18}")
 
@@ -185,8 +229,12 @@ class NbMemoryServer(ExtensionApp):
         root = self.resolved_workspace
         self.settings["nbmemory_model"] = ReadModel(self.memory_workspace)
         self.settings["nbmemory_poll_interval"] = self.poll_interval
+        self.settings["nbmemory_heavy_reads"] = HeavyReads()
         kept = self.settings["nbmemory_model"].store
         self.log.info("nbmemory: agents' memory in %s", root if kept == "files" else kept)
+
+    async def stop_extension(self) -> None:
+        self.settings["nbmemory_heavy_reads"].shutdown()
 
     def initialize_handlers(self) -> None:
         base = "/nbmemory/api"
@@ -263,10 +311,16 @@ class _Handler(APIHandler):
     def model(self) -> ReadModel:
         return self.settings["nbmemory_model"]
 
-    async def in_thread(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``function`` off the event loop; the engine's errors become HTTP errors."""
+    async def in_thread(
+        self, function: Callable[..., T], *args: Any, pool: Executor | None = None, **kwargs: Any
+    ) -> T:
+        """Run ``function`` off the event loop (in ``pool``, else the shared one); the engine's
+        errors become HTTP errors."""
+        call = functools.partial(function, *args, **kwargs)
         try:
-            return await asyncio.to_thread(function, *args, **kwargs)
+            if pool is None:
+                return await asyncio.to_thread(call)
+            return await asyncio.get_running_loop().run_in_executor(pool, call)
         except (InvalidAgentNameError, InvalidNoteError, NotesFullError, InvalidTextError) as exc:
             raise tornado.web.HTTPError(400, str(exc)) from None
         except UnsafeFileError as exc:
@@ -275,6 +329,13 @@ class _Handler(APIHandler):
             raise tornado.web.HTTPError(404, str(exc)) from None
         except IndexError as exc:
             raise tornado.web.HTTPError(404, str(exc).strip("'\"")) from None
+
+    async def heavy(self, function: Callable[..., T], *args: Any) -> T:
+        """Run a read whose cost grows with an agent's history, on :class:`HeavyReads`."""
+        reads: HeavyReads = self.settings["nbmemory_heavy_reads"]
+        user = self.current_user
+        async with reads.turn(getattr(user, "username", None) or str(user)):
+            return await self.in_thread(function, *args, pool=reads.pool)
 
     # Query parameters -------------------------------------------------------------------------
 
@@ -456,7 +517,7 @@ class CompactionsHandler(_Handler):
     async def get(self, name: str) -> None:
         if await self.not_modified(name):
             return
-        compactions = await self.in_thread(self.model.compactions, name)
+        compactions = await self.heavy(self.model.compactions, name)
         self.reply({"name": name, "compactions": [c.to_json() for c in compactions]})
 
 

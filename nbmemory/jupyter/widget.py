@@ -277,7 +277,8 @@ class MemoryWidget(anywidget.AnyWidget):
     # Compactions: what each archived, the summary that replaced it, what that summary dropped
     compactions = traitlets.List(traitlets.Dict()).tag(sync=True)
     """Oldest first (``ReadModel.compactions``), without their summaries: ``{"archive", "time",
-    "messages", "tokens_before", "tokens_after", "kept_messages", "dropped", "recorded"}``."""
+    "messages", "tokens_before", "tokens_after", "kept_messages", "dropped", "dropped_total",
+    "recorded"}``."""
     compaction = traitlets.Dict().tag(sync=True)
     """The compaction that wrote ``open_archive``, its ``summary`` included; empty if none."""
 
@@ -941,7 +942,7 @@ class MemoryWidget(anywidget.AnyWidget):
             last = self.compactions[-1]
             lines.append(
                 f"{counted(len(self.compactions), 'compaction')}; the last at {last['time']}: "
-                f"{last['figures']}, {counted(len(last['dropped']), 'term')} dropped"
+                f"{last['figures']}, {counted(last['dropped_total'], 'term')} dropped"
             )
         if self.pinned_notes:
             lines.append(f"{len(self.pinned_notes)} pinned notes ({self.notes_tokens:,} tokens)")

@@ -40,7 +40,7 @@ function drawTimeline(s) {
   }
   const open = model.get("open_archive");
   timelineList.replaceChildren(...items.map((c, i) => {
-    const dropped = c.dropped.length;
+    const dropped = c.dropped_total;
     const text = `${c.time || "?"} · ${c.figures} · `
       + `${number(c.messages)} messages archived · ${number(dropped)} ${dropped === 1 ? "term" : "terms"} dropped`;
     const button = el("button", {
