@@ -235,6 +235,22 @@ class MessageTokens:
 
 
 @dataclass(frozen=True)
+class Found:
+    """Where ``term`` first appears in ``source``: the first message holding it (``index``,
+    ``None`` if none does) and the ``offset`` of the page of ``limit`` messages, in the order
+    asked, that shows it (0 if none does)."""
+
+    term: str
+    source: str
+    index: int | None
+    offset: int
+    limit: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class SearchResults:
     """``total`` messages matched ``query``; ``items`` holds those from ``offset`` on."""
 
@@ -720,6 +736,36 @@ class ReadModel:
         chosen = hits[max(0, offset) : max(0, offset) + limit]
         items = [_item(i, message, label, fold) for label, i, message in chosen]
         return SearchResults(query, len(hits), max(0, offset), items)
+
+    def find(
+        self,
+        name: str,
+        term: str,
+        archive: str | None = None,
+        *,
+        limit: int = 20,
+        newest_first: bool = False,
+        role: str | None = None,
+    ) -> Found:
+        """The page of ``archive`` (MEMORY.md without one) that holds ``term`` (any case) first:
+        what a dropped term turns a transcript to, in the widget and the panel alike. Pages are
+        of ``limit`` messages in the order asked; with ``role``, of that role's messages only."""
+        if not term.strip():
+            raise ValueError("the term to find must not be empty")
+        followed = self._file(name, archive)
+        with followed.lock:
+            index = followed.cache.setdefault("search", MessageIndex(followed.messages))
+        messages = followed.messages
+        source = archive or workspace.MEMORY_FILE
+        hits = [i for i in index.search(term) if has_role(messages[i], role)]
+        limit = max(1, limit)
+        if not hits:
+            return Found(term, source, None, 0, limit)
+        listed = [i for i, message in enumerate(messages) if has_role(message, role)]
+        position = listed.index(hits[0])
+        if newest_first:
+            position = len(listed) - 1 - position
+        return Found(term, source, hits[0], position // limit * limit, limit)
 
     # ------------------------------------------------------------------------------------------
     # Change tokens

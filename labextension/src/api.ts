@@ -128,6 +128,18 @@ export interface ICompaction {
   figures: string;
 }
 
+/**
+ * Where a term first appears in MEMORY.md or an archive (`ReadModel.find`): the message's
+ * `index` (null: nowhere) and the `offset` of the page of `limit` messages that shows it.
+ */
+export interface IFound {
+  term: string;
+  source: string;
+  index: number | null;
+  offset: number;
+  limit: number;
+}
+
 /** What each message adds to a request (`ReadModel.message_tokens`). */
 export interface IMessageTokens {
   encoding: string;

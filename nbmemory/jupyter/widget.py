@@ -28,7 +28,6 @@ import functools
 import html
 import os
 import re
-import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -63,7 +62,7 @@ from nbmemory.read_model import (
 )
 from nbmemory.report import markdown_escape, visible
 from nbmemory.store import Workspace
-from nbmemory.wording import counted, counts_words, vocabulary
+from nbmemory.wording import counted, counts_words, message_number, vocabulary
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
@@ -695,28 +694,34 @@ class MemoryWidget(anywidget.AnyWidget):
         self.compaction = info.to_json() if info is not None else {}
 
     def find_in_archive(self, term: str) -> int | None:
-        """Turn the open archive to the page where ``term`` first appears (any case), and
-        return that message's index; ``None`` (said in ``status``) if it is not there."""
+        """Turn the open archive to the page where ``term`` first appears (any case,
+        ``ReadModel.find``), and return that message's index; ``None`` (said in ``status``) if
+        it is not there."""
         with self._lock:
             if not self.open_archive or not term.strip() or self._ram is not None:
                 return None
+            size = max(1, self.page_size)
             try:
-                found = self._reader.search(
-                    self.name, term, archives=True, limit=sys.maxsize, fold=0
+                found = self._reader.find(
+                    self.name,
+                    term,
+                    self.open_archive,
+                    limit=size,
+                    newest_first=self.newest_first,
+                    role=self.role or None,
                 )
             except (AgentNotFoundError, ArchiveNotFoundError) as exc:
                 self.status = str(exc)
                 return None
-            indexes = [item.index for item in found.items if item.source == self.open_archive]
-            if not indexes:
+            if found.index is None:
                 self.status = f"{term!r} is not in {self.open_archive}."
                 return None
-            index, size = indexes[0], max(1, self.page_size)
-            total = self.archive_total or indexes[-1] + 1
-            position = total - 1 - index if self.newest_first else index
-            self.archive_page = position // size
-            self.status = f"{term!r} first appears in message {index + 1} of {self.open_archive}."
-            return index
+            self.archive_page = found.offset // size
+            self.status = (
+                f"{term!r} first appears in message {message_number(found.index)} of "
+                f"{self.open_archive}."
+            )
+            return found.index
 
     # ------------------------------------------------------------------------------------------
     # Search
