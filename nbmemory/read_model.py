@@ -419,6 +419,23 @@ def usage_in_ram(memory: Any, agent: Any = None) -> Usage:
     )
 
 
+def agent_in_ram(name: str, memory: Any, agent: Any = None) -> AgentInfo:
+    """The :class:`AgentInfo` of a memory kept in RAM only (see :func:`usage_in_ram`): the same
+    figures as an agent on disk, with no file (``path`` is empty; no size, archives or
+    problems)."""
+    history = memory.conversation_history
+    last = history[-1].get("timestamp") if history else None
+    return AgentInfo(
+        name=name,
+        path=Path(),
+        messages=len(history),
+        size=0,
+        archives=0,
+        last_activity=str(last) if last else None,
+        usage=usage_in_ram(memory, agent),
+    )
+
+
 # ----------------------------------------------------------------------------------------------
 # The model
 

@@ -20,12 +20,10 @@ import { mode } from "./widget/paging.js";
 import { searchView } from "./widget/search.js";
 
 // The traits each part is drawn from.
-const FIGURES = ["name", "model_name", "exists", "in_ram", "counting", "tokens_used", "context_length",
-  "threshold", "compacts_next", "usage_parts", "settings_recorded", "message_count", "archive_count", "memory_bytes",
-  "last_compaction", "problems", "words"];
+const FIGURES = ["name", "exists", "in_ram", "counting", "info", "archives"];
 const LISTING = ["page", "page_size", "newest_first", "messages", "query", "search_archives", "search_page",
   "search_total", "search_results", "archives", "open_archive", "archive_page", "archive_total",
-  "archive_messages", "exact", "show_tokens", "message_count", "compaction", "compactions", "listed_total",
+  "archive_messages", "exact", "show_tokens", "info", "compaction", "compactions", "listed_total",
   "role", "roles"];
 const STATUSES = ["status", "streaming"];
 const PINNED = ["pinned_notes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
