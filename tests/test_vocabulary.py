@@ -16,7 +16,7 @@ from nbmemory.read_model import (
     Usage,
 )
 from nbmemory.store import memory_path
-from nbmemory.wording import PARTS, reveal, usage_words, vocabulary
+from nbmemory.wording import PARTS, reveal, search_words, usage_words, vocabulary
 from support import ROOT
 
 API = ROOT / "labextension" / "src" / "api.ts"
@@ -101,6 +101,12 @@ def test_the_widget_s_traits_are_the_read_models_serialization(workspace):
         # The traits the browser redraws on are traits of the widget.
         listed = re.findall(r'"(\w+)"', WIDGET_JS.read_text().split("function render")[0])
         assert set(listed) <= traits, set(listed) - traits
+        # The search's caption is the panel's sentence.
+        widget.query = "HELLO"
+        assert widget.search_caption == search_words("HELLO", 1, 0, 1, False, None)
+        widget.search_archives = True
+        assert widget.search_caption == search_words("HELLO", 2, 0, 2, True, None)
+        assert widget.search_caption.startswith("2 messages with “HELLO” in MEMORY.md and the")
     finally:
         widget.close()
 
@@ -165,6 +171,15 @@ def test_the_front_ends_word_no_figure_of_their_own():
         "tokens_before)} →",
         "the tools it may call",
         "what the memory holds now",
+        "messages match",
+        "no message contains",
+        "hits in",
+        "Showing ${",
+        "Show full text (",
+        "still in the archive (",
+        "keeps every name, number and date",
+        "« Newest",
+        "'Newer', 'Older'",
     ]
     for path in FRONT_ENDS:
         text = path.read_text()
@@ -184,3 +199,24 @@ def test_the_panels_fallback_labels_are_the_vocabularys():
     ]
     assert len(calls) >= 8
     assert [(key, LABELS.get(key)) for key, _ in calls] == calls
+
+
+def test_the_widgets_markdown_words_before_its_vocabulary_are_the_vocabularys():
+    # marked is set up before a widget's vocabulary arrives: its image words are the same.
+    from nbmemory.wording import LABELS, PHRASES
+
+    text = (ROOT / "nbmemory" / "jupyter" / "static" / "widget" / "markdown.js").read_text()
+    found = re.search(r'phrases: \{ image: "([^"]+)" \}, labels: \{ image: "([^"]+)" \}', text)
+    assert found and found.groups() == (PHRASES["image"], LABELS["image"])
+
+
+def test_a_search_is_worded_once():
+    assert search_words("Lyon", 250, 20, 20, False, None) == (
+        "250 messages with “Lyon” in MEMORY.md; 21\u201340 shown"
+    )
+    assert search_words("Lyon", 1, 0, 1, True, "User") == (
+        "1 message with “Lyon” in MEMORY.md and the archives among User's messages; 1\u20131 shown"
+    )
+    assert search_words("x", 0, 0, 0, False, None) == (
+        "No results for “x” in MEMORY.md. Tick “archives too” to look in the archives."
+    )

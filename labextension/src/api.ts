@@ -64,6 +64,11 @@ export interface IVocabulary {
   invisible: string;
   parts: IPartStyle[];
   labels: Record<string, string>;
+  /** The four page buttons by what is paged ("newest first", "oldest first", "results"), as
+   * keys of `labels`. */
+  pagers: Record<string, string[]>;
+  /** Sentences with `{slots}` that every view fills the same way (`wording.PHRASES`). */
+  phrases: Record<string, string>;
 }
 
 export interface IAgents {

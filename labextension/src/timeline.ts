@@ -13,7 +13,7 @@ import { Widget } from '@lumino/widgets';
 import { Api, ICompaction, IFound, IItem, IPage, agentPath, query, reason } from './api';
 import { button, el, foldNote, markText, number, plural, wholeWord } from './dom';
 import { TextRenderer } from './render';
-import { label, messageNumber } from './vocabulary';
+import { label, messageNumber, phrase } from './vocabulary';
 
 const PAGE_SIZE = 20;
 
@@ -32,13 +32,9 @@ export class CompactionTimeline {
       'aria-label': 'Compactions',
       'data-testid': 'nbmemory-timeline'
     });
-    this.node = el('section', 'jp-nbmemory-compactions', undefined, {
-      'aria-label': 'Compactions: what did it forget?'
-    });
-    this.node.append(
-      el('h4', 'jp-nbmemory-section-title', 'Compactions: what did it forget?'),
-      this.list
-    );
+    const title = label('compactions', 'Compactions: what did it forget?');
+    this.node = el('section', 'jp-nbmemory-compactions', undefined, { 'aria-label': title });
+    this.node.append(el('h4', 'jp-nbmemory-section-title', title), this.list);
   }
 
   /** Show agent `agent`'s `compactions` (oldest first); `current` is the archive open in the
@@ -94,7 +90,9 @@ export class CompactionTimeline {
       })
     );
     if (!count) {
-      this.list.append(el('li', 'jp-nbmemory-empty', 'No compactions yet.'));
+      this.list.append(
+        el('li', 'jp-nbmemory-empty', label('no compactions', 'No compactions yet.'))
+      );
     }
   }
 
@@ -170,10 +168,11 @@ export class CompactionView extends Widget {
         'h3',
         'jp-nbmemory-section-title',
         compaction.dropped.length
-          ? `Dropped: ${plural(compaction.dropped.length, 'term')} of the transcript that ` +
-              'neither the summary nor the pinned notes hold (the archive still does)'
-          : 'Nothing dropped: every name, number, date and identifier of the transcript is in ' +
-              'the summary or the pinned notes'
+          ? phrase('dropped', { terms: plural(compaction.dropped.length, 'term') })
+          : label(
+              'nothing dropped',
+              'Nothing dropped: every name, number, date and identifier of the transcript is in the summary or the pinned notes'
+            )
       ),
       this.droppedList
     );
@@ -205,7 +204,11 @@ export class CompactionView extends Widget {
       'aria-label': 'Transcript replaced'
     });
     transcript.append(
-      el('h3', 'jp-nbmemory-section-title', 'Transcript it replaced (the archive)'),
+      el(
+        'h3',
+        'jp-nbmemory-section-title',
+        label('transcript', 'Transcript it replaced (the archive)')
+      ),
       this.pager,
       this.transcript
     );

@@ -62,7 +62,7 @@ from nbmemory.read_model import (
 )
 from nbmemory.report import markdown_escape, visible
 from nbmemory.store import Workspace
-from nbmemory.wording import counted, message_number, vocabulary
+from nbmemory.wording import counted, message_number, search_words, vocabulary
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
@@ -251,6 +251,8 @@ class MemoryWidget(anywidget.AnyWidget):
     search_page = traitlets.Int(0).tag(sync=True)
     search_total = traitlets.Int(0).tag(sync=True)
     search_results = traitlets.List(traitlets.Dict()).tag(sync=True)
+    search_caption = traitlets.Unicode("").tag(sync=True)
+    """What the search found, as the panel says it (``wording.search_words``); empty: no search."""
 
     # Archives
     archives = traitlets.List(traitlets.Dict()).tag(sync=True)
@@ -488,6 +490,7 @@ class MemoryWidget(anywidget.AnyWidget):
             self.listed_total = 0
             self.roles = []
             self.messages = self.archives = self.search_results = self.archive_messages = []
+            self.search_caption = ""
             self.pinned_notes = []
             self.notes_tokens = 0
             self.compactions, self.compaction = [], {}
@@ -701,7 +704,7 @@ class MemoryWidget(anywidget.AnyWidget):
     def _show_search(self) -> None:
         query = self.query.strip()
         if not query or not self.exists:
-            self.search_results, self.search_total = [], 0
+            self.search_results, self.search_total, self.search_caption = [], 0, ""
             return
         size = max(1, self.page_size)
         offset = self.search_page * size
@@ -731,6 +734,9 @@ class MemoryWidget(anywidget.AnyWidget):
         with self.hold_sync():
             self.search_total = total
             self.search_results = self._json(items)
+            self.search_caption = search_words(
+                query, total, offset, len(items), self.search_archives, self.role or None
+            )
 
     # ------------------------------------------------------------------------------------------
     # Pinned notes
