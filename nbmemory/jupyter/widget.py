@@ -77,6 +77,9 @@ _IMPORT = re.compile(r'^import \{([^}]*)\} from "(\.\.?/[^"]+)";[ \t]*\n', re.MU
 _MODULE_SYNTAX = re.compile(r"^[ \t]*(?:import|export)\b", re.MULTILINE)
 
 
+_VENDORED = _STATIC / "marked.esm.js"
+
+
 def _pairs(names: str) -> list[tuple[str, str]]:
     """``a, b as c`` of an import or export list as ``(name, alias)`` pairs."""
     pairs = []
@@ -85,6 +88,23 @@ def _pairs(names: str) -> list[tuple[str, str]]:
         if name:
             pairs.append((name.strip(), alias.strip() or name.strip()))
     return pairs
+
+
+def _property(key: str, value: str) -> str:
+    """``key: value`` of an object literal or pattern, as ``key`` alone when they are the same."""
+    return key if key == value else f"{key}: {value}"
+
+
+def _compact(text: str) -> str:
+    """One of the widget's own modules as sent: without its whole-line ``//`` comments, blank
+    lines and indentation (the source keeps them for people; the browser needs none of them).
+
+    Safe because no multi-line template literal of ``static/widget*`` holds such a line:
+    tests/test_widget_module.py checks, with TypeScript's parser, that every literal of the
+    module sent is the source's.
+    """
+    lines = (line.strip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//")) + "\n"
 
 
 def _variable(path: Path) -> str:
@@ -102,7 +122,7 @@ def _linked(path: Path) -> tuple[str, list[Path]]:
         if not need.is_relative_to(_STATIC) or not need.is_file():
             raise RuntimeError(f"{path.name} imports {match.group(2)}, not a file of static/")
         needs.append(need)
-        names = ", ".join(f"{name}: {alias}" for name, alias in _pairs(match.group(1)))
+        names = ", ".join(_property(name, alias) for name, alias in _pairs(match.group(1)))
         return f"const {{ {names} }} = {_variable(need)};\n"
 
     return _IMPORT.sub(read, text), needs
@@ -117,16 +137,14 @@ def _inlined(path: Path, text: str) -> str:
             f"static/{path.relative_to(_STATIC).as_posix()}: a module the widget imports may "
             'only have `import { ... } from "./file.js";` lines and one export list at its end'
         )
-    exports = ", ".join(f"{alias}: {name}" for name, alias in _pairs(found.group(1)))
-    return (
-        f"// static/{path.relative_to(_STATIC).as_posix()}\n"
-        f"const {_variable(path)} = (() => {{\n{body}\nreturn {{ {exports} }};\n}})();"
-    )
+    exports = ", ".join(_property(alias, name) for name, alias in _pairs(found.group(1)))
+    return f"const {_variable(path)} = (() => {{\n{body}\nreturn {{ {exports} }};\n}})();"
 
 
 @functools.cache
-def _module() -> str:
-    """widget.js with the modules it imports inlined (anywidget sends one module, not a folder).
+def _module(compact: bool = True) -> str:
+    """widget.js with the modules it imports inlined (anywidget sends one module, not a folder),
+    ``compact`` (see :func:`_compact`) but the vendored marked, which comes minified.
 
     The widget's views are plain ES modules under ``static/widget/`` (a browser can load them as
     they are); each module it imports, and theirs, and the vendored marked, runs inside a
@@ -143,7 +161,7 @@ def _module() -> str:
             text, needs = _linked(path)
             for need in needs:
                 visit(need, (*importing, path))
-            done[path] = text
+            done[path] = _compact(text) if compact and path != _VENDORED else text
 
     entry = _STATIC / "widget.js"
     visit(entry, ())
