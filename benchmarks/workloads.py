@@ -201,7 +201,7 @@ def widget_figures(repeats: int) -> dict[str, float]:
         page = time.perf_counter() - start
         settled(widget)
         figures = time.perf_counter() - start
-        assert len(widget.messages) == 20 and widget.tokens_used > 0
+        assert len(widget.messages) == 20 and widget.info["tokens"] > 0
         widget.close()
         return page, figures
 

@@ -247,6 +247,22 @@ class MessageTokens:
 
 
 @dataclass(frozen=True)
+class Found:
+    """Where ``term`` first appears in ``source``: the first message holding it (``index``,
+    ``None`` if none does) and the ``offset`` of the page of ``limit`` messages, in the order
+    asked, that shows it (0 if none does)."""
+
+    term: str
+    source: str
+    index: int | None
+    offset: int
+    limit: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class SearchResults:
     """``total`` messages matched ``query``; ``items`` holds those from ``offset`` on."""
 
@@ -466,6 +482,23 @@ def usage_in_ram(memory: Any, agent: Any = None) -> Usage:
         encoding=settings.encoding,
         recorded=True,
         parts=tuple(zip(PARTS, sizes, strict=True)),
+    )
+
+
+def agent_in_ram(name: str, memory: Any, agent: Any = None) -> AgentInfo:
+    """The :class:`AgentInfo` of a memory kept in RAM only (see :func:`usage_in_ram`): the same
+    figures as an agent on disk, with no file (``path`` is empty; no size, archives or
+    problems)."""
+    history = memory.conversation_history
+    last = history[-1].get("timestamp") if history else None
+    return AgentInfo(
+        name=name,
+        path=Path(),
+        messages=len(history),
+        size=0,
+        archives=0,
+        last_activity=str(last) if last else None,
+        usage=usage_in_ram(memory, agent),
     )
 
 
@@ -791,6 +824,36 @@ class ReadModel:
         chosen = hits[max(0, offset) : max(0, offset) + limit]
         items = [_item(i, message, label, fold) for label, i, message in chosen]
         return SearchResults(query, len(hits), max(0, offset), items)
+
+    def find(
+        self,
+        name: str,
+        term: str,
+        archive: str | None = None,
+        *,
+        limit: int = 20,
+        newest_first: bool = False,
+        role: str | None = None,
+    ) -> Found:
+        """The page of ``archive`` (MEMORY.md without one) that holds ``term`` (any case) first:
+        what a dropped term turns a transcript to, in the widget and the panel alike. Pages are
+        of ``limit`` messages in the order asked; with ``role``, of that role's messages only."""
+        if not term.strip():
+            raise ValueError("the term to find must not be empty")
+        followed = self._file(name, archive)
+        with followed.lock:
+            index = followed.cache.setdefault("search", MessageIndex(followed.messages))
+        messages = followed.messages
+        source = archive or workspace.MEMORY_FILE
+        hits = [i for i in index.search(term) if has_role(messages[i], role)]
+        limit = max(1, limit)
+        if not hits:
+            return Found(term, source, None, 0, limit)
+        listed = [i for i, message in enumerate(messages) if has_role(message, role)]
+        position = listed.index(hits[0])
+        if newest_first:
+            position = len(listed) - 1 - position
+        return Found(term, source, hits[0], position // limit * limit, limit)
 
     # ------------------------------------------------------------------------------------------
     # Change tokens

@@ -78,7 +78,23 @@ LABELS = {
     "back": "Back to the memory",
     "summary now": "What the memory holds now",
     "summary then": "The summary this compaction wrote (a later one replaced it)",
-    "dropped": "Left out of the summary (the archive still holds them)",
+    "compactions": "Compactions: what did it forget?",
+    "no compactions": "No compactions yet.",
+    "nothing dropped": (
+        "Nothing dropped: every name, number, date and identifier of the transcript is in the "
+        "summary or the pinned notes"
+    ),
+    "transcript": "Transcript it replaced (the archive)",
+    "show full": "Show full text",
+    "image": "image",
+    "newest": "Newest",
+    "newer": "Newer",
+    "older": "Older",
+    "oldest": "Oldest",
+    "first": "First",
+    "previous": "Previous",
+    "next": "Next",
+    "last": "Last",
     "no record": "no record: worked out from the files",
     "empty": "Nothing here.",
     "no notes": "No pinned notes.",
@@ -87,11 +103,63 @@ LABELS = {
 }
 """Fixed words the views share."""
 
+PAGERS = {
+    "newest first": ("newest", "newer", "older", "oldest"),
+    "oldest first": ("oldest", "older", "newer", "newest"),
+    "results": ("first", "previous", "next", "last"),
+}
+"""The four page buttons (to the start, back, on, to the end) by what is paged, as keys of
+:data:`LABELS`."""
+
+PHRASES = {
+    "search found": "{messages} with “{query}” in {where}{among}; {first}\N{EN DASH}{last} shown",
+    "search none": "No results for “{query}” in {where}{among}.{hint}",
+    "search among": " among {role}'s messages",
+    "search where": "MEMORY.md",
+    "search where archives": "MEMORY.md and the archives",
+    "search hint": " Tick “archives too” to look in the archives.",
+    "page": "Page {page} of {pages}",
+    "folded": "Showing {shown} of {length} characters.",
+    "dropped": (
+        "Dropped: {terms} of the transcript that neither the summary nor the pinned notes hold "
+        "(the archive still does)"
+    ),
+    "dropped listed": "; the first {listed} are listed",
+    "image": "image: {alt}",
+}
+"""Sentences with ``{slots}`` that the views fill in (counts already worded, as :func:`counted`
+words them): each view fills the same sentence, so it reads the same."""
+
 
 def reveal(text: str) -> str:
     """``text`` with every :data:`INVISIBLE` character shown as ``⟨U+202E⟩``: what "Exact text"
     and a terminal show, so nothing hides or reorders what is stored."""
     return _INVISIBLE.sub(lambda m: f"⟨U+{ord(m[0]):04X}⟩", text)
+
+
+def phrase(key: str, **slots: object) -> str:
+    """The sentence :data:`PHRASES` has for ``key``, its slots filled."""
+    return PHRASES[key].format(**slots)
+
+
+def search_words(
+    query: str, total: int, offset: int, shown: int, archives: bool, role: str | None
+) -> str:
+    """What a search found, as the widget and the panel say it above the results."""
+    where = phrase("search where archives" if archives else "search where")
+    among = phrase("search among", role=role) if role else ""
+    if not total:
+        hint = "" if archives else phrase("search hint")
+        return phrase("search none", query=query, where=where, among=among, hint=hint)
+    return phrase(
+        "search found",
+        messages=counted(total, "message"),
+        query=query,
+        where=where,
+        among=among,
+        first=number(offset + 1),
+        last=number(offset + shown),
+    )
 
 
 def number(value: int) -> str:
@@ -184,4 +252,6 @@ def vocabulary() -> dict[str, Any]:
             for name, color in zip(PARTS, PALETTE, strict=True)
         ],
         "labels": dict(LABELS),
+        "pagers": {name: list(keys) for name, keys in PAGERS.items()},
+        "phrases": dict(PHRASES),
     }

@@ -345,9 +345,9 @@ def test_the_widget_options(ip):
     agent(ip, "Scout --widget", "The budget is 40k EUR.")
     widget = memory(ip, "Scout --widget")
     assert isinstance(widget, MemoryWidget)
-    assert widget.message_count == 2
+    assert widget.info["messages"] == 2
     agent(ip, "Scout", "And the deadline is May.")
-    assert widget.message_count == 4
+    assert widget.info["messages"] == 4
 
 
 def test_a_quoted_name_with_a_space_names_the_agent_without_its_quotes(ip, workspace):

@@ -214,7 +214,7 @@ def test_the_widget_comes_after_the_answer_as_a_one_line_summary(kernel_env, tmp
             client,
             "import gc\nfrom nbmemory.jupyter.widget import MemoryWidget\n"
             "[w] = [w for w in gc.get_objects() if isinstance(w, MemoryWidget)]\n"
-            "print(w.expanded, w.model_ref == w.model_id, w.message_count)",
+            "print(w.expanded, w.model_ref == w.model_id, w.info['messages'])",
         )
         assert state.split() == ["False", "True", "2"]
     finally:

@@ -30,6 +30,7 @@ from nbmemory.notes import Notes
 from nbmemory.read_model import PARTS, ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
+from nbmemory.wording import search_words
 from support import agent_docs
 
 pytestmark = pytest.mark.browser
@@ -366,23 +367,23 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
         search.fill("budget")
         search.press("Enter")
         found = panel.get_by_test_id("nbmemory-search-caption")
-        expect(found).to_have_text("250 hits in MEMORY.md; 1\u201320 shown")
+        expect(found).to_have_text(search_words("budget", 250, 0, 20, False, None))
         hits = panel.get_by_test_id("nbmemory-search-results").get_by_test_id("nbmemory-message")
         expect(hits).to_have_count(20)
         expect(hits.first.locator("mark.jp-nbmemory-hit")).to_have_text("Budget")
         expect(memory).to_have_count(20)  # the message list stays, apart
         panel.get_by_role("button", name="Last hits").click()
-        expect(found).to_have_text("250 hits in MEMORY.md; 241\u2013250 shown")
+        expect(found).to_have_text(search_words("budget", 250, 240, 10, False, None))
         field = panel.get_by_test_id("nbmemory-search-section").get_by_test_id(
             "nbmemory-page-input"
         )
         field.fill("11")
         field.press("Enter")
-        expect(found).to_have_text("250 hits in MEMORY.md; 201\u2013220 shown")
+        expect(found).to_have_text("250 messages with “budget” in MEMORY.md; 201\u2013220 shown")
         expect(hits.first).to_contain_text("note 200 about")
         search.fill("onerror")
         search.press("Enter")
-        expect(found).to_have_text("1 hit in MEMORY.md; 1\u20131 shown")
+        expect(found).to_have_text(search_words("onerror", 1, 0, 1, False, None))
         expect(hits.first.locator("mark.jp-nbmemory-hit")).to_have_text("onerror")
         search.fill("zebra")
         search.press("Enter")
@@ -939,10 +940,10 @@ def test_the_panel_works_from_the_keyboard_alone(tmp_path: Path, workspace: Path
         page.keyboard.type("again")
         page.keyboard.press("Enter")
         found = panel.get_by_test_id("nbmemory-search-caption")
-        expect(found).to_have_text("45 hits in MEMORY.md; 1\u201320 shown")
+        expect(found).to_have_text(search_words("again", 45, 0, 20, False, None))
         tab_to(page, lambda f: f["label"] == "Next hits")
         page.keyboard.press("Enter")
-        expect(found).to_have_text("45 hits in MEMORY.md; 21\u201340 shown")
+        expect(found).to_have_text(search_words("again", 45, 20, 20, False, None))
         assert focused(page)["label"] == "Next hits"
 
         # Every control of the panel has an accessible name.

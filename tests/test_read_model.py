@@ -437,6 +437,35 @@ def test_pages_and_search_by_role_keep_the_files_indexes(workspace):
         reader.file_path("Roles", "history_none.md")
 
 
+def test_find_names_the_first_message_with_a_term_and_the_page_that_shows_it(workspace):
+    convo = persistent("Finder")
+    for i in range(45):
+        convo.add(
+            ["User", "Tool"][i % 2], f"turn {i}" + (" with the Vault code" if i >= 31 else "")
+        )
+    convo.compact("Forty-five turns.")
+    [archive] = ReadModel().archives("Finder")
+    reader = ReadModel()
+    found = reader.find("Finder", "VAULT", archive.name)  # any case; the first of 14 hits
+    assert (found.index, found.offset, found.source) == (31, 20, archive.name)
+    # Newest first, message 31 of 45 is the 14th listed: on the first page of 20.
+    assert reader.find("Finder", "vault", archive.name, newest_first=True).offset == 0
+    assert reader.find("Finder", "vault", archive.name, limit=7, newest_first=True).offset == 7
+    # Among the Tool messages only (every odd one), 31 is the 16th: on the page from 15.
+    tool = reader.find("Finder", "vault", archive.name, limit=5, role="tool")
+    assert (tool.index, tool.offset) == (31, 15)
+    assert reader.find("Finder", "vault", archive.name, role="User").index == 32
+    page = reader.archive_messages("Finder", archive.name, tool.offset, 5, role="tool")
+    assert 31 in [item.index for item in page.items]
+    missing = reader.find("Finder", "nowhere", archive.name)
+    assert (missing.index, missing.offset) == (None, 0)
+    assert reader.find("Finder", "Forty-five").index is not None  # MEMORY.md: the summary
+    with pytest.raises(ArchiveNotFoundError):
+        reader.find("Finder", "vault", "history_none.md")
+    with pytest.raises(ValueError):
+        reader.find("Finder", "  ", archive.name)
+
+
 def test_a_compaction_never_counts_the_agents_name_as_dropped(workspace):
     agent = Agent(agent_name="ResearchAgent", persistent_memory=True, context_length=3000)
     agent.run("Book the Lyon office for 2027-03-14.")

@@ -95,6 +95,7 @@ GETS = [
     "/agents/Scout/messages/0",
     "/agents/Scout/archives",
     "/agents/Scout/search?q=budget&archives=1",
+    "/agents/Scout/find?term=budget",
     "/agents/Scout/tokens?indexes=0,1",
     "/agents/Scout/path",
     "/agents/Scout/export?format=json",
@@ -327,6 +328,28 @@ def test_search_pages_its_hits_and_counts_them_all(lab, agents):
     assert (rest["total"], len(rest["items"])) == (31, 1)
     assert rest["items"][0]["source"] == "MEMORY.md"
     assert call(lab, "/agents/Scout/search?q=")[0] == 400
+
+
+def test_find_names_the_page_that_holds_a_term_as_the_read_model_does(lab, agents):
+    archive = call(lab, "/agents/Scout/archives")[1]["archives"][0]["name"]
+    status, found = call(lab, f"/agents/Scout/find?term=NOTE%2023&archive={archive}&limit=10")
+    assert status == 200
+    assert found == {
+        "name": "Scout",
+        **ReadModel(agents).find("Scout", "NOTE 23", archive, limit=10).to_json(),
+    }
+    assert (found["index"], found["offset"], found["source"]) == (23, 20, archive)
+    _, newest = call(lab, f"/agents/Scout/find?term=note%2023&archive={archive}&newest_first=1")
+    assert (newest["index"], newest["offset"]) == (23, 0)
+    _, by_role = call(lab, f"/agents/Scout/find?term=note&archive={archive}&role=user&limit=4")
+    assert (by_role["index"], by_role["offset"]) == (1, 0)
+    _, missing = call(lab, f"/agents/Scout/find?term=nowhere&archive={archive}")
+    assert (missing["index"], missing["offset"]) == (None, 0)
+    _, memory = call(lab, "/agents/Scout/find?term=onerror")
+    assert (memory["source"], memory["index"]) == ("MEMORY.md", 1)
+    assert call(lab, "/agents/Scout/find?term=%20")[0] == 400
+    assert call(lab, "/agents/Scout/find?term=x&archive=history_none.md")[0] == 404
+    assert call(lab, "/agents/Nobody/find?term=x")[0] == 404
 
 
 def test_a_poll_when_nothing_changed_is_a_304_with_no_body(lab, agents):

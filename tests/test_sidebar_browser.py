@@ -30,6 +30,7 @@ from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
+from nbmemory.wording import search_words
 from support import agent_docs
 
 pytestmark = pytest.mark.browser
@@ -181,7 +182,8 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         expect(body).to_contain_text('<img src=x onerror="window.__pwned=1">')  # as stored
         expect(body).to_contain_text("<script>window.__pwned=2</script>")
         expect(body).to_contain_text('<svg onload="window.__pwned=3">')
-        expect(body).to_contain_text(f'<img src="{pixel}" alt="t" />')  # the pixel, as text
+        image = body.get_by_role("link", name="image: t")  # a link, as in the widget: not fetched
+        expect(image).to_have_attribute("href", pixel)
         for tag in ("img", "script", "svg", "iframe"):
             assert panel.locator(f".jp-nbmemory-messages {tag}").count() == 0, tag
         link = body.get_by_text("x", exact=True)
@@ -205,10 +207,10 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         panel.get_by_test_id("nbmemory-search").press("Enter")
         results = panel.get_by_test_id("nbmemory-search-results").get_by_test_id("nbmemory-message")
         caption = panel.get_by_test_id("nbmemory-search-caption")
-        expect(caption).to_have_text("26 hits in MEMORY.md and the archives; 1\u201320 shown")
+        expect(caption).to_have_text(search_words("budget", 26, 0, 20, True, None))
         expect(results).to_have_count(20)
         panel.get_by_role("button", name="Next hits").click()
-        expect(caption).to_have_text("26 hits in MEMORY.md and the archives; 21\u201326 shown")
+        expect(caption).to_have_text(search_words("budget", 26, 20, 6, True, None))
         expect(results).to_have_count(6)
         expect(results.last).to_contain_text("Budget notes summarized.")  # MEMORY.md comes last
         expect(results.last.locator("mark.jp-nbmemory-hit")).to_have_text("Budget")

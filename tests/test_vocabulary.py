@@ -9,13 +9,14 @@ from nbmemory import Conversation
 from nbmemory.read_model import (
     ArchiveInfo,
     CompactionInfo,
+    Found,
     Item,
     MessageTokens,
     ReadModel,
     Usage,
 )
 from nbmemory.store import memory_path
-from nbmemory.wording import PARTS, reveal, usage_words, vocabulary
+from nbmemory.wording import PARTS, reveal, search_words, usage_words, vocabulary
 from support import ROOT
 
 API = ROOT / "labextension" / "src" / "api.ts"
@@ -52,22 +53,74 @@ def test_the_panels_types_name_exactly_what_the_read_model_serializes(workspace)
     assert types["IItem"] == set(Item(0, "User", "", "t", 1, "MEMORY.md").to_json())
     assert types["IArchive"] == set(ArchiveInfo("a.md", 1, 2, "t").to_json())
     assert types["IMessageTokens"] == set(MessageTokens("e", 1, 2, {}).to_json())
+    assert types["IFound"] == set(Found("t", "a.md", 3, 0, 20).to_json())
     assert types["IVocabulary"] == set(vocabulary())
     assert types["IPartStyle"] == set(vocabulary()["parts"][0])
 
 
-def test_the_widget_gets_the_same_words_and_vocabulary(workspace):
+WIDGET_JS = ROOT / "nbmemory" / "jupyter" / "static" / "widget.js"
+
+
+def widget_fields() -> set[str]:
+    """The fields the widget's modules read of the ``info`` trait: ``model.get("info").parts``,
+    or ``x.tokens`` where ``const x = model.get("info")``."""
+    fields: set[str] = set()
+    for path in (ROOT / "nbmemory" / "jupyter" / "static" / "widget").glob("*.js"):
+        text = path.read_text()
+        fields |= set(re.findall(r'model\.get\("info"\)\.(\w+)', text))
+        for name in re.findall(r'const (\w+) = model\.get\("info"\);', text):
+            fields |= set(re.findall(rf"\b{name}\.(\w+)", text))
+    return fields
+
+
+def test_the_widget_s_traits_are_the_read_models_serialization(workspace):
     from nbmemory.jupyter.widget import MemoryWidget
 
     convo = Conversation(name="Worded", memory_md_path=memory_path("Worded"))
     convo.add("User", "hello")
+    convo.compact("Said hello.")
     widget = MemoryWidget("Worded")
     try:
         widget.refresh()
-        usage = ReadModel().usage("Worded")
-        assert widget.words == {**usage.to_json()["words"], "counts": "1 message · 0 archives"}
+        reader = ReadModel()
+        info = reader.agent("Worded")
+        assert widget.info == info.to_json()
+        assert widget.info["counts"] == "1 message · 1 archive"
         assert widget.vocabulary == vocabulary()
-        assert widget.usage_parts == usage.to_json()["parts"]
+        assert widget.archives == [a.to_json() for a in reader.archives("Worded")]
+        # One name per figure: no trait repeats a key of the serialization under another name.
+        traits = set(widget.traits(sync=True))
+        retired = {"tokens_used", "usage_parts", "message_count", "memory_bytes", "archive_count"}
+        assert not traits & retired
+        # (`messages` is the page shown and `archives` the list, as GET .../archives names it.)
+        assert traits & set(info.to_json()) == {"name", "messages", "archives"}
+        # What the browser reads of `info` is what the server sends (the panel's IAgent).
+        read = widget_fields()
+        assert {"tokens", "context_length", "threshold", "parts", "words", "counts"} <= read
+        assert read <= set(info.to_json()) == interfaces()["IAgent"]
+        # The traits the browser redraws on are traits of the widget.
+        listed = re.findall(r'"(\w+)"', WIDGET_JS.read_text().split("function render")[0])
+        assert set(listed) <= traits, set(listed) - traits
+        # The search's caption is the panel's sentence.
+        widget.query = "HELLO"
+        assert widget.search_caption == search_words("HELLO", 1, 0, 1, False, None)
+        widget.search_archives = True
+        assert widget.search_caption == search_words("HELLO", 2, 0, 2, True, None)
+        assert widget.search_caption.startswith("2 messages with “HELLO” in MEMORY.md and the")
+    finally:
+        widget.close()
+
+
+def test_the_widget_s_first_figures_are_keys_of_the_serialization(workspace):
+    # Before the tokens are counted, the widget shows what the settings tell, under the same names.
+    from nbmemory.jupyter.widget import MemoryWidget
+
+    Conversation(name="Early", memory_md_path=memory_path("Early")).add("User", "hello")
+    widget = MemoryWidget("Early", poll_seconds=60)
+    try:
+        keys = set(ReadModel().agent("Early").to_json())
+        assert widget.info and set(widget.info) <= keys
+        assert widget.info["messages"] == 1
     finally:
         widget.close()
 
@@ -118,6 +171,15 @@ def test_the_front_ends_word_no_figure_of_their_own():
         "tokens_before)} →",
         "the tools it may call",
         "what the memory holds now",
+        "messages match",
+        "no message contains",
+        "hits in",
+        "Showing ${",
+        "Show full text (",
+        "still in the archive (",
+        "keeps every name, number and date",
+        "« Newest",
+        "'Newer', 'Older'",
     ]
     for path in FRONT_ENDS:
         text = path.read_text()
@@ -137,3 +199,24 @@ def test_the_panels_fallback_labels_are_the_vocabularys():
     ]
     assert len(calls) >= 8
     assert [(key, LABELS.get(key)) for key, _ in calls] == calls
+
+
+def test_the_widgets_markdown_words_before_its_vocabulary_are_the_vocabularys():
+    # marked is set up before a widget's vocabulary arrives: its image words are the same.
+    from nbmemory.wording import LABELS, PHRASES
+
+    text = (ROOT / "nbmemory" / "jupyter" / "static" / "widget" / "markdown.js").read_text()
+    found = re.search(r'phrases: \{ image: "([^"]+)" \}, labels: \{ image: "([^"]+)" \}', text)
+    assert found and found.groups() == (PHRASES["image"], LABELS["image"])
+
+
+def test_a_search_is_worded_once():
+    assert search_words("Lyon", 250, 20, 20, False, None) == (
+        "250 messages with “Lyon” in MEMORY.md; 21\u201340 shown"
+    )
+    assert search_words("Lyon", 1, 0, 1, True, "User") == (
+        "1 message with “Lyon” in MEMORY.md and the archives among User's messages; 1\u20131 shown"
+    )
+    assert search_words("x", 0, 0, 0, False, None) == (
+        "No results for “x” in MEMORY.md. Tick “archives too” to look in the archives."
+    )

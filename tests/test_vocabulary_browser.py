@@ -23,6 +23,7 @@ from nbmemory import Agent, Conversation
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
+from nbmemory.wording import LABELS, PAGERS, counted, phrase, search_words
 from support import agent_docs
 
 pytestmark = pytest.mark.browser
@@ -32,6 +33,8 @@ SPOOF = "Pay \u202eRUE 001\u202c to\u200bday"
 REVEALED = "Pay ⟨U+202E⟩RUE 001⟨U+202C⟩ to⟨U+200B⟩day"
 RAW_HTML = "Use <b>bold</b> here.\n\n<p>para"
 ARGUMENTS = '{"query": "Lyon"}'
+IMAGE = "![chart](http://127.0.0.1:9/chart.png)"
+LONG = "Long report. " + "y" * 2500
 
 
 def prepare(workspace: Path) -> tuple[Any, Any]:
@@ -49,9 +52,38 @@ def prepare(workspace: Path) -> tuple[Any, Any]:
     over = Conversation(name="Over", memory_md_path=memory_path("Over"))
     for n in range(40):
         over.add("User", f"Line {n}: the quarterly figures of the Lyon office, again and again.")
+    over.add("User", IMAGE)
+    over.add("User", LONG)  # the newest: first in both lists, folded in both
     write_settings(agent_docs("Over"), RunSettings("gpt-4o", 300, 0.9, "o200k_base"))
     reader = ReadModel(workspace)
     return reader.agent("ResearchAgent"), reader.agent("Over")
+
+
+def over_agent_views_say_the_same(panel: Any, widget: Any, over: Any) -> None:
+    """The pager, a folded message and an image, in the panel and the widget, for ``Over``."""
+    from playwright.sync_api import expect
+
+    pages = str(-(-over.messages // 20))
+    names = [LABELS[key] for key in PAGERS["newest first"]]
+    pager = panel.get_by_test_id("nbmemory-list-section").locator(".jp-nbmemory-pager")
+    expect(pager.locator("button")).to_have_text(names)
+    expect(pager.locator("label")).to_have_text(f"Page  of {pages}")
+    in_widget = [widget.get_by_test_id(key) for key in ("first", "previous", "next", "last")]
+    for button, name in zip(in_widget, names, strict=True):
+        expect(button).to_have_text(name)
+    expect(widget.get_by_test_id("page")).to_have_text(phrase("page", page="1", pages=pages))
+
+    folded = phrase("folded", shown="2,000", length=f"{len(LONG):,}")
+    cards = panel.get_by_test_id("nbmemory-message")
+    expect(cards.first.locator(".jp-nbmemory-fold")).to_have_text(folded + LABELS["show full"])
+    expect(widget.get_by_test_id("fold")).to_have_text(f"{folded} {LABELS['show full']}")
+
+    # An image is a link in both ("image: chart"): nothing is fetched, nothing drawn.
+    panel.get_by_label("Exact text").first.uncheck()
+    for scope in (cards.nth(1), widget.get_by_test_id("message").nth(1)):
+        link = scope.locator('a[href="http://127.0.0.1:9/chart.png"]')
+        expect(link).to_have_text(phrase("image", alt="chart"))
+        assert scope.locator("img").count() == 0
 
 
 def left(style: str | None) -> float:
@@ -61,10 +93,11 @@ def left(style: str | None) -> float:
     return float(found[1])
 
 
+@pytest.mark.parametrize("app", ["jupyterlab", "notebook"])  # Lab, and Notebook 7
 def test_the_widget_the_panel_and_memory_say_the_same_thing(
-    tmp_path: Path, workspace: Path
+    tmp_path: Path, workspace: Path, app: str
 ) -> None:
-    require("jupyterlab", "playwright", "anywidget")
+    require(app, "playwright", "anywidget")
     from playwright.sync_api import expect
 
     info, over = prepare(workspace)
@@ -83,7 +116,7 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
     )
     with (
         jupyter_lab(
-            root, extra_args=lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5")
+            root, extra_args=lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5"), app=app
         ) as server,
         open_notebook(server, "same.ipynb", height=2600) as page,
     ):
@@ -115,13 +148,25 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         rows = widget.get_by_test_id("compaction")
         for row, compaction in zip(rows.all(), compactions, strict=True):
             expect(row).to_contain_text(compaction.figures)
+        expect(widget.get_by_test_id("timeline")).to_contain_text(LABELS["compactions"])
         rows.nth(0).click()  # the older compaction: its summary is not what the memory holds
         expect(widget.locator(".summary-title")).to_have_text(
             "The summary this compaction wrote (a later one replaced it)"
         )
+        dropped = len(compactions[0].dropped)
+        dropped_words = (
+            phrase("dropped", terms=counted(dropped, "term"))
+            if dropped
+            else LABELS["nothing dropped"]
+        )
+        expect(widget.get_by_test_id("dropped-title")).to_have_text(dropped_words)
         terms = widget.get_by_test_id("dropped-term").all_inner_texts()
         assert "ResearchAgent" not in terms, terms
         widget.get_by_test_id("close-compaction").click()
+        found = reader.search("ResearchAgent", "bold")
+        caption = search_words("bold", found.total, 0, len(found.items[:20]), False, None)
+        widget.get_by_label("Search memory").fill("bold")
+        expect(widget.get_by_test_id("listing")).to_have_text(caption)
 
         # The panel: Show Agent Memory puts the focus on the agent list, as the README says;
         # a hint until an agent is chosen, then the same words and numbers.
@@ -150,6 +195,15 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         expect(view).to_contain_text("The summary this compaction wrote (a later one replaced it)")
         terms = view.get_by_test_id("nbmemory-dropped-term").all_inner_texts()
         assert "ResearchAgent" not in terms, terms
+        expect(view.locator(".jp-nbmemory-dropped h3")).to_have_text(dropped_words)
+        expect(view).to_contain_text(LABELS["transcript"])
+        expect(panel.locator(".jp-nbmemory-compactions h4")).to_have_text(LABELS["compactions"])
+
+        # One search caption: the same search, worded alike.
+        panel.get_by_test_id("nbmemory-search").fill("bold")
+        panel.get_by_test_id("nbmemory-search").press("Enter")
+        expect(panel.get_by_test_id("nbmemory-search-caption")).to_have_text(caption)
+        panel.get_by_role("button", name="Close search").click()
 
         # One palette: each part is the same colour in both gauges.
         def colours(scope: Any, selector: str) -> dict[str, str]:
@@ -165,6 +219,7 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         # One threshold scale: past its window, both gauges mark the threshold where it falls
         # on a bar as long as the request.
         panel.get_by_test_id("nbmemory-agent").filter(has_text="Over").click()
+        over_agent_views_say_the_same(panel, over_widget, over)
         mark = panel.get_by_test_id("nbmemory-xray-threshold")
         expect(panel.get_by_test_id("nbmemory-xray")).to_have_attribute(
             "data-tokens", str(over.usage.tokens)
@@ -179,4 +234,7 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         expect(panel.get_by_test_id("nbmemory-xray-compacts")).to_have_text(
             over.usage.to_json()["words"]["compacts_next"]
         )
-        screenshot(page, "vocabulary-views.png")
+        screenshot(
+            page,
+            "vocabulary-views.png" if app == "jupyterlab" else "vocabulary-views-notebook7.png",
+        )

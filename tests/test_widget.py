@@ -78,14 +78,11 @@ def test_the_figures_are_the_read_models(widgets):
     widgets.append(widget)
     info = ReadModel().agent("Scribe")
     usage = info.usage
-    assert (widget.name, widget.exists, widget.settings_recorded) == ("Scribe", True, True)
-    assert widget.tokens_used == usage.tokens > 0
-    assert (widget.context_length, widget.threshold) == (usage.context_length, usage.threshold)
-    assert (widget.model_name, widget.encoding) == (usage.model, usage.encoding)
-    assert widget.compacts_next == usage.compacts_next
-    assert widget.message_count == info.messages == 45
-    assert widget.memory_bytes == info.size == len(stored("Scribe"))
-    assert widget.archive_count == 0 and widget.last_activity == info.last_activity
+    assert (widget.name, widget.exists, widget.info["recorded"]) == ("Scribe", True, True)
+    assert widget.info == info.to_json()  # the server's serialization, names and all
+    assert widget.info["tokens"] == usage.tokens > 0
+    assert widget.info["messages"] == 45
+    assert widget.info["size"] == len(stored("Scribe"))
     page = ReadModel().messages("Scribe", 0, PAGE_SIZE)
     assert widget.messages == [item.to_json() for item in page.items]
     assert [m["text"] for m in widget.messages] == [f"message {i}" for i in range(44, 24, -1)]
@@ -98,9 +95,9 @@ def test_a_message_from_another_process_shows_up(widgets):
     widget = MemoryWidget(convo)
     widgets.append(widget)
     add_elsewhere("Shared", "written by another process")
-    eventually(lambda: widget.message_count == 2, "the other process's message")
+    eventually(lambda: widget.info.get("messages") == 2, "the other process's message")
     assert widget.messages[0]["text"] == "written by another process"
-    assert widget.tokens_used == ReadModel().usage("Shared").tokens
+    assert widget.info["tokens"] == ReadModel().usage("Shared").tokens
 
 
 def test_a_compaction_by_the_cli_shows_up(widgets):
@@ -109,7 +106,7 @@ def test_a_compaction_by_the_cli_shows_up(widgets):
         convo.add("User", f"note {i}")
     widget = settled(MemoryWidget("Compacted"))
     widgets.append(widget)
-    before = widget.tokens_used
+    before = widget.info["tokens"]
     subprocess.run(
         [sys.executable, "-m", "nbmemory", "compact", "Compacted", "--summary", "Six notes."],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -117,28 +114,27 @@ def test_a_compaction_by_the_cli_shows_up(widgets):
         capture_output=True,
         timeout=120,
     )
-    eventually(lambda: widget.archive_count == 1, "the CLI's compaction")
-    eventually(lambda: widget.message_count == 1, "the compacted memory")
+    eventually(lambda: widget.info.get("archives") == 1, "the CLI's compaction")
+    eventually(lambda: widget.info.get("messages") == 1, "the compacted memory")
     assert widget.messages[0]["text"].endswith("Six notes.")
-    assert widget.tokens_used < before and widget.last_compaction
-    assert widget.archives == [
-        {"name": a.name, "messages": 6, "size": a.size} for a in ReadModel().archives("Compacted")
-    ]
+    assert widget.info["tokens"] < before and widget.archives[-1]["time"]
+    assert widget.archives == [a.to_json() for a in ReadModel().archives("Compacted")]
+    assert widget.archives[0]["messages"] == 6
 
 
 def test_a_widget_made_before_the_agent_exists_fills_in(widgets):
     widget = MemoryWidget("Writer")
     widgets.append(widget)
-    assert not widget.exists and widget.message_count == 0 and widget.messages == []
+    assert not widget.exists and widget.info == {} and widget.messages == []
     assert "No agent named 'Writer'" in widget.status and repr(widget).endswith("no agent yet)")
     assert widget._repr_markdown_().startswith("**Writer**: no agent")
     assert not memory_path("Writer").parent.exists()  # looking creates nothing
     assert not agent_docs("Writer").exists("MEMORY.md")
     add_elsewhere("Writer", "the very first message")
-    eventually(lambda: widget.exists and widget.message_count == 1, "the new agent")
+    eventually(lambda: widget.exists and widget.info.get("messages") == 1, "the new agent")
     settled(widget)
     assert widget.messages[0]["text"] == "the very first message" and widget.status == ""
-    assert widget.tokens_used == ReadModel().usage("Writer").tokens
+    assert widget.info["tokens"] == ReadModel().usage("Writer").tokens
 
 
 def test_the_compact_button_with_only_a_name(widgets):
@@ -146,11 +142,13 @@ def test_the_compact_button_with_only_a_name(widgets):
     add_elsewhere("Named", "Our office is in Lyon.", "The budget is 40k EUR.")
     widget = settled(MemoryWidget("Named"))
     widgets.append(widget)
-    eventually(lambda: widget.message_count == 2, "the messages")
+    eventually(lambda: widget.info.get("messages") == 2, "the messages")
     widget._command(widget, {"command": "compact"}, [])
     assert widget.status.startswith("Compacted: "), widget.status
-    assert widget.archive_count == 1 and widget.message_count == 1  # the summary alone
-    assert widget.tokens_used == ReadModel().usage("Named").tokens
+    assert (
+        widget.info.get("archives") == 1 and widget.info.get("messages") == 1
+    )  # the summary alone
+    assert widget.info["tokens"] == ReadModel().usage("Named").tokens
 
 
 def test_compact_says_why_not(widgets):
@@ -247,7 +245,7 @@ def test_a_long_history_sends_a_page_not_the_history(widgets):
         convo.add("User", f"message {i} " + "x" * 190)
     widget = settled(MemoryWidget("Big"))
     widgets.append(widget)
-    assert len(widget.messages) == PAGE_SIZE and widget.message_count == 10_000
+    assert len(widget.messages) == PAGE_SIZE and widget.info.get("messages") == 10_000
     assert len(json.dumps(widget.get_state(key=[k for k in widget.keys if k != "_esm"]))) < 50_000
 
 
@@ -257,12 +255,12 @@ def test_a_memory_kept_in_ram(widgets):
         convo.add("User", f"m{i}")
     widget = MemoryWidget(convo)
     widgets.append(widget)
-    assert widget.in_ram and not widget.following and widget.message_count == 50
-    assert widget.tokens_used == convo.context_tokens() and widget.context_length == 1000
+    assert widget.in_ram and not widget.following and widget.info.get("messages") == 50
+    assert widget.info["tokens"] == convo.context_tokens() and widget.info["context_length"] == 1000
     assert [m["text"] for m in widget.messages[:2]] == ["m49", "m48"]
     assert widget.messages[0]["source"] == RAM_SOURCE
     convo.add("User", "one more")
-    assert widget.messages[0]["text"] == "one more" and widget.message_count == 51
+    assert widget.messages[0]["text"] == "one more" and widget.info.get("messages") == 51
     widget.query = "m4"
     assert widget.search_total == 11
     assert widget.full_text(50, RAM_SOURCE).text == "one more"
@@ -273,13 +271,13 @@ def test_it_follows_in_process_changes_at_once(widgets):
     widget = MemoryWidget(convo)
     widgets.append(widget)
     convo.add("User", "first")  # no waiting: the change hook refreshes the view
-    assert widget.message_count == 1 and widget.messages[0]["text"] == "first"
+    assert widget.info.get("messages") == 1 and widget.messages[0]["text"] == "first"
     assert not widget.counting
-    before = widget.tokens_used
+    before = widget.info["tokens"]
     convo.add("User", "second")
-    assert widget.messages[0]["text"] == "second" and widget.tokens_used > before
+    assert widget.messages[0]["text"] == "second" and widget.info["tokens"] > before
     convo.compact("Both said.")
-    assert widget.message_count == 1 and widget.archive_count == 1
+    assert widget.info.get("messages") == 1 and widget.info.get("archives") == 1
     assert [a["name"] for a in widget.archives] == [p.name for p in convo.archives()]
     assert widget.messages[0]["text"].endswith("Both said.")
 
@@ -293,10 +291,10 @@ def test_an_agents_stream_and_the_compact_button(widgets):
     agent.run("Our office is in Lyon.")
     assert any(text.startswith("I have nothing") for text in seen)
     assert widget.streaming == ""
-    assert widget.message_count == 2 and widget.model_name == "nbmemory/offline"
+    assert widget.info.get("messages") == 2 and widget.info["model"] == "nbmemory/offline"
     widget._command(widget, {"command": "compact"}, [])
     assert widget.status.startswith("Compacted: ")
-    assert widget.archive_count == 1 and widget.message_count == 1
+    assert widget.info.get("archives") == 1 and widget.info.get("messages") == 1
 
 
 def test_the_thread_stops_on_close_on_comm_close_and_when_collected():
@@ -343,7 +341,8 @@ def test_the_markdown_fallback_never_emits_tags_or_live_script_links(widgets):
     assert "window.__pwned=1" in html and "&lt;script&gt;" in html  # readable as text
     window = ReadModel().usage("Quiet").context_length
     assert (
-        repr(widget) == f"MemoryWidget('Quiet': 5 messages, {widget.tokens_used}/{window} tokens)"
+        repr(widget)
+        == f"MemoryWidget('Quiet': 5 messages, {widget.info['tokens']}/{window} tokens)"
     )
     data, _ = widget._repr_mimebundle_()
     assert data["text/markdown"] == markdown
@@ -384,7 +383,7 @@ def test_pin_and_unpin_through_the_message_handler_change_notes_md(widgets):
     settings, _ = ReadModel().settings("Pinner")
     assert widget.notes_tokens == Notes(agent_docs("Pinner"), model=settings.model).tokens()
     assert widget.notes_tokens > 0
-    assert widget.tokens_used == ReadModel().usage("Pinner").tokens
+    assert widget.info["tokens"] == ReadModel().usage("Pinner").tokens
 
     # Unpin by the number shown, checked against the text shown.
     widget._command(
@@ -464,11 +463,11 @@ def test_the_xray_parts_are_the_read_models_and_add_up(widgets):
     widgets.append(widget)
     eventually(lambda: widget.notes_tokens > 0, "the notes")
     usage = ReadModel().usage("Parts")
-    assert [(p["name"], p["tokens"]) for p in widget.usage_parts] == list(usage.parts)
-    assert sum(p["tokens"] for p in widget.usage_parts) == widget.tokens_used == usage.tokens
+    assert [(p["name"], p["tokens"]) for p in widget.info["parts"]] == list(usage.parts)
+    assert sum(p["tokens"] for p in widget.info["parts"]) == widget.info["tokens"] == usage.tokens
     absent = MemoryWidget("Nobody")
     widgets.append(absent)
-    assert absent.usage_parts == []
+    assert absent.info == {}
 
 
 def test_tokens_per_message_on_demand(widgets):
@@ -555,7 +554,7 @@ def test_a_role_filter_pages_searches_and_keeps_the_counts(widgets):
     assert widget.roles == ["Tool", "User"]
     widget.page = 1
     widget.role = "Tool"
-    assert widget.page == 0 and widget.listed_total == 15 and widget.message_count == 45
+    assert widget.page == 0 and widget.listed_total == 15 and widget.info.get("messages") == 45
     assert [m["index"] for m in widget.messages] == list(range(42, -1, -3))
     widget.page = 5  # clamped to the last page of the role's messages
     assert widget.page == 0
@@ -587,7 +586,7 @@ def test_it_shows_as_a_static_summary_then_the_view(widgets, monkeypatch):
     for tag in ("<img", "<script", "<svg", "<a "):
         assert tag not in body.lower(), (tag, body)
     assert "&lt;img src=x onerror=" in body and f'data-nbmemory-static="{widget.model_id}"' in body
-    assert f"{widget.tokens_used:,} of {widget.context_length:,} tokens" in body
+    assert f"{widget.info['tokens']:,} of {widget.info['context_length']:,} tokens" in body
     assert "5 messages" in body
     assert "\x1b" not in bundle["text/plain"] and "5 messages" in bundle["text/plain"]
 
@@ -609,10 +608,10 @@ def test_on_the_database_it_shows_and_follows_the_same(widgets, database):
     widget = settled(MemoryWidget("Scribe"))
     widgets.append(widget)
     add_elsewhere("Scribe", HOSTILE[0])
-    eventually(lambda: widget.message_count == 4, "the other process's message")
+    eventually(lambda: widget.info.get("messages") == 4, "the other process's message")
     info = ReadModel().agent("Scribe")
     assert widget.messages[0]["text"] == HOSTILE[0]  # as text: the browser tests show it inert
-    assert (widget.tokens_used, widget.memory_bytes) == (info.usage.tokens, info.size)
+    assert widget.info == info.to_json()
     run_python(
         "from nbmemory.cli import main\nraise SystemExit(main())",
         "compact",
@@ -620,7 +619,7 @@ def test_on_the_database_it_shows_and_follows_the_same(widgets, database):
         "--summary",
         "Three messages and a payload.",
     )
-    eventually(lambda: widget.archive_count == 1, "the compaction by the command line")
+    eventually(lambda: widget.info.get("archives") == 1, "the compaction by the command line")
     assert [m["text"] for m in widget.messages] == ["Three messages and a payload."]
 
 
@@ -634,9 +633,9 @@ def test_the_browser_module_is_every_view_module_inlined_and_runs(tmp_path):
     static = ROOT / "nbmemory" / "jupyter" / "static"
     code = widget_module._module()
     assert code is MemoryWidget._esm
-    inlined = set(re.findall(r"^// static/(\S+\.js)$", code, re.MULTILINE))
-    shipped = {p.relative_to(static).as_posix() for p in static.rglob("*.js")} - {"widget.js"}
-    assert inlined == shipped  # each module once, and none left out
+    inlined = re.findall(r"^const (__\w+) = \(\(\) => \{$", code, re.MULTILINE)
+    shipped = {widget_module._variable(p) for p in static.rglob("*.js")} - {"__widget_js"}
+    assert sorted(inlined) == sorted(shipped)  # each module once, and none left out
     assert not re.search(r"^\s*import\b", code, re.MULTILINE)
     node = shutil.which("node")
     if node is None:
@@ -669,8 +668,8 @@ def test_the_module_assembly_refuses_what_it_cannot_inline(tmp_path, monkeypatch
     (tmp_path / "parts" / "c.js").write_text("const c = 1;\nexport { c };\n")
     code = widget_module._module.__wrapped__()
     assert code.index("const __parts_c_js = ") < code.index("const __parts_a_js = ")
-    assert "const { a: a, b: bee } = __parts_a_js;" in code
-    assert "return { a: a, b: a };" in code
+    assert "const { a, b: bee } = __parts_a_js;" in code
+    assert "return { a, b: a };" in code
 
     (tmp_path / "parts" / "c.js").write_text("export const c = 1;\n")
     with pytest.raises(RuntimeError, match="one export list at its end"):

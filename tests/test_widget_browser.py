@@ -99,7 +99,10 @@ def test_hostile_memory_is_shown_as_text_and_nothing_runs_or_loads(
             # A folded message opens in full, fetched from Python.
             more = widget.locator('[data-testid="full-text"]')
             expect(more).to_have_count(1)
-            expect(more).to_contain_text("3,026 characters")
+            expect(more).to_have_text("Show full text")
+            expect(widget.get_by_test_id("fold")).to_have_text(
+                "Showing 2,000 of 3,026 characters. Show full text"
+            )
             more.click()
             expect(messages.last.locator(".content")).to_contain_text("THE END")
             expect(more).to_have_count(0)
@@ -117,7 +120,12 @@ def test_hostile_memory_is_shown_as_text_and_nothing_runs_or_loads(
             expect(widget.locator(".content table")).to_have_count(1)
 
             # Controls carry accessible names.
-            for label in ("Previous page", "Next page", "Search memory", "Open an archive"):
+            for label in (
+                "Newer (previous page)",
+                "Older (next page)",
+                "Search memory",
+                "Open an archive",
+            ):
                 expect(widget.get_by_label(label, exact=True)).to_have_count(1)
 
             # A message written by this kernel through another object arrives by polling.

@@ -31,6 +31,7 @@ from nbmemory.read_model import PARTS, ReadModel
 from nbmemory.search import content_text
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
+from nbmemory.wording import search_words
 from support import agent_docs
 
 pytestmark = pytest.mark.browser
@@ -279,7 +280,7 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path, app: str) -> 
         expect(marks.filter(has_text="ZX-4471")).to_have_count(0)
         terms.filter(has_text="ZX-4471").click()
         expect(marks.filter(has_text="ZX-4471")).to_have_count(1, timeout=WAIT_MS)
-        expect(widget.locator('[data-testid="page"]')).to_have_text("page 2 of 2")
+        expect(widget.locator('[data-testid="page"]')).to_have_text("Page 2 of 2")
         fact = widget.locator('[data-testid="message"][data-index="0"]')
         expect(fact).to_be_focused()
         # Marked from text nodes: the hostile HTML around it stays text.
@@ -342,47 +343,49 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
 
         # Search: the hit count, every page reachable (no stop at 100), matches marked.
         widget.get_by_label("Search memory").fill("budget")
-        expect(listing).to_contain_text("150 messages match “budget”")
-        expect(pager).to_have_text("page 1 of 8")
+        expect(listing).to_have_text(search_words("budget", 150, 0, 20, False, None))
+        expect(pager).to_have_text("Page 1 of 8")
         hits = widget.locator('[data-testid="messages"] mark.hit')
         expect(hits.first).to_be_visible()
         assert {t.casefold() for t in hits.all_text_contents()} == {"budget"}
         widget.get_by_role("button", name="Last page of results").click()
-        expect(pager).to_have_text("page 8 of 8")
+        expect(pager).to_have_text("Page 8 of 8")
         expect(messages).to_have_count(10)
         expect(messages.last).to_contain_text("Budget line 147")
         page_field = widget.get_by_label("Go to page")
         page_field.fill("6")
         page_field.press("Enter")
-        expect(pager).to_have_text("page 6 of 8")
+        expect(pager).to_have_text("Page 6 of 8")
         expect(messages.first).to_contain_text("Budget line 98:")
         widget.get_by_role("button", name="First page of results").click()
-        expect(pager).to_have_text("page 1 of 8")
+        expect(pager).to_have_text("Page 1 of 8")
         first = messages.first
         expect(first.locator(".content")).to_have_text(hostile)  # hostile text, marked, inert
         assert first.locator("mark.hit").all_text_contents() == ["Budget", "budget"]
         expect(widget.locator("img")).to_have_count(0)
         expect(widget.locator(".content b")).to_have_count(0)
         widget.get_by_label("Search memory").fill("no such words")
-        expect(listing).to_contain_text("No results: no message contains “no such words”")
+        expect(listing).to_have_text(search_words("no such words", 0, 0, 0, False, None))
         expect(messages).to_have_count(0)
-        expect(pager).to_have_text("page 1 of 1")
+        expect(pager).to_have_text("Page 1 of 1")
 
         # A role: its messages only, searched and paged alone.
         widget.get_by_label("Search memory").fill("budget")
         widget.get_by_label("Show the messages of one role").select_option("Finder")
-        expect(listing).to_contain_text("74 messages match “budget” among Finder's messages")
+        expect(listing).to_contain_text(
+            "74 messages with “budget” in MEMORY.md among Finder's messages"
+        )
         widget.get_by_label("Search memory").fill("")
         expect(listing).to_have_text("79 messages from Finder")
         roles = messages.locator(".role").all_text_contents()
         assert set(roles) == {"Finder"}, roles
         widget.get_by_label("Show the messages of one role").select_option("")
         expect(listing).to_have_text("")
-        expect(pager).to_have_text("page 1 of 8")  # every role's pages again
+        expect(pager).to_have_text("Page 1 of 8")  # every role's pages again
 
         # Oldest and newest, whatever the order.
         widget.get_by_role("button", name="Oldest messages (last page)").click()
-        expect(pager).to_have_text("page 8 of 8")
+        expect(pager).to_have_text("Page 8 of 8")
         expect(messages.last).to_have_attribute("data-index", "0")
         widget.get_by_role("button", name="Newest messages (first page)").click()
         expect(messages.first).to_have_attribute("data-index", "154")
@@ -592,11 +595,11 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         search = widget.get_by_label("Search memory")
         search.focus()
         page.keyboard.type("line")
-        expect(widget.locator('[data-testid="listing"]')).to_contain_text("5 messages match")
+        expect(widget.locator('[data-testid="listing"]')).to_contain_text("5 messages with")
         page.keyboard.press("Tab")
         expect(widget.get_by_label("Search the archives too")).to_be_focused()
         page.keyboard.press("Space")
-        expect(widget.locator('[data-testid="listing"]')).to_contain_text("30 messages match")
+        expect(widget.locator('[data-testid="listing"]')).to_contain_text("30 messages with")
         expect(widget.locator('[data-testid="messages"] mark.hit').first).to_be_visible()
         for _ in range(8):
             if page.evaluate("() => document.activeElement.dataset.testid") == "last":
@@ -604,7 +607,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
             page.keyboard.press("Tab")
         expect(widget.get_by_role("button", name="Last page of results")).to_be_focused()
         page.keyboard.press("Enter")
-        expect(widget.locator('[data-testid="page"]')).to_have_text("page 2 of 2")
+        expect(widget.locator('[data-testid="page"]')).to_have_text("Page 2 of 2")
         expect(widget.locator('[data-testid="page"]')).to_be_focused()  # not lost to the page
         before = page.evaluate(cells)
         for key in ("a", "b", "d", "d", "m", "y"):  # notebook commands outside the widget

@@ -64,6 +64,11 @@ export interface IVocabulary {
   invisible: string;
   parts: IPartStyle[];
   labels: Record<string, string>;
+  /** The four page buttons by what is paged ("newest first", "oldest first", "results"), as
+   * keys of `labels`. */
+  pagers: Record<string, string[]>;
+  /** Sentences with `{slots}` that every view fills the same way (`wording.PHRASES`). */
+  phrases: Record<string, string>;
 }
 
 export interface IAgents {
@@ -130,6 +135,18 @@ export interface ICompaction {
   request_after: number;
   /** Both figures, labelled: "memory 669 → 166 tokens · next request 2,931 → 2,428 tokens". */
   figures: string;
+}
+
+/**
+ * Where a term first appears in MEMORY.md or an archive (`ReadModel.find`): the message's
+ * `index` (null: nowhere) and the `offset` of the page of `limit` messages that shows it.
+ */
+export interface IFound {
+  term: string;
+  source: string;
+  index: number | null;
+  offset: number;
+  limit: number;
 }
 
 /** What each message adds to a request (`ReadModel.message_tokens`). */

@@ -2,6 +2,7 @@
  * Small DOM helpers. Text always goes in as text nodes (`textContent`, `createTextNode`): no
  * helper here ever parses HTML, so untrusted text cannot become elements.
  */
+import { label, phrase } from './vocabulary';
 
 /** A DOM element with a class, optional text and attributes. */
 export function el<K extends keyof HTMLElementTagNameMap>(
@@ -68,9 +69,9 @@ export function foldNote(shown: number, length: number, showFull: () => void): H
     el(
       'span',
       'jp-nbmemory-fold-text',
-      `Showing ${number(shown)} of ${number(length)} characters.`
+      phrase('folded', { shown: number(shown), length: number(length) })
     ),
-    button('Show full text', 'Load the whole message', showFull)
+    button(label('show full', 'Show full text'), 'Load the whole message', showFull)
   );
   return note;
 }

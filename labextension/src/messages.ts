@@ -6,7 +6,7 @@ import type { IPage } from './api';
 import { MessageCards, PagedCards } from './cards';
 import { button, el, number, plural } from './dom';
 import { keepingFocus } from './pager';
-import { label } from './vocabulary';
+import { label, pagerLabels } from './vocabulary';
 
 /** The message list: MEMORY.md or one archive, a page at a time, maybe one role only. */
 export interface IListView {
@@ -88,9 +88,7 @@ export class MessageList extends PagedCards<IListView> {
     });
     this.showPager({
       offset,
-      labels: newestFirst
-        ? ['Newest', 'Newer', 'Older', 'Oldest']
-        : ['Oldest', 'Older', 'Newer', 'Newest'],
+      labels: pagerLabels(newestFirst ? 'newest first' : 'oldest first'),
       what: 'messages',
       go: at => this.go({ ...this.view, offset: at })
     });

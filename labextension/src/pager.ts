@@ -3,6 +3,7 @@
  * accessible name; the page field takes a number and Enter.
  */
 import { button, el, number } from './dom';
+import { phraseAround } from './vocabulary';
 
 /** The panel's lists, a page at a time: the message list and the search results. */
 export const PAGE_SIZE = 20;
@@ -61,7 +62,8 @@ export function pager(options: IPagerOptions): HTMLElement {
   });
   field.addEventListener('change', () => field.setCustomValidity(''));
   const label = el('label', 'jp-nbmemory-page-label');
-  label.append('Page ', field, ` of ${number(pages)}`);
+  const [before, after] = phraseAround('page', 'page', { pages: number(pages) });
+  label.append(before, field, after); // "Page [n] of N", as the widget says it
   nav.append(
     make(labels[0], 'start', 1, current <= 1),
     make(labels[1], 'back', current - 1, current <= 1),

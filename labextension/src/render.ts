@@ -1,12 +1,13 @@
 /**
  * Untrusted text (messages, notes, summaries) on screen: Markdown with raw HTML escaped and no
- * images, through JupyterLab's sanitizer, or, in "Exact text" mode, verbatim in a <pre>.
+ * images (an image is a link, as in the widget), through JupyterLab's sanitizer, or, in "Exact
+ * text" mode, verbatim in a <pre>.
  */
 import { renderMarkdown } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { el } from './dom';
-import { reveal } from './vocabulary';
+import { label, phrase, reveal } from './vocabulary';
 
 /** Tags Markdown produces, minus <img>; any other tag in a message (raw HTML) is shown as text. */
 const MARKDOWN_TAGS = [
@@ -35,9 +36,10 @@ const RENDERED_ATTRIBUTES: Record<string, string[]> = {
 /**
  * The app's sanitizer, restricted to the tags Markdown produces, without images or styles:
  * raw HTML in a message (`<img onerror=...>`, `<script>`, `<svg onload=...>`) is escaped and
- * shown as text (with its attributes), never rendered; Markdown images are escaped too, so no
- * tracker is fetched; no style attribute survives (no CSS `url()` fetch); links keep only
- * http(s) and mailto targets (a `javascript:` link loses its href).
+ * shown as text (with its attributes), never rendered; a Markdown image is a link by then
+ * (`rawHtmlAsText`) and an `<img>` would be escaped too, so no tracker is fetched; no style
+ * attribute survives (no CSS `url()` fetch); links keep only http(s) and mailto targets (a
+ * `javascript:` link loses its href).
  */
 export class MessageSanitizer implements IRenderMime.ISanitizer {
   constructor(private readonly base: IRenderMime.ISanitizer) {}
@@ -70,19 +72,33 @@ export class MessageSanitizer implements IRenderMime.ISanitizer {
 const TAG_START = /<(?=[A-Za-z/!?])(?!(?:https?|mailto):)/g;
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 const INDENTED_CODE = /^(?: {4}|\t)/;
+/** The start of a Markdown image, `![alt](` or `![alt][`: its alt text is group 1. */
+const IMAGE = /!\[([^\]\n]*)\](?=[([])/g;
 
-/** `<` of a raw tag as `&lt;` in one line of prose, leaving its code spans as they are. */
+/** An image's link text, as the widget words it: "image: alt", or "image". */
+const imageText = (alt: string): string =>
+  `[${alt ? phrase('image', { alt }) : label('image', 'image')}]`;
+
+/**
+ * One line of prose with `<` of a raw tag as `&lt;` and each image a link (nothing is fetched;
+ * the widget shows an image so too), leaving its code spans as they are.
+ */
 function escapeLine(line: string): string {
   return line
     .split(/(`+[^`]*?`+)/)
-    .map((piece, i) => (i % 2 ? piece : piece.replace(TAG_START, '&lt;')))
+    .map((piece, i) =>
+      i % 2
+        ? piece
+        : piece.replace(TAG_START, '&lt;').replace(IMAGE, (_, alt: string) => imageText(alt))
+    )
     .join('');
 }
 
 /**
  * Markdown source whose raw HTML is text: each `<` that would open a tag becomes `&lt;`
  * outside code, so `<b>` shows as written (as in the widget) and the sanitizer never has to
- * escape a tag itself (which rewrites it: quoted attributes, an invented `</p>`).
+ * escape a tag itself (which rewrites it: quoted attributes, an invented `</p>`); and whose
+ * images are links ("image: alt"), as in the widget.
  */
 export function rawHtmlAsText(source: string): string {
   let fence: string | null = null;

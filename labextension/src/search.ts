@@ -6,7 +6,32 @@
 import type { IPage } from './api';
 import { MessageCards, PagedCards } from './cards';
 import { button, el, number, plural } from './dom';
-import { label } from './vocabulary';
+import { label, pagerLabels, phrase } from './vocabulary';
+
+/** What a search found, as every view says it (`wording.search_words`). */
+export function searchWords(
+  query: string,
+  total: number,
+  offset: number,
+  shown: number,
+  archives: boolean,
+  role: string
+): string {
+  const where = phrase(archives ? 'search where archives' : 'search where');
+  const among = role ? phrase('search among', { role }) : '';
+  if (!total) {
+    const hint = archives ? '' : phrase('search hint');
+    return phrase('search none', { query, where, among, hint });
+  }
+  return phrase('search found', {
+    messages: plural(total, 'message'),
+    query,
+    where,
+    among,
+    first: number(offset + 1),
+    last: number(offset + shown)
+  });
+}
 
 /** The search shown above the message list. */
 export interface ISearchView {
@@ -86,20 +111,21 @@ export class SearchSection extends PagedCards<ISearchView> {
       return;
     }
     this.items = found.items;
-    const where = view.archives ? 'MEMORY.md and the archives' : 'MEMORY.md';
-    const among = role ? ` (messages by ${role})` : '';
     const { total, offset, items } = found;
     this.title.textContent = `Search results for “${view.query}”`;
-    this.caption.textContent = total
-      ? `${plural(total, 'hit')} in ${where}${among}; ${number(offset + 1)}–` +
-        `${number(offset + items.length)} shown`
-      : `No results for “${view.query}” in ${where}${among}.` +
-        (view.archives ? '' : ' Tick “archives too” to look in the archives.');
+    this.caption.textContent = searchWords(
+      view.query,
+      total,
+      offset,
+      items.length,
+      view.archives,
+      role
+    );
     this.node.dataset.total = String(total);
     this.total = total;
     this.showPager({
       offset,
-      labels: ['First', 'Previous', 'Next', 'Last'],
+      labels: pagerLabels('results'),
       what: 'hits',
       go: at => this.go({ ...view, offset: at })
     });

@@ -10,14 +10,12 @@
  */
 import { Widget } from '@lumino/widgets';
 
-import { Api, ICompaction, IItem, IPage, agentPath, query, reason } from './api';
+import { Api, ICompaction, IFound, IItem, IPage, agentPath, query, reason } from './api';
 import { button, el, foldNote, markText, number, plural, wholeWord } from './dom';
 import { TextRenderer } from './render';
-import { label, messageNumber } from './vocabulary';
+import { label, messageNumber, phrase } from './vocabulary';
 
 const PAGE_SIZE = 20;
-/** The largest page the server gives (`MAX_LIMIT`). */
-const MAX_PAGE = 200;
 
 /** "memory 669 → 166 tokens · next request 2,931 → 2,428 tokens", as every view says it */
 export function tokensChange(compaction: ICompaction): string {
@@ -34,13 +32,9 @@ export class CompactionTimeline {
       'aria-label': 'Compactions',
       'data-testid': 'nbmemory-timeline'
     });
-    this.node = el('section', 'jp-nbmemory-compactions', undefined, {
-      'aria-label': 'Compactions: what did it forget?'
-    });
-    this.node.append(
-      el('h4', 'jp-nbmemory-section-title', 'Compactions: what did it forget?'),
-      this.list
-    );
+    const title = label('compactions', 'Compactions: what did it forget?');
+    this.node = el('section', 'jp-nbmemory-compactions', undefined, { 'aria-label': title });
+    this.node.append(el('h4', 'jp-nbmemory-section-title', title), this.list);
   }
 
   /** Show agent `agent`'s `compactions` (oldest first); `current` is the archive open in the
@@ -96,7 +90,9 @@ export class CompactionTimeline {
       })
     );
     if (!count) {
-      this.list.append(el('li', 'jp-nbmemory-empty', 'No compactions yet.'));
+      this.list.append(
+        el('li', 'jp-nbmemory-empty', label('no compactions', 'No compactions yet.'))
+      );
     }
   }
 
@@ -172,13 +168,14 @@ export class CompactionView extends Widget {
         'h3',
         'jp-nbmemory-section-title',
         compaction.dropped_total
-          ? `Dropped: ${plural(compaction.dropped_total, 'term')} of the transcript that ` +
-              'neither the summary nor the pinned notes hold (the archive still does)' +
+          ? phrase('dropped', { terms: plural(compaction.dropped_total, 'term') }) +
               (compaction.dropped_total > compaction.dropped.length
-                ? `; the first ${compaction.dropped.length} are listed`
+                ? phrase('dropped listed', { listed: number(compaction.dropped.length) })
                 : '')
-          : 'Nothing dropped: every name, number, date and identifier of the transcript is in ' +
-              'the summary or the pinned notes'
+          : label(
+              'nothing dropped',
+              'Nothing dropped: every name, number, date and identifier of the transcript is in the summary or the pinned notes'
+            )
       ),
       this.droppedList
     );
@@ -210,7 +207,11 @@ export class CompactionView extends Widget {
       'aria-label': 'Transcript replaced'
     });
     transcript.append(
-      el('h3', 'jp-nbmemory-section-title', 'Transcript it replaced (the archive)'),
+      el(
+        'h3',
+        'jp-nbmemory-section-title',
+        label('transcript', 'Transcript it replaced (the archive)')
+      ),
       this.pager,
       this.transcript
     );
@@ -340,39 +341,35 @@ export class CompactionView extends Widget {
     }
   }
 
-  /** Go to the first message of the transcript that holds `term`. */
+  /** Go to the first message of the transcript that holds `term` (the server finds it). */
   private async find(term: string): Promise<void> {
     this.caption.textContent = `Looking for “${term}”…`;
+    const archive = this.compaction.archive;
     try {
-      // The search counts every hit and pages through them: none is missed past a page.
-      for (let offset = 0; ; offset += MAX_PAGE) {
-        const { data } = await this.api.get<IPage>(
-          agentPath(this.agent, 'search') +
-            query({ q: term, archives: true, offset, limit: MAX_PAGE, fold: 1 })
-        );
-        const hit = data.items.find(item => item.source === this.compaction.archive);
-        if (hit) {
-          const start = Math.floor(hit.index / PAGE_SIZE) * PAGE_SIZE;
-          const shown = await this.api.get<IPage>(
-            agentPath(this.agent, 'archives', this.compaction.archive) +
-              query({ offset: start, limit: PAGE_SIZE, newest_first: false })
-          );
-          const item = shown.data.items.find(i => i.index === hit.index);
-          if (item?.folded && !item.text.includes(term) && !this.full.has(hit.index)) {
-            const whole = await this.api.get<IItem>(
-              agentPath(this.agent, 'messages', String(hit.index)) +
-                query({ archive: this.compaction.archive })
-            );
-            this.full.set(hit.index, whole.data.text); // the term is past the fold
-          }
-          await this.showPage(start, hit.index);
-          return;
-        }
-        if (offset + data.items.length >= data.total) {
-          break;
-        }
+      const { data: found } = await this.api.get<IFound>(
+        agentPath(this.agent, 'find') +
+          query({ term, archive, limit: PAGE_SIZE, newest_first: false })
+      );
+      if (found.index === null) {
+        this.caption.textContent = `“${term}” is not in ${archive} any more.`;
+        return;
       }
-      this.caption.textContent = `“${term}” is not in ${this.compaction.archive} any more.`;
+      const shown = await this.api.get<IPage>(
+        agentPath(this.agent, 'archives', archive) +
+          query({ offset: found.offset, limit: PAGE_SIZE, newest_first: false })
+      );
+      const item = shown.data.items.find(i => i.index === found.index);
+      if (
+        item?.folded &&
+        !item.text.toLowerCase().includes(term.toLowerCase()) &&
+        !this.full.has(found.index)
+      ) {
+        const whole = await this.api.get<IItem>(
+          agentPath(this.agent, 'messages', String(found.index)) + query({ archive })
+        );
+        this.full.set(found.index, whole.data.text); // the term is past the fold
+      }
+      await this.showPage(found.offset, found.index);
     } catch (error) {
       this.caption.textContent = `Could not look for “${term}”: ${reason(error)}`;
     }

@@ -10,7 +10,9 @@ let current: IVocabulary = {
   first_number: 1,
   invisible: '(?!)', // nothing is shown before the first answer
   parts: [],
-  labels: {}
+  labels: {},
+  pagers: {},
+  phrases: {}
 };
 let pattern = new RegExp(current.invisible, 'gu');
 
@@ -25,6 +27,30 @@ export function setVocabulary(vocabulary: IVocabulary): void {
 /** A fixed label (`wording.LABELS`), or `fallback` before the server said it. */
 export function label(key: string, fallback: string): string {
   return current.labels[key] ?? fallback;
+}
+
+type Slots = Record<string, string | number>;
+
+const fill = (template: string, slots: Slots): string =>
+  template.replace(/\{(\w+)\}/g, (_, slot: string) => String(slots[slot] ?? ''));
+
+/** A sentence of the vocabulary (`wording.PHRASES`) with its `{slots}` filled. */
+export function phrase(key: string, slots: Slots = {}): string {
+  return fill(current.phrases[key] ?? '', slots);
+}
+
+/** A sentence split where its slot `open` is, for an element to stand there: [before, after]. */
+export function phraseAround(key: string, open: string, slots: Slots): [string, string] {
+  const template = current.phrases[key] ?? `{${open}}`;
+  const at = template.indexOf(`{${open}}`);
+  return [fill(template.slice(0, at), slots), fill(template.slice(at + open.length + 2), slots)];
+}
+
+/** The names of the four page buttons (start, back, on, end) for a `pager`: "newest first",
+ * "oldest first" or "results" (`wording.PAGERS`). */
+export function pagerLabels(pager: string): [string, string, string, string] {
+  const [start, back, on, end] = (current.pagers[pager] ?? []).map(key => current.labels[key]);
+  return [start, back, on, end];
 }
 
 /** What part `name` is, and the colour both gauges draw it in. */

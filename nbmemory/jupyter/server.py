@@ -9,6 +9,8 @@ Routes, under ``<base_url>/nbmemory/api``::
     GET  /agents/NAME/archives                      the agent's archives
     GET  /agents/NAME/archives/FILE?offset=&limit=&newest_first=&fold=&role=
     GET  /agents/NAME/search?q=&archives=1&offset=&limit=&fold=&role=   total and a page of hits
+    GET  /agents/NAME/find?term=&archive=FILE&limit=&newest_first=&role=   the first message
+                                                    with the term and the page that shows it
     GET  /agents/NAME/path?archive=FILE             where MEMORY.md (or the archive) is, absolute
                                                     and from the Jupyter server's root
     GET  /agents/NAME/export?format=json|yaml|md&archive=FILE   the memory as a file to save
@@ -135,6 +137,7 @@ class HeavyReads:
     def shutdown(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
+
 _WHOLE = re.compile(r"-?[0-9]{1,18}")
 
 
@@ -249,6 +252,7 @@ class NbMemoryServer(ExtensionApp):
                 (f"{base}{name}/compactions", CompactionsHandler),
                 (f"{base}{name}/archives/(?P<archive>[^/]+)", ArchiveHandler),
                 (f"{base}{name}/search", SearchHandler),
+                (f"{base}{name}/find", FindHandler),
                 (f"{base}{name}/compact", CompactHandler),
                 (f"{base}{name}/notes", NotesHandler),
                 (f"{base}{name}/path", PathHandler),
@@ -567,6 +571,33 @@ class SearchHandler(_Handler):
                 "items": _items(found.items),
             }
         )
+
+
+class FindHandler(_Handler):
+    """Which page of MEMORY.md or ``archive`` holds ``term`` first (``ReadModel.find``)."""
+
+    @tornado.web.authenticated
+    @authorized("read")
+    async def get(self, name: str) -> None:
+        term = self.get_query_argument("term", "")
+        if not term.strip():
+            raise tornado.web.HTTPError(400, "term must not be empty")
+        archive = self.get_query_argument("archive", None) or None
+        limit = self.int_arg("limit", 20, 1, MAX_LIMIT)
+        newest_first = self.bool_arg("newest_first", False)
+        role = self.role_arg()
+        if await self.not_modified(name, term, archive, limit, newest_first, role):
+            return
+        found = await self.in_thread(
+            self.model.find,
+            name,
+            term,
+            archive,
+            limit=limit,
+            newest_first=newest_first,
+            role=role,
+        )
+        self.reply({"name": name, **found.to_json()})
 
 
 class CompactHandler(_Handler):

@@ -1,8 +1,9 @@
 """``MemoryWidget``: a live view of one agent's memory (anywidget; traits are the whole contract).
 
-Everything it shows comes from the read model (:mod:`nbmemory.read_model`): the figures (tokens
-against the window and the compression threshold, and what the next request carries part by
-part, ``Usage.parts``), counts, bytes, pages of messages in either order (with each message's
+Everything it shows comes from the read model (:mod:`nbmemory.read_model`), serialized as the
+server serializes it for the panel: the figures (``AgentInfo.to_json()`` in the ``info`` trait:
+tokens against the window and the compression threshold, what the next request carries part by
+part, counts, bytes, and their words), pages of messages in either order (with each message's
 tokens on demand), archives and their pages, the compactions (what each archived, its summary,
 what that summary dropped), search with a hit count, and whole messages when a folded one is
 opened. It follows the agent it names from whatever process writes it: a daemon thread asks
@@ -28,7 +29,6 @@ import functools
 import html
 import os
 import re
-import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -55,15 +55,14 @@ from nbmemory.read_model import (
     CompactionInfo,
     Item,
     ReadModel,
-    Usage,
+    agent_in_ram,
     has_role,
     page_of,
     to_items,
-    usage_in_ram,
 )
 from nbmemory.report import markdown_escape, visible
 from nbmemory.store import Workspace
-from nbmemory.wording import counted, counts_words, vocabulary
+from nbmemory.wording import counted, message_number, search_words, vocabulary
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
@@ -78,6 +77,9 @@ _IMPORT = re.compile(r'^import \{([^}]*)\} from "(\.\.?/[^"]+)";[ \t]*\n', re.MU
 _MODULE_SYNTAX = re.compile(r"^[ \t]*(?:import|export)\b", re.MULTILINE)
 
 
+_VENDORED = _STATIC / "marked.esm.js"
+
+
 def _pairs(names: str) -> list[tuple[str, str]]:
     """``a, b as c`` of an import or export list as ``(name, alias)`` pairs."""
     pairs = []
@@ -86,6 +88,23 @@ def _pairs(names: str) -> list[tuple[str, str]]:
         if name:
             pairs.append((name.strip(), alias.strip() or name.strip()))
     return pairs
+
+
+def _property(key: str, value: str) -> str:
+    """``key: value`` of an object literal or pattern, as ``key`` alone when they are the same."""
+    return key if key == value else f"{key}: {value}"
+
+
+def _compact(text: str) -> str:
+    """One of the widget's own modules as sent: without its whole-line ``//`` comments, blank
+    lines and indentation (the source keeps them for people; the browser needs none of them).
+
+    Safe because no multi-line template literal of ``static/widget*`` holds such a line:
+    tests/test_widget_module.py checks, with TypeScript's parser, that every literal of the
+    module sent is the source's.
+    """
+    lines = (line.strip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//")) + "\n"
 
 
 def _variable(path: Path) -> str:
@@ -103,7 +122,7 @@ def _linked(path: Path) -> tuple[str, list[Path]]:
         if not need.is_relative_to(_STATIC) or not need.is_file():
             raise RuntimeError(f"{path.name} imports {match.group(2)}, not a file of static/")
         needs.append(need)
-        names = ", ".join(f"{name}: {alias}" for name, alias in _pairs(match.group(1)))
+        names = ", ".join(_property(name, alias) for name, alias in _pairs(match.group(1)))
         return f"const {{ {names} }} = {_variable(need)};\n"
 
     return _IMPORT.sub(read, text), needs
@@ -118,16 +137,14 @@ def _inlined(path: Path, text: str) -> str:
             f"static/{path.relative_to(_STATIC).as_posix()}: a module the widget imports may "
             'only have `import { ... } from "./file.js";` lines and one export list at its end'
         )
-    exports = ", ".join(f"{alias}: {name}" for name, alias in _pairs(found.group(1)))
-    return (
-        f"// static/{path.relative_to(_STATIC).as_posix()}\n"
-        f"const {_variable(path)} = (() => {{\n{body}\nreturn {{ {exports} }};\n}})();"
-    )
+    exports = ", ".join(_property(alias, name) for name, alias in _pairs(found.group(1)))
+    return f"const {_variable(path)} = (() => {{\n{body}\nreturn {{ {exports} }};\n}})();"
 
 
 @functools.cache
-def _module() -> str:
-    """widget.js with the modules it imports inlined (anywidget sends one module, not a folder).
+def _module(compact: bool = True) -> str:
+    """widget.js with the modules it imports inlined (anywidget sends one module, not a folder),
+    ``compact`` (see :func:`_compact`) but the vendored marked, which comes minified.
 
     The widget's views are plain ES modules under ``static/widget/`` (a browser can load them as
     they are); each module it imports, and theirs, and the vendored marked, runs inside a
@@ -144,7 +161,7 @@ def _module() -> str:
             text, needs = _linked(path)
             for need in needs:
                 visit(need, (*importing, path))
-            done[path] = text
+            done[path] = _compact(text) if compact and path != _VENDORED else text
 
     entry = _STATIC / "widget.js"
     visit(entry, ())
@@ -222,27 +239,14 @@ class MemoryWidget(anywidget.AnyWidget):
     workspace = traitlets.Unicode("").tag(sync=True)
     exists = traitlets.Bool(False).tag(sync=True)
     in_ram = traitlets.Bool(False).tag(sync=True)
-    model_name = traitlets.Unicode("").tag(sync=True)
-    encoding = traitlets.Unicode("").tag(sync=True)
-    settings_recorded = traitlets.Bool(False).tag(sync=True)
     counting = traitlets.Bool(False).tag(sync=True)
     """True until the first token figure is in (a long memory is counted once, off the cell)."""
-    tokens_used = traitlets.Int(0).tag(sync=True)
-    context_length = traitlets.Int(0).tag(sync=True)
-    threshold = traitlets.Float(None, allow_none=True).tag(sync=True)
-    """Compression threshold as a fraction of the window; ``None``: compression is off."""
-    compacts_next = traitlets.Bool(False).tag(sync=True)
-    usage_parts = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """What the next request carries (``Usage.parts``): ``{"name", "tokens"}`` in order."""
-    message_count = traitlets.Int(0).tag(sync=True)
-    archive_count = traitlets.Int(0).tag(sync=True)
-    memory_bytes = traitlets.Int(0).tag(sync=True)
-    last_activity = traitlets.Unicode("").tag(sync=True)
-    last_compaction = traitlets.Unicode("").tag(sync=True)
-    problems = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    words = traitlets.Dict().tag(sync=True)
-    """The figures in words, as every view says them: ``Usage.to_json()["words"]`` and
-    ``counts`` (``1 message · 2 archives``)."""
+    info = traitlets.Dict().tag(sync=True)
+    """The agent's figures as every view gets them, ``AgentInfo.to_json()``: ``tokens`` of
+    ``context_length``, ``threshold``, ``parts``, ``words``, ``messages``, ``size``, ``counts``...
+    (the server's and the panel's names). While ``counting``, only what the settings and the
+    first page tell: ``name``, ``model``, ``context_length``, ``threshold``, ``recorded`` and
+    ``messages``; empty while there is no agent."""
     vocabulary = traitlets.Dict(vocabulary()).tag(sync=True)
     """What the browser needs to word and draw as the other views do (``wording.vocabulary``)."""
 
@@ -253,7 +257,7 @@ class MemoryWidget(anywidget.AnyWidget):
     messages = traitlets.List(traitlets.Dict()).tag(sync=True)
     """The current page only: ``Item.to_json()`` dicts (text folded to ``FOLD_CHARS``)."""
     listed_total = traitlets.Int(0).tag(sync=True)
-    """How many messages the pages go through: ``message_count``, or those of ``role``."""
+    """How many messages the pages go through: ``info["messages"]``, or those of ``role``."""
     role = traitlets.Unicode("").tag(sync=True)
     """Show (and search) only the messages of this role (any case); empty for every role."""
     roles = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -265,10 +269,12 @@ class MemoryWidget(anywidget.AnyWidget):
     search_page = traitlets.Int(0).tag(sync=True)
     search_total = traitlets.Int(0).tag(sync=True)
     search_results = traitlets.List(traitlets.Dict()).tag(sync=True)
+    search_caption = traitlets.Unicode("").tag(sync=True)
+    """What the search found, as the panel says it (``wording.search_words``); empty: no search."""
 
     # Archives
     archives = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """Oldest first: ``{"name", "messages", "size"}``."""
+    """Oldest first: ``ArchiveInfo.to_json()`` (``name``, ``messages``, ``size``, ``time``)."""
     open_archive = traitlets.Unicode("").tag(sync=True)
     archive_page = traitlets.Int(0).tag(sync=True)
     archive_total = traitlets.Int(0).tag(sync=True)
@@ -386,9 +392,10 @@ class MemoryWidget(anywidget.AnyWidget):
     def __repr__(self) -> str:
         if not self.exists and not self.in_ram:
             return f"MemoryWidget({self.name!r}: no agent yet)"
+        figures = self.info
         return (
-            f"MemoryWidget({self.name!r}: {self.message_count} messages, "
-            f"{self.tokens_used}/{self.context_length} tokens)"
+            f"MemoryWidget({self.name!r}: {figures.get('messages', 0)} messages, "
+            f"{figures.get('tokens', 0)}/{figures.get('context_length', 0)} tokens)"
         )
 
     def close(self) -> None:
@@ -430,11 +437,15 @@ class MemoryWidget(anywidget.AnyWidget):
             with self.hold_sync():
                 self.exists = True
                 self.counting = True
-                self.model_name = settings.model
-                self.context_length = settings.context_length
-                self.threshold = settings.threshold
-                self.settings_recorded = recorded
                 self._show_page()
+                self.info = {
+                    "name": self.name,
+                    "model": settings.model,
+                    "context_length": settings.context_length,
+                    "threshold": settings.threshold,
+                    "recorded": recorded,
+                    "messages": self.listed_total,
+                }
 
     def _poll(self) -> None:
         if self._reader.version(self.name) != self._version:
@@ -458,55 +469,32 @@ class MemoryWidget(anywidget.AnyWidget):
                 self._version = version
                 self._absent()
                 return
-            usage = info.usage
             with self.hold_sync():
                 if self.status == self._absent_status:
                     self.status = ""
                 self.exists = True
-                self._show_usage(usage, info.messages, len(archives))
-                self.memory_bytes = info.size
-                self.last_activity = info.last_activity or ""
-                self.problems = list(info.problems)
-                self.archives = [
-                    {"name": a.name, "messages": a.messages, "size": a.size} for a in archives
-                ]
-                self.archive_count = len(archives)
-                self.last_compaction = archives[-1].time if archives else ""
-                self._show_notes(usage.model)
+                self.archives = [archive.to_json() for archive in archives]
+                self._show_notes(info.usage.model)
                 if compactions is not None:
                     self._show_compactions(*compactions)
                 self._show_roles([role for role, _ in self._reader.roles(self.name)])
                 self._show_page()
-                self.message_count = info.messages
+                self.info = info.to_json()  # after the page: whoever waits for it finds both
                 self._show_archive()
                 self._show_search()
                 self.counting = False  # last: whoever waits for the figures finds them all
             self._version = version
-
-    def _show_usage(self, usage: Usage, messages: int, archives: int) -> None:
-        """The figures of the next request, as traits (the read model's, words included)."""
-        self.model_name = usage.model
-        self.encoding = usage.encoding
-        self.settings_recorded = usage.recorded
-        self.tokens_used = usage.tokens
-        self.context_length = usage.context_length
-        self.threshold = usage.threshold
-        self.compacts_next = usage.compacts_next
-        self.usage_parts = usage.to_json()["parts"]
-        self.words = {**usage.to_json()["words"], "counts": counts_words(messages, archives)}
 
     def _refresh_ram(self) -> None:
         convo = self._ram
         assert convo is not None
         with self.hold_sync():
             self.exists = True
-            self._show_usage(usage_in_ram(convo, self.agent), len(convo.conversation_history), 0)
-            self.memory_bytes = 0
             self.pinned_notes = []
             self.notes_tokens = 0
             self._show_roles([str(m.get("role", "")) for m in convo.conversation_history])
             self._show_page()
-            self.message_count = len(convo.conversation_history)
+            self.info = agent_in_ram(self.name, convo, self.agent).to_json()
             self._show_search()
 
     def _absent(self) -> None:
@@ -517,18 +505,16 @@ class MemoryWidget(anywidget.AnyWidget):
         with self.hold_sync():
             self.exists = False
             self.counting = False
-            self.tokens_used = self.message_count = self.memory_bytes = self.archive_count = 0
+            self.info = {}
             self.listed_total = 0
             self.roles = []
             self.messages = self.archives = self.search_results = self.archive_messages = []
+            self.search_caption = ""
             self.pinned_notes = []
             self.notes_tokens = 0
             self.compactions, self.compaction = [], {}
             self._compactions_key, self._compaction_infos = None, {}
             self.page = self.search_total = self.archive_total = 0
-            self.compacts_next = False
-            self.usage_parts = []
-            self.words = {}
             self.status = self._absent_status
 
     def _changed(self, event: ChangeEvent) -> None:
@@ -601,8 +587,6 @@ class MemoryWidget(anywidget.AnyWidget):
             return
         self.messages = self._json(items)
         self.listed_total = total
-        if not self.role:
-            self.message_count = total  # after the page: whoever waits for the count finds it
 
     def _json(self, items: list[Item]) -> list[dict[str, Any]]:
         """Items as the browser gets them; with ``show_tokens``, each with its tokens."""
@@ -696,28 +680,34 @@ class MemoryWidget(anywidget.AnyWidget):
         self.compaction = info.to_json() if info is not None else {}
 
     def find_in_archive(self, term: str) -> int | None:
-        """Turn the open archive to the page where ``term`` first appears (any case), and
-        return that message's index; ``None`` (said in ``status``) if it is not there."""
+        """Turn the open archive to the page where ``term`` first appears (any case,
+        ``ReadModel.find``), and return that message's index; ``None`` (said in ``status``) if
+        it is not there."""
         with self._lock:
             if not self.open_archive or not term.strip() or self._ram is not None:
                 return None
+            size = max(1, self.page_size)
             try:
-                found = self._reader.search(
-                    self.name, term, archives=True, limit=sys.maxsize, fold=0
+                found = self._reader.find(
+                    self.name,
+                    term,
+                    self.open_archive,
+                    limit=size,
+                    newest_first=self.newest_first,
+                    role=self.role or None,
                 )
             except (AgentNotFoundError, ArchiveNotFoundError) as exc:
                 self.status = str(exc)
                 return None
-            indexes = [item.index for item in found.items if item.source == self.open_archive]
-            if not indexes:
+            if found.index is None:
                 self.status = f"{term!r} is not in {self.open_archive}."
                 return None
-            index, size = indexes[0], max(1, self.page_size)
-            total = self.archive_total or indexes[-1] + 1
-            position = total - 1 - index if self.newest_first else index
-            self.archive_page = position // size
-            self.status = f"{term!r} first appears in message {index + 1} of {self.open_archive}."
-            return index
+            self.archive_page = found.offset // size
+            self.status = (
+                f"{term!r} first appears in message {message_number(found.index)} of "
+                f"{self.open_archive}."
+            )
+            return found.index
 
     # ------------------------------------------------------------------------------------------
     # Search
@@ -733,7 +723,7 @@ class MemoryWidget(anywidget.AnyWidget):
     def _show_search(self) -> None:
         query = self.query.strip()
         if not query or not self.exists:
-            self.search_results, self.search_total = [], 0
+            self.search_results, self.search_total, self.search_caption = [], 0, ""
             return
         size = max(1, self.page_size)
         offset = self.search_page * size
@@ -763,6 +753,9 @@ class MemoryWidget(anywidget.AnyWidget):
         with self.hold_sync():
             self.search_total = total
             self.search_results = self._json(items)
+            self.search_caption = search_words(
+                query, total, offset, len(items), self.search_archives, self.role or None
+            )
 
     # ------------------------------------------------------------------------------------------
     # Pinned notes
@@ -924,20 +917,23 @@ class MemoryWidget(anywidget.AnyWidget):
         figures, further lines, and (role, time, text) of the newest messages."""
         if self.counting:  # a summary is read once, as it is: wait for the figures
             self.refresh()
-        title = f"{self.name} memory" + (f" · {self.model_name}" if self.model_name else "")
+        info = self.info
+        model = info.get("model", "")
+        title = f"{self.name} memory" + (f" · {model}" if model else "")
         if not self.exists:
             return title, "no agent with this name in the workspace yet", [], []
+        words = info.get("words", {})
         if self.counting:
             usage = "tokens being counted"
         else:
-            usage = f"{self.words['usage']}, {self.words['threshold']}"
-        usage += f", {self.words.get('counts', '')}"
+            usage = f"{words['usage']}, {words['threshold']}"
+        usage += f", {info.get('counts', '')}"
         lines = []
-        parts = [f"{p['name']} {p['tokens']:,}" for p in self.usage_parts]
+        parts = [f"{p['name']} {p['tokens']:,}" for p in info.get("parts", [])]
         if parts:
             lines.append("Next request: " + " · ".join(parts))
         if not self.counting:
-            lines += filter(None, [self.words.get("compacts_next"), self.words.get("over_window")])
+            lines += filter(None, [words.get("compacts_next"), words.get("over_window")])
         if self.compactions:
             last = self.compactions[-1]
             lines.append(
@@ -945,7 +941,9 @@ class MemoryWidget(anywidget.AnyWidget):
                 f"{last['figures']}, {counted(last['dropped_total'], 'term')} dropped"
             )
         if self.pinned_notes:
-            lines.append(f"{len(self.pinned_notes)} pinned notes ({self.notes_tokens:,} tokens)")
+            lines.append(
+                f"{counted(len(self.pinned_notes), 'pinned note')} ({self.notes_tokens:,} tokens)"
+            )
         shown = [(m["role"], m["timestamp"], m["text"]) for m in self.messages[:5]]
         return title, usage, lines, shown
 

@@ -13,26 +13,24 @@ import { controlsView } from "./widget/controls.js";
 import { el } from "./widget/dom.js";
 import { gaugeView } from "./widget/gauge.js";
 import { liveView } from "./widget/live.js";
-import { escapeHtml, markdownHtml, markTerms, renderMarkdown, reveal, setInvisible } from "./widget/markdown.js";
+import { escapeHtml, markdownHtml, markTerms, renderMarkdown, reveal, setVocabulary } from "./widget/markdown.js";
 import { messagesView } from "./widget/messages.js";
 import { notesView } from "./widget/notes.js";
 import { mode } from "./widget/paging.js";
 import { searchView } from "./widget/search.js";
 
 // The traits each part is drawn from.
-const FIGURES = ["name", "model_name", "exists", "in_ram", "counting", "tokens_used", "context_length",
-  "threshold", "compacts_next", "usage_parts", "settings_recorded", "message_count", "archive_count", "memory_bytes",
-  "last_compaction", "problems", "words"];
+const FIGURES = ["name", "exists", "in_ram", "counting", "info", "archives"];
 const LISTING = ["page", "page_size", "newest_first", "messages", "query", "search_archives", "search_page",
   "search_total", "search_results", "archives", "open_archive", "archive_page", "archive_total",
-  "archive_messages", "exact", "show_tokens", "message_count", "compaction", "compactions", "listed_total",
-  "role", "roles"];
+  "archive_messages", "exact", "show_tokens", "info", "compaction", "compactions", "listed_total",
+  "role", "roles", "search_caption"];
 const STATUSES = ["status", "streaming"];
 const PINNED = ["pinned_notes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
 const TIMELINE = ["compactions", "open_archive", "in_ram", "exists"];
 
 function render({ model, el: root }) {
-  setInvisible(model.get("vocabulary").invisible);
+  setVocabulary(model.get("vocabulary"));
   // data-lm-suppress-shortcuts: keys typed here are the widget's, not the notebook's commands.
   const widget = el("div", {
     class: "nbmemory-widget", "data-testid": "nbmemory-widget", "data-lm-suppress-shortcuts": "true",

@@ -1,7 +1,7 @@
 // Compactions: a timeline of what each archived and what its summary left out; opening one
 // shows its summary (and the terms it dropped) beside the archived transcript, which the
 // message list shows.
-import { el, number } from "./dom.js";
+import { counted, el, number, phrase } from "./dom.js";
 import { shownText } from "./markdown.js";
 
 function timelineNodes() {
@@ -30,19 +30,17 @@ function summaryNodes(labels) {
 function drawTimeline(s) {
   const { model, timeline, timelineTitle, timelineList } = s;
   const items = model.get("compactions");
+  const labels = model.get("vocabulary").labels;
   timeline.hidden = model.get("in_ram") || !model.get("exists");
-  timelineTitle.textContent = items.length
-    ? `Compactions (${number(items.length)}): what each archived, and what its summary left out`
-    : "Compactions";
+  timelineTitle.textContent = labels.compactions;
   if (!items.length) {
-    timelineList.replaceChildren(el("li", { class: "empty" }, "No compactions yet."));
+    timelineList.replaceChildren(el("li", { class: "empty" }, labels["no compactions"]));
     return;
   }
   const open = model.get("open_archive");
   timelineList.replaceChildren(...items.map((c, i) => {
-    const dropped = c.dropped_total;
     const text = `${c.time || "?"} · ${c.figures} · `
-      + `${number(c.messages)} messages archived · ${number(dropped)} ${dropped === 1 ? "term" : "terms"} dropped`;
+      + `${counted(c.messages, "message")} archived · ${counted(c.dropped_total, "term")} dropped`;
     const button = el("button", {
       type: "button", class: "compaction", "data-testid": "compaction", "data-archive": c.archive,
       "aria-label": `Open compaction ${i + 1}: ${text}`, "aria-pressed": String(open === c.archive),
@@ -57,10 +55,12 @@ function drawTimeline(s) {
 }
 
 // What the summary left out, each term a button that finds it in the archived transcript.
-function droppedNodes(model, terms) {
-  const label = el("div", { class: "dropped-title" }, terms.length
-    ? `Left out of the summary, still in the archive (${number(terms.length)}):`
-    : "The summary (or the pinned notes) keeps every name, number and date of the transcript.");
+function droppedNodes(model, terms, total) {
+  const listed = total > terms.length
+    ? phrase(model, "dropped listed", { listed: number(terms.length) }) : "";
+  const label = el("div", { class: "dropped-title", "data-testid": "dropped-title" }, total
+    ? phrase(model, "dropped", { terms: counted(total, "term") }) + listed
+    : model.get("vocabulary").labels["nothing dropped"]);
   const chips = el("ul", { class: "dropped-list", "data-testid": "dropped-terms" });
   chips.append(...terms.map((term) => {
     const chip = el("button", {
@@ -88,10 +88,10 @@ function drawCompaction(s, current) {
   const kept = info.kept_messages ? `, ${number(info.kept_messages)} kept word for word` : "";
   const labels = model.get("vocabulary").labels;
   summaryHead.textContent = `Compaction ${n} of ${all.length} · ${info.time || "?"} · `
-    + `${info.figures} · ${number(info.messages)} messages archived to ${info.archive}${kept}`
+    + `${info.figures} · ${counted(info.messages, "message")} archived to ${info.archive}${kept}`
     + (info.recorded ? "" : ` (${labels["no record"]})`);
   summaryTitle.textContent = n === all.length ? labels["summary now"] : labels["summary then"];
-  droppedBox.replaceChildren(...droppedNodes(model, info.dropped || []));
+  droppedBox.replaceChildren(...droppedNodes(model, info.dropped || [], info.dropped_total || 0));
   summaryBody.replaceChildren(shownText(info.summary, model.get("exact")));
   if (s.focusSummary) {
     s.focusSummary = false;

@@ -1,7 +1,7 @@
 // The display bar's own controls (the role filter, "Exact text", "Tokens per message"; the
 // search field before them is search.js's) and the navigation bar: the order, the pages, the
 // archives and the Compact button.
-import { el, number } from "./dom.js";
+import { el, number, phrase } from "./dom.js";
 import { PAGER, goTo, mode, pages } from "./paging.js";
 
 function displayNodes(model) {
@@ -24,11 +24,11 @@ function displayNodes(model) {
 
 function navNodes(model, openArchive) {
   const order = el("button", { type: "button", "data-testid": "order" });
-  const first = el("button", { type: "button", "data-testid": "first", "aria-label": "First page" }, "«");
-  const prev = el("button", { type: "button", "data-testid": "previous", "aria-label": "Previous page" }, "‹");
+  const first = el("button", { type: "button", "data-testid": "first" });
+  const prev = el("button", { type: "button", "data-testid": "previous" });
   const pageText = el("span", { "data-testid": "page", "aria-live": "polite", tabindex: "-1" });
-  const next = el("button", { type: "button", "data-testid": "next", "aria-label": "Next page" }, "›");
-  const last = el("button", { type: "button", "data-testid": "last", "aria-label": "Last page" }, "»");
+  const next = el("button", { type: "button", "data-testid": "next" });
+  const last = el("button", { type: "button", "data-testid": "last" });
   const pageInput = el("input", {
     type: "number", min: "1", step: "1", inputmode: "numeric", class: "page-input", "data-testid": "page-input",
     "aria-label": "Go to page", placeholder: "page…",
@@ -65,24 +65,24 @@ function navNodes(model, openArchive) {
   return { nav, order, first, prev, pageText, next, last, pageInput, archives, compact };
 }
 
-// The page, the buttons that turn it (named for the order, or for results) and the order.
+// The page, the buttons that turn it (named for the order, or for results, as the panel's are)
+// and the order.
 function drawPager(model, v) {
   const { pageText, pageInput, first, prev, next, last, order } = v;
   const { page, count } = pages(model);
-  pageText.textContent = `page ${page + 1} of ${count}`;
+  pageText.textContent = phrase(model, "page", { page: number(page + 1), pages: number(count) });
   pageInput.max = String(count);
   if (document.activeElement !== pageInput) pageInput.value = "";
-  const newestFirst = model.get("newest_first");
-  if (mode(model) === "search") {
-    first.textContent = "« First";
-    last.textContent = "Last »";
-    first.setAttribute("aria-label", "First page of results");
-    last.setAttribute("aria-label", "Last page of results");
-  } else {
-    first.textContent = newestFirst ? "« Newest" : "« Oldest";
-    last.textContent = newestFirst ? "Oldest »" : "Newest »";
-    first.setAttribute("aria-label", newestFirst ? "Newest messages (first page)" : "Oldest messages (first page)");
-    last.setAttribute("aria-label", newestFirst ? "Oldest messages (last page)" : "Newest messages (last page)");
+  const { labels, pagers } = model.get("vocabulary");
+  const results = mode(model) === "search";
+  const pager = results ? "results" : model.get("newest_first") ? "newest first" : "oldest first";
+  const [start, back, on, end] = pagers[pager].map((key) => labels[key]);
+  const names = results ? [`${start} page of results`, `${end} page of results`]
+    : [`${start} messages (first page)`, `${end} messages (last page)`];
+  for (const [button, text, name] of [[first, start, names[0]], [prev, back, `${back} (previous page)`],
+    [next, on, `${on} (next page)`], [last, end, names[1]]]) {
+    button.textContent = text;
+    button.setAttribute("aria-label", name);
   }
   const focused = document.activeElement;
   prev.disabled = first.disabled = page <= 0;

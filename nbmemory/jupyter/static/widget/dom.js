@@ -9,10 +9,17 @@ function el(tag, attrs = {}, text) {
 }
 
 const number = (n) => Number(n).toLocaleString("en");
+const counted = (n, word) => `${number(n)} ${word}${n === 1 ? "" : "s"}`;
+
+// A sentence of the vocabulary (nbmemory.wording.PHRASES: the panel fills the same ones) with
+// its {slots} filled.
+function phrase(model, key, slots = {}) {
+  return model.get("vocabulary").phrases[key].replace(/\{(\w+)\}/g, (_, slot) => String(slots[slot] ?? ""));
+}
 function bytes(n) {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-export { bytes, el, number };
+export { bytes, counted, el, number, phrase };

@@ -3,6 +3,7 @@
 // window), the counts and what is worth knowing about them.
 import { bytes, el, number } from "./dom.js";
 
+// The figures are the `info` trait, AgentInfo.to_json() (the panel's, under the same names).
 // What each part is and the colour it is drawn in come from the vocabulary trait
 // (nbmemory.wording: the panel's are the same), as do the sentences about the figures (`words`).
 const partOf = (model, name) => model.get("vocabulary").parts.find((p) => p.name === name);
@@ -44,8 +45,8 @@ function xrayNodes() {
 
 function drawXray(model, v, exists, used, win, scale) {
   const { miniSegments, segments, legend, gauge, miniGauge, compactsNext } = v;
-  const parts = model.get("usage_parts");
-  const words = model.get("words");
+  const parts = model.get("info").parts || [];
+  const words = model.get("info").words || {};
   const shown = parts.length ? parts : exists ? [{ name: "total", tokens: used }] : [];
   const segment = (part, i, attrs = {}) => {
     const node = paint(el("div", { class: `segment part-${i}`, ...attrs }), model, part.name);
@@ -78,7 +79,7 @@ function drawXray(model, v, exists, used, win, scale) {
     items.push(total);
   }
   legend.replaceChildren(...items);
-  const compacting = exists && !model.get("counting") && model.get("compacts_next");
+  const compacting = exists && !model.get("counting") && model.get("info").compacts_next;
   gauge.classList.toggle("compacts", compacting);
   miniGauge.classList.toggle("compacts", compacting);
   const counted = exists && !model.get("counting");
@@ -100,15 +101,15 @@ function drawFigures(model, v) {
   const { name, usage, gauge, mark, miniMark, brief, counts, notes } = v;
   hideStatic(model);
   const exists = model.get("exists");
-  const used = model.get("tokens_used");
-  const win = model.get("context_length") || 1;
+  const info = model.get("info");
+  const used = info.tokens || 0;
+  const win = info.context_length || 1;
   const percent = Math.round((100 * used) / win);
-  const threshold = model.get("threshold");
-  const words = model.get("words");
+  const threshold = info.threshold ?? null;
+  const words = info.words || {};
   // One scale for both gauges: the window, or the request when it no longer fits in it.
   const scale = Math.max(win, used, 1);
-  const modelName = model.get("model_name");
-  name.textContent = modelName ? `${model.get("name")} · ${modelName}` : model.get("name");
+  name.textContent = info.model ? `${model.get("name")} · ${info.model}` : model.get("name");
   if (!exists) {
     usage.textContent = "no agent yet";
   } else if (model.get("counting")) {
@@ -127,20 +128,20 @@ function drawFigures(model, v) {
     mark.title = words.threshold || "";
   }
   const counted = exists && !model.get("counting");
-  brief.textContent = !exists || !words.counts ? "" : words.counts
-    + (counted && model.get("compacts_next") ? ` · ${model.get("vocabulary").labels["compacts next"]}` : "");
-  if (!exists || !words.counts) {
+  brief.textContent = !exists || !info.counts ? "" : info.counts
+    + (counted && info.compacts_next ? ` · ${model.get("vocabulary").labels["compacts next"]}` : "");
+  if (!exists || !info.counts) {
     counts.textContent = "";
   } else {
-    const file = model.get("in_ram") ? "kept in RAM (no MEMORY.md)" : `MEMORY.md ${bytes(model.get("memory_bytes"))}`;
-    const lastCompaction = model.get("last_compaction");
-    counts.textContent = `${words.counts} · ${file}`
+    const file = model.get("in_ram") ? "kept in RAM (no MEMORY.md)" : `MEMORY.md ${bytes(info.size)}`;
+    const lastCompaction = model.get("archives").at(-1)?.time;
+    counts.textContent = `${info.counts} · ${file}`
       + (lastCompaction ? ` · last compaction ${lastCompaction}` : "");
   }
   const lines = [];
   if (exists && threshold === null) lines.push("Context compression is off for this agent.");
   if (exists && !model.get("in_ram") && words.settings) lines.push(`Figures use ${words.settings}.`);
-  for (const problem of model.get("problems")) lines.push(problem);
+  for (const problem of info.problems || []) lines.push(problem);
   notes.textContent = lines.join(" ");
 }
 

@@ -13,7 +13,7 @@ function drawMode(s) {
   toggle.textContent = expanded ? "▾" : "▸";
   toggle.setAttribute("aria-label", expanded ? "Hide the memory inspector" : "Show the memory inspector");
   widget.classList.toggle("saved-view", !live);
-  const when = model.get("last_activity");
+  const when = model.get("info").last_activity;
   offline.textContent = live ? "" : "Saved view: no kernel follows this widget now (the notebook was "
     + "reopened, or its kernel stopped), so it shows the memory as it was"
     + (when ? ` (last activity ${when})` : "") + ". Run the cell again to inspect it live.";

@@ -36,7 +36,7 @@ const markdown = new Marked({
       return escapeHtml(text); // raw HTML, block or inline, is shown as text
     },
     image({ href, title, text }) {
-      const label = escapeHtml(text ? `image: ${text}` : "image");
+      const label = escapeHtml(text ? words.phrases.image.replace("{alt}", () => text) : words.labels.image);
       const url = liveUrl(href);
       return url ? anchor(url, title, label) : label; // never an <img>: nothing is fetched
     },
@@ -130,10 +130,14 @@ function markTerms(root, terms, className, words = false) {
   return count;
 }
 
-// Characters that change how text shows without showing themselves (the vocabulary's
-// `invisible`, nbmemory.wording.INVISIBLE: the panel and %memory reveal the same ones).
+// The vocabulary's words for an image ("image: alt", as the panel says it), and the characters
+// that change how text shows without showing themselves (its `invisible`,
+// nbmemory.wording.INVISIBLE: the panel and %memory reveal the same ones).
+let words = { phrases: { image: "image: {alt}" }, labels: { image: "image" } };
 let invisible = null;
-function setInvisible(pattern) {
+function setVocabulary(vocabulary) {
+  words = vocabulary;
+  const pattern = vocabulary.invisible;
   if (pattern && (!invisible || invisible.source !== pattern)) invisible = new RegExp(pattern, "gu");
 }
 
@@ -152,4 +156,4 @@ function shownText(text, exact, attrs = {}) {
   return div;
 }
 
-export { escapeHtml, markdownHtml, markTerms, renderMarkdown, reveal, setInvisible, shownText };
+export { escapeHtml, markdownHtml, markTerms, renderMarkdown, reveal, setVocabulary, shownText };

@@ -2,9 +2,8 @@
 // shows its role, time and place (and its tokens, if asked), its text rendered or exact, a Copy
 // button, and "Show full text" when it came folded; search hits and an archive's dropped terms
 // are marked in it.
-import { el, number } from "./dom.js";
+import { el, number, phrase } from "./dom.js";
 import { markTerms, shownText } from "./markdown.js";
-import { searchHeading } from "./search.js";
 
 const keyOf = (item) => `${item.source}:${item.index}`;
 
@@ -47,14 +46,16 @@ function messageNode(s, item, current) {
   meta.append(copy);
   node.append(meta, content);
   if (item.folded && !whole.has(keyOf(item))) {
-    const label = `Show full text (${number(item.length)} characters; ${number(item.text.length)} shown)`;
-    const more = el("button", { type: "button", class: "more", "data-testid": "full-text", "aria-label": label }, label);
+    const fold = el("div", { class: "fold", "data-testid": "fold" });
+    const more = el("button", { type: "button", class: "more", "data-testid": "full-text" },
+      model.get("vocabulary").labels["show full"]);
     more.onclick = () => {
       more.disabled = true;
       more.textContent = "Loading the whole message…";
       model.send({ command: "full", index: item.index, source: item.source });
     };
-    node.append(more);
+    fold.append(phrase(model, "folded", { shown: number(item.text.length), length: number(item.length) }), " ", more);
+    node.append(fold);
   }
   return node;
 }
@@ -64,7 +65,7 @@ function drawMessages(s, current) {
   const { model, heading, list } = s;
   let items;
   if (current === "search") {
-    heading.textContent = searchHeading(model);
+    heading.textContent = model.get("search_caption");
     items = model.get("search_results");
   } else if (current === "archive") {
     const role = model.get("role");

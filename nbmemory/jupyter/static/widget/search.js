@@ -1,6 +1,6 @@
-// Search: the field and "archives too" (at the start of the display bar), and the message
-// list's heading while it shows the results.
-import { el, number } from "./dom.js";
+// Search: the field and "archives too" (at the start of the display bar). What it found is
+// worded in Python (the `search_caption` trait, as the panel words it).
+import { el } from "./dom.js";
 
 function searchView(model) {
   const search = el("input", {
@@ -21,16 +21,4 @@ function searchView(model) {
   return { search, archivesLabel, draw };
 }
 
-// What the message list's heading says of the results: how many match, and where it looked.
-function searchHeading(model) {
-  const total = model.get("search_total");
-  const query = model.get("query").trim();
-  const role = model.get("role");
-  const where = (role ? ` among ${role}'s messages` : "")
-    + (model.get("search_archives") ? " (archives too)" : " (MEMORY.md only; tick “archives too” to search the archives)");
-  return total
-    ? `${number(total)} ${total === 1 ? "message matches" : "messages match"} “${query}”${where}`
-    : `No results: no message contains “${query}”${where}.`;
-}
-
-export { searchHeading, searchView };
+export { searchView };
