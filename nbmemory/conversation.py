@@ -480,7 +480,7 @@ class Conversation(SwarmsConversation):
         if memory is None:
             sources.append(("history", search.MessageIndex(self.conversation_history)))
         elif docs.exists(memory.path):
-            index = search.file_index(docs, memory.path, lambda _docs, _path: memory.messages())
+            index = search.file_index(docs, memory.path)
             sources.append((memory.path.name, index))
         return [
             MemoryHit(name, i, index.messages[i])

@@ -27,7 +27,7 @@ from nbmemory.follow import EMPTY, FollowedFile, follow
 from nbmemory.memory_file import archive_time
 from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
-from nbmemory.search import MessageIndex, content_text
+from nbmemory.search import content_text, followed_index
 from nbmemory.store import AgentDocs, Workspace, as_workspace
 from nbmemory.terms import left_out, salient_terms
 from nbmemory.tokens import TokenCounter
@@ -813,12 +813,11 @@ class ReadModel:
         hits: list[tuple[str, int, dict[str, Any]]] = []
         for source in sources:
             followed = self._file(name, source)
-            with followed.lock:
-                index = followed.cache.setdefault("search", MessageIndex(followed.messages))
+            index = followed_index(followed)
             label = source or workspace.MEMORY_FILE
             hits.extend(
                 (label, i, followed.messages[i])
-                for i in index.search(query)
+                for i in index.search(query, within=len(followed.messages))
                 if has_role(followed.messages[i], role)
             )
         chosen = hits[max(0, offset) : max(0, offset) + limit]
@@ -841,11 +840,10 @@ class ReadModel:
         if not term.strip():
             raise ValueError("the term to find must not be empty")
         followed = self._file(name, archive)
-        with followed.lock:
-            index = followed.cache.setdefault("search", MessageIndex(followed.messages))
+        index = followed_index(followed)
         messages = followed.messages
         source = archive or workspace.MEMORY_FILE
-        hits = [i for i in index.search(term) if has_role(messages[i], role)]
+        hits = [i for i in index.search(term, within=len(messages)) if has_role(messages[i], role)]
         limit = max(1, limit)
         if not hits:
             return Found(term, source, None, 0, limit)

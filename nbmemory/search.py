@@ -1,16 +1,16 @@
-"""Keyword search over messages, with a cache for files that do not change (archives)."""
+"""Keyword search over messages, indexed once per message and extended as a file grows."""
 
 from __future__ import annotations
 
 import bisect
-import functools
 import json
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nbmemory.follow import FollowedFile, follow
 from nbmemory.store import AgentDocs
 
 
@@ -29,60 +29,65 @@ def content_text(content: Any) -> str:
 
 
 class MessageIndex:
-    """The messages of one file, searchable; case-insensitive search is one ``str.find`` scan."""
+    """Messages made searchable, extended as more come: a case-insensitive search is one
+    ``str.find`` scan over their casefolded text, worked out once per message."""
 
-    def __init__(self, messages: Sequence[dict[str, Any]]) -> None:
-        self.messages = messages
+    def __init__(self, messages: Sequence[dict[str, Any]] = ()) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._folded = ""
+        self._starts: list[int] = []
+        self._lock = threading.Lock()
+        self.extend(messages)
 
-    @functools.cached_property
-    def _folded(self) -> tuple[str, list[int]]:
-        starts, parts, offset = [], [], 0
-        for message in self.messages:
-            text = content_text(message.get("content")).casefold() + "\x00"
-            starts.append(offset)
-            parts.append(text)
-            offset += len(text)
-        return "".join(parts), starts
+    def extend(self, messages: Sequence[dict[str, Any]]) -> None:
+        """Take in those of ``messages`` (the same messages, perhaps more) not indexed yet."""
+        with self._lock:
+            offset, parts = len(self._folded), []
+            for message in messages[len(self.messages) :]:
+                text = content_text(message.get("content")).casefold() + "\x00"
+                self._starts.append(offset)
+                parts.append(text)
+                offset += len(text)
+                self.messages.append(message)
+            if parts:
+                self._folded += "".join(parts)
 
-    def search(self, query: str, *, case_sensitive: bool = False) -> list[int]:
-        """Indexes of the messages whose content contains ``query``."""
+    def search(
+        self, query: str, *, case_sensitive: bool = False, within: int | None = None
+    ) -> list[int]:
+        """Indexes of the messages whose content contains ``query``, among the first
+        ``within`` messages (a reading of the file that others have since extended)."""
+        with self._lock:
+            count = len(self.messages) if within is None else min(within, len(self.messages))
+            messages, haystack, starts = self.messages[:count], self._folded, self._starts[:count]
+            bound = self._starts[count] if count < len(self._starts) else len(haystack)
         if case_sensitive:
-            return [
-                i for i, m in enumerate(self.messages) if query in content_text(m.get("content"))
-            ]
+            return [i for i, m in enumerate(messages) if query in content_text(m.get("content"))]
         if not query:
-            return list(range(len(self.messages)))
-        haystack, starts = self._folded
+            return list(range(count))
         needle = query.casefold()
         found = []
-        pos = haystack.find(needle)
+        pos = haystack.find(needle, 0, bound)
         while pos != -1:
             index = bisect.bisect_right(starts, pos) - 1
             found.append(index)
-            end = starts[index + 1] if index + 1 < len(starts) else len(haystack)
-            pos = haystack.find(needle, end)
+            end = starts[index + 1] if index + 1 < count else bound
+            pos = haystack.find(needle, end, bound)
         return found
 
 
-_cache: dict[tuple[str, str], tuple[tuple[int, ...], MessageIndex]] = {}
-_cache_lock = threading.Lock()
-
-
-def file_index(
-    docs: AgentDocs,
-    doc: str | os.PathLike[str],
-    read: Callable[[AgentDocs, str | os.PathLike[str]], list[dict[str, Any]]] | None = None,
-) -> MessageIndex:
-    """The index of an agent's memory or archive document, reused while it stays the same."""
-    stamp = docs.stamp(doc)
-    if stamp is None:
-        raise FileNotFoundError(docs.path(doc))
-    key = (repr(docs), docs.doc(doc))  # the same path can name a file and a database row
-    with _cache_lock:
-        cached = _cache.get(key)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    index = MessageIndex(read(docs, doc) if read is not None else docs.messages(doc))
-    with _cache_lock:
-        _cache[key] = (stamp, index)
+def followed_index(followed: FollowedFile) -> MessageIndex:
+    """The search index of a file as last read: one for every reading while the file only
+    grows (an append indexes the new messages alone); a rewritten file gets a new one."""
+    with followed.lock:
+        index = followed.grown.setdefault("search", MessageIndex())
+    index.extend(followed.messages)
     return index
+
+
+def file_index(docs: AgentDocs, doc: str | os.PathLike[str]) -> MessageIndex:
+    """The search index of an agent's memory or archive document as it is now."""
+    followed = follow(docs.path(doc), docs)
+    if followed is None:
+        raise FileNotFoundError(docs.path(doc))
+    return followed_index(followed)
