@@ -10,8 +10,9 @@ of its own (see server.py) answers:
 - seven of them at once for the other agent, with an unrelated ``GET /agents/NAME?limit=1``
   sent once they are under way: how long that one took, and the slowest of the seven.
 
-Recall: a MEMORY.md holding one 8 MB message (200,000 distinct words), then a recall after each
-of several appends, and one recall with a 100,000-character query.
+Recall and search: a MEMORY.md holding one 8 MB message (200,000 distinct words), then a recall
+and a keyword search (``ReadModel.search``, what every view's search box asks) after each of
+several appends, and one recall with a 100,000-character query.
 
 Each figure is the median over ``--runs`` runs.
 """
@@ -46,6 +47,7 @@ GOALS = {
     "compactions: answer (KB)": "",
     "recall after an append, 8 MB message in memory (s)": "<= 20 ms",
     "recall, 100,000-character query (s)": "<= 20 ms",
+    "search after an append, 8 MB message in memory (s)": "<= 20 ms",
 }
 
 
@@ -124,13 +126,14 @@ def compactions_figures(runs: int) -> dict[str, list[float]]:
 
 def recall_figures(runs: int) -> dict[str, list[float]]:
     from nbmemory import Conversation, Workspace
+    from nbmemory.read_model import ReadModel
     from nbmemory.recall import recall
 
     rng = random.Random(7)
     vocabulary = [f"w{n}x" for n in range(200_000)]
     big = " ".join(rng.choice(vocabulary) for _ in range(1_300_000))[: 8 * 2**20]
     query = " ".join(rng.choice(vocabulary) for _ in range(20_000))[:100_000]
-    appended, long_query = [], []
+    appended, long_query, searched = [], [], []
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="nbmemory-bench-recall-") as tmp:
             workspace = Workspace(Path(tmp))
@@ -140,20 +143,27 @@ def recall_figures(runs: int) -> dict[str, list[float]]:
             convo.add("User", "The budget is 40k EUR.")
             convo.add("Tool", big)
             docs = workspace.agent("Big")
-            recall(docs, "budget")  # the first recall indexes the file
-            times = []
+            model = ReadModel(workspace)
+            recall(docs, "budget")  # the first recall and search index the file
+            model.search("Big", "budget")
+            times, search_times = [], []
             for n in range(5):
                 convo.add("User", f"Note {n} about the budget.")
                 started = time.perf_counter()
                 recall(docs, "budget")
                 times.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                model.search("Big", "budget")
+                search_times.append(time.perf_counter() - started)
             appended.append(statistics.median(times))
+            searched.append(statistics.median(search_times))
             started = time.perf_counter()
             recall(docs, query)
             long_query.append(time.perf_counter() - started)
     return {
         "recall after an append, 8 MB message in memory (s)": appended,
         "recall, 100,000-character query (s)": long_query,
+        "search after an append, 8 MB message in memory (s)": searched,
     }
 
 

@@ -19,11 +19,12 @@ LAYERS = {
         "follow",
         "run_settings",
         "compactions",
+        "notes",
         "search",
         "export",
     ],
     "memory": ["swarms_conversation", "conversation"],
-    "agent": ["llm", "recall", "notes", "offline", "tools", "compressor", "agent", "demo"],
+    "agent": ["llm", "recall", "offline", "tools", "compressor", "agent", "demo"],
     "read model": ["wording", "read_model", "report"],
     "front ends": ["cli", "__main__", "jupyter"],
 }
