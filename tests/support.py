@@ -70,6 +70,20 @@ def append_raw(name: str, data: bytes) -> None:
         )
 
 
+def text_lengths(monkeypatch, module, name: str) -> list[int]:
+    """Wraps ``module.name``, a function of a text, to record the length of each text it is
+    given: how a test sees what is looked through, and how often."""
+    lengths: list[int] = []
+    original = getattr(module, name)
+
+    def spy(text: str, *args, **kwargs):
+        lengths.append(len(text))
+        return original(text, *args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    return lengths
+
+
 def run_python(code: str, *args: str, cwd: Path | None = None, check: bool = True, **popen):
     """Run ``code`` in a new Python process that imports this checkout of nbmemory."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **popen.pop("env", {})}

@@ -14,7 +14,7 @@ from nbmemory.memory_file import format_block
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
-from support import agent_docs, run_python, snapshot
+from support import agent_docs, run_python, snapshot, text_lengths
 
 APPEND = (
     "import sys\n"
@@ -261,15 +261,7 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the transcripts the read model looks through for salient terms."""
     from nbmemory import read_model
 
-    calls: list[int] = []
-    original = read_model.salient_terms
-
-    def spy(text: str) -> list[str]:
-        calls.append(len(text))
-        return original(text)
-
-    monkeypatch.setattr(read_model, "salient_terms", spy)
-    return calls
+    return text_lengths(monkeypatch, read_model, "salient_terms")
 
 
 @pytest.mark.parametrize("store", ["files", "database"])

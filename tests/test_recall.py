@@ -7,7 +7,7 @@ import pytest
 from nbmemory import Agent, Conversation
 from nbmemory.recall import PROMPT_LINE, TOOL_NAME, Passage, describe, described, recall
 from nbmemory.store import memory_path
-from support import agent_docs, run_python, stored, stored_messages
+from support import agent_docs, run_python, stored, stored_messages, text_lengths
 
 FACT = "The code name of project Falcon is BLUEFIN-7."
 QUESTION = "What is the code name of project Falcon?"
@@ -128,14 +128,7 @@ def test_an_append_extends_the_index_and_a_compaction_builds_a_new_one(store, re
     convo.add("Tool", "filler words " * 100_000)
     convo.add("User", FACT)
     docs = agent_docs("Grow")
-    tokenized: list[int] = []
-    original = recall_module.words
-
-    def spy(text: str) -> list[str]:
-        tokenized.append(len(text))
-        return original(text)
-
-    monkeypatch.setattr(recall_module, "words", spy)
+    tokenized = text_lengths(monkeypatch, recall_module, "words")
     assert [p.text for p in recall(docs, "Falcon")] == [FACT]
     index = follow(memory_path("Grow"), docs).grown["recall"]
     for n in range(3):
