@@ -293,8 +293,9 @@ def test_a_changed_archive_is_never_trusted(workspace, monkeypatch):
     calls = counting(monkeypatch)
     reader = ReadModel()
     [first] = reader.compactions("Changed")
-    [archive] = agent_docs("Changed").archives()
-    archive.write_bytes(archive.read_bytes().replace(b"ACME-42", b"ACME-43"))
+    docs = agent_docs("Changed")
+    [archive] = docs.archives()
+    docs.write(archive, docs.read(archive).replace(b"ACME-42", b"ACME-43"))
     [second] = reader.compactions("Changed")
     assert "ACME-43" in second.dropped and "ACME-42" not in second.dropped
     assert len(calls) == 2 and first.dropped != second.dropped
