@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import os
 import threading
@@ -42,15 +43,14 @@ class MessageIndex:
     def extend(self, messages: Sequence[dict[str, Any]]) -> None:
         """Take in those of ``messages`` (the same messages, perhaps more) not indexed yet."""
         with self._lock:
-            offset, parts = len(self._folded), []
-            for message in messages[len(self.messages) :]:
-                text = content_text(message.get("content")).casefold() + "\x00"
-                self._starts.append(offset)
-                parts.append(text)
-                offset += len(text)
-                self.messages.append(message)
-            if parts:
-                self._folded += "".join(parts)
+            new = messages[len(self.messages) :]
+            if not new:
+                return
+            texts = [content_text(m.get("content")).casefold() for m in new]
+            ends = itertools.accumulate((len(t) + 1 for t in texts), initial=len(self._folded))
+            self._starts.extend(itertools.islice(ends, len(texts)))
+            self._folded += "\x00".join(texts) + "\x00"
+            self.messages.extend(new)
 
     def search(
         self, query: str, *, case_sensitive: bool = False, within: int | None = None
