@@ -236,8 +236,7 @@ def recall_tool(folder: Callable[[], AgentDocs | None]) -> Callable[[str], str]:
         a date, a decision. Returns the best matching passages with who said them and when.
 
         Args:
-            query: The words to look for, such as names, numbers or topics (the first 24
-                distinct words of its first 1,000 characters are looked for).
+            query: Up to 24 words, such as names, numbers or topics.
         """
         where = folder()
         if where is None:
