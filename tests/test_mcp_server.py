@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -296,6 +297,36 @@ def test_read_only_with_a_fixed_agent_offers_no_writer_and_no_other_agent(tmp_pa
 
 # ----------------------------------------------------------------------------------------------
 # In this process
+
+
+def test_remembers_at_once_and_another_process_appending_lose_nothing():
+    """Calls run in threads, as the server runs them, for as long as a kernel appends."""
+    Agent(agent_name="Shared", persistent_memory=True).add_memory("start")
+    server = MemoryServer(Workspace.from_env())
+    kernel = (
+        "from nbmemory import Agent\n"
+        "agent = Agent(agent_name='Shared', persistent_memory=True)\n"
+        "for i in range(100):\n"
+        "    agent.add_memory(f'kernel {i}')\n"
+    )
+
+    def client(number: int) -> list[str]:
+        written: list[str] = []
+        while len(written) < 10 or not other.done():
+            text = f"client {number}.{len(written)}"
+            server.call("remember", {"agent": "Shared", "text": text})
+            written.append(text)
+        return written
+
+    with ThreadPoolExecutor(4) as pool:
+        other = pool.submit(run_python, kernel)
+        clients = [pool.submit(client, number) for number in range(3)]
+        written = sorted(text for done in clients for text in done.result())
+        other.result()
+    contents = [m["content"] for m in stored_messages("Shared")]
+    assert sorted(c for c in contents if c.startswith("client")) == written
+    assert [c for c in contents if c.startswith("kernel")] == [f"kernel {i}" for i in range(100)]
+    assert len(contents) == 1 + len(written) + 100
 
 
 def test_a_database_password_never_reaches_the_client(tmp_path):
