@@ -180,6 +180,17 @@ def cmd_server(args: argparse.Namespace) -> str:
     return ""
 
 
+def cmd_mcp(args: argparse.Namespace) -> str:
+    try:  # the MCP SDK comes with nbmemory[mcp], not with nbmemory
+        from nbmemory.mcp_server import MemoryServer, serve_stdio
+    except ImportError as exc:
+        raise NbmemoryError(
+            f"nbmemory mcp needs the MCP SDK: pip install 'nbmemory[mcp]' ({exc})"
+        ) from None
+    serve_stdio(MemoryServer(_workspace(args), args.agent, read_only=args.read_only))
+    return ""
+
+
 def read_store_file(path: str) -> str:
     """The database URL written in the file at ``path``: its one line, without the blanks
     around it. Messages name the file, never what it holds."""
@@ -259,6 +270,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="read that URL from a file instead (one line)",
     )
+    main_help = {action.option_strings[0]: action.help for action in main._actions}
     commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, run, help: str) -> argparse.ArgumentParser:
@@ -314,6 +326,24 @@ def parser() -> argparse.ArgumentParser:
     path.add_argument("name")
     demo = command("demo", cmd_demo, "write, reload and compact a sample memory")
     demo.add_argument("--workspace", dest="workspace", help=argparse.SUPPRESS)
+    mcp = command(
+        "mcp",
+        cmd_mcp,
+        "serve the workspace's memory to an MCP client over stdio (tools: recall_memory, "
+        "remember, read_notes, edit_notes, list_agents, memory_usage, compact; resources: "
+        "memory://AGENT/MEMORY.md, NOTES.md, archive/FILE)",
+    )
+    # the workspace's options after "mcp" too, as an MCP client's configuration writes them
+    mcp.add_argument("--workspace", default=argparse.SUPPRESS, help=main_help["--workspace"])
+    mcp_where = mcp.add_mutually_exclusive_group()
+    mcp_where.add_argument(
+        "--store", metavar="URL", default=argparse.SUPPRESS, help=main_help["--store"]
+    )
+    mcp_where.add_argument(
+        "--store-file", metavar="PATH", default=argparse.SUPPRESS, help=main_help["--store-file"]
+    )
+    mcp.add_argument("--agent", metavar="NAME", help="serve this agent only: tools take no agent")
+    mcp.add_argument("--read-only", action="store_true", help="offer no tool that writes")
     # prefix_chars that no option uses: everything after "server" goes to the Jupyter server as is
     server = commands.add_parser(
         "server",
@@ -334,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warnings(warnings.showwarning)
             if args.store_file is not None:
+                if args.store is not None:
+                    raise NbmemoryError("give --store or --store-file, not both")
                 args.store = read_store_file(args.store_file)
             if args.store is not None:
                 store.check(args.store)

@@ -3,7 +3,7 @@ import json
 import nbmemory
 from support import run_python
 
-HEAVY = ["litellm", "IPython", "anywidget", "jupyter_server", "tornado", "tiktoken", "yaml"]
+HEAVY = ["litellm", "IPython", "anywidget", "jupyter_server", "tornado", "tiktoken", "yaml", "mcp"]
 
 
 def test_import_pulls_in_no_heavy_library_and_creates_nothing(tmp_path):

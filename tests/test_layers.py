@@ -26,10 +26,13 @@ LAYERS = {
     "memory": ["swarms_conversation", "conversation"],
     "agent": ["llm", "recall", "offline", "tools", "compressor", "agent", "demo"],
     "read model": ["wording", "read_model", "report"],
-    "front ends": ["cli", "__main__", "jupyter"],
+    "front ends": ["cli", "__main__", "mcp_server", "jupyter"],
 }
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
 JUPYTER_ONLY = ("IPython", "anywidget", "ipywidgets", "tornado", "jupyter_server", "mistune")
+MCP_ONLY = ("mcp",)
+"""The MCP SDK (``nbmemory[mcp]``): the MCP front ends alone import it, and the CLI lazily."""
+MCP_FRONT_ENDS = ("nbmemory.mcp_server", "nbmemory.jupyter")
 FILE_READERS = ("memory_file", "follow", "search", "tokens")
 """What a view must not use: it reads through the read model instead."""
 
@@ -121,6 +124,12 @@ def test_optional_libraries_stay_in_their_corner():
             root = name.split(".")[0]
             if root in JUPYTER_ONLY and not module.startswith("nbmemory.jupyter"):
                 misplaced.append(f"{module} imports {name}")
+            if root in MCP_ONLY and not module.startswith(MCP_FRONT_ENDS):
+                misplaced.append(f"{module} imports {name}")
+            if name.startswith("nbmemory.mcp_server") and module != "nbmemory.cli":
+                misplaced.append(f"{module} imports {name}")
+            if name.startswith("nbmemory.mcp_server") and not nested:
+                misplaced.append(f"{module} imports {name} at import time")
             if root == "litellm" and (module != "nbmemory.llm" or not nested):
                 misplaced.append(f"{module} imports litellm{'' if nested else ' at import time'}")
     assert not misplaced
