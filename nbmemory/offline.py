@@ -3,7 +3,8 @@
 It does real work with its context, so demos and tests show memory reaching the model:
 it answers by quoting the earlier messages or pinned notes most relevant to the task (BM25),
 calls a tool when the task asks for what the tool offers and then answers from the tool's
-result, recalls when its context lacks the answer, pins what it is asked to remember
+result, recalls when its context lacks the answer (a two-part question one part at a time),
+pins what it is asked to remember
 ("Remember: ..."), and summarizes extractively when asked to. It is registered with litellm
 as a custom provider.
 """
@@ -24,7 +25,7 @@ from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.recall import described
 from nbmemory.reply import Reply, ToolCall
 from nbmemory.search import content_text
-from nbmemory.terms import bm25_term, idf, is_question, words
+from nbmemory.terms import QUESTION_WORDS, bm25_term, idf, is_question, words
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Words that ask for stored knowledge, and the words a retrieval tool describes itself with.
@@ -220,8 +221,13 @@ def respond(
         return Reply("", [ToolCall("call_offline_1", function["name"], arguments)], "tool_calls")
     can_recall = any(t.get("function", {}).get("name") == RECALL for t in tools or [])
     if can_recall and is_question(task) and not _context_answers(task, messages[:-1]):
-        arguments = json.dumps({"query": task}, ensure_ascii=False)
-        return Reply("", [ToolCall("call_offline_recall", RECALL, arguments)], "tool_calls")
+        calls = [
+            ToolCall(
+                f"call_offline_recall_{n}", RECALL, json.dumps({"query": q}, ensure_ascii=False)
+            )
+            for n, q in enumerate(sub_queries(task), 1)
+        ]
+        return Reply("", calls, "tool_calls")
     can_pin = any(t.get("function", {}).get("name") == NOTES for t in tools or [])
     if can_pin and (pin := _PIN.match(task)):
         arguments = json.dumps({"add": pin["note"].strip()}, ensure_ascii=False)
@@ -234,24 +240,59 @@ def respond(
     return Reply(_recall(task, messages[:-1]), [], "stop")
 
 
+_AND = re.compile(r",?\s+and\s+", re.IGNORECASE)
+
+
+def sub_queries(question: str) -> list[str]:
+    """A two-part question as one query per part, else the question alone.
+
+    "What is the budget and when is the deadline?" asks two questions; "What do Maya and Tomas
+    play?" asks one of each person: "What do Maya play?", "What do Tomas play?" (words are
+    what recall looks for). Only the first "and" splits, and only when both parts say
+    something the other does not.
+    """
+    found = _AND.search(question)
+    if found is None:
+        return [question]
+    left, right = question[: found.start()].strip(), question[found.end() :].strip()
+    if right.split(maxsplit=1)[0].lower() in QUESTION_WORDS:  # two questions
+        parts = [left.rstrip("?") + "?", right]
+    else:  # one question about two things: the first words of the right part, or the last
+        # words of the left, stand for each other
+        ahead, behind = left.split(), right.split()
+        last = max((i for i, w in enumerate(ahead) if words(w)), default=None)
+        first = min((i for i, w in enumerate(behind) if words(w)), default=None)
+        if last is None or first is None:
+            return [question]
+        parts = [
+            " ".join(ahead + behind[first + 1 :]),
+            " ".join(ahead[:last] + behind),
+        ]
+    if any(not set(words(p)) - set(words(other)) for p, other in (parts, parts[::-1])):
+        return [question]
+    return parts
+
+
 def _answer_from_tools(messages: list[dict[str, Any]]) -> Reply:
     names = {}
     for message in messages:
         for call in message.get("tool_calls") or []:
             names[call.get("id")] = call.get("function", {}).get("name", "the tool")
-    results = []
+    results, recalled = [], []
     for message in reversed(messages):
         if message.get("role") != "tool":
             break
         name = names.get(message.get("tool_call_id"), "the tool")
         result = _text(message.get("content")).strip()
         if name == RECALL:
-            task = next((m for m in reversed(messages) if m.get("role") == "user"), {})
-            results.append(_answer_from_recall(_text(task.get("content")).strip(), result))
+            recalled.insert(0, result)
         elif name == NOTES:
             results.append(_PINNED if saved_notes(result) else result)
         else:
             results.append(f"{name} returned: {result}")
+    if recalled:
+        task = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+        results.append(_answer_from_recall(_text(task.get("content")).strip(), recalled))
     return Reply("\n\n".join(reversed(results)), [], "stop")
 
 
@@ -278,14 +319,18 @@ def _context_answers(task: str, earlier: list[dict[str, Any]]) -> bool:
     return best is not None and set(words(task)) <= set(words(memories[best][1]))
 
 
-def _answer_from_recall(task: str, result: str) -> str:
-    """Quote the best passage recall found (its first), or say that nothing was found."""
-    found = described(result)
+def _answer_from_recall(task: str, results: list[str]) -> str:
+    """Quote the best passage each recall found (its first, with the question or answer it
+    carries), or say that nothing was found."""
+    found = [passages[0] for passages in map(described, results) if passages]
     if not found:
         return f"{_NOTHING} {task}"
-    speaker, when, text = found[0].role, found[0].timestamp, found[0].text.strip()
-    quoted = "\n".join(f"> {line}" for line in text.splitlines())
-    return f"{_RECALLED}\n\n{speaker} said on {when}:\n{quoted}"
+    quotes = []
+    for best in dict.fromkeys(found):
+        for said in sorted([best, *best.beside], key=lambda p: p.index):
+            quoted = "\n".join(f"> {line}" for line in said.text.strip().splitlines())
+            quotes.append(f"{said.role} said on {said.timestamp}:\n{quoted}")
+    return f"{_RECALLED}\n\n" + "\n\n".join(quotes)
 
 
 def _recall(task: str, earlier: list[dict[str, Any]]) -> str:

@@ -2,10 +2,13 @@
 
 Compaction keeps a memory small, but a summary cannot keep every fact. Every raw transcript is
 in ``archive/``, so an agent with persistent memory gets a tool to search them: the passages
-that best match the query (BM25 over MEMORY.md and every archive), each with who said it,
-when, and where it is kept. The index of a file is built once and kept while the file is
-unchanged; a grown MEMORY.md is indexed for its new messages only. A query's cost is bounded:
-only its first ``QUERY_TERMS`` distinct words (of its first ``QUERY_CHARS`` characters) count.
+that best match the query (BM25 over MEMORY.md and every archive, words Snowball-stemmed,
+re-ranked by who said it, whether it says when, and which is newer), each with who said it,
+when, and where it is kept, and with the question or answer that goes with it. The index of
+a file is built once and kept while the file is unchanged; a grown MEMORY.md is indexed for
+its new messages only. A query's cost is bounded: only its first ``QUERY_TERMS`` distinct
+words (of its first ``QUERY_CHARS`` characters) count, and only its best matches by words are
+re-ranked.
 
 Recall's own results are written to memory like any tool result; they are never recalled,
 nor are requests to call tools: what recall returns is only what was said.
@@ -13,19 +16,20 @@ nor are requests to call tools: what recall returns is only what was said.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import heapq
 import re
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nbmemory.follow import FollowedFile, follow
 from nbmemory.search import content_text
 from nbmemory.store import AgentDocs
-from nbmemory.terms import bm25_term, idf, is_question, words
+from nbmemory.terms import bm25_term, idf, words
 from nbmemory.workspace import MEMORY_FILE
 
 TOOL_NAME = "recall_memory"
@@ -39,11 +43,14 @@ QUERY_CHARS = 1_000
 QUERY_TERMS = 24
 PASSAGE_CHARS = 600
 _FEW = 50
+_POOL = 100
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Passage:
-    """One message recall found: where it is kept (file and index), who said it, when, what."""
+    """One message recall found: where it is kept (file and index), who said it, when, what;
+    ``beside`` holds a neighbouring message it carries (a question and its answer belong
+    together), in the order they were said."""
 
     source: str
     index: int
@@ -51,11 +58,13 @@ class Passage:
     timestamp: str
     text: str
     score: float
+    beside: tuple[Passage, ...] = ()
 
 
 def _recallable(message: dict[str, Any]) -> str | None:
-    """The text recall may return for a message, or ``None`` for recall's own results, for
-    requests to call tools, and for questions (a question is no answer)."""
+    """The text recall may return for a message, or ``None`` for recall's own results and for
+    requests to call tools. A question is kept: "Did you know I moved to Lyon?" tells, and an
+    answer is found through the question it answers."""
     content = message.get("content")
     if isinstance(content, dict):
         if content.get("tool_calls") or content.get("name") == TOOL_NAME:
@@ -63,7 +72,46 @@ def _recallable(message: dict[str, Any]) -> str | None:
         if isinstance(content.get("content"), str):
             content = content["content"]
     text = content_text(content)
-    return text if text.strip() and not is_question(text) else None
+    return text if text.strip() else None
+
+
+_DATE_WORDS = (
+    "yesterday today tonight tomorrow ago recently week weekend month year morning afternoon "
+    "evening night spring summer autumn winter monday tuesday wednesday thursday friday "
+    "saturday sunday weekday january february march april june july august september october "
+    "november december"
+)
+
+
+@functools.cache
+def _date_words() -> frozenset[str]:
+    return frozenset(words(_DATE_WORDS))  # stemmed at first use: importing costs nothing
+
+
+_DATE_NUMBER = re.compile(r"(?:1[89]|20)\d\d|\d{1,2}(?:st|nd|rd|th)")
+
+
+def _dated(text: str, counts: Counter[str]) -> bool:
+    """Whether a message says when ("yesterday", "last May", "in 2026", "the 3rd"), from its
+    words: no second look through its text."""
+    if not _date_words().isdisjoint(counts):
+        return True
+    if "may" in counts and re.search(r"\bMay\b", text):  # the month, not "may"
+        return True
+    return any(word[0].isdigit() and _DATE_NUMBER.fullmatch(word) for word in counts)
+
+
+_ASKS_WHEN = re.compile(
+    r"^\s*(?:when|since when|how long ago|(?:on |in )?what (?:date|day|year|month|time)|"
+    r"(?:on |in )?which (?:date|day|year|month))\b",
+    re.IGNORECASE,
+)
+NAMED = 1.0
+"""How much more a message said by a person the query names counts (score x (1 + NAMED))."""
+DATED = 1.0
+"""How much more a message that carries a date counts for a "when" question."""
+QUESTION = 0.5
+"""What a bare question (one that carries no answer beside it) counts: it asks, it tells less."""
 
 
 class _FileIndex:
@@ -83,9 +131,18 @@ class _FileIndex:
         message of megabytes is not looked through again at every recall that finds it."""
         self.terms: list[Counter[str] | None] = []
         self.lengths: list[int] = []
+        self.speakers: list[frozenset[str]] = []
+        """The words of each message's speaker (its role: "User", a person's or agent's name)."""
+        self.spoken: Counter[str] = Counter()
+        """How many messages each speaker's words are the speaker of."""
+        self.dated: list[bool] = []
+        """Whether a message says when ("yesterday", "last May", "2026-04-20")."""
+        self.asks: list[bool] = []
+        """Whether a message ends with a question: the next one, by another, may answer it."""
         self.documents = 0
         self.words = 0
         self.postings: dict[str, list[tuple[int, int]]] = {}
+        self._roles: dict[str, frozenset[str]] = {}
 
     def extend(self, messages: list[dict[str, Any]]) -> None:
         """Index those of ``messages`` (a reading of the file) that are not indexed yet."""
@@ -93,15 +150,37 @@ class _FileIndex:
             for message in messages[len(self.messages) :]:
                 text = _recallable(message)
                 counts = Counter(words(text)) if text is not None else None
+                role = str(message.get("role", ""))
+                speaker = self._roles.get(role)
+                if speaker is None:
+                    speaker = self._roles[role] = frozenset(words(role))
                 i = len(self.terms)
                 self.terms.append(counts)
                 self.lengths.append(sum(counts.values()) if counts else 0)
                 self.texts.append(text)
+                self.speakers.append(speaker)
+                if counts is not None:
+                    self.spoken.update(speaker)
+                self.dated.append(text is not None and _dated(text, counts))
+                self.asks.append(text is not None and text.rstrip().endswith("?"))
                 self.messages.append(message)
                 self.documents += counts is not None
                 self.words += self.lengths[i]
                 for term, count in (counts or {}).items():
                     self.postings.setdefault(term, []).append((i, count))
+
+    def beside(self, i: int) -> int | None:
+        """The message that belongs with message ``i`` and fits beside it in a passage: the
+        answer to it if it asks, else the question it answers; ``None`` if neither."""
+        j = i + 1 if self.asks[i] else i - 1
+        if not 0 <= j < len(self.texts) or (j < i and not self.asks[j]):
+            return None
+        first, second = self.texts[i], self.texts[j]
+        if first is None or second is None or len(first) + len(second) > PASSAGE_CHARS:
+            return None
+        if self.messages[i].get("role") == self.messages[j].get("role"):
+            return None
+        return j
 
 
 def _index(followed: FollowedFile) -> _FileIndex:
@@ -124,7 +203,14 @@ def sources(docs: AgentDocs) -> list[Path]:
 
 def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[Passage]:
     """The passages of an agent's memory and archives (``Workspace.agent(name)``) that best
-    match ``query``, best first."""
+    match ``query``, best first.
+
+    BM25 over stemmed words, then: a message said by a person the query names counts more
+    (``NAMED``), as does one that says when, for a question asking when (``DATED``); a
+    question counts less (``QUESTION``) unless its answer is beside it; of messages that
+    match the same words, said by the same, the newest ranks first; and a passage carries the
+    question or answer that belongs with its message.
+    """
     asked = set(query_terms(query))
     indexes = []
     for path in sources(docs):
@@ -136,11 +222,16 @@ def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[P
         return []
     average = sum(index.words for _, index in indexes) / documents
     frequency = {t: sum(len(index.postings.get(t, ())) for _, index in indexes) for t in asked}
-    weights = {term: idf(documents, count) for term, count in frequency.items()}
+    # A name counts as said by each message its person says, so that it weighs what it tells.
+    spoken = {t: sum(index.spoken.get(t, 0) for _, index in indexes) for t in asked}
+    weights = {t: idf(documents, min(documents, n + spoken[t])) for t, n in frequency.items()}
+    named = {t for t, n in spoken.items() if n}
+    when = _ASKS_WHEN.match(query[:QUERY_CHARS]) is not None
     # Words rare enough to pick the candidates: then common words are only looked up in them,
     # which keeps a query fast on a long history.
     rare = [t for t, count in frequency.items() if 0 < count <= max(_FEW, documents // 20)]
-    scored: list[tuple[float, int, int, Path, _FileIndex]] = []
+    scored: list[tuple[Any, ...]] = []
+    before = 0
     for rank, (path, index) in enumerate(indexes):
         scores: dict[int, float] = {}
         if rare:
@@ -159,69 +250,137 @@ def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[P
         # A message with nothing the query does not already say (the question itself, an
         # earlier asking of it) answers nothing.
         scored.extend(
-            (score, rank, i, path, index)
+            (score, rank, i, path, index, before + i)
             for i, score in scores.items()
             if not index.terms[i].keys() <= asked
         )
-    # Newer files and messages win ties: a fact restated later is the current one. A message
-    # kept word for word across a compaction is in two files: it is returned once.
-    best, seen = [], set()
-    for item in heapq.nlargest(limit * 4, scored, key=lambda item: item[:3]):
-        text = item[4].texts[item[2]]
-        if text not in seen and len(best) < limit:
-            seen.add(text)
-            best.append(item)
-    passages = []
-    for score, _, i, path, index in best:
-        message = index.messages[i]
-        passages.append(
-            Passage(
-                source=path.name,
-                index=i,
-                role=str(message.get("role", "")),
-                timestamp=str(message.get("timestamp", "")),
-                text=index.texts[i] or "",
-                score=score,
+        before += len(index.messages)
+    # Who said it, when, and what goes with it re-rank the best by their words alone, so that
+    # a query costs no more than before on a long history.
+    pool = heapq.nlargest(max(_POOL, limit * 20), scored, key=lambda item: item[:3])
+    ranked = []
+    latest: dict[tuple[Any, ...], int] = {}
+    for score, rank, i, path, index, _ in pool:
+        j = index.beside(i)
+        if j is None and index.asks[i]:
+            score *= QUESTION
+        # Whose fact it is: the answer's speaker when a question carries its answer.
+        teller = j if j is not None and j > i else i
+        said_by = index.speakers[teller] & named
+        if said_by:
+            # The speaker's name is as good as said: "Maya: I play" answers "What does Maya
+            # play?" as "Maya plays" would, and more.
+            score += sum(
+                weights[name] * bm25_term(1, index.lengths[i], average)
+                for name in said_by
+                if not index.terms[i].get(name)
             )
-        )
-    return passages
+            score *= 1 + NAMED
+        dated = when and (index.dated[i] or (j is not None and index.dated[j]))
+        if dated:
+            score *= 1 + DATED
+        # Messages that match the same words of the query (most of what it asks), said by the
+        # same, say the same thing: the newest is the current one (a fact said again later,
+        # changed), and ranks with the best of them if it matches at least half as well.
+        matched = frozenset(index.terms[i].keys() & asked)
+        same = (matched, index.speakers[teller], dated)
+        newest = latest.get(same)
+        if newest is None or ranked[newest][1:3] < (rank, i):
+            latest[same] = len(ranked)
+        ranked.append((score, rank, i, path, index, j, same))
+    best_of: dict[tuple[Any, ...], float] = {}
+    for item in ranked:
+        best_of[item[6]] = max(best_of.get(item[6], 0.0), item[0])
+    topic = sum(weights[t] for t in asked - named)
+    for same, n in latest.items():
+        if sum(weights[t] for t in same[0]) >= topic / 2 and ranked[n][0] >= best_of[same] / 2:
+            ranked[n] = (best_of[same], *ranked[n][1:])
+    # Newer files and messages win ties. A message kept word for word across a compaction is
+    # in two files, and a question and its answer may each be found: each is returned once
+    # (but a question asked twice, answered differently, is two passages).
+    best, seen = [], set()
+    for item in sorted(ranked, key=lambda item: item[:3], reverse=True):
+        index, held = item[4], [item[2]] if item[5] is None else [item[2], item[5]]
+        said = {index.texts[k] for k in held}
+        if not said <= seen:
+            seen |= said
+            best.append(item)
+            if len(best) == limit:
+                break
+    return [
+        _passage(path, index, i, score, () if j is None else (_passage(path, index, j, 0.0),))
+        for score, _, i, path, index, j, _ in best
+    ]
+
+
+def _passage(
+    path: Path, index: _FileIndex, i: int, score: float, beside: tuple[Passage, ...] = ()
+) -> Passage:
+    message = index.messages[i]
+    return Passage(
+        source=path.name,
+        index=i,
+        role=str(message.get("role", "")),
+        timestamp=str(message.get("timestamp", "")),
+        text=index.texts[i] or "",
+        score=score,
+        beside=beside,
+    )
 
 
 def describe(query: str, passages: list[Passage]) -> str:
-    """Passages as the tool's answer to the model: who said what, when, and where it is kept."""
+    """Passages as the tool's answer to the model: who said what, when, and where it is kept;
+    a message a passage carries (``beside``) comes in the order said, marked ``[n+]``."""
     if not passages:
         return f"Nothing said in this agent's memory or archives matches {query!r}."
-    lines = [f"{len(passages)} passage(s) from this agent's memory and archives, best first:"]
+    lines = [
+        f"{len(passages)} passage(s) from this agent's memory and archives, best first "
+        "([n+]: the question or answer that goes with passage n):"
+    ]
     for n, passage in enumerate(passages, 1):
-        text = passage.text
-        if len(text) > PASSAGE_CHARS:
-            text = text[:PASSAGE_CHARS] + f"… ({len(passage.text):,} characters in all)"
-        where = f"{passage.source}, message {passage.index}"
-        lines.append(f"[{n}] {passage.role} at {passage.timestamp} ({where}):\n{text}")
+        said = sorted(
+            [(passage, ""), *((p, "+") for p in passage.beside)], key=lambda x: x[0].index
+        )
+        for shown, mark in said:
+            text = shown.text
+            if len(text) > PASSAGE_CHARS:
+                text = text[:PASSAGE_CHARS] + f"… ({len(shown.text):,} characters in all)"
+            where = f"{shown.source}, message {shown.index}"
+            lines.append(f"[{n}{mark}] {shown.role} at {shown.timestamp} ({where}):\n{text}")
     return "\n\n".join(lines)
 
 
 _DESCRIBED = re.compile(
-    r"^\[(?P<n>\d+)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*), message "
-    r"(?P<index>\d+)\):\n(?P<text>.*?)"
-    r"(?=\n\n\[\d+\] [^\n]+? at \S* \([^\n]*, message \d+\):\n|\Z)",
+    r"^\[(?P<n>\d+)(?P<beside>\+?)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*), "
+    r"message (?P<index>\d+)\):\n(?P<text>.*?)"
+    r"(?=\n\n\[\d+\+?\] [^\n]+? at \S* \([^\n]*, message \d+\):\n|\Z)",
     re.MULTILINE | re.DOTALL,
 )
 
 
 def described(answer: str) -> list[Passage]:
     """The passages of an answer :func:`describe` wrote, best first (text as shown, so a long
-    one ends with its length; no scores): what a model, or the offline one, reads back."""
-    return [
-        Passage(
-            source=found["source"],
-            index=int(found["index"]),
-            role=found["role"],
-            timestamp=found["timestamp"],
-            text=found["text"],
+    one ends with its length; no scores), each with what it carries: what a model, or the
+    offline one, reads back."""
+    found: dict[int, Passage] = {}
+    carried: dict[int, list[Passage]] = {}
+    for match in _DESCRIBED.finditer(answer):
+        passage = Passage(
+            source=match["source"],
+            index=int(match["index"]),
+            role=match["role"],
+            timestamp=match["timestamp"],
+            text=match["text"],
             score=0.0,
         )
-        for found in _DESCRIBED.finditer(answer)
+        n = int(match["n"])
+        if match["beside"]:
+            carried.setdefault(n, []).append(passage)
+        else:
+            found[n] = passage
+    return [
+        dataclasses.replace(passage, beside=tuple(carried.get(n, ())))
+        for n, passage in sorted(found.items())
     ]
 
 
@@ -231,6 +390,8 @@ def recall_tool(folder: Callable[[], AgentDocs | None]) -> Callable[[str], str]:
 
     def recall_memory(query: str) -> str:
         """Search everything said in this agent's earlier sessions, archived ones included.
+        Call it once per fact when a question needs several ("X and Y?": one call for X, one
+        for Y), and again in other words if a search misses.
 
         Use it when the conversation does not hold what a question needs: a name, a number,
         a date, a decision. Returns the best matching passages with who said them and when.

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Iterable
 
 _WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_DIGIT = re.compile(r"\d")
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S|\n\s*\n")
 STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in
     into is it its me my no not of on or our so than that the their them then there these they
     this to up us was we were what when where which who why will with would you your about
-    please tell say said just also any all some more most very remind""".split()
+    please tell say said just also any all some more most very remind he him his she her""".split()
 )
 QUESTION_WORDS = frozenset(
     "what when where which who whom whose why how do does did is are was were can could "
@@ -26,21 +28,67 @@ B = 0.75
 
 
 def words(text: str) -> list[str]:
-    """Lower-case content words, lightly stemmed so that forms of a word meet ("documents",
-    "document" -> "document"; "picked", "pick" -> "pick"; "named", "name" -> "nam")."""
-    return [_stem(word) for word in _WORD.findall(text.lower()) if word not in STOPWORDS]
+    """Lower-case content words, stemmed so that forms of a word meet ("documents",
+    "document" -> "document"; "picked", "pick" -> "pick"; "studies", "studying" -> "studi")."""
+    stems = _stems
+    found = []
+    for word in _WORD.findall(text.lower()):
+        if word in STOPWORDS:
+            continue
+        stem = stems.get(word)
+        if stem is None:
+            # Numbers and codes have no forms: a stemmer would give them back as they are.
+            stem = word if _DIGIT.search(word) else _stem(word)
+        found.append(stem)
+    return found
+
+
+# Irregular verb forms a stemmer cannot join to their verb ("bought" -> "buy"), the common
+# ones that are seldom another word ("left", "found", "rose" are left alone).
+_IRREGULAR = {
+    form: verb
+    for verb, forms in (
+        line.split(":")
+        for line in """
+        begin:began,begun bite:bit,bitten blow:blew,blown break:broke,broken
+        bring:brought build:built buy:bought catch:caught choose:chose,chosen come:came
+        do:done draw:drew,drawn drink:drank,drunk drive:drove,driven eat:ate,eaten
+        fall:fell,fallen feed:fed feel:felt fight:fought fly:flew,flown forget:forgot,forgotten
+        freeze:froze,frozen get:got,gotten give:gave,given go:went,gone grow:grew,grown
+        hear:heard hide:hid,hidden hold:held keep:kept know:knew,known
+        lead:led lend:lent lose:lost make:made mean:meant meet:met pay:paid ride:rode,ridden
+        ring:rang,rung rise:risen run:ran say:said see:saw,seen seek:sought sell:sold
+        send:sent shake:shook,shaken shoot:shot sing:sang,sung sit:sat sleep:slept
+        speak:spoke,spoken spend:spent stand:stood steal:stole,stolen stick:stuck
+        swim:swam,swum take:took,taken teach:taught tear:tore,torn tell:told think:thought
+        throw:threw,thrown understand:understood wake:woke,woken wear:wore,worn win:won
+        write:wrote,written
+        """.split()
+    )
+    for form in forms.split(",")
+}
+_stems: dict[str, str] = {}
+_stemmer_lock = threading.Lock()
+_STEMS_KEPT = 200_000
 
 
 def _stem(word: str) -> str:
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    if len(word) > 5 and word.endswith("ing"):
-        word = word[:-3]
-    elif len(word) > 4 and word.endswith("ed"):
-        word = word[:-2]
-    if len(word) > 3 and word.endswith("e"):
-        word = word[:-1]
-    return word
+    """``word`` stemmed by the Snowball English stemmer, remembered: a text repeats its words,
+    and a stemmer object is not safe to share between threads."""
+    global _stemmer
+    with _stemmer_lock:
+        if _stemmer is None:
+            import snowballstemmer
+
+            _stemmer = snowballstemmer.stemmer("english")
+        stem = _stemmer.stemWord(_IRREGULAR.get(word) or word.replace("'", ""))
+        if len(_stems) >= _STEMS_KEPT:  # a stream of made-up words (codes) keeps no memory
+            _stems.clear()
+        _stems[word] = stem
+    return stem
+
+
+_stemmer = None
 
 
 def is_question(text: str) -> bool:

@@ -25,8 +25,9 @@ PRELOAD = (
 
 
 def test_words_fold_forms_and_drop_stopwords():
-    assert words("What do the Documents say about the notes?") == ["document", "not"]
-    assert words("picked pick") == ["pick", "pick"] and words("named name") == ["nam", "nam"]
+    assert words("What do the Documents say about the notes?") == ["document", "note"]
+    assert words("picked pick") == ["pick", "pick"] and words("named name") == ["name", "name"]
+    assert words("bought buying buys") == ["buy", "buy", "buy"]  # irregular forms too
 
 
 def test_bm25_prefers_the_matching_document():
@@ -127,3 +128,25 @@ def test_a_summary_keeps_facts_and_drops_speakers_and_recollections():
         "User: The budget is 40k EUR."
     )
     assert summarize(transcript) == "Our launch date is 14 March. The budget is 40k EUR."
+
+
+def test_a_two_part_question_is_recalled_one_part_at_a_time():
+    from nbmemory import Agent, Conversation
+    from nbmemory.offline import sub_queries
+    from nbmemory.store import memory_path
+
+    assert sub_queries("What do Maya and Tomas play?") == [
+        "What do Maya play?",
+        "What do Tomas play?",
+    ]
+    assert sub_queries("Where is the office and when is the launch?") == [
+        "Where is the office?",
+        "when is the launch?",
+    ]
+    assert sub_queries("Which warehouse did we pick?") == ["Which warehouse did we pick?"]
+    convo = Conversation(name="Band", memory_md_path=memory_path("Band"))
+    convo.add("Tomas", "I play the cello in a quartet.")
+    convo.add("Maya", "I play the trumpet in a brass band.")
+    convo.compact("Music was talked about.")
+    answer = Agent(agent_name="Band", persistent_memory=True).run("What do Maya and Tomas play?")
+    assert "trumpet" in answer and "cello" in answer

@@ -109,10 +109,19 @@ def test_the_answer_reads_back_as_the_passages_it_describes():
         Passage("history_1.md", 4, "User", "2026-04-20T14:30:45", "Budget: 40k EUR.", 2.5),
         Passage("MEMORY.md", 0, "Scout", "", "Two lines\n\n[2] not a passage header", 1.0),
         Passage("history_2.md", 9, "Tool", "2026-04-21T09:00:00", "ok", 0.5),
+        Passage(
+            "history_2.md",
+            12,
+            "Tomas",
+            "2026-04-21T09:01:00",
+            "The cello.",
+            0.4,
+            (Passage("history_2.md", 11, "Maya", "2026-04-21T09:00:30", "Which one?", 0.0),),
+        ),
     ]
     read = described(describe("budget", passages))
-    assert [(p.source, p.index, p.role, p.timestamp, p.text) for p in read] == [
-        (p.source, p.index, p.role, p.timestamp, p.text) for p in passages
+    assert [(p.source, p.index, p.role, p.timestamp, p.text, p.beside) for p in read] == [
+        (p.source, p.index, p.role, p.timestamp, p.text, p.beside) for p in passages
     ]
     assert described(describe("zeppelin", [])) == []
 
@@ -163,3 +172,76 @@ def test_the_tool_says_how_much_of_a_query_counts():
     [schema] = ToolBox([recall_tool(lambda: None)]).schemas()
     described = schema["function"]["parameters"]["properties"]["query"]["description"]
     assert described.startswith(f"Up to {QUERY_TERMS} words,")
+
+
+def said(name: str, *turns: tuple[str, str]) -> None:
+    """``turns`` (speaker, text) said in order to agent ``name``'s memory."""
+    convo = Conversation(name=name, memory_md_path=memory_path(name))
+    for role, text in turns:
+        convo.add(role, text)
+
+
+def test_a_question_in_other_forms_of_the_words_finds_the_fact(workspace):
+    said(
+        "Forms",
+        ("User", "Priya bought the tickets for Lisbon."),
+        ("User", "The tickets are on the kitchen table."),
+    )
+    [best, _] = recall(agent_docs("Forms"), "Who buys the tickets?", limit=2)
+    assert best.text == "Priya bought the tickets for Lisbon."
+
+
+def test_a_when_question_finds_the_turn_that_says_when(workspace):
+    said(
+        "Dates",
+        ("Maya", "We moved to Lyon last spring."),
+        ("Maya", "Moving to Lyon was the best choice."),
+    )
+    [best, _] = recall(agent_docs("Dates"), "When did Maya move to Lyon?", limit=2)
+    assert best.text == "We moved to Lyon last spring." and best.timestamp
+
+
+def test_naming_a_person_favours_what_they_said(workspace):
+    said(
+        "People",
+        ("Tomas", "I play the cello in a quartet."),
+        ("Maya", "I play the trumpet in a brass band."),
+    )
+    assert recall(agent_docs("People"), "What does Tomas play?")[0].role == "Tomas"
+    assert recall(agent_docs("People"), "What does Maya play?")[0].role == "Maya"
+
+
+def test_a_question_is_recalled_with_its_answer_beside_it(workspace):
+    question, answer = "Which instrument did you pick in the end?", "The cello, from Monday."
+    said(
+        "Pairs",
+        ("Maya", question),
+        ("Tomas", answer),
+        ("User", "Did you know our office moved to Lyon?"),  # a question that tells
+    )
+    [best] = recall(agent_docs("Pairs"), "Which instrument did Tomas pick?", limit=1)
+    assert (best.text, [(p.role, p.text) for p in best.beside]) == (question, [("Tomas", answer)])
+    shown = describe("instrument", [best])
+    assert f"[1] Maya at {best.timestamp}" in shown and "[1+] Tomas at " in shown
+    assert shown.index(question) < shown.index(answer)
+    found = recall(agent_docs("Pairs"), "Where is the office?")
+    assert [p.text for p in found] == ["Did you know our office moved to Lyon?"]
+
+
+def test_a_fact_said_again_changed_ranks_the_newer_first(workspace):
+    said(
+        "Moves",
+        ("User", "Our office is in Lyon."),
+        ("User", "Lunch was long today."),
+        ("User", "Our office is in Porto now."),
+    )
+    found = recall(agent_docs("Moves"), "Where is our office?", limit=2)
+    assert [p.text for p in found] == ["Our office is in Porto now.", "Our office is in Lyon."]
+
+
+def test_the_tool_says_it_may_be_called_once_per_fact():
+    from nbmemory.recall import recall_tool
+    from nbmemory.tools import ToolBox
+
+    [schema] = ToolBox([recall_tool(lambda: None)]).schemas()
+    assert "once per fact" in " ".join(schema["function"]["description"].split())
