@@ -174,3 +174,22 @@ def start_writer(tag, count, compact_every=0, big=20_000, start_at=0.0):
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def plant_agent(name: str, memory: bytes = b"# Memory\n") -> None:
+    """Agent ``name`` of the test's workspace written unchecked, as anyone holding the team's
+    database URL (a row) or able to write in the workspace (a folder) could: whatever the name
+    holds (a folder name cannot hold a ``/``)."""
+    from nbmemory import Workspace
+
+    place = Workspace.from_env()
+    if place.database is None:
+        folder = place.root / "agents" / name
+        folder.mkdir(parents=True)
+        (folder / "MEMORY.md").write_bytes(memory)
+        return
+    with place.database.transaction(f"plant {name!r}") as conn:
+        conn.execute("INSERT INTO nbmemory_agents (name, version) VALUES (%s, 1)", (name,))
+        conn.execute(
+            "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, 1, %s)", (name, memory)
+        )
