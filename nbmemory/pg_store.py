@@ -27,7 +27,7 @@ import os
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 from urllib.parse import unquote
@@ -708,11 +708,14 @@ class PgStore:
     # ------------------------------------------------------------------------------------------
     # Whole agents, for import and export
 
-    def load_agents(self, agents: dict[str, dict[str, bytes]]) -> None:
-        """Create agents from their documents (``MEMORY.md`` included) in one transaction;
-        refuses, writing nothing, if any of them exists already."""
+    def load_agents(
+        self, names: list[str], documents: Iterable[tuple[str, str, Iterable[bytes]]]
+    ) -> None:
+        """Create agents ``names`` from their documents, each ``(agent, document, pieces)``
+        (``MEMORY.md`` included), in one transaction; refuses, writing nothing, if any of them
+        exists already. ``MEMORY.md``'s pieces become rows of the memory as they come, so an
+        import never holds a whole memory; another document's are joined into its row."""
         with self.transaction("import") as conn:
-            names = list(agents)
             for name in names:
                 validate_agent_name(name)
             taken = conn.execute(
@@ -724,20 +727,27 @@ class PgStore:
                     f"{self.shown} already has {listed}: nothing was imported (export them and "
                     "remove them first, or import into another database)"
                 )
-            for name, docs in agents.items():
+            for name in names:
                 conn.execute("INSERT INTO nbmemory_agents (name, version) VALUES (%s, 1)", (name,))
-                if "MEMORY.md" in docs:
+            rows: dict[str, int] = {}
+            for name, doc, pieces in documents:
+                if doc != "MEMORY.md":
                     conn.execute(
-                        "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, 1, %s)",
-                        (name, docs["MEMORY.md"]),
+                        "INSERT INTO nbmemory_documents (agent, name, data, version) "
+                        "VALUES (%s, %s, %s, 1)",
+                        (name, doc, b"".join(pieces)),
                     )
-                for doc, data in docs.items():
-                    if doc != "MEMORY.md":
-                        conn.execute(
-                            "INSERT INTO nbmemory_documents (agent, name, data, version) "
-                            "VALUES (%s, %s, %s, 1)",
-                            (name, doc, data),
-                        )
+                    continue
+                for piece in pieces:
+                    rows[name] = rows.get(name, 0) + 1
+                    conn.execute(
+                        "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, %s, %s)",
+                        (name, rows[name], piece),
+                    )
+            for name, last in rows.items():  # an append's row comes after the last one
+                conn.execute(
+                    "UPDATE nbmemory_agents SET version = %s WHERE name = %s", (last, name)
+                )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -472,6 +472,14 @@ class ReadModel:
         with a ``MemoryWarning`` naming it, escaped: one bad agent never hides the others."""
         return [name for name in self.workspace.agents() if _usable(name)]
 
+    def exists(self, name: str) -> bool:
+        """Whether ``name`` is one of :meth:`names`, without listing them."""
+        try:
+            workspace.validate_agent_name(name)
+        except InvalidAgentNameError:
+            return False
+        return self.workspace.has_agent(name)
+
     def _docs(self, name: str) -> AgentDocs:
         """Agent ``name``'s documents (``InvalidAgentNameError`` for a bad name), its folder
         checked on files (``UnsafeFileError`` for a link)."""

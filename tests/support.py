@@ -193,3 +193,11 @@ def plant_agent(name: str, memory: bytes = b"# Memory\n") -> None:
         conn.execute(
             "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, 1, %s)", (name, memory)
         )
+
+
+def hostile_names(on_store: str) -> list[str]:
+    """Agent names someone else stored that no agent may have (a folder's cannot hold '/')."""
+    names = ["bell\x07name", "esc\x1b]0;title\x07", " ", "nel\x85line"]
+    if on_store == "files":
+        return [*names, "\udcffbytes"]  # a folder name that is not UTF-8
+    return [*names, "../../up", "/abs", "a/b", ""]

@@ -18,7 +18,7 @@ from nbmemory.memory_file import format_block
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
-from support import agent_docs, plant_agent, run_python, snapshot
+from support import agent_docs, hostile_names, plant_agent, run_python, snapshot
 
 APPEND = (
     "import sys\n"
@@ -401,22 +401,6 @@ def test_a_tool_call_reads_as_indented_json_without_escaped_json_inside(workspac
     [item] = ReadModel().messages("Caller").items
     assert "\\" not in item.text
     assert '"arguments": {\n' in item.text and '"url": "https://x.test/"' in item.text
-
-
-@pytest.fixture(params=["files", "postgresql"])
-def on_store(request: pytest.FixtureRequest) -> str:
-    """The test's workspace on files, then on a fresh database."""
-    if request.param == "postgresql":
-        request.getfixturevalue("database")
-    return request.param
-
-
-def hostile_names(on_store: str) -> list[str]:
-    """Agent names someone else stored that no agent may have (a folder's cannot hold '/')."""
-    names = ["bell\x07name", "esc\x1b]0;title\x07", " ", "nel\x85line"]
-    if on_store == "files":
-        return [*names, "\udcffbytes"]  # a folder name that is not UTF-8
-    return [*names, "../../up", "/abs", "a/b", ""]
 
 
 def test_a_bad_stored_name_is_left_out_of_every_listing_with_one_warning(on_store):
