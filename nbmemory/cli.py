@@ -27,7 +27,7 @@ from nbmemory.errors import (
     NoteNotFoundError,
 )
 from nbmemory.export import FORMATS, export_text
-from nbmemory.layout import export_layout, import_layout
+from nbmemory.layout import MAX_DOCUMENT_BYTES, export_layout, import_layout
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
@@ -155,7 +155,7 @@ def cmd_path(args: argparse.Namespace) -> str:
 
 def cmd_import(args: argparse.Namespace) -> str:
     place = _workspace(args)
-    names = import_layout(args.folder, place)
+    names = import_layout(args.folder, place, max_bytes=int(args.max_document_mb * 2**20))
     return f"imported {len(names)} agent(s) into {place.describe()}: {', '.join(names)}"
 
 
@@ -310,6 +310,13 @@ def parser() -> argparse.ArgumentParser:
         "load FOLDER's agents/ (nbmemory's or swarms' files) into the database",
     )
     load.add_argument("folder")
+    load.add_argument(
+        "--max-document-mb",
+        type=float,
+        default=MAX_DOCUMENT_BYTES / 2**20,
+        metavar="MB",
+        help="skip, with a warning, an agent holding a file over MB MiB (default: %(default)g)",
+    )
     compact = command("compact", cmd_compact, "replace an agent's memory with a summary")
     compact.add_argument("name")
     compact.add_argument("--summary", required=True, help="the summary text")

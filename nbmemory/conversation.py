@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -58,7 +59,13 @@ def block_tokens(counter: TokenCounter, message: dict[str, Any]) -> int:
 def preload_tokens(counter: TokenCounter, header: str) -> int:
     """Tokens of what the preloaded memory adds besides its blocks: its role, its intro and
     the file's header (the preload is the whole file, as the spec says)."""
-    return counter.count(f"System: {_PRELOAD_HEAD}") + counter.count(header)
+    return _head_tokens(counter) + counter.count(header)
+
+
+@functools.lru_cache(maxsize=64)
+def _head_tokens(counter: TokenCounter) -> int:
+    """The preload's role and intro, the same in every preload: counted once per counter."""
+    return counter.count(f"System: {_PRELOAD_HEAD}")
 
 
 @dataclass(frozen=True)

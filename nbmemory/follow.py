@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nbmemory import memory_file
 from nbmemory.memory_file import BLOCK_END
+from nbmemory.pg_store import PgStore
 from nbmemory.store import AgentDocs, DatabaseDocs
 from nbmemory.workspace import MEMORY_FILE, open_regular
 
@@ -115,7 +117,7 @@ def _follow_database(path: Path, docs: DatabaseDocs) -> FollowedFile | None:
     """A document of the database store, followed the same way: ``MEMORY.md`` by its stamp
     (an append reads only the new blocks), an archive by its version."""
     db, name, doc = docs.db, docs.name, docs.doc(path)
-    key = f"{db.url}\n{path}"  # never a file's entry: one path can name a file and a row
+    key = _key(db, path)
     with _lock:
         old = _followed.get(key)
     if doc != MEMORY_FILE:
@@ -129,22 +131,65 @@ def _follow_database(path: Path, docs: DatabaseDocs) -> FollowedFile | None:
             return None
         new = _parsed(data, (-1, stamp[0]), 0)
     else:
-        known = (old.identity[1], old.mtime_ns) if old is not None else None
-        stamp, appended, data = db.memory_since(name, known)
-        if stamp is None or (data is None and not appended):
+        new = _memory_reading(db, name, old, *db.memory_since(name, _stamp(old)))
+        if new is None:
             return None
-        if appended and old is not None and stamp == known:
-            return old
-        if appended and old is not None and old.end == old.size:
-            new = _extended(old, data or b"", stamp[1])
-        else:
-            whole = data if not appended else db.memory(name)
-            if whole is None:
-                return None
-            new = _parsed(whole, (-2, stamp[0]), stamp[1])
     with _lock:
         _followed[key] = new
     return new
+
+
+def _key(db: PgStore, path: Path) -> str:
+    return f"{db.url}\n{path}"  # never a file's entry: one path can name a file and a row
+
+
+def _stamp(old: FollowedFile | None) -> tuple[int, int] | None:
+    """The database stamp a reading of ``MEMORY.md`` was made at."""
+    return (old.identity[1], old.mtime_ns) if old is not None else None
+
+
+def _memory_reading(
+    db: PgStore,
+    name: str,
+    old: FollowedFile | None,
+    stamp: tuple[int, int] | None,
+    appended: bool,
+    data: bytes | None,
+) -> FollowedFile | None:
+    """A database ``MEMORY.md`` read from what ``PgStore.memory_since`` answered for ``old``:
+    ``old`` itself, extended, or read again whole."""
+    if stamp is None or (data is None and not appended):
+        return None
+    if old is not None and appended and stamp == _stamp(old):
+        return old
+    if old is not None and appended and old.end == old.size:
+        return _extended(old, data or b"", stamp[1])
+    whole = data if not appended else db.memory(name)
+    return None if whole is None else _parsed(whole, (-2, stamp[0]), stamp[1])
+
+
+def follow_memories(agents: Sequence[AgentDocs]) -> list[FollowedFile | None]:
+    """The ``MEMORY.md`` of each of ``agents`` as :func:`follow` reads it. On a database, the
+    memories that changed since they were last read come from one query, not one per agent:
+    a listing of thousands of agents (inside ``Workspace.snapshot``, the unchanged ones cost
+    no query either)."""
+    fresh: dict[str, FollowedFile | None] = {}
+    on_database = [docs for docs in agents if isinstance(docs, DatabaseDocs)]
+    if on_database:
+        db = on_database[0].db  # a workspace's agents are in one database
+        paths = {docs.name: docs.path(MEMORY_FILE) for docs in on_database}
+        with _lock:
+            olds = {name: _followed.get(_key(db, path)) for name, path in paths.items()}
+        known = {name: _stamp(old) for name, old in olds.items()}
+        for name, stamp, appended, data in db.memories_since(known):
+            new = fresh[name] = _memory_reading(db, name, olds[name], stamp, appended, data)
+            if new is not None:
+                with _lock:
+                    _followed[_key(db, paths[name])] = new
+    return [
+        fresh[docs.name] if docs.is_database and docs.name in fresh else follow(path, docs)
+        for docs, path in ((docs, docs.path(MEMORY_FILE)) for docs in agents)
+    ]
 
 
 def _parsed(data: bytes, identity: tuple[int, int], mtime_ns: int) -> FollowedFile:

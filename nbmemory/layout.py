@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from nbmemory.errors import (
@@ -36,6 +38,11 @@ from nbmemory.workspace import (
     validate_document_name,
 )
 
+MAX_DOCUMENT_BYTES = 64 * 2**20
+"""The largest file ``import_layout`` loads by default: a memory compacts long before this,
+and a database row of a gigabyte is refused by PostgreSQL."""
+PIECE_BYTES = 8 * 2**20
+"""How much of a file an import holds at once while loading ``MEMORY.md``."""
 _PARTIAL = ".partial-export"
 """The folder an agent is written to before it is renamed into place, so ``agents/`` only ever
 holds whole agents."""
@@ -165,6 +172,11 @@ def _valid_document(name: str, doc: str) -> bool:
 
 def _files(folder: Path) -> dict[str, bytes]:
     """The regular files of an agent folder, but for its lock and temporary files."""
+    return {doc: read_regular(path) for doc, (path, _) in _paths(folder).items()}
+
+
+def _paths(folder: Path) -> dict[str, tuple[Path, int]]:
+    """The path and size of each of :func:`_files`, by document name."""
     docs = {}
     for dirpath, dirnames, filenames in os.walk(folder):  # links to folders are not entered
         dirnames.sort()
@@ -173,15 +185,37 @@ def _files(folder: Path) -> dict[str, bytes]:
             if filename == LOCK_FILE or filename.endswith(".tmp"):
                 continue
             doc = path.relative_to(folder).as_posix()
-            if path.is_file() and not path.is_symlink() and _valid_document(folder.name, doc):
-                docs[doc] = read_regular(path)
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and _valid_document(folder.name, doc):
+                docs[doc] = (path, st.st_size)
     return docs
 
 
-def import_layout(source: str | os.PathLike[str], workspace: Workspace) -> list[str]:
+def _pieces(path: Path) -> Iterator[bytes]:
+    """A file's bytes a piece at a time (one empty piece for an empty file), opened as
+    :func:`read_regular` opens it."""
+    with open(open_regular(path), "rb") as file:
+        piece = file.read(PIECE_BYTES)
+        yield piece
+        while piece:
+            piece = file.read(PIECE_BYTES)
+            if piece:
+                yield piece
+
+
+def import_layout(
+    source: str | os.PathLike[str],
+    workspace: Workspace,
+    *,
+    max_bytes: int = MAX_DOCUMENT_BYTES,
+) -> list[str]:
     """Load every agent folder of ``source/agents/`` into the workspace's database, in one
     transaction; returns the agents loaded. Refuses, loading nothing, if the store is files or
-    if the database already has one of them."""
+    if the database already has one of them.
+
+    Files are streamed, never held all at once: ``MEMORY.md`` goes in by pieces, any other
+    document whole. An agent with a document over ``max_bytes`` is skipped, with a
+    ``MemoryWarning`` naming it, its document and the limit, and the others are loaded."""
     db = workspace.database
     if db is None:
         raise StoreConfigError(
@@ -199,6 +233,24 @@ def import_layout(source: str | os.PathLike[str], workspace: Workspace) -> list[
         except InvalidAgentNameError as exc:
             warnings.warn(f"{entry.path!r}: not imported ({exc})", MemoryWarning, stacklevel=2)
             continue
-        agents[entry.name] = _files(Path(entry.path))
-    db.load_agents(agents)
+        docs = _paths(Path(entry.path))
+        big = [(doc, size) for doc, (_, size) in docs.items() if size > max_bytes]
+        if big:
+            doc, size = big[0]
+            warnings.warn(
+                f"agent {entry.name!r} not imported: its {doc!r} is {size:,} bytes, over the "
+                f"limit of {max_bytes:,} (nbmemory import --max-document-mb raises it)",
+                MemoryWarning,
+                stacklevel=2,
+            )
+            continue
+        agents[entry.name] = docs
+    db.load_agents(
+        list(agents),
+        (
+            (name, doc, _pieces(path))
+            for name, docs in agents.items()
+            for doc, (path, _) in docs.items()
+        ),
+    )
     return list(agents)

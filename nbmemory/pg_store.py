@@ -27,7 +27,8 @@ import os
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 from urllib.parse import unquote
 
@@ -217,6 +218,25 @@ def _raise(error: StoreError) -> NoReturn:
         raise
 
 
+SMALL_DOCUMENTS = ("settings.json", "NOTES.md")
+"""The documents a listing reads for every agent (see :meth:`PgStore.snapshot`)."""
+_LISTED = (
+    "EXISTS (SELECT 1 FROM nbmemory_memory m WHERE m.agent = a.name) OR EXISTS "
+    "(SELECT 1 FROM nbmemory_documents d WHERE d.agent = a.name AND d.name LIKE 'archive/%%')"
+)
+"""What makes an agent of a row of ``nbmemory_agents a``: a memory or an archive."""
+
+
+@dataclass
+class _Agent:
+    """An agent as a snapshot read it: its stamp, whether it is listed (it has a memory or an
+    archive), and its documents' ``(version, size)``."""
+
+    stamp: tuple[int, int]
+    listed: bool
+    documents: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
 class PgStore:
     """One PostgreSQL database holding every agent of a workspace.
 
@@ -378,13 +398,14 @@ class PgStore:
     # Agents
 
     def agents(self) -> list[str]:
-        """Names of the agents that have a memory or an archive, sorted."""
+        """Names of the agents that have a memory or an archive, sorted (as stored: a row
+        written by hand may hold a name that ``validate_agent_name`` refuses)."""
+        listing = self._listing()
+        if listing is not None:
+            return [name for name, agent in listing.items() if agent.listed]
         with self.statement("list the agents") as conn:
             rows = conn.execute(
-                "SELECT a.name FROM nbmemory_agents a WHERE EXISTS "
-                "(SELECT 1 FROM nbmemory_memory m WHERE m.agent = a.name) OR EXISTS "
-                "(SELECT 1 FROM nbmemory_documents d WHERE d.agent = a.name "
-                "AND d.name LIKE 'archive/%%') ORDER BY a.name COLLATE \"C\""
+                f'SELECT a.name FROM nbmemory_agents a WHERE {_LISTED} ORDER BY a.name COLLATE "C"'
             ).fetchall()
         return [name for (name,) in rows]
 
@@ -424,11 +445,74 @@ class PgStore:
     def stamp(self, name: str) -> tuple[int, int] | None:
         """``(epoch, version)`` of the agent: it changes with every change to any of its
         documents (``None`` if there is no such agent)."""
+        listing = self._listing()
+        if listing is not None and name in listing:
+            return listing[name].stamp
         with self.statement(f"read {name}") as conn:
             row = conn.execute(
                 "SELECT epoch, version FROM nbmemory_agents WHERE name = %s", (name,)
             ).fetchone()
         return tuple(row) if row else None
+
+    def has_agent(self, name: str) -> bool:
+        """Whether the agent has a memory or an archive: one of :meth:`agents`."""
+        listing = self._listing()
+        if listing is not None:
+            return name in listing and listing[name].listed
+        with self.statement(f"read {name}") as conn:
+            row = conn.execute(
+                f"SELECT 1 FROM nbmemory_agents a WHERE a.name = %s AND ({_LISTED})", (name,)
+            ).fetchone()
+        return row is not None
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Answer this thread's reads of agents, stamps and document lists from one query made
+        now, and its reads of ``settings.json`` and ``NOTES.md`` from one more made when the
+        first is asked for: listing thousands of agents costs a few queries, not several per
+        agent. Memories and archives are still read from the tables (followers read only what
+        changed since the stamps). Inside another snapshot, that one is used."""
+        if self._listing() is not None:
+            yield
+            return
+        self._local.listing = self._overview()
+        try:
+            yield
+        finally:
+            self._local.listing = self._local.small = None
+
+    def _listing(self) -> dict[str, _Agent] | None:
+        return getattr(self._local, "listing", None)
+
+    def _overview(self) -> dict[str, _Agent]:
+        with self.statement("list the agents") as conn:
+            rows = conn.execute(
+                "SELECT a.name, a.epoch, a.version, "
+                "EXISTS (SELECT 1 FROM nbmemory_memory m WHERE m.agent = a.name), "
+                "d.name, d.version, length(d.data) FROM nbmemory_agents a "
+                'LEFT JOIN nbmemory_documents d ON d.agent = a.name ORDER BY a.name COLLATE "C"'
+            ).fetchall()
+        listing: dict[str, _Agent] = {}
+        for name, epoch, version, memory, doc, doc_version, size in rows:
+            agent = listing.get(name)
+            if agent is None:
+                agent = listing[name] = _Agent((epoch, version), memory)
+            if doc is not None:
+                agent.documents[doc] = (doc_version, size)
+                agent.listed = agent.listed or doc.startswith(f"{ARCHIVE_DIR}/")
+        return listing
+
+    def _snapshot_read(self, listing: dict[str, _Agent], name: str, doc: str) -> bytes | None:
+        """A small document of the snapshot: the first asked for reads every agent's."""
+        small = getattr(self._local, "small", None)
+        if small is None:
+            with self.statement("read the agents' settings and notes") as conn:
+                rows = conn.execute(
+                    "SELECT agent, name, data FROM nbmemory_documents WHERE name = ANY(%s)",
+                    (list(SMALL_DOCUMENTS),),
+                ).fetchall()
+            small = self._local.small = {(agent, doc): bytes(data) for agent, doc, data in rows}
+        return small.get((name, doc))
 
     # ------------------------------------------------------------------------------------------
     # MEMORY.md
@@ -468,6 +552,9 @@ class PgStore:
         ``appended`` true means ``data`` is only the blocks appended since ``known`` (same
         epoch); otherwise ``data`` is the whole memory (``None`` if there is none).
         """
+        listing = self._listing()
+        if listing is not None and name in listing and listing[name].stamp == known:
+            return known, True, b""
         epoch, since = known if known is not None else (-1, -1)
         with self.statement(f"read {name}") as conn:
             rows = conn.execute(
@@ -485,6 +572,37 @@ class PgStore:
         if not appended and not chunks:
             return stamp, False, None
         return stamp, appended, b"".join(chunks)
+
+    def memories_since(
+        self, known: dict[str, tuple[int, int] | None]
+    ) -> Iterator[tuple[str, tuple[int, int], bool, bytes | None]]:
+        """:meth:`memory_since` for many agents in one query: ``(name, stamp, appended, data)``
+        of each agent of ``known`` whose stamp is no longer the one given, one agent at a time
+        as its rows arrive (what is held at once is one agent's memory, not all of them)."""
+        names = list(known)
+        epochs = [stamp[0] if stamp else -1 for stamp in known.values()]
+        versions = [stamp[1] if stamp else -1 for stamp in known.values()]
+        with self.statement("read the agents' memories") as conn:
+            rows = conn.cursor().stream(
+                "SELECT a.name, a.epoch, a.version, m.data "
+                "FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS k(name, epoch, since) "
+                "JOIN nbmemory_agents a ON a.name = k.name "
+                "LEFT JOIN nbmemory_memory m ON m.agent = a.name "
+                "AND m.seq > (CASE WHEN a.epoch = k.epoch THEN k.since ELSE -1 END) "
+                "WHERE (a.epoch, a.version) <> (k.epoch, k.since) ORDER BY a.name, m.seq",
+                (names, epochs, versions),
+            )
+            for name, group in itertools.groupby(rows, key=lambda row: row[0]):
+                chunks, stamp = [], None
+                for _, epoch, version, data in group:
+                    stamp = (epoch, version)
+                    if data is not None:
+                        chunks.append(data)
+                assert stamp is not None
+                appended = known[name] is not None and known[name][0] == stamp[0]
+                data = b"".join(chunks) if appended or chunks else None
+                del chunks
+                yield name, stamp, appended, data
 
     def compact(self, name: str, new: bytes, keep: Callable[[bytes], bool]) -> str | None:
         """Archive the memory and replace it with ``new``, in one transaction.
@@ -528,6 +646,12 @@ class PgStore:
 
     def read(self, name: str, doc: str) -> bytes | None:
         """A document of the agent (``NOTES.md``, ``archive/…``), or ``None`` if absent."""
+        listing = self._listing()
+        if listing is not None and name in listing:
+            if doc not in listing[name].documents:
+                return None
+            if doc in SMALL_DOCUMENTS:
+                return self._snapshot_read(listing, name, doc)
         with self.statement(f"read {doc} of {name}") as conn:
             row = conn.execute(
                 "SELECT data FROM nbmemory_documents WHERE agent = %s AND name = %s",
@@ -537,6 +661,9 @@ class PgStore:
 
     def document_stamp(self, name: str, doc: str) -> tuple[int, int] | None:
         """``(version, size)`` of a document, changed by every write; ``None`` if absent."""
+        listing = self._listing()
+        if listing is not None and name in listing:
+            return listing[name].documents.get(doc)
         with self.statement(f"read {doc} of {name}") as conn:
             row = conn.execute(
                 "SELECT version, length(data) FROM nbmemory_documents "
@@ -567,6 +694,9 @@ class PgStore:
     def documents(self, name: str, folder: str = "") -> list[str]:
         """Names of the agent's documents in ``folder`` (``""`` for all of them), sorted."""
         prefix = f"{folder.rstrip('/')}/" if folder else ""
+        listing = self._listing()
+        if listing is not None and name in listing:
+            return sorted(doc for doc in listing[name].documents if doc.startswith(prefix))
         with self.statement(f"list the documents of {name}") as conn:
             rows = conn.execute(
                 "SELECT name FROM nbmemory_documents WHERE agent = %s AND starts_with(name, %s) "
@@ -578,11 +708,14 @@ class PgStore:
     # ------------------------------------------------------------------------------------------
     # Whole agents, for import and export
 
-    def load_agents(self, agents: dict[str, dict[str, bytes]]) -> None:
-        """Create agents from their documents (``MEMORY.md`` included) in one transaction;
-        refuses, writing nothing, if any of them exists already."""
+    def load_agents(
+        self, names: list[str], documents: Iterable[tuple[str, str, Iterable[bytes]]]
+    ) -> None:
+        """Create agents ``names`` from their documents, each ``(agent, document, pieces)``
+        (``MEMORY.md`` included), in one transaction; refuses, writing nothing, if any of them
+        exists already. ``MEMORY.md``'s pieces become rows of the memory as they come, so an
+        import never holds a whole memory; another document's are joined into its row."""
         with self.transaction("import") as conn:
-            names = list(agents)
             for name in names:
                 validate_agent_name(name)
             taken = conn.execute(
@@ -594,20 +727,27 @@ class PgStore:
                     f"{self.shown} already has {listed}: nothing was imported (export them and "
                     "remove them first, or import into another database)"
                 )
-            for name, docs in agents.items():
+            for name in names:
                 conn.execute("INSERT INTO nbmemory_agents (name, version) VALUES (%s, 1)", (name,))
-                if "MEMORY.md" in docs:
+            rows: dict[str, int] = {}
+            for name, doc, pieces in documents:
+                if doc != "MEMORY.md":
                     conn.execute(
-                        "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, 1, %s)",
-                        (name, docs["MEMORY.md"]),
+                        "INSERT INTO nbmemory_documents (agent, name, data, version) "
+                        "VALUES (%s, %s, %s, 1)",
+                        (name, doc, b"".join(pieces)),
                     )
-                for doc, data in docs.items():
-                    if doc != "MEMORY.md":
-                        conn.execute(
-                            "INSERT INTO nbmemory_documents (agent, name, data, version) "
-                            "VALUES (%s, %s, %s, 1)",
-                            (name, doc, data),
-                        )
+                    continue
+                for piece in pieces:
+                    rows[name] = rows.get(name, 0) + 1
+                    conn.execute(
+                        "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, %s, %s)",
+                        (name, rows[name], piece),
+                    )
+            for name, last in rows.items():  # an append's row comes after the last one
+                conn.execute(
+                    "UPDATE nbmemory_agents SET version = %s WHERE name = %s", (last, name)
+                )
 
 
 def _first_line(exc: BaseException) -> str:

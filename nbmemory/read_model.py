@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import threading
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,8 +23,14 @@ from typing import Any
 from nbmemory import llm, workspace
 from nbmemory.compactions import Compaction, read_record, record_path
 from nbmemory.conversation import block_tokens, preload_tokens
-from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
-from nbmemory.follow import EMPTY, FollowedFile, follow
+from nbmemory.errors import (
+    AgentNotFoundError,
+    ArchiveNotFoundError,
+    InvalidAgentNameError,
+    MemoryWarning,
+    UnsafeFileError,
+)
+from nbmemory.follow import EMPTY, FollowedFile, follow, follow_memories
 from nbmemory.memory_file import archive_time
 from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
@@ -277,7 +284,7 @@ def _counter(model: str) -> TokenCounter:
     return TokenCounter(model)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.cache  # one per agent and model, as follow keeps one per file
 def _notes(docs: AgentDocs, model: str) -> Notes:
     return Notes(docs, model=model)
 
@@ -299,7 +306,31 @@ def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = N
     """The memory's part of a request (or, given ``first``, the part its first messages would
     make)."""
     counts = _block_counts(followed, counter, first)
-    return preload_tokens(counter, followed.header) + sum(counts) if counts else 0
+    if not counts:
+        return 0
+    with followed.lock:  # counted once per reading and encoding, as the messages are
+        key = f"preload:{counter.encoding_name}"
+        if key not in followed.cache:
+            followed.cache[key] = preload_tokens(counter, followed.header)
+        return followed.cache[key] + sum(counts)
+
+
+def _usable(name: str) -> bool:
+    """Whether a stored agent name can name an agent; warns about one that cannot."""
+    try:
+        workspace.validate_agent_name(name)
+    except InvalidAgentNameError as exc:
+        warnings.warn(f"agent {name!r} left out: {exc}", MemoryWarning, stacklevel=3)
+        return False
+    return True
+
+
+def _settings(docs: AgentDocs) -> tuple[RunSettings, bool]:
+    """The settings an agent last ran with, and whether they were recorded."""
+    recorded = read_settings(docs)
+    if recorded is not None:
+        return recorded, True
+    return default_settings(llm.default_model()), False
 
 
 def _record(docs: AgentDocs, archive: Path, followed: FollowedFile) -> Compaction | None:
@@ -535,14 +566,30 @@ class ReadModel:
     # Agents
 
     def names(self) -> list[str]:
-        """The agents of the workspace, sorted."""
-        return self.workspace.agents()
+        """The agents of the workspace, sorted. A stored name that cannot name an agent (a row
+        or a folder someone else wrote, with control characters or a path in it) is left out
+        with a ``MemoryWarning`` naming it, escaped: one bad agent never hides the others."""
+        return [name for name in self.workspace.agents() if _usable(name)]
 
-    def _folder(self, name: str) -> AgentDocs:
+    def exists(self, name: str) -> bool:
+        """Whether ``name`` is one of :meth:`names`, without listing them."""
+        try:
+            workspace.validate_agent_name(name)
+        except InvalidAgentNameError:
+            return False
+        return self.workspace.has_agent(name)
+
+    def _docs(self, name: str) -> AgentDocs:
+        """Agent ``name``'s documents (``InvalidAgentNameError`` for a bad name), its folder
+        checked on files (``UnsafeFileError`` for a link)."""
         docs = self.workspace.agent(name)
         if not docs.is_database:
             workspace.check_folder(docs.folder)
-        if name not in self.names():
+        return docs
+
+    def _folder(self, name: str) -> AgentDocs:
+        docs = self._docs(name)
+        if not self.workspace.has_agent(name):
             raise AgentNotFoundError(f"no agent named {name!r} in {self.workspace.where()}")
         return docs
 
@@ -553,22 +600,19 @@ class ReadModel:
 
     def settings(self, name: str) -> tuple[RunSettings, bool]:
         """The settings agent ``name`` last ran with, and whether they were recorded."""
-        recorded = read_settings(self._folder(name))
-        if recorded is not None:
-            return recorded, True
-        return default_settings(llm.default_model()), False
+        return _settings(self._folder(name))
 
     def usage(self, name: str) -> Usage:
         """How full agent ``name``'s next request is (see :class:`Usage`)."""
-        _, followed = self._memory(name)
-        return self._usage(name, followed)
+        docs = self._folder(name)
+        return self._usage(docs, follow(docs.path(workspace.MEMORY_FILE), docs))
 
-    def _usage(self, name: str, followed: FollowedFile | None) -> Usage:
-        settings, recorded = self.settings(name)
+    def _usage(self, docs: AgentDocs, followed: FollowedFile | None) -> Usage:
+        settings, recorded = _settings(docs)
         counter = _counter(settings.model)
         memory = _tokens(followed, counter) if followed is not None else 0
         earlier = _earlier_sessions(followed, counter, settings.session, memory)
-        notes = _notes(self.workspace.agent(name), settings.model).tokens()
+        notes = _notes(docs, settings.model).tokens()
         tools = settings.tool_tokens
         sizes = (
             settings.static_tokens - settings.rules_tokens,
@@ -591,26 +635,41 @@ class ReadModel:
 
     def agent(self, name: str) -> AgentInfo:
         """The figures of agent ``name``; ``AgentNotFoundError`` if it has no memory here."""
-        path, followed = self._memory(name)
+        docs = self._folder(name)
+        return self._info(docs, follow(docs.path(workspace.MEMORY_FILE), docs))
+
+    def _info(self, docs: AgentDocs, followed: FollowedFile | None) -> AgentInfo:
+        path = docs.path(workspace.MEMORY_FILE)
         messages = followed.messages if followed is not None else []
         last = messages[-1].get("timestamp") if messages else None
         if not last and followed is not None:
             moment = datetime.datetime.fromtimestamp(followed.mtime_ns / 1e9)
             last = moment.isoformat(timespec="seconds")
         return AgentInfo(
-            name=name,
+            name=docs.name,
             path=path,
             messages=len(messages),
             size=followed.size if followed is not None else 0,
-            archives=len(self._archive_paths(name)),
+            archives=len(docs.archives()),
             last_activity=last or None,
-            usage=self._usage(name, followed),
+            usage=self._usage(docs, followed),
             problems=tuple(followed.problems) if followed is not None else (),
         )
 
     def agents(self) -> list[AgentInfo]:
-        """Every agent of the workspace, by name."""
-        return [self.agent(name) for name in self.names()]
+        """Every agent of the workspace, by name (see :meth:`names`), each read once: on a
+        database from a few queries for all of them (``Workspace.snapshot``), and what did not
+        change since the last listing is neither read nor counted again. An agent whose
+        folder is a link is left out with a ``MemoryWarning``."""
+        with self.workspace.snapshot():
+            agents = []
+            for name in self.names():
+                try:
+                    agents.append(self._docs(name))
+                except UnsafeFileError as exc:
+                    warnings.warn(f"agent {name!r} left out: {exc}", MemoryWarning, stacklevel=2)
+            memories = follow_memories(agents)
+            return [self._info(docs, memory) for docs, memory in zip(agents, memories, strict=True)]
 
     # ------------------------------------------------------------------------------------------
     # Messages
@@ -727,7 +786,7 @@ class ReadModel:
         archived = [(path, follow(path, docs)) for path in docs.archives()]
         archived = [(path, followed) for path, followed in archived if followed is not None]
         _, memory = self._memory(name)
-        usage = self._usage(name, memory)
+        usage = self._usage(docs, memory)
         rest = usage.tokens - usage.memory_tokens  # prompt, notes, tools, reply room: now
         afterwards = [followed for _, followed in archived[1:]] + [memory or EMPTY]
         afterwards = afterwards[: len(archived)]
@@ -859,7 +918,12 @@ class ReadModel:
     def version(self, name: str | None = None) -> str:
         """A short token that changes whenever agent ``name`` (or, without one, any agent of
         the workspace) changes on disk: a view that saw this token has nothing new to fetch."""
-        names = [name] if name is not None else self.names()
+        if name is not None:
+            return self._version([name])
+        with self.workspace.snapshot():
+            return self._version(self.names())
+
+    def _version(self, names: list[str]) -> str:
         parts = []
         for agent in names:
             docs = self.workspace.agent(agent)

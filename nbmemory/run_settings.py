@@ -8,6 +8,7 @@ before each run; a reader that finds no record falls back to the defaults and sa
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass
 
@@ -48,6 +49,7 @@ class RunSettings:
     session: tuple[int, int, int] | None = None
 
 
+@functools.lru_cache(maxsize=64)  # a listing asks it for every agent that never ran here
 def default_settings(model: str) -> RunSettings:
     """What an agent on ``model`` built with the defaults would record (no prompt, no tools)."""
     window = context_window(model)

@@ -36,6 +36,7 @@ from nbmemory.workspace import (
     MEMORY_FILE,
     agents_root,
     check_folder,
+    holds_memory,
     make_private_dir,
     read_regular,
     validate_agent_name,
@@ -115,6 +116,8 @@ class _Docs:
 
     def doc(self, doc: str | os.PathLike[str]) -> str:
         """A document's name in the folder, from its name or its path."""
+        if isinstance(doc, str) and "/" not in doc:  # a name (the path of a file would be a name
+            return doc  # too only in a folder "."): no Path made, as listings ask thousands
         path = Path(doc)
         if path.is_relative_to(self.folder):
             return path.relative_to(self.folder).as_posix()
@@ -288,10 +291,22 @@ class Workspace:
         return self.describe() if self.database is not None else str(agents_root(self.root))
 
     def agents(self) -> list[str]:
-        """Names of the agents that have a memory, sorted."""
+        """Names of the agents that have a memory, sorted, as stored (a name written by
+        someone else may be one ``validate_agent_name`` refuses)."""
         if self.database is not None:
             return self.database.agents()
         return agent_folders(self.root)
+
+    def has_agent(self, name: str) -> bool:
+        """Whether agent ``name`` (validated) is one of :meth:`agents`, without listing them."""
+        if self.database is not None:
+            return self.database.has_agent(name)
+        return holds_memory(agents_root(self.root) / name)
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """Inside, this thread's reads of many agents are answered from one read of a database
+        (see ``PgStore.snapshot``); files have nothing to gather."""
+        return self.database.snapshot() if self.database is not None else contextlib.nullcontext()
 
     def agent(self, name: str) -> FileDocs | DatabaseDocs:
         """The documents of agent ``name`` (validated; nothing is created)."""

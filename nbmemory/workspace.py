@@ -241,23 +241,22 @@ def _warn_if_shared(fd: int, path: Path) -> None:
         )
 
 
+def holds_memory(folder: str | os.PathLike[str]) -> bool:
+    """Whether an agent folder holds a memory or archives: what makes it an agent's."""
+    return os.path.exists(os.path.join(folder, MEMORY_FILE)) or os.path.isdir(
+        os.path.join(folder, ARCHIVE_DIR)
+    )
+
+
 def list_agents(workspace: str | os.PathLike[str]) -> list[str]:
-    """Names of the agents whose folder in a workspace on files holds a memory, sorted."""
+    """Names of the folders of a workspace on files that hold a memory, sorted, as they are:
+    like a database's rows, a name may be one :func:`validate_agent_name` refuses (a folder
+    someone else made), which callers skip."""
     root = agents_root(workspace)
     check_folder(root)
     try:
         entries = list(os.scandir(root))
     except FileNotFoundError:
         return []
-    names = []
-    for entry in entries:
-        if not entry.is_dir(follow_symlinks=False):
-            continue
-        try:
-            validate_agent_name(entry.name)
-        except InvalidAgentNameError:
-            continue
-        folder = Path(entry.path)
-        if (folder / MEMORY_FILE).exists() or (folder / ARCHIVE_DIR).is_dir():
-            names.append(entry.name)
-    return sorted(names)
+    found = [e.name for e in entries if e.is_dir(follow_symlinks=False) and holds_memory(e.path)]
+    return sorted(found)

@@ -116,3 +116,11 @@ def database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
     monkeypatch.setenv("NBMEMORY_STORE", database_url)
     yield database_url
     store.database_at(database_url).close()
+
+
+@pytest.fixture(params=["files", "postgresql"])
+def on_store(request: pytest.FixtureRequest) -> str:
+    """The test's workspace on files, then on a fresh database: ``files`` or ``postgresql``."""
+    if request.param == "postgresql":
+        request.getfixturevalue("database")
+    return request.param

@@ -220,3 +220,30 @@ def start_writer(tag, count, compact_every=0, big=20_000, start_at=0.0):
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def plant_agent(name: str, memory: bytes = b"# Memory\n") -> None:
+    """Agent ``name`` of the test's workspace written unchecked, as anyone holding the team's
+    database URL (a row) or able to write in the workspace (a folder) could: whatever the name
+    holds (a folder name cannot hold a ``/``)."""
+    from nbmemory import Workspace
+
+    place = Workspace.from_env()
+    if place.database is None:
+        folder = place.root / "agents" / name
+        folder.mkdir(parents=True)
+        (folder / "MEMORY.md").write_bytes(memory)
+        return
+    with place.database.transaction(f"plant {name!r}") as conn:
+        conn.execute("INSERT INTO nbmemory_agents (name, version) VALUES (%s, 1)", (name,))
+        conn.execute(
+            "INSERT INTO nbmemory_memory (agent, seq, data) VALUES (%s, 1, %s)", (name, memory)
+        )
+
+
+def hostile_names(on_store: str) -> list[str]:
+    """Agent names someone else stored that no agent may have (a folder's cannot hold '/')."""
+    names = ["bell\x07name", "esc\x1b]0;title\x07", " ", "nel\x85line"]
+    if on_store == "files":
+        return [*names, "\udcffbytes"]  # a folder name that is not UTF-8
+    return [*names, "../../up", "/abs", "a/b", ""]

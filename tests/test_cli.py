@@ -16,7 +16,16 @@ from nbmemory.memory_file import parse
 from nbmemory.pg_store import PgStore
 from nbmemory.read_model import ReadModel
 from nbmemory.store import memory_path
-from support import REFUSED_STORES, ROOT, UNREACHABLE_STORES, agent_docs, leaks, stored_messages
+from support import (
+    REFUSED_STORES,
+    ROOT,
+    UNREACHABLE_STORES,
+    agent_docs,
+    hostile_names,
+    leaks,
+    plant_agent,
+    stored_messages,
+)
 
 
 @pytest.fixture
@@ -52,6 +61,18 @@ def test_ls_lists_the_agents(prepared):
     ]
     assert rows[0].split()[3:5] == ["16,000*", "90%"]  # no agent ran: the defaults, marked
     assert rows[2] == "* default settings: the agent has not run here yet"
+
+
+def test_ls_leaves_out_a_bad_stored_name_with_one_line_and_lists_the_others(on_store, prepared):
+    bad = hostile_names(on_store)
+    for name in bad:
+        plant_agent(name)
+    result = nbmemory("ls")
+    assert result.returncode == 0
+    assert [row.split()[0] for row in result.stdout.splitlines()[1:3]] == ["Scout", "Writer"]
+    assert result.stderr.count("left out") == len(bad)
+    assert "'esc\\x1b]0;title\\x07' left out" in result.stderr
+    assert not any(c in result.stderr for c in "\x07\x1b\x85")
 
 
 def test_show_prints_the_memory_and_archives(prepared):

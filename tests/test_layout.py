@@ -253,3 +253,38 @@ def test_import_skips_files_whose_names_could_not_be_exported_again(tmp_path: Pa
     assert all("\x07" not in str(w.message) and "\x1b" not in str(w.message) for w in warned)
     assert len(warned) == 2
     assert store.database_at(database).documents("Scout") == []
+
+
+def test_import_skips_an_agent_over_the_size_limit_and_streams_the_others(
+    tmp_path: Path, database: str, monkeypatch: pytest.MonkeyPatch
+):
+    from nbmemory import layout
+    from nbmemory.memory_file import format_block, format_header
+
+    source = tmp_path / "source" / "agents"
+    for name, size in (("Big", 5_000), ("Small", 100), ("Huge", 50)):
+        (source / name / "archive").mkdir(parents=True)
+        text = format_header(name) + format_block("User", "é" * (size // 2), "2026-05-01T10:00:00")
+        (source / name / "MEMORY.md").write_text(text, encoding="utf-8")
+    (source / "Huge" / "archive" / "history_1.md").write_bytes(b"x" * 4_000)
+    with pytest.warns(MemoryWarning) as warned:
+        assert import_layout(tmp_path / "source", Workspace.from_env(), max_bytes=3_000) == [
+            "Small"
+        ]
+    assert sorted(str(w.message).split("'")[1] for w in warned) == ["Big", "Huge"]
+    assert all("over the limit of 3,000" in str(w.message) for w in warned)
+    monkeypatch.setattr(layout, "PIECE_BYTES", 999)  # an odd size: pieces split characters
+    assert cli.main(["import", str(tmp_path / "source"), "--max-document-mb", "1"]) == 2
+    moved = tmp_path / "moved" / "agents"
+    shutil.copytree(source / "Big", moved / "Big")
+    assert cli.main(["import", str(moved.parent), "--max-document-mb", "0.01"]) == 0
+    db = store.database_at(database)
+    assert db.memory("Big") == (source / "Big" / "MEMORY.md").read_bytes()
+    with db.statement("count") as conn:
+        rows = conn.execute("SELECT count(*) FROM nbmemory_memory WHERE agent = 'Big'").fetchone()
+    assert rows[0] == -(-(source / "Big" / "MEMORY.md").stat().st_size // 999)
+    agent = Agent(agent_name="Big", model_name="nbmemory/offline", persistent_memory=True)
+    agent.short_memory.add("User", "appended after the import")
+    assert ReadModel().agent("Big").messages == 2 and db.memory("Big").endswith(
+        b"appended after the import\n\n---\n\n"
+    )

@@ -8,13 +8,18 @@ import pytest
 
 from nbmemory import Agent, Conversation
 from nbmemory.compactions import read_record, record_path
-from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError, InvalidAgentNameError
+from nbmemory.errors import (
+    AgentNotFoundError,
+    ArchiveNotFoundError,
+    InvalidAgentNameError,
+    MemoryWarning,
+)
 from nbmemory.follow import follow
 from nbmemory.memory_file import format_block
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
-from support import agent_docs, run_python, snapshot, text_lengths
+from support import agent_docs, hostile_names, plant_agent, run_python, snapshot, text_lengths
 
 APPEND = (
     "import sys\n"
@@ -516,3 +521,82 @@ def test_a_tool_call_reads_as_indented_json_without_escaped_json_inside(workspac
     [item] = ReadModel().messages("Caller").items
     assert "\\" not in item.text
     assert '"arguments": {\n' in item.text and '"url": "https://x.test/"' in item.text
+
+
+def test_a_bad_stored_name_is_left_out_of_every_listing_with_one_warning(on_store):
+    persistent("Alpha").add("User", "first")
+    persistent("Omega").add("User", "last")
+    bad = hostile_names(on_store)
+    for name in bad:
+        plant_agent(name)
+    reader = ReadModel()
+    with pytest.warns(MemoryWarning) as warned:
+        assert [info.name for info in reader.agents()] == ["Alpha", "Omega"]
+    messages = [str(w.message) for w in warned]
+    assert len(messages) == len(bad)
+    assert all(not any(c in m for c in "\x07\x1b\x85\udcff") for m in messages)
+    assert any("'esc\\x1b]0;title\\x07' left out" in m for m in messages)
+    with pytest.warns(MemoryWarning):
+        before = reader.version()
+    persistent("Omega").add("User", "later")
+    with pytest.warns(MemoryWarning):
+        assert reader.version() != before
+        assert reader.names() == ["Alpha", "Omega"]
+    with pytest.raises(InvalidAgentNameError):  # asked for by name: the asker's mistake
+        reader.agent(bad[0])
+
+
+def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts of what a listing reads: agent listings, statements sent to the database, files
+    opened, messages counted."""
+    from nbmemory import follow, pg_store, read_model, store
+
+    counts = {"listings": 0, "statements": 0, "opens": 0, "counted": 0}
+
+    def counting(module, name: str, key: str) -> None:
+        original = getattr(module, name)
+
+        def spy(*args, **kwargs):
+            counts[key] += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, spy)
+
+    counting(store.Workspace, "agents", "listings")
+    counting(pg_store.PgStore, "statement", "statements")
+    counting(follow, "open_regular", "opens")
+    counting(store, "read_regular", "opens")
+    counting(read_model, "block_tokens", "counted")
+    return counts
+
+
+def test_listing_reads_each_agent_once_and_nothing_again_when_unchanged(on_store):
+    """A listing of N agents costs O(N) reads, none of them a listing of every agent again; on
+    a database, a few statements whatever N; unchanged, no memory is read or counted again."""
+    figures = {}
+    for many in (3, 12):
+        for i in range(len(figures) * 3, many):
+            agent = persistent(f"agent-{i:02d}")
+            agent.add("User", f"note {i}")
+            agent.add("User", "and another")
+        write_settings(agent_docs("agent-01"), RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
+        reader = ReadModel()
+        with pytest.MonkeyPatch.context() as patch:
+            counts = counted(patch)
+            assert len(reader.agents()) == many
+            cold = dict(counts)
+            assert len(reader.agents()) == many
+            reader.version()
+        warm = {key: counts[key] - cold[key] for key in counts}
+        figures[many] = cold, warm
+    for many, (cold, warm) in figures.items():
+        assert cold["listings"] == 1 and warm["listings"] == 2
+        assert warm["counted"] == 0
+        if on_store == "files":
+            assert cold["opens"] <= 2 * many  # MEMORY.md, and settings.json where there is one
+            assert warm["opens"] <= many  # settings.json again; no MEMORY.md
+        else:
+            assert cold["opens"] == warm["opens"] == 0
+    if on_store == "postgresql":
+        statements = [(cold["statements"], warm["statements"]) for cold, warm in figures.values()]
+        assert statements[0] == statements[1] and max(statements[1]) <= 4

@@ -21,7 +21,16 @@ from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
-from support import REFUSED_STORES, agent_docs, leaks, snapshot, stored, stored_messages
+from support import (
+    REFUSED_STORES,
+    agent_docs,
+    hostile_names,
+    leaks,
+    plant_agent,
+    snapshot,
+    stored,
+    stored_messages,
+)
 
 TESTS = Path(__file__).parent
 
@@ -638,6 +647,29 @@ def test_the_settings_are_traits_and_are_checked():
     for bad, why in [("mysql://db/x", "not a PostgreSQL URL"), ("postgresql://h/d?x=1", "usable")]:
         with pytest.raises(TraitError, match=why):
             NbMemoryServer(store=bad)
+
+
+def test_a_bad_stored_name_never_blocks_the_list_or_its_poll(lab, agents):
+    plant_agent("esc\x1b]0;title\x07")
+    status, headers, body = request(lab, "/agents")
+    assert status == 200
+    assert [a["name"] for a in json.loads(body)["agents"]] == ["Scout", "Writer"]
+    assert request(lab, "/agents", headers={"If-None-Match": headers["ETag"]})[0] == 304
+    assert "'esc\\x1b]0;title\\x07' left out" in lab.log.read_text()
+
+
+def test_a_bad_row_never_blocks_the_list_on_the_database(tmp_path, database):
+    Conversation(name="Shared", memory_md_path=memory_path("Shared")).add("User", "hello")
+    for name in hostile_names("postgresql"):
+        plant_agent(name)
+    args = (server_extension_on(tmp_path), f"--NbMemoryServer.store={database}")
+    with jupyter_lab(tmp_path, extra_args=args) as server:
+        status, headers, body = request(server, "/agents")
+        assert status == 200
+        assert [a["name"] for a in json.loads(body)["agents"]] == ["Shared"]
+        assert request(server, "/agents", headers={"If-None-Match": headers["ETag"]})[0] == 304
+        assert call(server, "/agents/Shared")[0] == 200
+        assert call(server, "/agents/a%2Fb")[0] in (400, 404)
 
 
 def test_the_server_reads_and_tells_its_kernels_the_store_it_is_given(tmp_path, database_url):

@@ -907,7 +907,7 @@ class MemoryWidget(anywidget.AnyWidget):
     def _exists_now(self) -> bool:
         if self._ram is not None:
             return True
-        return self.name in self._reader.names()
+        return self._reader.exists(self.name)
 
     # ------------------------------------------------------------------------------------------
     # Outside a widget front end
