@@ -120,7 +120,10 @@ def database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str
 
 @pytest.fixture(params=["files", "postgresql"])
 def on_store(request: pytest.FixtureRequest) -> str:
-    """The test's workspace on files, then on a fresh database: ``files`` or ``postgresql``."""
+    """The test's workspace on files, then on a fresh database: ``files`` or ``postgresql``.
+    In a run with every test on the database, the files case is skipped (its twin runs)."""
     if request.param == "postgresql":
         request.getfixturevalue("database")
+    elif os.environ.get("NBMEMORY_TEST_STORE") == "postgresql":
+        pytest.skip("files only: the postgresql case of this test runs on the database")
     return request.param
