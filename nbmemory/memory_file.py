@@ -293,9 +293,13 @@ class _FolderLock:
         if self._depth == 1:
             try:
                 self._acquire()
-            except BaseException:
+            except BaseException:  # an interrupt may come after flock() took the lock
                 self._depth -= 1
-                self.thread_lock.release()
+                try:
+                    with contextlib.suppress(OSError):
+                        self._release()
+                finally:
+                    self.thread_lock.release()
                 raise
 
     def __exit__(self, *exc_info: object) -> None:
@@ -343,15 +347,16 @@ class _FolderLock:
 
     def _release(self) -> None:
         if fcntl is None:
-            self._fallback.release()
+            if self._fallback is not None:
+                self._fallback.release()
         elif self.fd is not None:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        for fd in (self.fd, self._parent):
+        fds, self.fd, self._parent = (self.fd, self._parent), None, None  # see _drop_fd
+        for fd in fds:
             if fd is not None:
                 os.close(fd)  # the folder's: also lets go of the flock
-        self.fd = self._parent = None
 
 
 @contextlib.contextmanager
@@ -487,10 +492,11 @@ class MemoryFile:
             self._lock.close()
 
     def _drop_fd(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        self._expected_size = -1
+        # Forgotten before it is closed: an interrupt in between leaks a descriptor, where the
+        # other order would leave a closed number that the next open could reuse for another file.
+        fd, self._fd, self._expected_size = self._fd, None, -1
+        if fd is not None:
+            os.close(fd)
 
     def _name(self, name: str) -> str:
         """``name`` as the ``os`` calls given ``dir_fd=self._lock.fd`` want it."""
@@ -542,7 +548,11 @@ class MemoryFile:
                 self._open()
                 assert self._fd is not None
                 size = os.lseek(self._fd, 0, os.SEEK_END)
-                written = (self._line_break(size) if size != self._expected_size else b"") + data
+                joint = b""
+                if size != self._expected_size:  # another writer, or a crash, came between
+                    size = self._put_aside_torn_tail(size)
+                    joint = self._joint(size)
+                written = joint + data
                 try:
                     write_all(self._fd, written)
                 except BaseException as exc:
@@ -560,13 +570,55 @@ class MemoryFile:
                     return
                 self._drop_fd()  # the file, or its whole folder, was deleted or replaced
 
-    def _line_break(self, size: int) -> bytes:
-        """What puts the next heading at the start of a line after a blank one."""
+    def _joint(self, size: int) -> bytes:
+        """What goes before the next block: the header in an empty file (one that an interrupt
+        left before its header was written), else what puts the heading at the start of a line
+        after a blank one."""
         assert self._fd is not None
+        if size == 0:
+            return format_header(self.conversation_name).encode()
         tail = os.pread(self._fd, 2, max(0, size - 2))
-        if size == 0 or tail == b"\n\n":
+        if tail == b"\n\n":
             return b""
         return b"\n" if tail.endswith(b"\n") else b"\n\n"
+
+    def _put_aside_torn_tail(self, size: int) -> int:
+        """Move a block that a writer left cut short at the end of MEMORY.md (it was killed while
+        appending: the block was never acknowledged) to ``quarantine/``, and cut the file back to
+        the end of its last whole block; returns the new size. Call under the lock.
+
+        Only a last block that begins with a heading (or a part of one) and has no closing
+        ``---`` is moved:
+        other stray text (a hand edit) stays where it is, reported by the parser. The copy is on
+        disk before the file is cut, so a crash in between leaves it in both places.
+        """
+        assert self._fd is not None
+        if size == 0 or os.pread(self._fd, len(BLOCK_END), max(0, size - len(BLOCK_END))) in _ENDS:
+            return size  # the usual case: another writer's whole block, or the header alone
+        start = _last_block_start(self._fd, size)
+        if start is None:
+            return size
+        torn = os.pread(self._fd, size - start, start)
+        block = torn.lstrip(b"\n")
+        if (
+            not block
+            or not block.startswith(b"###"[: len(block)])
+            or _SEPARATOR.search("\n" + block.decode("utf-8", "replace"))
+        ):
+            return size  # not a block cut short
+        target = _free_name(self.folder / QUARANTINE_DIR / "MEMORY.cut-short.md")
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(target.parent, DIR_MODE)
+        write_atomic(target, torn)
+        os.ftruncate(self._fd, start)
+        os.fsync(self._fd)
+        warnings.warn(
+            f"{self.path}: its last message was cut short (a writer stopped while adding it, "
+            f"so it was never acknowledged): moved to {target}",
+            MemoryWarning,
+            stacklevel=3,
+        )
+        return start
 
     def read_bytes(self) -> bytes:
         """The whole file as it is now, read under the lock (empty if it does not exist)."""
@@ -671,17 +723,49 @@ class MemoryFile:
         new = encoded(format_header(self.conversation_name) + blocks, "summary")
         with self.locked():
             self._quarantine_debris()
+            self._cut_torn_tail()
             old = self._read(self.path.name, self.path)
             archive = self._write_archive(old) if has_messages(old) else None
             try:
                 write_atomic(self._name(self.path.name), new, dir_fd=self._lock.fd)
             except BaseException:
-                if archive is not None:
+                # An interrupt can come after the new file took MEMORY.md's place: the archive
+                # then holds the only copy of the old messages, and stays.
+                if archive is not None and _starts_with(self.path, archive):
                     archive.unlink(missing_ok=True)
                     fsync_dir(self.archive_dir)
                 raise
             self._drop_fd()
             return archive
+
+    def _cut_torn_tail(self) -> None:
+        """Before a compaction: put aside a block cut short at the end of MEMORY.md (see
+        :meth:`_put_aside_torn_tail`), so that it is not archived as text."""
+        self._drop_fd()
+        try:
+            self._fd = self._open_file(self.path.name, os.O_RDWR | os.O_APPEND, self.path)
+        except FileNotFoundError:
+            return
+        self._put_aside_torn_tail(os.fstat(self._fd).st_size)
+
+
+_ENDS = (BLOCK_END.encode(), f"{LOG_HEADING}\n\n".encode()[-len(BLOCK_END) :])
+"""How MEMORY.md ends after a whole block, or after its header alone (the last bytes)."""
+
+
+def _last_block_start(fd: int, size: int, chunk: int = 1 << 20) -> int | None:
+    """Where the text after the last whole block (or after the header) starts in the file
+    open as ``fd``, or ``None`` if neither is found."""
+    ends = (BLOCK_END.encode(), f"\n{LOG_HEADING}\n\n".encode())
+    end = size
+    while end > 0:
+        begin = max(0, end - chunk)
+        data = os.pread(fd, end - begin + 32, begin)  # 32: a mark across the boundary
+        found = max(data.rfind(mark) + len(mark) if mark in data else -1 for mark in ends)
+        if found >= 0:
+            return begin + found
+        end = begin
+    return None
 
 
 def encoded(text: str, what: str) -> bytes:

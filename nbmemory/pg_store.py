@@ -325,7 +325,26 @@ class PgStore:
             )
         except psycopg.Error as exc:
             failure = StoreError(f"{self.shown}: could not {what}: {self._said(exc)}")
+        except Exception as exc:
+            interrupt = exc.__context__
+            if not isinstance(interrupt, KeyboardInterrupt):
+                raise
+            # psycopg_pool's connection() raises UnboundLocalError when an interrupt comes
+            # between taking a connection and starting its timer: the interrupt is what happened.
+            self._abandon_pool()
+            raise interrupt from None
+        except BaseException:
+            self._abandon_pool()
+            raise
         _raise(failure)
+
+    def _abandon_pool(self) -> None:
+        """After an interrupt (``KeyboardInterrupt``, ``SystemExit``, or the ``GeneratorExit`` of
+        a block that one cut short) anywhere in psycopg_pool's bookkeeping: the pool may have
+        lost a connection for good (it counts it as lent, and after ``max_size`` such losses
+        every call would wait ``CONNECT_TIMEOUT`` and fail), so it is closed, waiting at most
+        a moment for its threads, and the next call makes a new one."""
+        self.close(timeout=0.2)
 
     def _said(self, exc: BaseException) -> str:
         """The first line of psycopg's message, without the password."""

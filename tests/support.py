@@ -194,6 +194,22 @@ import sys, time
 from nbmemory import Conversation
 from nbmemory.store import memory_path
 tag, count, compact_every, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+pause_at = int(sys.argv[6])
+
+CHANGES = {"open", "write", "fsync", "close", "replace", "rename", "mkdir", "unlink", "ftruncate",
+           "flock", "fchmod"}
+
+def pause(frame, event, arg):  # the test seam: stop after the pause_at-th system call
+    global pause_at
+    if event == "c_return" and getattr(arg, "__name__", None) in CHANGES and getattr(
+        arg, "__module__", None
+    ) in ("posix", "fcntl"):
+        pause_at -= 1
+        if pause_at == 0:
+            sys.setprofile(None)
+            print(f"paused after {arg.__name__}", flush=True)
+            time.sleep(3600)
+
 convo = Conversation(name="Shared", memory_md_path=memory_path("Shared"))
 time.sleep(max(0.0, float(sys.argv[5]) - time.time()))
 for i in range(count):
@@ -202,18 +218,24 @@ for i in range(count):
     print(f"ack {tag}-{i}", flush=True)
     if compact_every and i % compact_every == compact_every - 1:
         print("compacting", flush=True)
+        if pause_at:
+            sys.setprofile(pause)
         convo.compact(f"summary after {tag}-{i}")
+        sys.setprofile(None)
         print("compacted", flush=True)
 """
 
 
-def start_writer(tag, count, compact_every=0, big=20_000, start_at=0.0):
+def start_writer(tag, count, compact_every=0, big=20_000, start_at=0.0, pause_at=0):
     """A process adding ``count`` messages (every 7th of ``big`` bytes), printing an ack after each.
 
-    It starts writing at ``start_at`` (a ``time.time()`` value), so that writers overlap.
+    It starts writing at ``start_at`` (a ``time.time()`` value), so that writers overlap. With
+    ``pause_at``, its first compaction stops after its ``pause_at``-th system call that can
+    change a file (each open, write, fsync, close, rename, lock) and prints ``paused after
+    <call>``, so that a test can kill it exactly there, whatever the machine's load.
     """
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    args = [tag, str(count), str(compact_every), str(big), str(start_at)]
+    args = [tag, str(count), str(compact_every), str(big), str(start_at), str(pause_at)]
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, *args],
         env=env,

@@ -2,6 +2,7 @@ import datetime
 import os
 import re
 import shutil
+import warnings
 
 import pytest
 from hypothesis import given, settings
@@ -191,36 +192,64 @@ def test_damage_is_a_warning_and_the_file_is_left_alone(tmp_path):
     assert path.read_bytes().startswith(b"\xff\xfe garbage\n")
 
 
-def test_a_block_cut_short_stays_apart_and_reported_after_the_next_append(tmp_path):
+def test_a_block_cut_short_is_put_aside_in_quarantine_by_the_next_append(tmp_path):
     memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
     memory.append(format_block("User", "kept", "t1"))
-    with open(memory.path, "a") as f:
+    with open(memory.path, "a") as f:  # what a writer killed mid-append leaves
         f.write("### Agent — t2\n\ncut off mid-sen")
-    memory.append(format_block("User", "next", "t3"))
+    with pytest.warns(MemoryWarning, match="cut short .* moved to .*quarantine"):
+        memory.append(format_block("User", "next", "t3"))
     parsed = memory.read()
     assert [(m["role"], m["content"]) for m in parsed.messages] == [
         ("User", "kept"),
-        ("unparsed", "### Agent — t2\n\ncut off mid-sen"),
         ("User", "next"),
     ]
-    assert any("cut short" in p for p in parsed.problems)
+    assert parsed.problems == []
+    quarantined = memory.folder / "quarantine" / "MEMORY.cut-short.md"
+    assert quarantined.read_text() == "### Agent — t2\n\ncut off mid-sen"
 
 
 @pytest.mark.parametrize(
-    "torn",
-    ["### Us", "### Agent — t2\n\nwhole\n\n--", "### Agent — t2\n", "a line added by hand\n"],
+    ("torn", "put_aside"),
+    [
+        ("### Us", True),
+        ("### Agent — t2\n\nwhole\n\n--", True),
+        ("### Agent — t2\n", True),
+        ("a line added by hand\n", False),
+    ],
 )
-def test_a_write_torn_anywhere_never_changes_the_message_before_it(tmp_path, torn):
+def test_a_write_torn_anywhere_never_changes_the_message_before_it(tmp_path, torn, put_aside):
     memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
     memory.append(format_block("User", "acknowledged", "t1"))
     with open(memory.path, "a") as f:
         f.write(torn)
-    memory.append(format_block("User", "next", "t3"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryWarning)
+        memory.append(format_block("User", "next", "t3"))
     parsed = memory.read()
     assert parsed.messages[0] == {"role": "User", "content": "acknowledged", "timestamp": "t1"}
     assert parsed.messages[-1]["content"] == "next"
-    assert [m["role"] for m in parsed.messages[1:-1]] == ["unparsed"]
-    assert parsed.problems
+    if put_aside:  # a block a writer left cut short: moved aside, whole
+        assert len(parsed.messages) == 2 and parsed.problems == []
+        assert (memory.folder / "quarantine" / "MEMORY.cut-short.md").read_text() == torn
+    else:  # other text stays where it is, reported
+        assert [m["role"] for m in parsed.messages[1:-1]] == ["unparsed"]
+        assert parsed.problems
+
+
+def test_a_compaction_archives_no_block_cut_short(tmp_path):
+    memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    memory.append(format_block("User", "kept", "t1"))
+    with open(memory.path, "a") as f:
+        f.write("\n### Agent — t2\n\ncut off")
+    with pytest.warns(MemoryWarning, match="cut short"):
+        archive = memory.compact(format_block("System", "summary", "t3"))
+    archived = mf.parse(archive.read_bytes())
+    assert [m["content"] for m in archived.messages] == ["kept"]
+    assert archived.problems == []
+    assert (memory.folder / "quarantine" / "MEMORY.cut-short.md").read_text() == (
+        "\n### Agent — t2\n\ncut off"
+    )
 
 
 def test_a_whole_block_missing_only_its_last_line_break_is_a_message(tmp_path):

@@ -329,11 +329,13 @@ def test_an_append_after_unfinished_text_writes_what_the_file_store_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database: str
 ):
     """Text a crashed writer left unfinished stays apart from the next message, byte for byte
-    as on files (the database gets such text by importing a folder)."""
+    as on files (the database gets such text by importing a folder); a block cut short, which
+    the file store moves to quarantine/, stays there as unparsed text."""
     from nbmemory.layout import import_layout
 
     header = (FIXTURES / "spec_memory.md").read_bytes()
-    for n, tail in enumerate([b"### User \xe2\x80\x94 2026-04-20T18:40:00\n\nhalf a mess", b"\n"]):
+    tails = [b"### User \xe2\x80\x94 2026-04-20T18:40:00\n\nhalf a mess", b"\n"]
+    for n, tail in enumerate(tails):
         name = f"Crashed{n}"
         source = tmp_path / "source" / "agents" / name
         source.mkdir(parents=True)
@@ -352,8 +354,16 @@ def test_an_append_after_unfinished_text_writes_what_the_file_store_writes(
         with pytest.warns(MemoryWarning) if n == 0 else contextlib.nullcontext():
             Conversation(name=name, memory_md_path=on_files).add("User", "after the crash")
         monkeypatch.setenv("NBMEMORY_STORE", database)
-        assert stored(name).read("MEMORY.md") == on_files.read_bytes()
         assert parse(on_files.read_bytes()).messages[-1]["content"] == "after the crash"
+        if n == 1:
+            assert stored(name).read("MEMORY.md") == on_files.read_bytes()
+            continue
+        quarantined = on_files.parent / "quarantine" / "MEMORY.cut-short.md"
+        assert quarantined.read_bytes() == tails[0]
+        in_database = parse(stored(name).read("MEMORY.md")).messages
+        assert [m for m in in_database if m["role"] != "unparsed"] == (
+            parse(on_files.read_bytes()).messages
+        )
 
 
 def test_a_connection_dropped_inside_a_compaction_or_an_append_leaves_all_as_it_was(
