@@ -319,7 +319,7 @@ class MemoryServer:
 
     def _existing(self, name: str) -> None:
         """``AgentNotFoundError`` unless agent ``name`` has a memory here."""
-        if name not in self.model.names():
+        if not self.model.exists(name):  # one agent looked up, not every agent listed
             raise AgentNotFoundError(f"no agent named {name!r} in {self.workspace.where()}")
 
     def _remember(self, arguments: dict[str, Any]) -> tuple[str, None]:
@@ -358,13 +358,7 @@ class MemoryServer:
         if not add.strip() and not remove.strip():
             raise ToolError("give a note to add, one to remove, or both")
         notes = self._notes(name)
-        if add.strip() and remove.strip():
-            items = notes.replace(remove, add)
-        elif remove.strip():
-            items = notes.remove(remove)
-        else:
-            items = notes.add(add)
-        return self._notes_answer(name, notes, items)
+        return self._notes_answer(name, notes, notes.edit(add, remove))
 
     def _list_agents(self, arguments: dict[str, Any]) -> tuple[str, dict]:
         infos = [self.model.agent(name) for name in self._names()]

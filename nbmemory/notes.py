@@ -247,6 +247,15 @@ class Notes:
 
         return self._change(edit)
 
+    def edit(self, add: str = "", remove: str = "") -> list[str]:
+        """What the notes tool and the MCP tool ask: pin ``add``, unpin the note ``remove``
+        names, or put one in place of the other when both are given; returns the notes."""
+        if add.strip() and remove.strip():
+            return self.replace(remove, add)
+        if remove.strip():
+            return self.remove(remove)
+        return self.add(add)
+
 
 _SAVED = "Notes saved"
 _EMPTY = "Notes are now empty."
@@ -297,12 +306,7 @@ def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:
         if not add.strip() and not remove.strip():
             return "Nothing to do: give a note to add, one to remove, or both."
         try:
-            if remove.strip() and add.strip():
-                current = target.replace(remove, add)
-            elif remove.strip():
-                current = target.remove(remove)
-            else:
-                current = target.add(add)
+            current = target.edit(add, remove)
         except (NotesFullError, NoteNotFoundError, InvalidNoteError) as exc:
             return f"Notes unchanged: {exc}"
         return tool_answer(current)
