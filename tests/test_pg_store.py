@@ -43,15 +43,21 @@ def stored(name: str) -> Any:
 
 
 def tags_stored(name: str = "Shared") -> Counter:
-    """How often each message tag (its first line) is in the memory and the archives."""
+    """How often each message tag (its first line) is in the memory and the archives.
+
+    Read under the agent's lock: a writer killed right after sending its COMMIT leaves the
+    server to finish that transaction, and the lock waits for it, so the archives and the
+    memory are read as one state (not the archives before a compaction, the memory after).
+    """
     docs = stored(name)
     tags: Counter = Counter()
-    for path in [*docs.archives(), docs.path("MEMORY.md")]:
-        parsed = parse(docs.read(path))
-        assert parsed.problems == [], path
-        for message in parsed.messages:
-            if message["role"] == "User":
-                tags[message["content"].split("\n", 1)[0]] += 1
+    with docs.locked():
+        for path in [*docs.archives(), docs.path("MEMORY.md")]:
+            parsed = parse(docs.read(path))
+            assert parsed.problems == [], path
+            for message in parsed.messages:
+                if message["role"] == "User":
+                    tags[message["content"].split("\n", 1)[0]] += 1
     return tags
 
 
