@@ -20,6 +20,7 @@ from nbmemory.compactions import Compaction, write_record
 from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import Conversation
 from nbmemory.errors import CompactionError, MemoryFormatError
+from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.notes import TOOL_NAME as NOTES_TOOL
@@ -61,7 +62,9 @@ class Agent:
 
     With persistent memory the model also gets ``recall_memory`` (search its memory and
     archives; ``recall=False`` removes it) and ``edit_notes`` (its pinned notes, which every
-    request carries; ``pinned_notes=False`` removes the tool, not the notes).
+    request carries; ``pinned_notes=False`` removes the tool, not the notes). Every change to the
+    notes is recorded; ``notes_approval`` says whether the model's edits wait for a person's
+    review (see :attr:`notes_approval`).
 
     ``workspace`` (a :class:`Workspace`: a folder, on files or on a database) says where the
     memory is kept; without one, ``$WORKSPACE_DIR`` (or ``workspace_dir``) on
@@ -100,6 +103,7 @@ class Agent:
         workspace: Workspace | None = None,
         recall: bool = True,
         pinned_notes: bool = True,
+        notes_approval: str | None = None,
         saved_state_path: str | None = None,
         print_on: bool = False,
         verbose: bool = False,
@@ -151,6 +155,8 @@ class Agent:
         """The pinned notes every request carries (``None`` without persistent memory)."""
         self.pinned_notes = pinned_notes and self.notes is not None
         """Whether the model may edit its notes (``edit_notes``)."""
+        self.notes_approval = notes_approval
+        self._run_task: str | None = None
         self.set_tools(tools or ())
         lines = [
             *([system_prompt] if system_prompt else []),
@@ -260,13 +266,50 @@ class Agent:
         """Replace the tools the model may call (the memory tools stay, when they are on)."""
         builtin = [recall_tool(self._memory_folder)] if self.recall else []
         if self.pinned_notes:
-            builtin.append(notes_tool(lambda: self.notes))
+            builtin.append(notes_tool(lambda: self.notes, self.approval_now, self._note_author))
         self.tools = ToolBox([*tools, *builtin])
         self._tool_schemas = self.tools.schemas()
         self._schema_tokens: int | None = None
 
     def _memory_folder(self) -> AgentDocs | None:
         return self.short_memory.docs
+
+    @property
+    def notes_approval(self) -> str | None:
+        """How the model's note edits are taken: ``"auto"`` (applied), ``"ask"`` (proposed, for
+        a person to accept or reject) or ``"off"`` (refused); ``None``: ``"ask"`` while the
+        model's context holds another tool's result (text someone else wrote), else ``"auto"``."""
+        return self._notes_approval
+
+    @notes_approval.setter
+    def notes_approval(self, value: str | None) -> None:
+        if value is not None and value not in APPROVALS:
+            raise ValueError(
+                f"notes_approval must be one of {', '.join(map(repr, APPROVALS))} or None, "
+                f"not {value!r}"
+            )
+        self._notes_approval = value
+
+    def approval_now(self) -> str:
+        """How a note edit by the model would be taken now (see :attr:`notes_approval`)."""
+        if self._notes_approval is not None:
+            return self._notes_approval
+        return "ask" if self.foreign_results() else "auto"
+
+    def foreign_results(self) -> tuple[str, ...]:
+        """Tools (other than the memory tools) whose results the model's context holds."""
+        memory = self.short_memory
+        found: dict[str, None] = {}
+        for message in [*memory.preloaded_messages, *memory.conversation_history]:
+            content = message["content"]
+            if message["role"] == TOOL_ROLE and isinstance(content, dict):
+                name = str(content.get("name") or "an unnamed tool")
+                if name not in MEMORY_TOOLS:
+                    found[name] = None
+        return tuple(found)
+
+    def _note_author(self) -> Author:
+        return Author("model", NOTES_TOOL, run=self._run_task, after=self.foreign_results())
 
     # ------------------------------------------------------------------------------------------
     # What the model sees
@@ -381,6 +424,7 @@ class Agent:
         self._record_settings()
         on_delta = self._delta_callback(streaming_callback or self.streaming_callback)
         self.short_memory.add(self.user_name, task)
+        self._run_task = task[:80]
         loops = AUTO_LOOP_LIMIT if self.max_loops == "auto" else self.max_loops
         answer = ""
         done = extra = 0

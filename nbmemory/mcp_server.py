@@ -47,6 +47,7 @@ from nbmemory.errors import (
     InvalidDocumentNameError,
     NbmemoryError,
 )
+from nbmemory.note_history import Author
 from nbmemory.notes import NOTES_FILE, Notes, listing
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import ReadModel
@@ -358,7 +359,8 @@ class MemoryServer:
         if not add.strip() and not remove.strip():
             raise ToolError("give a note to add, one to remove, or both")
         notes = self._notes(name)
-        return self._notes_answer(name, notes, notes.edit(add, remove))
+        edited = notes.edit(add, remove, by=Author("model", "mcp"))
+        return self._notes_answer(name, notes, edited)
 
     def _list_agents(self, arguments: dict[str, Any]) -> tuple[str, dict]:
         infos = [self.model.agent(name) for name in self._names()]

@@ -19,6 +19,7 @@ LAYERS = {
         "follow",
         "run_settings",
         "compactions",
+        "note_history",
         "notes",
         "search",
         "export",

@@ -27,6 +27,7 @@ from nbmemory.atomic import write_atomic
 from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
+from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
@@ -79,6 +80,13 @@ class NbMemoryMagics(Magics):
     recall = Bool(
         True, help="Let agents search their own memory and archives (the recall_memory tool)."
     ).tag(config=True)
+    notes_approval = Unicode(
+        "",
+        help="""How agents' own edits of their pinned notes are taken: "auto" (applied), "ask"
+        (proposed, for a person to accept or reject: nbmemory notes NAME --pending) or "off"
+        (refused). Empty: "ask" while the agent's context holds a result of a tool other than its
+        memory tools (text someone else wrote), else "auto".""",
+    ).tag(config=True)
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
@@ -90,6 +98,14 @@ class NbMemoryMagics(Magics):
             return MaskedUrl(memory_store.check(proposal["value"]))
         except StoreConfigError as exc:  # its message never holds the password
             raise TraitError(f"NbMemoryMagics.store: {exc}") from None
+
+    @validate("notes_approval")
+    def _check_approval(self, proposal: dict[str, Any]) -> str:
+        value = proposal["value"]
+        if value and value not in APPROVALS:
+            choices = ", ".join(repr(a) for a in ("", *APPROVALS))
+            raise TraitError(f"NbMemoryMagics.notes_approval must be one of {choices}")
+        return value
 
     @observe("store")
     def _store_changed(self, change: dict[str, Any]) -> None:
@@ -136,6 +152,7 @@ class NbMemoryMagics(Magics):
                 **wanted,
             )
             self.agents[name] = agent
+        agent.notes_approval = self.notes_approval or None
         if args.max_loops is not None:
             agent.max_loops = _max_loops(args.max_loops)
         if args.context_length is not None:
@@ -344,10 +361,11 @@ class NbMemoryMagics(Magics):
         if args.pin is not None or args.unpin is not None:
             reader.agent(name)
             notes = Notes(reader.workspace.agent(name))
+            by = Author("person", "magic")
             if args.unpin is not None:
-                notes.remove(_unquoted(args.unpin))
+                notes.remove(_unquoted(args.unpin), by=by)
             if args.pin is not None:
-                notes.add(_unquoted(args.pin))
+                notes.add(_unquoted(args.pin), by=by)
             args.notes = True
         if args.notes:
             return TextBlock(listing(reader.notes(name)) or f"{name} has no pinned notes")

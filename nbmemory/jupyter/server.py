@@ -84,6 +84,7 @@ from nbmemory.errors import (
     UnsafeFileError,
 )
 from nbmemory.export import FORMATS, export_text
+from nbmemory.note_history import Author
 from nbmemory.notes import Notes
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, Item, ReadModel
@@ -670,12 +671,14 @@ class NotesHandler(_Handler):
         if unpin is not None and not unpin.strip():
             raise tornado.web.HTTPError(400, '"unpin" needs a note number or words')
 
+        by = Author("person", "panel", user=self.current_user.username)
+
         def change() -> dict[str, Any]:
             notes = self.notes_file(name)
             if pin is not None:
-                notes.add(pin)
+                notes.add(pin, by=by)
             else:
-                notes.remove(unpin, expected=shown)
+                notes.remove(unpin, expected=shown, by=by)
             return self.notes_json(name)
 
         try:

@@ -48,6 +48,7 @@ from nbmemory.errors import (
     NbmemoryError,
     NoteChangedError,
 )
+from nbmemory.note_history import Author
 from nbmemory.notes import DEFAULT_BUDGET, Notes
 from nbmemory.read_model import (
     FOLD_CHARS,
@@ -797,7 +798,7 @@ class MemoryWidget(anywidget.AnyWidget):
             if notes is None:
                 return False
             try:
-                pinned = notes.add(note)
+                pinned = notes.add(note, by=Author("person", "widget"))
             except (NbmemoryError, OSError) as exc:
                 self.status = f"Not pinned: {_sentence(exc)}"
                 return False
@@ -816,7 +817,7 @@ class MemoryWidget(anywidget.AnyWidget):
             if notes is None:
                 return False
             try:
-                notes.remove(str(match), expected=shown)
+                notes.remove(str(match), expected=shown, by=Author("person", "widget"))
             except NoteChangedError:
                 self._refresh()
                 self.status = (
