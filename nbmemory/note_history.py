@@ -46,7 +46,7 @@ class Author:
         """``person (cli)``, ``model in run "…" after fetch_page``: as every view says it."""
         said = f"{self.who}{f' {self.user}' if self.user else ''} ({self.via})"
         if self.run:
-            said += f" in run {json.dumps(self.run, ensure_ascii=False)}"
+            said += f" in run {_quoted(self.run)}"
         if self.after:
             said += f" after results of {', '.join(self.after)}"
         return said
@@ -103,7 +103,8 @@ class Change:
 
 
 def _quoted(note: str | None) -> str:
-    return json.dumps(note or "", ensure_ascii=False)
+    """A note in quotes on one line: its line breaks shown as ``⏎``."""
+    return f"“{' ⏎ '.join((note or '').splitlines())}”"
 
 
 def _proposal(change: Change) -> str:

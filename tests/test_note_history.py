@@ -48,7 +48,7 @@ def test_every_change_is_recorded_with_who_made_it_and_the_notes_after(docs):
         ("Budget: 40k EUR.", "Office: Paris."),
         ("Office: Paris.",),
     ]
-    assert 'by model (edit_notes) in run "plan the trip"' in history[1].describe()
+    assert "by model (edit_notes) in run “plan the trip”" in history[1].describe()
     assert history == read(docs), "the record is the file beside NOTES.md"
 
 
