@@ -84,7 +84,7 @@ def test_the_figures_are_the_read_models(widgets):
     assert widget.info["messages"] == 45
     assert widget.info["size"] == len(stored("Scribe"))
     page = ReadModel().messages("Scribe", 0, PAGE_SIZE)
-    assert widget.messages == [item.to_json() for item in page.items]
+    assert widget.messages == [item.to_json(sparse=True) for item in page.items]
     assert [m["text"] for m in widget.messages] == [f"message {i}" for i in range(44, 24, -1)]
     assert widget.following
 
