@@ -97,7 +97,9 @@ def test_the_widget_s_traits_are_the_read_models_serialization(workspace):
         assert widget.info["counts"] == "1 message · 1 archive"
         # The words are the kernel's one Vocabulary model, which every widget refers to.
         assert widget.vocabulary.words == widget_vocabulary()
-        assert MemoryWidget("Other").vocabulary is widget.vocabulary
+        other = MemoryWidget("Other", poll_seconds=60)
+        other.close()
+        assert other.vocabulary is widget.vocabulary
         assert widget.get_state(["vocabulary"]) == {
             "vocabulary": f"IPY_MODEL_{widget.vocabulary.model_id}"
         }

@@ -249,6 +249,20 @@ def test_a_long_history_sends_a_page_not_the_history(widgets):
     assert len(json.dumps(widget.get_state(key=[k for k in widget.keys if k != "_esm"]))) < 50_000
 
 
+def test_the_words_are_one_model_per_kernel_made_again_once_closed(widgets):
+    import ipywidgets
+
+    persistent("Worded").add("User", "hello")
+    first = MemoryWidget("Worded", poll_seconds=60)
+    widgets.append(first)
+    assert first.vocabulary.words["labels"]["show full"] == "Show full text"
+    ipywidgets.Widget.close_all()  # the vocabulary model too
+    second = MemoryWidget("Worded", poll_seconds=60)
+    widgets.append(second)
+    assert second.vocabulary is not first.vocabulary and second.vocabulary.comm is not None
+    assert second.vocabulary.words == first.vocabulary.words
+
+
 def test_a_memory_kept_in_ram(widgets):
     convo = Conversation(name="Pager", context_length=1000)
     for i in range(50):
