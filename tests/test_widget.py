@@ -84,7 +84,7 @@ def test_the_figures_are_the_read_models(widgets):
     assert widget.info["messages"] == 45
     assert widget.info["size"] == len(stored("Scribe"))
     page = ReadModel().messages("Scribe", 0, PAGE_SIZE)
-    assert widget.messages == [item.to_json() for item in page.items]
+    assert widget.messages == [item.to_json(sparse=True) for item in page.items]
     assert [m["text"] for m in widget.messages] == [f"message {i}" for i in range(44, 24, -1)]
     assert widget.following
 
@@ -247,6 +247,20 @@ def test_a_long_history_sends_a_page_not_the_history(widgets):
     widgets.append(widget)
     assert len(widget.messages) == PAGE_SIZE and widget.info.get("messages") == 10_000
     assert len(json.dumps(widget.get_state(key=[k for k in widget.keys if k != "_esm"]))) < 50_000
+
+
+def test_the_words_are_one_model_per_kernel_made_again_once_closed(widgets):
+    import ipywidgets
+
+    persistent("Worded").add("User", "hello")
+    first = MemoryWidget("Worded", poll_seconds=60)
+    widgets.append(first)
+    assert first.vocabulary.words["labels"]["show full"] == "Show full text"
+    ipywidgets.Widget.close_all()  # the vocabulary model too
+    second = MemoryWidget("Worded", poll_seconds=60)
+    widgets.append(second)
+    assert second.vocabulary is not first.vocabulary and second.vocabulary.comm is not None
+    assert second.vocabulary.words == first.vocabulary.words
 
 
 def test_a_memory_kept_in_ram(widgets):

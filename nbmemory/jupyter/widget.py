@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import anywidget
+import ipywidgets
 import traitlets
 
 from nbmemory import workspace as workspace_module
@@ -63,7 +64,7 @@ from nbmemory.read_model import (
 )
 from nbmemory.report import markdown_escape, visible
 from nbmemory.store import Workspace
-from nbmemory.wording import counted, message_number, search_words, vocabulary
+from nbmemory.wording import counted, message_number, search_words, widget_vocabulary
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
@@ -223,6 +224,26 @@ def _sentence(exc: BaseException) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
+class Vocabulary(ipywidgets.Widget):
+    """The widget's words (``wording.widget_vocabulary()``) as a model of their own, which every
+    ``MemoryWidget`` of a kernel refers to, as ipywidgets' widgets do to a shared layout: the
+    words go to the browser (and into a notebook's saved widget state) once per kernel, not once
+    per widget, and the views read them from there."""
+
+    words = traitlets.Dict().tag(sync=True)
+
+
+_vocabulary: Vocabulary | None = None
+
+
+def shared_vocabulary() -> Vocabulary:
+    """The kernel's :class:`Vocabulary` model, made again if it was closed (``close_all``)."""
+    global _vocabulary  # one model per kernel is the point
+    if _vocabulary is None or _vocabulary.comm is None:
+        _vocabulary = Vocabulary(words=widget_vocabulary())
+    return _vocabulary
+
+
 class MemoryWidget(anywidget.AnyWidget):
     """A live view of one agent's memory, named or given as an ``Agent`` or ``Conversation``.
 
@@ -248,15 +269,17 @@ class MemoryWidget(anywidget.AnyWidget):
     (the server's and the panel's names). While ``counting``, only what the settings and the
     first page tell: ``name``, ``model``, ``context_length``, ``threshold``, ``recorded`` and
     ``messages``; empty while there is no agent."""
-    vocabulary = traitlets.Dict(vocabulary()).tag(sync=True)
-    """What the browser needs to word and draw as the other views do (``wording.vocabulary``)."""
+    vocabulary = traitlets.Instance(Vocabulary).tag(sync=True, **ipywidgets.widget_serialization)
+    """What the browser needs to word and draw as the other views do: the kernel's
+    :class:`Vocabulary` (``wording.widget_vocabulary()``), sent as a reference to it."""
 
     # The memory, a page at a time
     page = traitlets.Int(0).tag(sync=True)
     page_size = traitlets.Int(PAGE_SIZE).tag(sync=True)
     newest_first = traitlets.Bool(True).tag(sync=True)
     messages = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """The current page only: ``Item.to_json()`` dicts (text folded to ``FOLD_CHARS``)."""
+    """The current page only: ``Item.to_json(sparse=True)`` dicts (text folded to
+    ``FOLD_CHARS``; ``length`` and ``folded`` only for a folded message)."""
     listed_total = traitlets.Int(0).tag(sync=True)
     """How many messages the pages go through: ``info["messages"]``, or those of ``role``."""
     role = traitlets.Unicode("").tag(sync=True)
@@ -414,6 +437,10 @@ class MemoryWidget(anywidget.AnyWidget):
             return str(self.model_id)
         except (AttributeError, TypeError):  # no comm: nothing to refer to
             return ""
+
+    @traitlets.default("vocabulary")
+    def _vocabulary_default(self) -> Vocabulary:
+        return shared_vocabulary()
 
     @property
     def following(self) -> bool:
@@ -591,7 +618,7 @@ class MemoryWidget(anywidget.AnyWidget):
 
     def _json(self, items: list[Item]) -> list[dict[str, Any]]:
         """Items as the browser gets them; with ``show_tokens``, each with its tokens."""
-        found = [item.to_json() for item in items]
+        found = [item.to_json(sparse=True) for item in items]
         if not self.show_tokens or self._ram is not None:
             return found
         by_source: dict[str, list[dict[str, Any]]] = {}

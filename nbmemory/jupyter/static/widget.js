@@ -29,8 +29,9 @@ const STATUSES = ["status", "streaming"];
 const PINNED = ["pinned_notes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
 const TIMELINE = ["compactions", "open_archive", "in_ram", "exists"];
 
-function render({ model, el: root }) {
-  setVocabulary(model.get("vocabulary"));
+async function render({ model, el: root }) {
+  // The words come from the model `vocabulary` refers to ("IPY_MODEL_<id>"), one per kernel.
+  setVocabulary((await model.widget_manager.get_model(model.get("vocabulary").slice(10))).get("words"));
   // data-lm-suppress-shortcuts: keys typed here are the widget's, not the notebook's commands.
   const widget = el("div", {
     class: "nbmemory-widget", "data-testid": "nbmemory-widget", "data-lm-suppress-shortcuts": "true",

@@ -1,6 +1,6 @@
 // Pinned notes: NOTES.md, carried by every request and never compacted. Each note with its
 // Unpin button, and a field to pin a new one; Python answers each pin or unpin.
-import { el, number } from "./dom.js";
+import { el, number, vocabulary } from "./dom.js";
 import { shownText } from "./markdown.js";
 
 function notesNodes(model) {
@@ -10,7 +10,7 @@ function notesNodes(model) {
   const pinnedInfo = el("div", { class: "pinned-info", "data-testid": "pinned-info" });
   const pinForm = el("form", { class: "pin-form", "data-lm-suppress-shortcuts": "true" });
   const pinInput = el("input", {
-    type: "text", placeholder: model.get("vocabulary").labels["pin placeholder"], "data-testid": "pin-input",
+    type: "text", placeholder: vocabulary().labels["pin placeholder"], "data-testid": "pin-input",
     "aria-label": "Note to pin",
   });
   const pinButton = el("button", { type: "submit", "data-testid": "pin", "aria-label": "Pin this note" }, "Pin");
