@@ -39,6 +39,7 @@ import anywidget
 import ipywidgets
 import traitlets
 
+from nbmemory import note_history
 from nbmemory import workspace as workspace_module
 from nbmemory.agent import Agent
 from nbmemory.conversation import ChangeEvent, Conversation
@@ -69,6 +70,8 @@ from nbmemory.wording import counted, message_number, search_words, widget_vocab
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
 POLL_SECONDS = 0.5
+CHANGES_SHOWN = 20
+"""Note changes a widget lists: those waiting for review, then the latest."""
 MEMORY_SOURCE = workspace_module.MEMORY_FILE
 RAM_SOURCE = "memory (RAM)"
 MARKED_VERSION = "18.2.1"
@@ -316,6 +319,10 @@ class MemoryWidget(anywidget.AnyWidget):
     pinned_notes = traitlets.List(traitlets.Unicode()).tag(sync=True)
     """The agent's notes in order (``ReadModel.notes``); the browser numbers them from 1."""
     notes_tokens = traitlets.Int(0).tag(sync=True)
+    note_changes = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """The model's note edits waiting for review, then the latest recorded changes to the
+    notes, newest first: ``{"n", "said", "pending"}`` (``said`` worded by
+    ``nbmemory.note_history``, as every view words it)."""
     """Tokens the notes add to every request, counted for the agent's recorded model."""
     notes_budget = traitlets.Int(DEFAULT_BUDGET).tag(sync=True)
 
@@ -518,7 +525,7 @@ class MemoryWidget(anywidget.AnyWidget):
         assert convo is not None
         with self.hold_sync():
             self.exists = True
-            self.pinned_notes = []
+            self.pinned_notes, self.note_changes = [], []
             self.notes_tokens = 0
             self._show_roles([str(m.get("role", "")) for m in convo.conversation_history])
             self._show_page()
@@ -538,7 +545,7 @@ class MemoryWidget(anywidget.AnyWidget):
             self.roles = []
             self.messages = self.archives = self.search_results = self.archive_messages = []
             self.search_caption = ""
-            self.pinned_notes = []
+            self.pinned_notes, self.note_changes = [], []
             self.notes_tokens = 0
             self.compactions, self.compaction = [], {}
             self._compactions_key, self._compaction_infos = None, {}
@@ -800,6 +807,14 @@ class MemoryWidget(anywidget.AnyWidget):
         notes = self._reader.notes(self.name)
         if notes != self.pinned_notes:
             self.pinned_notes = notes
+        history = self._reader.note_history(self.name)
+        waiting = note_history.pending(history)
+        changes = [
+            *({"n": c.n, "said": c.describe(), "pending": True} for c in waiting),
+            *({"n": c.n, "said": c.describe(), "pending": False} for c in history[::-1]),
+        ][:CHANGES_SHOWN]
+        if changes != self.note_changes:
+            self.note_changes = changes
         notes_file = self._notes_file(model)
         self.notes_tokens = notes_file.tokens()
         self.notes_budget = notes_file.budget
@@ -858,6 +873,28 @@ class MemoryWidget(anywidget.AnyWidget):
             self.status = f"Unpinned note {match}."
             return True
 
+    def review(self, action: str, n: int) -> bool:
+        """Accept or reject the model's proposal ``n``, or restore the notes as they were after
+        change ``n`` (the Accept, Reject and Restore buttons); says the outcome in ``status``."""
+        done = {"accept": "Accepted proposal", "reject": "Rejected proposal"}
+        with self._lock:
+            notes = self._writable_notes()
+            if notes is None or action not in (*done, "restore"):
+                return False
+            try:
+                getattr(notes, action)(n, by=Author("person", "widget"))
+            except (NbmemoryError, OSError, ValueError) as exc:
+                self._refresh()
+                self.status = f"Not done: {_sentence(exc)}"
+                return False
+            self._refresh()
+            self.status = (
+                f"{done[action]} #{n}."
+                if action in done
+                else f"Restored the notes as they were after change #{n}."
+            )
+            return True
+
     # ------------------------------------------------------------------------------------------
     # What the browser asks for
 
@@ -884,6 +921,13 @@ class MemoryWidget(anywidget.AnyWidget):
                 str(content.get("number", "")), str(shown) if shown is not None else None
             )
             self.send({"command": "unpin", "ok": ok})
+        elif command == "review":
+            try:
+                n = int(content.get("n"))  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                n = 0
+            ok = self.review(str(content.get("action")), n)
+            self.send({"command": "review", "ok": ok})
         elif command == "find":
             term = str(content.get("term") or "")
             self.send({"command": "find", "term": term, "index": self.find_in_archive(term)})

@@ -26,7 +26,7 @@ const LISTING = ["page", "page_size", "newest_first", "messages", "query", "sear
   "archive_messages", "exact", "show_tokens", "info", "compaction", "compactions", "listed_total",
   "role", "roles", "search_caption"];
 const STATUSES = ["status", "streaming"];
-const PINNED = ["pinned_notes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
+const PINNED = ["pinned_notes", "note_changes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
 const TIMELINE = ["compactions", "open_archive", "in_ram", "exists"];
 
 async function render({ model, el: root }) {
@@ -97,7 +97,7 @@ async function render({ model, el: root }) {
   ctx.drawAll = drawAll;
 
   function onMessage(content) {
-    if (content && (content.command === "pin" || content.command === "unpin")) {
+    if (content && ["pin", "unpin", "review"].includes(content.command)) {
       notes.onAnswer(content);
     } else if (content && content.command === "find") {
       messages.onFind(content);
