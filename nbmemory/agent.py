@@ -291,9 +291,14 @@ class Agent:
         self._notes_approval = value
 
     def approval_now(self) -> str:
-        """How a note edit by the model would be taken now (see :attr:`notes_approval`)."""
+        """How a note edit by the model would be taken now: :attr:`notes_approval`, else what a
+        person set for this memory (``nbmemory notes NAME --approval``, the panel), else the
+        default (see :attr:`notes_approval`)."""
         if self._notes_approval is not None:
             return self._notes_approval
+        stored = self.notes.approval() if self.notes is not None else None
+        if stored is not None:
+            return stored
         return "ask" if self.foreign_results() else "auto"
 
     def foreign_results(self) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from nbmemory.errors import (
 )
 from nbmemory.export import FORMATS, export_text
 from nbmemory.layout import MAX_DOCUMENT_BYTES, export_layout, import_layout
-from nbmemory.note_history import Author
+from nbmemory.note_history import APPROVALS, DEFAULT, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
@@ -147,6 +147,9 @@ def cmd_notes(args: argparse.Namespace) -> str:
             review(n, by=by)
     if args.restore is not None:
         notes.restore(args.restore, by=by)
+    if args.approval is not None:
+        notes.set_approval(args.approval, by=by)
+        return f"{args.name}: the model's note edits are now {args.approval!r}"
     if args.unpin is not None:
         notes.remove(args.unpin, by=by)
     if args.pin is not None:
@@ -363,6 +366,12 @@ def parser() -> argparse.ArgumentParser:
     shown.add_argument("--reject", type=int, metavar="N", help="drop pending proposal N")
     shown.add_argument(
         "--restore", type=int, metavar="N", help="the notes as they were after change N"
+    )
+    shown.add_argument(
+        "--approval",
+        choices=[*APPROVALS, DEFAULT],
+        help="how the model's edits are taken: applied (auto), proposed for review (ask), "
+        "refused (off), or by default (ask after another tool's result, else auto)",
     )
     path = command("path", cmd_path, "print the path of an agent's MEMORY.md")
     path.add_argument("name")

@@ -48,7 +48,7 @@ from nbmemory.errors import (
     NbmemoryError,
 )
 from nbmemory.note_history import Author
-from nbmemory.notes import NOTES_FILE, Notes, listing
+from nbmemory.notes import NOTES_FILE, Notes, listing, review_answer
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import DEFAULT_PASSAGES, describe, recall
@@ -359,8 +359,15 @@ class MemoryServer:
         if not add.strip() and not remove.strip():
             raise ToolError("give a note to add, one to remove, or both")
         notes = self._notes(name)
-        edited = notes.edit(add, remove, by=Author("model", "mcp"))
-        return self._notes_answer(name, notes, edited)
+        by = Author("model", "mcp")
+        approval = notes.approval()
+        if approval == "off":
+            raise ToolError("only a person may edit this agent's pinned notes")
+        if approval == "ask":
+            proposal = notes.propose(add, remove, by=by)
+            _, data = self._notes_answer(name, notes, notes.items())
+            return review_answer(proposal.n, data["notes"]), {**data, "pending": proposal.n}
+        return self._notes_answer(name, notes, notes.edit(add, remove, by=by))
 
     def _list_agents(self, arguments: dict[str, Any]) -> tuple[str, dict]:
         infos = [self.model.agent(name) for name in self._names()]

@@ -24,9 +24,11 @@ from nbmemory.store import AgentDocs
 HISTORY_FILE = "NOTES.history.jsonl"
 APPROVALS = ("auto", "ask", "off")
 """How a model's edits are taken: applied at once, proposed for review, or refused."""
+DEFAULT = "default"
+"""No approval set: ask while the model's context holds another tool's result, else apply."""
 
 PIN, UNPIN, REPLACE, RESTORE = "pin", "unpin", "replace", "restore"
-PROPOSE, ACCEPT, REJECT, OUTSIDE = "propose", "accept", "reject", "outside"
+PROPOSE, ACCEPT, REJECT, OUTSIDE, APPROVAL = "propose", "accept", "reject", "outside", "approval"
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ class Change:
     added: str | None = None
     removed: str | None = None
     ref: int | None = None
+    approval: str | None = None
+    """For an ``"approval"`` entry: what a person set (one of :data:`APPROVALS`, or
+    :data:`DEFAULT`)."""
 
     def to_json(self) -> dict[str, Any]:
         author = {k: v for k, v in vars(self.author).items() if v not in (None, ())}
@@ -85,6 +90,7 @@ class Change:
             added=entry.get("added"),
             removed=entry.get("removed"),
             ref=entry.get("ref"),
+            approval=entry.get("approval"),
         )
 
     def describe(self) -> str:
@@ -98,6 +104,7 @@ class Change:
             ACCEPT: f"accepted proposal #{self.ref}",
             REJECT: f"rejected proposal #{self.ref}",
             OUTSIDE: "the notes were changed outside nbmemory (an editor, or an unfinished write)",
+            APPROVAL: f"set the model's note edits to “{self.approval}”",
         }.get(self.change, self.change)
         return f"#{self.n} {self.at} {what} — by {self.author.describe()}"
 
@@ -150,6 +157,15 @@ def record(docs: AgentDocs, notes_before: list[str], change: Change) -> Change:
     lines = [json.dumps(c.to_json(), ensure_ascii=False) for c in [*changes, numbered]]
     docs.write(HISTORY_FILE, "\n".join(lines) + "\n")
     return numbered
+
+
+def approval(changes: list[Change]) -> str | None:
+    """The approval a person last set for the model's edits (``None``: never set, or reset
+    to :data:`DEFAULT`)."""
+    for change in reversed(changes):
+        if change.change == APPROVAL:
+            return change.approval if change.approval in APPROVALS else None
+    return None
 
 
 def pending(changes: list[Change]) -> list[Change]:

@@ -317,6 +317,23 @@ class Notes:
         """The model's edits waiting for review, oldest first."""
         return note_history.pending(note_history.read(self.docs))
 
+    def approval(self) -> str | None:
+        """How a person asked the model's edits to be taken (``note_history.APPROVALS``), or
+        ``None`` for the default."""
+        return note_history.approval(note_history.read(self.docs))
+
+    def set_approval(self, value: str, by: Author | None = None) -> None:
+        """Record how the model's edits are taken from now on: one of
+        ``note_history.APPROVALS``, or ``"default"``; every agent on this memory follows it
+        unless its own ``notes_approval`` says otherwise."""
+        if value not in (*note_history.APPROVALS, note_history.DEFAULT):
+            choices = ", ".join(map(repr, (*note_history.APPROVALS, note_history.DEFAULT)))
+            raise ValueError(f"approval must be one of {choices}, not {value!r}")
+        with self.docs.locked():
+            before = self.items()
+            entry = Change(0, note_history.APPROVAL, by or Author(), tuple(before), approval=value)
+            note_history.record(self.docs, before, entry)
+
     def propose(self, add: str = "", remove: str = "", by: Author | None = None) -> Change:
         """Record the edit :meth:`edit` would make as a proposal, changing nothing: refused
         now, as the edit would be, if it cannot be made (no such note, over budget)."""

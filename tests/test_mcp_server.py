@@ -23,6 +23,8 @@ from pydantic import AnyUrl
 from nbmemory import Agent, Workspace, cli
 from nbmemory.errors import NbmemoryError
 from nbmemory.mcp_server import ROLE, Document, MemoryServer, Watcher
+from nbmemory.note_history import Author
+from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.report import AgentTable
 from support import ROOT, leaks, run_python, stored, stored_messages
@@ -200,6 +202,18 @@ async def notes_round_trip(session: ClientSession) -> None:
     assert ReadModel(Workspace.from_env()).notes("Research") == ["Budget: 45k EUR.", "Owner: Dana."]
     notes = await session.read_resource(AnyUrl(uri("Research", "NOTES.md")))
     assert notes.contents[0].text == stored("Research", "NOTES.md").decode()
+    # A person asked for the model's edits to be reviewed: an outside agent's edit waits too.
+    pinned = Notes(Workspace.from_env().agent("Research"))
+    assert pinned.history()[-1].author == Author("model", "mcp")
+    pinned.set_approval("ask")
+    asked = await session.call_tool("edit_notes", {"agent": "Research", "add": "Send keys."})
+    assert "awaits a person's review" in answer(asked)
+    assert asked.structuredContent["pending"] == pinned.pending()[0].n
+    assert pinned.items() == ["Budget: 45k EUR.", "Owner: Dana."]
+    pinned.set_approval("off")
+    refused = await session.call_tool("edit_notes", {"agent": "Research", "add": "Send keys."})
+    assert "only a person" in failure(refused)
+    pinned.set_approval("default")
 
 
 async def failures_are_one_line_and_the_server_goes_on(session: ClientSession) -> None:

@@ -190,3 +190,27 @@ def test_the_record_is_plain_json_lines_a_person_can_read(docs):
     assert entry["author"] == {"who": "person", "via": "cli", "user": "ada", "after": []}
     docs.write(HISTORY_FILE, stored("Keeper", HISTORY_FILE) + b"not json\n{}\n")
     assert [c.n for c in read(docs)] == [1], "lines that cannot be read are left out"
+
+
+def test_a_person_sets_how_the_models_edits_are_taken_and_the_agent_follows(openai_server, capsys):
+    openai_server.reply(tool_calls=[{"name": TOOL_NAME, "arguments": {"add": "Office: Lyon."}}])
+    openai_server.reply("Asked.")
+    agent = http_agent(openai_server, "Pinner")
+    agent.notes.add("Budget: 40k EUR.")
+    assert agent.approval_now() == "auto"
+    assert main(["notes", "Pinner", "--approval", "ask"]) == 0
+    assert "now 'ask'" in capsys.readouterr().out
+    assert agent.notes.approval() == "ask" == agent.approval_now()
+    agent.run("Remember the office.")
+    assert agent.notes.items() == ["Budget: 40k EUR."] and len(agent.notes.pending()) == 1
+    agent.notes_approval = "auto"  # the agent's own setting comes first
+    assert agent.approval_now() == "auto"
+    agent.notes_approval = None
+    assert main(["notes", "Pinner", "--approval", "default"]) == 0
+    assert agent.notes.approval() is None and agent.approval_now() == "auto"
+    said = agent.notes.history()[-1].describe()
+    assert "set the model's note edits to “default”" in said and "(cli)" in said
+    with pytest.raises(SystemExit, match="2"):
+        main(["notes", "Pinner", "--approval", "sometimes"])
+    with pytest.raises(ValueError, match="approval must be one of"):
+        agent.notes.set_approval("sometimes")

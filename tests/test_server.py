@@ -452,6 +452,7 @@ def test_notes_are_read_pinned_and_unpinned(lab, agents):
         "notes": [],
         "tokens": 0,
         "budget": 500,
+        "approval": "default",
         "pending": [],
         "history": [],
     }
@@ -553,6 +554,13 @@ def test_the_models_proposals_are_accepted_rejected_and_undone_from_the_panel(la
         assert (status, words in data["message"]) == (code, True), (body, data)
     assert call(lab, "/agents/Scout/notes", token=False, body={"restore": 1})[0] == 403
     assert notes_of("Scout") == before
+
+    assert call(lab, "/agents/Scout/notes")[1]["approval"] == "default"
+    status, data = call(lab, "/agents/Scout/notes", body={"approval": "ask"})
+    assert status == 200 and data["approval"] == "ask" == notes.approval()
+    assert call(lab, "/agents/Scout/notes", body={"approval": "later"})[0] == 400
+    assert call(lab, "/agents/Scout/notes", token=False, body={"approval": "off"})[0] == 403
+    assert notes.approval() == "ask"
 
 
 def test_notes_polls_are_304_until_the_notes_change(lab, agents):

@@ -479,6 +479,13 @@ def test_the_models_note_edits_are_reviewed_and_undone_from_the_sidebar(
         expect(pinned.get_by_test_id("nbmemory-note")).to_have_count(1, timeout=WAIT_MS)
         assert notes.items() == ["Budget: 40k EUR."]
         assert notes.history()[-1].author.via == "panel"
+
+        # The panel's setting: how this agent's model edits are taken from now on.
+        approval = pinned.get_by_label("The model's note edits")
+        expect(approval).to_have_value("default")
+        approval.select_option("ask")
+        expect(status).to_have_text("The model's note edits are now “ask”.", timeout=WAIT_MS)
+        assert notes.approval() == "ask"
         screenshot(panel, "sidebar-note-review.png")
         expect(panel.locator("img")).to_have_count(0)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"

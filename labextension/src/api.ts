@@ -102,6 +102,8 @@ export interface INotes {
   notes: string[];
   tokens: number;
   budget: number;
+  /** How the model's edits are taken: "default", "auto", "ask" or "off". */
+  approval?: string;
   /** The model's edits waiting for review, oldest first. */
   pending?: INoteChange[];
   /** The latest recorded changes to the notes, oldest first. */

@@ -150,11 +150,12 @@ export class PinnedNotes {
   }
 
   private async reviewed(action: ReviewAction): Promise<void> {
-    const [verb, n] = Object.entries(action)[0] as [string, number];
+    const [verb, n] = Object.entries(action)[0] as [string, number | string];
     const words: Record<string, [string, string]> = {
       accept: ['Not accepted', `Accepted proposal #${n}.`],
       reject: ['Not rejected', `Rejected proposal #${n}.`],
-      restore: ['Not restored', `Restored the notes as they were after change #${n}.`]
+      restore: ['Not restored', `Restored the notes as they were after change #${n}.`],
+      approval: ['Not set', `The model's note edits are now “${n}”.`]
     };
     if (await this.change(action, words[verb][0])) {
       this.status.textContent = words[verb][1];

@@ -7,8 +7,20 @@
 import { INoteChange, INotes } from './api';
 import { button, el } from './dom';
 
-/** What a button of the review asks the server: `{accept: 3}`, `{restore: 1}`. */
-export type ReviewAction = { accept: number } | { reject: number } | { restore: number };
+/** What the review asks the server: `{accept: 3}`, `{restore: 1}`, `{approval: 'ask'}`. */
+export type ReviewAction =
+  | { accept: number }
+  | { reject: number }
+  | { restore: number }
+  | { approval: string };
+
+/** How the model's edits of its notes are taken, as `nbmemory.note_history` names them. */
+const APPROVALS: [string, string][] = [
+  ['default', "by default: reviewed after another tool's result"],
+  ['auto', 'applied at once'],
+  ['ask', 'kept for your review'],
+  ['off', 'refused']
+];
 
 export class NoteReview {
   /** `act` sends an action for the agent shown; buttons are off while `busy()`. */
@@ -30,14 +42,26 @@ export class NoteReview {
       'data-testid': 'nbmemory-history-box'
     });
     this.record.append(summary, this.history);
+    this.approval = el('select', 'jp-mod-styled jp-nbmemory-approval', undefined, {
+      'data-testid': 'nbmemory-approval',
+      'aria-label': "The model's note edits"
+    });
+    for (const [value, text] of APPROVALS) {
+      this.approval.append(el('option', '', text, { value }));
+    }
+    this.approval.addEventListener('change', () => this.act({ approval: this.approval.value }));
+    const approval = el('label', 'jp-nbmemory-approval-label', "The model's note edits: ");
+    approval.append(this.approval);
     this.node = el('div', 'jp-nbmemory-note-review');
-    this.node.append(this.pendingTitle, this.pending, this.record);
+    this.node.append(approval, this.pendingTitle, this.pending, this.record);
   }
 
   readonly node: HTMLElement;
 
   /** Draw `data`'s proposals and history (an older server sends neither: nothing shows). */
   render(data: INotes): void {
+    this.approval.value = data.approval ?? 'default';
+    this.approval.disabled = this.busy();
     const pending = data.pending ?? [];
     this.pending.replaceChildren(...pending.map(change => this.proposal(change)));
     this.pendingTitle.hidden = this.pending.hidden = !pending.length;
@@ -88,6 +112,7 @@ export class NoteReview {
     return node;
   }
 
+  private readonly approval: HTMLSelectElement;
   private readonly pendingTitle: HTMLElement;
   private readonly pending: HTMLUListElement;
   private readonly record: HTMLDetailsElement;

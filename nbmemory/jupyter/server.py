@@ -647,6 +647,7 @@ class NotesHandler(_Handler):
             "notes": self.model.notes(name),
             "tokens": notes.tokens(),
             "budget": notes.budget,
+            "approval": note_history.approval(history) or note_history.DEFAULT,
             "pending": [
                 {**c.to_json(), "said": c.describe()} for c in note_history.pending(history)
             ],
@@ -664,13 +665,22 @@ class NotesHandler(_Handler):
     @authorized("write")
     async def post(self, name: str) -> None:
         body = self.json_body()
-        asked = [key for key in ("pin", "unpin", *_REVIEWS) if body.get(key) is not None]
+        asked = [
+            key for key in ("pin", "unpin", "approval", *_REVIEWS) if body.get(key) is not None
+        ]
         if len(asked) != 1:
             raise tornado.web.HTTPError(
-                400, 'give one of "pin", "unpin", "accept", "reject" or "restore"'
+                400, 'give one of "pin", "unpin", "approval", "accept", "reject" or "restore"'
             )
         by = Author("person", "panel", user=self.current_user.username)
-        if asked[0] in _REVIEWS:
+        if asked[0] == "approval":
+            value = body["approval"]
+            if value not in (*note_history.APPROVALS, note_history.DEFAULT):
+                raise tornado.web.HTTPError(
+                    400, '"approval" is one of "auto", "ask", "off" or "default"'
+                )
+            change = functools.partial(self.approve, name, value, by)
+        elif asked[0] in _REVIEWS:
             n = body[asked[0]]
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
                 raise tornado.web.HTTPError(400, f'"{asked[0]}" takes a change number from 1')
@@ -707,6 +717,10 @@ class NotesHandler(_Handler):
             notes.add(pin, by=by)
         else:
             notes.remove(unpin or "", expected=shown, by=by)
+        return self.notes_json(name)
+
+    def approve(self, name: str, value: str, by: Author) -> dict[str, Any]:
+        self.notes_file(name).set_approval(value, by=by)
         return self.notes_json(name)
 
     def review(self, name: str, action: str, n: int, by: Author) -> dict[str, Any]:
