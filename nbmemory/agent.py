@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from nbmemory import llm
 from nbmemory.compactions import Compaction, write_record
-from nbmemory.compressor import ContextCompressor
+from nbmemory.compressor import CompactionPlan, ContextCompressor
 from nbmemory.conversation import Conversation
 from nbmemory.errors import CompactionError, MemoryFormatError
 from nbmemory.note_history import APPROVALS, Author
@@ -213,12 +213,19 @@ class Agent:
             }
         )
 
-    def compact(self, summary: str | None = None) -> Compaction:
+    def compact(
+        self,
+        summary: str | None = None,
+        keep: Sequence[str] = (),
+        plan: CompactionPlan | None = None,
+    ) -> Compaction:
         """Compact this agent's memory now: ``summary`` replaces it, or, without one, the
-        compressor's model writes the summary. The raw transcript is archived first, and what
-        was done (tokens of the next request before and after, terms the summary left out) is
-        recorded beside the archive, whoever compacts. ``CompactionError`` (nothing changed)
-        when there is no summary to write, or nothing to compact."""
+        compressor's model writes the summary (``keep``: terms to carry word for word; ``plan``:
+        a :meth:`compact_preview` a person approved, carried out as shown). The raw transcript
+        is archived first, and what was done (tokens of the next request before and after, terms
+        the summary left out) is recorded beside the archive, whoever compacts.
+        ``CompactionError`` (nothing changed) when there is no summary to write, or nothing to
+        compact."""
         compressor = self._context_compressor
         if summary is None:
             if compressor is None:
@@ -227,7 +234,7 @@ class Agent:
                 )
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                written = compressor.compress(self)
+                written = compressor.compress(self, keep=keep, plan=plan)
             if written is None or compressor.last_compaction is None:
                 reason = str(caught[-1].message) if caught else "the compressor gave up"
                 raise CompactionError(f"{self.agent_name} was not compacted: {reason}")
@@ -257,6 +264,16 @@ class Agent:
         if compressor is not None:
             compressor.last_compaction = compaction
         return compaction
+
+    def compact_preview(self, keep: Sequence[str] = ()) -> CompactionPlan:
+        """What :meth:`compact` would do now with the model's summary, changing nothing: the
+        summary, the next request's tokens before and after, and the terms it would drop
+        (``keep``: terms a person wants kept word for word). ``CompactionError`` if there is
+        nothing to compact or no summary could be written."""
+        compressor = self._context_compressor
+        if compressor is None:
+            raise CompactionError(f"{self.agent_name}: its context compression is off")
+        return compressor.preview(self, keep=keep)
 
     def check_ready(self) -> None:
         """Raise ``MissingKeyError`` (naming the variable to set) if the model cannot be called."""
