@@ -1,0 +1,170 @@
+"""The MCP endpoint of the server extension: the SDK's own client (``ClientSession`` over
+``streamable_http_client``) against a real Jupyter server, with its token and its authorizer."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from test_mcp_server import (
+    EVERY_TOOL,
+    HOSTILE,
+    READERS,
+    Updates,
+    another_process_changes_memory_then_notes,
+    answer,
+    compact_on_the_offline_model,
+    failure,
+    failures_are_one_line_and_the_server_goes_on,
+    figures_are_the_read_models,
+    notes_round_trip,
+    remember_and_recall,
+)
+
+from browser import jupyter_lab, server_extension_on
+from nbmemory import Agent, Workspace
+from nbmemory.read_model import ReadModel
+from support import run_python, stored_messages
+
+TESTS = Path(__file__).parent
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@contextlib.asynccontextmanager
+async def over_http(
+    server, updates: Updates | None = None, token: str | None = None
+) -> AsyncIterator[ClientSession]:
+    """A session with the server's MCP endpoint, signed in with its token."""
+    headers = {"Authorization": f"token {token or server.token}"}
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(60, read=300)) as http,
+        streamable_http_client(f"{server.url}/nbmemory/mcp", http_client=http) as (read, write, _),
+        ClientSession(read, write, message_handler=updates) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def lab_on_this_workspace(tmp_path: Path, *args: str):
+    """A JupyterLab with the extension on, its workspace the test's ($WORKSPACE_DIR, and
+    $NBMEMORY_STORE on the database)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    return jupyter_lab(root, extra_args=(server_extension_on(tmp_path), *args))
+
+
+def test_a_client_over_http_recalls_remembers_pins_compacts_and_is_notified(tmp_path):
+    Agent(agent_name="Research", persistent_memory=True).add_memory("Our warehouse is ClickHouse.")
+    updates = Updates()
+
+    async def scenario(server) -> None:
+        async with over_http(server, updates) as session:
+            assert session.get_server_capabilities().resources.subscribe
+            tools = (await session.list_tools()).tools
+            assert {tool.name for tool in tools} == EVERY_TOOL
+            assert {t.name for t in tools if t.annotations.readOnlyHint} == READERS
+            await another_process_changes_memory_then_notes(session, updates)
+            await remember_and_recall(session)
+            await figures_are_the_read_models(session)
+            await notes_round_trip(session)
+            await failures_are_one_line_and_the_server_goes_on(session)
+            await compact_on_the_offline_model(session)
+
+    with lab_on_this_workspace(tmp_path) as server:
+        anyio.run(scenario, server)
+        assert "Traceback" not in server.log.read_text()
+
+
+def test_two_clients_and_a_kernel_writing_at_once_lose_nothing(tmp_path):
+    Agent(agent_name="Shared", persistent_memory=True).add_memory("start")
+    kernel = (
+        "from nbmemory import Agent\n"
+        "agent = Agent(agent_name='Shared', persistent_memory=True)\n"
+        "for i in range(50):\n"
+        "    agent.add_memory(f'kernel {i}')\n"
+    )
+    written: list[str] = []
+
+    async def client(server, number: int) -> None:
+        async with over_http(server) as session:
+            for i in range(15):
+                text = f"client {number}.{i}"
+                answer(await session.call_tool("remember", {"agent": "Shared", "text": text}))
+                written.append(text)
+
+    async def clients(server) -> None:
+        async with anyio.create_task_group() as group:
+            for number in range(2):
+                group.start_soon(client, server, number)
+
+    with lab_on_this_workspace(tmp_path) as server, ThreadPoolExecutor(1) as pool:
+        other = pool.submit(run_python, kernel)
+        anyio.run(clients, server)
+        other.result()
+    contents = [m["content"] for m in stored_messages("Shared")]
+    assert sorted(c for c in contents if c.startswith("client")) == sorted(written)
+    assert [c for c in contents if c.startswith("kernel")] == [f"kernel {i}" for i in range(50)]
+    assert len(contents) == 1 + 30 + 50
+
+
+def test_without_the_token_the_endpoint_answers_403(tmp_path):
+    with lab_on_this_workspace(tmp_path) as server:
+        url = f"{server.url}/nbmemory/mcp"
+        for headers in ({}, {"Authorization": "token wrong"}):
+            with httpx.Client(headers={**ACCEPT, **headers}) as http:
+                assert http.post(url, json=INITIALIZE).status_code == 403
+                assert http.get(url).status_code == 403
+                assert http.delete(url).status_code == 403
+        signed = {**ACCEPT, "Authorization": f"token {server.token}"}
+        assert httpx.post(url, json=INITIALIZE, headers=signed).status_code == 200
+
+        async def refused() -> None:
+            with pytest.raises(Exception) as raised:  # a group, from the client's tasks
+                async with over_http(server, token="wrong"):
+                    pass
+            assert raised.group_contains(httpx.HTTPStatusError, match="403 Forbidden")
+
+        anyio.run(refused)
+    assert not ReadModel(Workspace.from_env()).names()
+
+
+def test_a_reader_gets_the_reading_tools_and_a_write_is_refused(tmp_path, monkeypatch):
+    """The authorizer allows "read" and denies "write" on the resource "nbmemory"."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ["PYTHONPATH"]]))
+    Agent(agent_name="Research", persistent_memory=True).add_memory("The plan is Tuesday.")
+    before = ReadModel(Workspace.from_env()).version()
+    refusal = "Jupyter authorizes you to read nbmemory's agents, not to change them"
+
+    async def scenario(server) -> None:
+        async with over_http(server) as session:
+            assert {tool.name for tool in (await session.list_tools()).tools} == READERS
+            found = await session.call_tool("recall_memory", {"agent": "Research", "query": "plan"})
+            assert "The plan is Tuesday." in answer(found)
+            said = await session.call_tool("remember", {"agent": "Research", "text": HOSTILE})
+            assert failure(said) == f"no tool named 'remember': {refusal}"
+            for name, arguments in (("edit_notes", {"add": "x"}), ("compact", {})):
+                refused = await session.call_tool(name, {"agent": "Research", **arguments})
+                assert failure(refused) == f"no tool named {name!r}: {refusal}"
+
+    authorizer = "--ServerApp.authorizer_class=readonly_authorizer.ReadOnlyAuthorizer"
+    with lab_on_this_workspace(tmp_path, authorizer) as server:
+        anyio.run(scenario, server)
+    assert ReadModel(Workspace.from_env()).version() == before  # nothing written
