@@ -14,6 +14,11 @@ import httpx
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+from browser import jupyter_lab, server_extension_on
+from nbmemory import Agent, Workspace
+from nbmemory.read_model import ReadModel
+from support import run_python, stored_messages
 from test_mcp_server import (
     EVERY_TOOL,
     HOSTILE,
@@ -28,11 +33,6 @@ from test_mcp_server import (
     notes_round_trip,
     remember_and_recall,
 )
-
-from browser import jupyter_lab, server_extension_on
-from nbmemory import Agent, Workspace
-from nbmemory.read_model import ReadModel
-from support import run_python, stored_messages
 
 TESTS = Path(__file__).parent
 INITIALIZE = {
@@ -90,7 +90,8 @@ def test_a_client_over_http_recalls_remembers_pins_compacts_and_is_notified(tmp_
 
     with lab_on_this_workspace(tmp_path) as server:
         anyio.run(scenario, server)
-        assert "Traceback" not in server.log.read_text()
+        log = server.log.read_text()
+        assert "Traceback" not in log, log[-6000:]
 
 
 def test_two_clients_and_a_kernel_writing_at_once_lose_nothing(tmp_path):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 import anyio
@@ -40,6 +41,16 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "conten
 """Headers of the SDK's answers that tornado writes itself."""
 
 
+class _SessionEnd(logging.Filter):
+    """Drops the SDK's traceback for a session that ends while its GET stream is open (its own
+    client's ``DELETE`` at every close, or Jupyter stopping): the stream is closed under its
+    reader, which is how it ends, not a failure."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, anyio.ClosedResourceError)
+
+
 class McpEndpoint:
     """Two MCP servers over one workspace, one with every tool and one read-only, each with its
     session manager; started at the first request, stopped with the Jupyter server."""
@@ -50,6 +61,9 @@ class McpEndpoint:
             "read": MemoryServer(workspace, read_only=True, why_read_only=READ_ONLY),
         }
         self.managers: dict[str, StreamableHTTPSessionManager] = {}
+        transport = logging.getLogger("mcp.server.streamable_http")
+        if not any(isinstance(f, _SessionEnd) for f in transport.filters):
+            transport.addFilter(_SessionEnd())
         self._ready: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -64,7 +78,7 @@ class McpEndpoint:
 
     async def _run(self, ready: asyncio.Future[None]) -> None:
         try:
-            async with contextlib.AsyncExitStack() as stack, anyio.create_task_group() as group:
+            async with anyio.create_task_group() as group, contextlib.AsyncExitStack() as stack:
                 for access, server in self.servers.items():
                     watcher = server.watcher()
                     manager = StreamableHTTPSessionManager(server.app(watcher))
