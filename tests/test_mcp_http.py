@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import sys
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Agent, Workspace
+from nbmemory.jupyter.server import NbMemoryServer
 from nbmemory.read_model import ReadModel
 from support import run_python, stored_messages
 from test_mcp_server import (
@@ -169,3 +172,13 @@ def test_a_reader_gets_the_reading_tools_and_a_write_is_refused(tmp_path, monkey
     with lab_on_this_workspace(tmp_path, authorizer) as server:
         anyio.run(scenario, server)
     assert ReadModel(Workspace.from_env()).version() == before  # nothing written
+
+
+def test_without_the_sdk_the_extension_serves_the_rest_api_alone(monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "nbmemory.jupyter.mcp_http", None)  # import fails
+    app = NbMemoryServer()
+    app.log = logging.getLogger("nbmemory-test")
+    with caplog.at_level(logging.INFO, "nbmemory-test"):
+        app.add_mcp_endpoint()
+    assert app.handlers == [] and "nbmemory_mcp" not in app.settings
+    assert "no MCP endpoint without pip install 'nbmemory[mcp]'" in caplog.text

@@ -18,6 +18,9 @@ Routes, under ``<base_url>/nbmemory/api``::
     GET  /agents/NAME/notes                         pinned notes and the tokens they add
     POST /agents/NAME/notes                         {"pin": "text"} or {"unpin": "number or words"}
 
+and, with ``nbmemory[mcp]`` installed, ``<base_url>/nbmemory/mcp``: ``nbmemory mcp``'s tools and
+resources over streamable HTTP, behind the same authentication (:mod:`nbmemory.jupyter.mcp_http`).
+
 Every handler reads through :class:`nbmemory.read_model.ReadModel` (compaction writes through
 :meth:`nbmemory.agent.Agent.compact`, which records it as every compaction is recorded, pins
 and unpins through :class:`nbmemory.notes.Notes`), in a worker thread so the server's event loop
