@@ -22,20 +22,7 @@ from nbmemory import Agent, Workspace
 from nbmemory.jupyter.server import NbMemoryServer
 from nbmemory.read_model import ReadModel
 from support import run_python, stored_messages
-from test_mcp_server import (
-    EVERY_TOOL,
-    HOSTILE,
-    READERS,
-    Updates,
-    another_process_changes_memory_then_notes,
-    answer,
-    compact_on_the_offline_model,
-    failure,
-    failures_are_one_line_and_the_server_goes_on,
-    figures_are_the_read_models,
-    notes_round_trip,
-    remember_and_recall,
-)
+from test_mcp_server import HOSTILE, READERS, Updates, answer, every_tool_and_resource, failure
 
 TESTS = Path(__file__).parent
 INITIALIZE = {
@@ -80,16 +67,7 @@ def test_a_client_over_http_recalls_remembers_pins_compacts_and_is_notified(tmp_
 
     async def scenario(server) -> None:
         async with over_http(server, updates) as session:
-            assert session.get_server_capabilities().resources.subscribe
-            tools = (await session.list_tools()).tools
-            assert {tool.name for tool in tools} == EVERY_TOOL
-            assert {t.name for t in tools if t.annotations.readOnlyHint} == READERS
-            await another_process_changes_memory_then_notes(session, updates)
-            await remember_and_recall(session)
-            await figures_are_the_read_models(session)
-            await notes_round_trip(session)
-            await failures_are_one_line_and_the_server_goes_on(session)
-            await compact_on_the_offline_model(session)
+            await every_tool_and_resource(session, updates)
 
     with lab_on_this_workspace(tmp_path) as server:
         anyio.run(scenario, server)
