@@ -107,7 +107,9 @@ def test_two_clients_and_a_kernel_writing_at_once_lose_nothing(tmp_path):
     assert len(contents) == 1 + 30 + 50
 
 
-def test_without_the_token_the_endpoint_answers_403(tmp_path):
+def test_jupyters_rules_apply_no_token_no_xsrf_no_foreign_origin(tmp_path):
+    """Without the token: 403. With a browser's login cookie, a POST needs the XSRF header
+    and an origin of the server's, as every POST of Jupyter's APIs does."""
     with lab_on_this_workspace(tmp_path) as server:
         url = f"{server.url}/nbmemory/mcp"
         for headers in ({}, {"Authorization": "token wrong"}):
@@ -125,6 +127,15 @@ def test_without_the_token_the_endpoint_answers_403(tmp_path):
             assert raised.group_contains(httpx.HTTPStatusError, match="403 Forbidden")
 
         anyio.run(refused)
+
+        with httpx.Client(headers=ACCEPT) as browser:  # signed in once, then by its cookie
+            browser.get(f"{server.url}/lab?token={server.token}").raise_for_status()
+            missing = browser.post(url, json=INITIALIZE)
+            assert missing.status_code == 403 and "_xsrf" in missing.json()["message"]
+            xsrf = {"X-XSRFToken": browser.cookies["_xsrf"]}
+            assert browser.post(url, json=INITIALIZE, headers=xsrf).status_code == 200
+            foreign = {**xsrf, "Origin": "http://elsewhere.example"}
+            assert browser.post(url, json=INITIALIZE, headers=foreign).status_code == 404
     assert not ReadModel(Workspace.from_env()).names()
 
 
