@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from jupyter_client.manager import start_new_kernel
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -22,6 +23,7 @@ from nbmemory import Agent, Workspace
 from nbmemory.jupyter.server import NbMemoryServer
 from nbmemory.read_model import ReadModel
 from support import run_python, stored_messages
+from test_magics_kernel import execute
 from test_mcp_server import HOSTILE, READERS, Updates, answer, every_tool_and_resource, failure
 
 TESTS = Path(__file__).parent
@@ -73,6 +75,28 @@ def test_a_client_over_http_recalls_remembers_pins_compacts_and_is_notified(tmp_
         anyio.run(scenario, server)
         log = server.log.read_text()
         assert "Traceback" not in log, log[-6000:]
+
+
+def test_a_fact_remembered_over_http_is_what_a_new_kernels_agent_answers(tmp_path):
+    """The kernel's ``%%agent`` runs the offline model, which answers from the memory."""
+    Agent(agent_name="Research", persistent_memory=True).add_memory("Our warehouse is ClickHouse.")
+
+    async def remember(server) -> None:
+        async with over_http(server) as session:
+            fact = {"agent": "Research", "text": "The launch moved to May 4."}
+            answer(await session.call_tool("remember", fact))
+
+    with lab_on_this_workspace(tmp_path) as server:
+        anyio.run(remember, server)
+    env = {k: v for k, v in os.environ.items() if k != "NBMEMORY_MODEL"}  # the offline model
+    manager, client = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
+    try:
+        execute(client, "%load_ext nbmemory")
+        said = execute(client, "%%agent Research --no-stream\nWhen is the launch?")
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert "May 4" in said
 
 
 def test_two_clients_and_a_kernel_writing_at_once_lose_nothing(tmp_path):
