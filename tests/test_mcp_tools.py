@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
+import types
 from importlib.metadata import EntryPoint, entry_points
 
 import anyio
@@ -94,3 +96,17 @@ def test_a_fastmcp_server_serves_them_as_nbmemory_mcp_answers(workspace):
             assert "no agent named 'Nobody'" in failure(gone)
 
     anyio.run(scenario)
+
+
+def test_with_fastmcp_a_failure_is_its_tool_error(monkeypatch):
+    """jupyter_server_mcp's fastmcp shows a ``ToolError``'s line as it is, unmasked."""
+
+    class ToolError(Exception):
+        pass
+
+    monkeypatch.setitem(sys.modules, "fastmcp", types.ModuleType("fastmcp"))
+    monkeypatch.setitem(
+        sys.modules, "fastmcp.exceptions", types.SimpleNamespace(ToolError=ToolError)
+    )
+    with pytest.raises(ToolError, match=r"^agent name '\.\./x' must not contain '/'"):
+        anyio.run(mcp_tools.memory_usage, "../x")

@@ -34,13 +34,24 @@ def _server(workspace: Workspace) -> MemoryServer:
     return MemoryServer(workspace, read_only=True, why_read_only=WHY_READ_ONLY)
 
 
+def _failure() -> type[Exception]:
+    """What a tool raises to fail with one line: fastmcp's ``ToolError`` where there is one
+    (jupyter_server_mcp's server passes it on as it is, never masked, with no traceback in
+    Jupyter's log), else nbmemory's."""
+    try:
+        from fastmcp.exceptions import ToolError as FastMCPToolError
+    except ImportError:
+        return ToolError
+    return FastMCPToolError
+
+
 async def _call(name: str, **arguments: Any) -> str:
     """Tool ``name`` of the workspace the environment names, in a thread; its answer as text."""
     server = _server(Workspace.from_env())
     try:
         text, _ = await anyio.to_thread.run_sync(server.call, name, arguments)
     except Exception as exc:
-        raise ToolError(server.error_line(exc)) from None
+        raise _failure()(server.error_line(exc)) from None
     return text
 
 
