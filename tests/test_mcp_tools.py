@@ -110,3 +110,28 @@ def test_with_fastmcp_a_failure_is_its_tool_error(monkeypatch):
     )
     with pytest.raises(ToolError, match=r"^agent name '\.\./x' must not contain '/'"):
         anyio.run(mcp_tools.memory_usage, "../x")
+
+
+def test_jupyter_server_mcp_serves_them_to_its_clients(workspace):
+    """With Jupyter AI's MCP server installed: its own registration and fastmcp's client."""
+    served = pytest.importorskip("jupyter_server_mcp.mcp_server")
+    fastmcp = pytest.importorskip("fastmcp")
+    Agent(agent_name="Research", persistent_memory=True).add_memory("The launch is on May 4.")
+    (value,) = declared().values()
+    server = served.MCPServer(name="Jupyter", port=0)
+    for spec in EntryPoint("nbmemory", value, GROUP).load():
+        server.register_tool(resolve(spec))
+
+    async def scenario() -> None:
+        async with fastmcp.Client(server.mcp) as client:
+            assert {tool.name for tool in await client.list_tools()} == READERS
+            asked = {"agent": "Research", "query": "launch"}
+            found = await client.call_tool("recall_memory", asked)
+            assert "The launch is on May 4." in found.content[0].text
+            refused = await client.call_tool(
+                "memory_usage", {"agent": "../x"}, raise_on_error=False
+            )
+            assert refused.is_error
+            assert refused.content[0].text == "agent name '../x' must not contain '/' or '\\'"
+
+    anyio.run(scenario)
