@@ -1,10 +1,11 @@
 """nbmemory's reading tools for ``jupyter_server_mcp``, the MCP server Jupyter AI brings.
 
 jupyter_server_mcp finds :data:`TOOLS` through the entry point group
-``jupyter_server_mcp.tools`` and serves them to Jupyter AI's agents, on a port of its own and
-without Jupyter's authentication: whatever reaches that port may call them. So only the tools
-that read are offered there; ``remember``, ``edit_notes`` and ``compact`` are at
-``/nbmemory/mcp`` of the server extension, behind Jupyter's token and authorizer.
+``jupyter_server_mcp.tools`` and serves them to Jupyter AI's agents, on a localhost port of its
+own, with Host and Origin checks but without Jupyter's token: any process on the machine may call
+them. So only the tools that read are offered there; ``remember``, ``edit_notes`` and
+``compact`` are at ``/nbmemory/mcp`` of the server extension, behind Jupyter's token and
+authorizer.
 
 Each is the tool of ``nbmemory mcp`` (:meth:`nbmemory.mcp_server.MemoryServer.call`: the same
 checks, the same answers, failures as one line) as a plain typed function whose docstring is
