@@ -249,6 +249,23 @@ async def compact_on_the_offline_model(session: ClientSession) -> None:
     assert HOSTILE in found and archives[0].name in found
 
 
+async def every_tool_and_resource(session: ClientSession, updates: Updates) -> None:
+    """What a client with every tool does, over any transport (Research holds one fact)."""
+    assert session.get_server_capabilities().resources.subscribe
+    tools = (await session.list_tools()).tools
+    assert {tool.name for tool in tools} == EVERY_TOOL
+    for tool in tools:
+        takes_agent = tool.name != "list_agents"
+        assert ("agent" in tool.inputSchema["required"]) == takes_agent
+        assert tool.annotations.readOnlyHint == (tool.name in READERS)
+    await another_process_changes_memory_then_notes(session, updates)
+    await remember_and_recall(session)
+    await figures_are_the_read_models(session)
+    await notes_round_trip(session)
+    await failures_are_one_line_and_the_server_goes_on(session)
+    await compact_on_the_offline_model(session)
+
+
 @pytest.mark.parametrize("store", ["files", "database"])
 def test_a_client_over_stdio_recalls_remembers_pins_and_compacts(store, request, tmp_path):
     if store == "database":
@@ -258,19 +275,7 @@ def test_a_client_over_stdio_recalls_remembers_pins_and_compacts(store, request,
 
     async def scenario() -> None:
         async with command(errlog=tmp_path / "stderr", updates=updates) as session:
-            assert session.get_server_capabilities().resources.subscribe
-            tools = (await session.list_tools()).tools
-            assert {tool.name for tool in tools} == EVERY_TOOL
-            for tool in tools:
-                takes_agent = tool.name != "list_agents"
-                assert ("agent" in tool.inputSchema["required"]) == takes_agent
-                assert tool.annotations.readOnlyHint == (tool.name in READERS)
-            await another_process_changes_memory_then_notes(session, updates)
-            await remember_and_recall(session)
-            await figures_are_the_read_models(session)
-            await notes_round_trip(session)
-            await failures_are_one_line_and_the_server_goes_on(session)
-            await compact_on_the_offline_model(session)
+            await every_tool_and_resource(session, updates)
 
     anyio.run(scenario)
     assert (tmp_path / "stderr").read_text() == ""

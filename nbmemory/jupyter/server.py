@@ -18,6 +18,9 @@ Routes, under ``<base_url>/nbmemory/api``::
     GET  /agents/NAME/notes                         pinned notes and the tokens they add
     POST /agents/NAME/notes                         {"pin": "text"} or {"unpin": "number or words"}
 
+and, with ``nbmemory[mcp]`` installed, ``<base_url>/nbmemory/mcp``: ``nbmemory mcp``'s tools and
+resources over streamable HTTP, behind the same authentication (:mod:`nbmemory.jupyter.mcp_http`).
+
 Every handler reads through :class:`nbmemory.read_model.ReadModel` (compaction writes through
 :meth:`nbmemory.agent.Agent.compact`, which records it as every compaction is recorded, pins
 and unpins through :class:`nbmemory.notes.Notes`), in a worker thread so the server's event loop
@@ -241,6 +244,8 @@ class NbMemoryServer(ExtensionApp):
 
     async def stop_extension(self) -> None:
         self.settings["nbmemory_heavy_reads"].shutdown()
+        if self.settings.get("nbmemory_mcp") is not None:
+            await self.settings["nbmemory_mcp"].stop()
 
     def initialize_handlers(self) -> None:
         base = "/nbmemory/api"
@@ -262,6 +267,19 @@ class NbMemoryServer(ExtensionApp):
                 (f"{base}{name}/export", ExportHandler),
             ]
         )
+        self.add_mcp_endpoint()
+
+    def add_mcp_endpoint(self) -> None:
+        """``/nbmemory/mcp``: the MCP server over streamable HTTP, when the MCP SDK is here."""
+        try:  # the MCP SDK comes with nbmemory[mcp], not with nbmemory
+            from nbmemory.jupyter.mcp_http import ROUTE, McpEndpoint, McpHandler
+        except ImportError as exc:
+            self.log.info("nbmemory: no MCP endpoint without pip install 'nbmemory[mcp]' (%s)", exc)
+            return
+        endpoint = McpEndpoint(self.settings["nbmemory_model"].workspace)
+        self.settings["nbmemory_mcp"] = endpoint
+        options = {"endpoint": endpoint, "resource": AUTH_RESOURCE}
+        self.handlers.append((ROUTE, McpHandler, options))
 
 
 # ----------------------------------------------------------------------------------------------
