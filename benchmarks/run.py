@@ -126,9 +126,9 @@ def first_answer_time(
     repeats: int, server: Any = None, pause: float = 0.0, checkout: Path = ROOT
 ) -> float:
     """Median time of the first ``%%agent`` answer in a fresh kernel, on a resumed agent: from
-    the cell's execute_request to its reply (its output shown), after ``%load_ext nbmemory``
-    and, ``pause`` seconds before the cell. On the offline model, else on ``server`` (an
-    OpenAI-compatible server: the tests' ``FakeOpenAI``)."""
+    the cell's execute_request to its reply (its output shown), ``pause`` seconds after
+    ``%load_ext nbmemory``. On the offline model, else on ``server`` (an OpenAI-compatible
+    server: the tests' ``FakeOpenAI``) as the default model."""
     times = []
     with tempfile.TemporaryDirectory(prefix="bench-first-answer-") as folder:
         root = Path(folder)
