@@ -152,7 +152,7 @@ def test_views_read_through_the_read_model():
 
 ENVIRONMENT = {
     "nbmemory.store": {"Workspace.from_env"},
-    "nbmemory.llm": {"default_model", "litellm"},
+    "nbmemory.llm": {"default_model", "litellm", "_keep_litellm_offline"},
     "nbmemory.tokens": {"_tiktoken_cache"},
 }
 """Where code below the front ends may touch ``os.environ``: the workspace the environment

@@ -91,6 +91,17 @@ class NbMemoryMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
         self.agents: dict[str, Agent] = {}
+        self._import_litellm_early()
+
+    @observe("default_model")
+    def _default_model_changed(self, change: dict[str, Any]) -> None:
+        self._import_litellm_early()
+
+    def _import_litellm_early(self) -> None:
+        """Start importing litellm in the background if new agents would call a provider, so
+        that their first answer does not wait seconds for it; never for the offline model."""
+        if not llm.is_offline(self._model(None)):
+            llm.import_in_background()
 
     @validate("store")
     def _check_store(self, proposal: dict[str, Any]) -> str:
@@ -265,6 +276,11 @@ class NbMemoryMagics(Magics):
         args = parse_argstring(self.agent, line)
         args.name = _unquoted(args.name)
         args.system = _unquoted(args.system)
+        if not llm.is_offline(self._model(args.model)):
+            # The first call needs litellm: let an import begun by %load_ext end before this
+            # cell imports anything, as two threads importing the same packages can fail on
+            # their circular imports.
+            llm.litellm()
         agent = self._agent(args)
         task = self._task(cell, args.var)
         agent.check_ready()
