@@ -33,7 +33,15 @@ from nbmemory.note_history import APPROVALS, DEFAULT, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
-from nbmemory.report import AgentTable, Audit, MessageList, parts_line, usage_line, visible
+from nbmemory.report import (
+    AgentTable,
+    Audit,
+    MessageList,
+    parts_line,
+    preview_report,
+    usage_line,
+    visible,
+)
 from nbmemory.store import Workspace
 from nbmemory.wording import counted
 
@@ -103,11 +111,15 @@ def cmd_export(args: argparse.Namespace) -> str:
 
 def cmd_compact(args: argparse.Namespace) -> str:
     reader = _reader(args)
-    if not args.summary.strip():
+    if args.summary is not None and not args.summary.strip():
         raise NbmemoryError("--summary must not be empty")
     reader.agent(args.name)  # AgentNotFoundError before anything is written
     agent = Agent.from_memory(args.name, reader.workspace, record_settings=False)
-    archive = agent.compact(args.summary).archive
+    keep = args.keep or []
+    if args.preview:
+        then = f"nbmemory compact {args.name} writes a summary like it (--keep TERM to keep more)"
+        return preview_report(args.name, agent.compact_preview(keep), then)
+    archive = agent.compact(args.summary, keep=keep).archive
     done = reader.compactions(args.name)
     figures = done[-1].figures if archive and done else "nothing archived"
     where = f"; raw transcript archived to {archive}" if archive else ""
@@ -340,9 +352,25 @@ def parser() -> argparse.ArgumentParser:
         metavar="MB",
         help="skip, with a warning, an agent holding a file over MB MiB (default: %(default)g)",
     )
-    compact = command("compact", cmd_compact, "replace an agent's memory with a summary")
+    compact = command(
+        "compact",
+        cmd_compact,
+        "replace an agent's memory with a summary (its model's, unless --summary)",
+    )
     compact.add_argument("name")
-    compact.add_argument("--summary", required=True, help="the summary text")
+    compact.add_argument("--summary", help="the summary text, instead of the model's")
+    compact.add_argument(
+        "--preview",
+        action="store_true",
+        help="show the summary, the tokens before and after and what it would drop; change nothing",
+    )
+    compact.add_argument(
+        "--keep",
+        action="append",
+        metavar="TERM",
+        help="a name, number or identifier the model's summary must keep word for word "
+        "(repeat for more)",
+    )
     tokens = command("tokens", cmd_tokens, "the tokens of an agent's next request, of its window")
     tokens.add_argument("name")
     audit = command("audit", cmd_audit, "list an agent's compactions and what each summary dropped")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from nbmemory.compressor import CompactionPlan
 from nbmemory.read_model import AgentInfo, CompactionInfo, Item, Usage
 from nbmemory.wording import LABELS, counted, message_number, reveal, usage_words
 
@@ -59,6 +60,24 @@ def usage_line(name: str, usage: Usage) -> str:
 def parts_line(usage: Usage) -> str:
     """What the next request carries, part by part (the parts add up to ``usage.tokens``)."""
     return " + ".join(f"{name} {tokens:,}" for name, tokens in usage.parts if tokens)
+
+
+def preview_report(name: str, plan: CompactionPlan, then: str) -> str:
+    """A compaction shown before it is made: the next request's tokens before and after, the
+    summary that would replace the memory, the terms it would still drop, and ``then``, how to
+    carry it out."""
+    after = "?" if plan.tokens_after is None else f"{plan.tokens_after:,}"
+    dropped = ", ".join(plan.missing[:24]) + (", …" if len(plan.missing) > 24 else "")
+    return "\n".join(
+        [
+            f"Preview of compacting {name} (nothing changed yet): next request "
+            f"{plan.tokens_before:,} → {after} tokens",
+            "Summary it would write:",
+            plan.summary,
+            f"It would still drop (the archive keeps them): {dropped or 'nothing'}",
+            then,
+        ]
+    )
 
 
 class TextBlock:

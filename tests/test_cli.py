@@ -24,6 +24,7 @@ from support import (
     hostile_names,
     leaks,
     plant_agent,
+    stored,
     stored_messages,
 )
 
@@ -141,7 +142,6 @@ def test_the_workspace_option_wins_over_the_environment(prepared, tmp_path):
         (["show", "Nobody"], 1, "no agent named 'Nobody'"),
         (["search", "zeppelin"], 1, "no message contains 'zeppelin'"),
         (["path", "../etc"], 2, "must not contain '/'"),
-        (["compact", "Scout"], 2, "the following arguments are required: --summary"),
         (["compact", "Scout", "--summary", " "], 2, "--summary must not be empty"),
         (["export", "Scout", "--format", "pdf"], 2, "invalid choice: 'pdf'"),
         (["show", "Scout", "--archive", "history_x.md"], 1, "no archive named 'history_x.md'"),
@@ -423,3 +423,22 @@ def test_import_warns_about_a_hostile_folder_in_one_escaped_line(tmp_path, datab
     assert out.startswith("imported 1 agent(s)") and not any(c in out + err for c in "\x1b\x07")
     assert err.startswith("nbmemory: warning: ") and len(err.splitlines()) == 1
     assert "bad\\x1b]0;pwned\\x07\\x1b[2J" in err
+
+
+def test_compact_previews_the_models_summary_and_keeps_what_is_asked(capsys: pytest.CaptureFixture):
+    convo = Conversation(name="Depot", memory_md_path=memory_path("Depot"))
+    for i in range(5):
+        convo.add("User", f"Line {i}: crate QX-{7700 + i} goes to the Lyon depot.")
+    before = stored("Depot")
+    assert main(["compact", "Depot", "--preview", "--keep", "Lyon"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("Preview of compacting Depot (nothing changed yet): next request ")
+    assert "Kept word for word: " in shown and "QX-7704" in shown and "Lyon" in shown
+    assert "nbmemory compact Depot writes a summary like it" in shown
+    assert stored("Depot") == before and ReadModel().archives("Depot") == []
+
+    assert main(["compact", "Depot", "--keep", "Lyon"]) == 0  # the model's summary
+    assert "compacted Depot: memory " in capsys.readouterr().out
+    (summary,) = stored_messages("Depot")
+    assert "Kept word for word: " in summary["content"] and "QX-7704" in summary["content"]
+    assert main(["compact", "Nobody", "--preview"]) == 1

@@ -326,6 +326,21 @@ def test_compact_with_the_agents_model_or_a_given_summary(ip):
     assert stored_messages("Scout")[0]["content"].endswith("Only this.")
 
 
+def test_compact_preview_shows_what_the_next_compact_writes(ip):
+    for n in range(5):
+        agent(ip, "Scout", f"Fact {n}: crate QX-{7700 + n} costs {n * 10}k EUR.")
+    before = stored_messages("Scout")
+    shown = repr(ip.run_line_magic("compact", "Scout --preview --keep QX-7700"))
+    assert shown.startswith("Preview of compacting Scout (nothing changed yet): next request ")
+    assert "%compact Scout writes this summary." in shown
+    assert stored_messages("Scout") == before and ReadModel().archives("Scout") == []
+    written = shown.split("Summary it would write:\n", 1)[1].split("\nIt would still drop")[0]
+    assert "QX-7700" in written.split("Kept word for word:")[1]
+    report = repr(ip.run_line_magic("compact", "Scout"))
+    assert report.startswith("Compacted Scout: memory ")
+    assert stored_messages("Scout")[0]["content"] == f"[Compressed Memory Summary]\n{written}"
+
+
 @pytest.mark.parametrize(
     ("magic", "line", "message"),
     [

@@ -24,6 +24,7 @@ from nbmemory import llm, workspace
 from nbmemory import store as memory_store
 from nbmemory.agent import Agent
 from nbmemory.atomic import write_atomic
+from nbmemory.compressor import CompactionPlan
 from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
@@ -31,7 +32,7 @@ from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
-from nbmemory.report import AgentTable, MessageList, TextBlock, usage_line
+from nbmemory.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
 from nbmemory.store import Workspace
 from nbmemory.wording import counted
 
@@ -91,6 +92,8 @@ class NbMemoryMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
         self.agents: dict[str, Agent] = {}
+        self._previews: dict[str, CompactionPlan] = {}
+        """The last ``%compact NAME --preview`` of each agent, until it is carried out."""
         self._import_litellm_early()
 
     @observe("default_model")
@@ -417,29 +420,55 @@ class NbMemoryMagics(Magics):
     @magic_arguments()
     @argument("name", help="the agent to compact")
     @argument("--summary", help="use this text as the summary instead of asking the model")
+    @argument(
+        "--preview",
+        action="store_true",
+        help="show the summary, the tokens before and after and what it would drop; change nothing",
+    )
+    @argument(
+        "--keep",
+        action="append",
+        metavar="TERM",
+        help="a name, number or identifier the summary must keep word for word (repeatable)",
+    )
     @no_var_expand
     @line_magic
     @_usage_errors
     def compact(self, line: str) -> TextBlock:
         """Replace an agent's memory with a summary; the raw transcript goes to its archive.
 
-        Without ``--summary`` the agent's model writes the summary (its context compressor).
+        Without ``--summary`` the agent's model writes the summary (its context compressor),
+        ending with the identifiers, numbers and dates it dropped, as many as fit. ``--preview``
+        shows that summary, the tokens before and after and what it would still drop, changing
+        nothing; the next ``%compact NAME`` then writes the summary shown, if the memory did
+        not change meanwhile. ``--keep TERM`` (repeatable) names what must be kept.
 
         Examples::
 
+            %compact ResearchAgent --preview --keep ACME-42
             %compact ResearchAgent
             %compact ResearchAgent --summary "User prefers GCP; shortlist BigQuery, AlloyDB."
         """
         args = parse_argstring(self.compact, line)
         args.name = _unquoted(args.name)
         summary = _unquoted(args.summary)
+        keep = [_unquoted(term) or "" for term in args.keep or []]
         if summary is not None and not summary.strip():
             raise UsageError("--summary must not be empty")
         reader = self._reader()
         reader.agent(args.name)  # AgentNotFoundError before an agent is built or anything written
         agent = self._compactor(args.name)
+        shown = self._previews.pop(args.name, None)
         try:
-            compaction = agent.compact(summary)
+            if args.preview:
+                plan = self._previews[args.name] = agent.compact_preview(keep)
+                then = f"%compact {args.name} writes this summary."
+                return TextBlock(preview_report(args.name, plan, then))
+            fresh = shown is not None and shown.history_length == len(
+                agent.short_memory.conversation_history
+            )
+            usable = fresh and summary is None and not keep
+            compaction = agent.compact(summary, keep=keep, plan=shown if usable else None)
         except CompactionError as exc:
             raise UsageError(str(exc)) from None
         archive, left_out = compaction.archive, compaction.missing
