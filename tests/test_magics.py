@@ -326,6 +326,22 @@ def test_compact_with_the_agents_model_or_a_given_summary(ip):
     assert stored_messages("Scout")[0]["content"].endswith("Only this.")
 
 
+def test_a_run_that_compacts_says_so_in_its_cell(ip):
+    from IPython.utils.capture import capture_output
+
+    said = []
+    for n in range(40):
+        with capture_output() as cell:
+            agent(ip, "Brief --context-length 1500", f"Fact {n}: crate QX-{7700 + n} is in Lyon.")
+        said += [o.data.get("text/plain", "") for o in cell.outputs]
+        if ReadModel().archives("Brief"):
+            break
+    notices = [text for text in said if "This run compacted Brief: memory " in text]
+    assert len(notices) == 1, said[-3:]
+    (compaction,) = ReadModel().compactions("Brief")
+    assert compaction.figures in notices[0] and compaction.archive in notices[0]
+
+
 def test_compact_preview_shows_what_the_next_compact_writes(ip):
     for n in range(5):
         agent(ip, "Scout", f"Fact {n}: crate QX-{7700 + n} costs {n * 10}k EUR.")

@@ -24,6 +24,7 @@ from nbmemory import llm, workspace
 from nbmemory import store as memory_store
 from nbmemory.agent import Agent
 from nbmemory.atomic import write_atomic
+from nbmemory.compactions import Compaction
 from nbmemory.compressor import CompactionPlan
 from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
@@ -288,7 +289,16 @@ class NbMemoryMagics(Magics):
         task = self._task(cell, args.var)
         agent.check_ready()
         widget = self._widget(agent.agent_name, expanded=False) if args.widget else None
+        compressor = agent._context_compressor
+        seen = compressor.last_compaction if compressor is not None else None
         answer = self._run(agent, task, stream=self.stream and not args.no_stream, widget=widget)
+        if compressor is not None and compressor.last_compaction is not seen:
+            from IPython.display import display
+
+            assert compressor.last_compaction is not None
+            display(
+                self._compacted(agent.agent_name, compressor.last_compaction, "This run compacted")
+            )
         if answer is None:
             return None
         if args.out:
@@ -471,11 +481,15 @@ class NbMemoryMagics(Magics):
             compaction = agent.compact(summary, keep=keep, plan=shown if usable else None)
         except CompactionError as exc:
             raise UsageError(str(exc)) from None
+        return self._compacted(args.name, compaction, "Compacted")
+
+    def _compacted(self, name: str, compaction: Compaction, what: str) -> TextBlock:
+        """What a compaction did, as ``%compact`` and a run that compacted report it."""
         archive, left_out = compaction.archive, compaction.missing
-        done = reader.compactions(args.name)
+        done = self._reader().compactions(name)
         figures = done[-1].figures if archive and done else "nothing archived"
         where = f"; raw transcript archived to {archive}" if archive else ""
-        report = f"Compacted {args.name}: {figures}{where}"
+        report = f"{what} {name}: {figures}{where}"
         if left_out:
             shown = ", ".join(left_out[:12]) + (", …" if len(left_out) > 12 else "")
             report += f"\nLeft out of the summary (still in the archive): {shown}"
