@@ -365,8 +365,9 @@ def kept_facts(
     budget: int,
     counter: TokenCounter,
 ) -> str:
-    """``KEPT_HEADING`` and, as many as fit ``budget`` tokens, terms of ``transcript`` each with
-    the few words said before its last mention ("heron vault is BA1234"): the ``chosen`` ones
+    """``KEPT_HEADING`` and, one per line, as many as fit ``budget`` tokens, terms of
+    ``transcript`` each with the few words said before its last mention ("heron vault is
+    BA1234"): the ``chosen`` ones
     (a person's) first, then the ``dropped`` ones, most specific first (codes and dates, then
     numbers and acronyms, then names), the latest mentioned first among equals. Empty when none
     is in the transcript."""
@@ -376,7 +377,7 @@ def kept_facts(
         key=lambda t: (-_specificity(t), -transcript.rfind(t)),
     )
     spans: list[tuple[int, int]] = []  # in the transcript; ones that overlap are merged
-    used = counter.count(f"{KEPT_HEADING} .")
+    used = counter.count(KEPT_HEADING)
     for term in [*picked, *rest]:
         at = transcript.rfind(term)
         if at < 0 or any(start <= at and at + len(term) <= end for start, end in spans):
@@ -388,15 +389,15 @@ def kept_facts(
         span = (at - len("".join(lead[-_LEAD_WORDS:])), at + len(term))
         joined = [old for old in spans if old[0] <= span[1] and span[0] <= old[1]]
         merged = (min([span[0], *(o[0] for o in joined)]), max([span[1], *(o[1] for o in joined)]))
-        cost = counter.count(f" {transcript[merged[0] : merged[1]]};") - sum(
-            counter.count(f" {transcript[o[0] : o[1]]};") for o in joined
+        cost = counter.count(f"\n- {transcript[merged[0] : merged[1]]}") - sum(
+            counter.count(f"\n- {transcript[o[0] : o[1]]}") for o in joined
         )
         if used + cost > budget:
             break
         spans = [old for old in spans if old not in joined] + [merged]
         used += cost
-    listed = [transcript[start:end] for start, end in spans]
-    return f"{KEPT_HEADING} {'; '.join(listed)}." if listed else ""
+    listed = [f"\n- {transcript[start:end]}" for start, end in spans]
+    return f"{KEPT_HEADING}{''.join(listed)}" if listed else ""
 
 
 def _specificity(term: str) -> int:

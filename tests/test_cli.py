@@ -433,12 +433,12 @@ def test_compact_previews_the_models_summary_and_keeps_what_is_asked(capsys: pyt
     assert main(["compact", "Depot", "--preview", "--keep", "Lyon"]) == 0
     shown = capsys.readouterr().out
     assert shown.startswith("Preview of compacting Depot (nothing changed yet): next request ")
-    assert "Kept word for word: " in shown and "QX-7704" in shown and "Lyon" in shown
+    assert "Kept word for word:\n- " in shown and "QX-7704" in shown and "Lyon" in shown
     assert "nbmemory compact Depot writes a summary like it" in shown
     assert stored("Depot") == before and ReadModel().archives("Depot") == []
 
     assert main(["compact", "Depot", "--keep", "Lyon"]) == 0  # the model's summary
     assert "compacted Depot: memory " in capsys.readouterr().out
     (summary,) = stored_messages("Depot")
-    assert "Kept word for word: " in summary["content"] and "QX-7704" in summary["content"]
+    assert "Kept word for word:\n- " in summary["content"] and "QX-7704" in summary["content"]
     assert main(["compact", "Nobody", "--preview"]) == 1

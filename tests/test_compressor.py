@@ -167,7 +167,7 @@ def test_between_runs_compress_leaves_the_static_context_and_the_summary_alone(o
     assert roles == ["System", "System"]  # the system prompt, then the summary
     [summary] = stored_messages("Worker")
     assert summary["content"] == (
-        f"{SUMMARY_MARKER}\nAll about the budget.\n\nKept word for word: The budget is 40k EUR."
+        f"{SUMMARY_MARKER}\nAll about the budget.\n\nKept word for word:\n- The budget is 40k EUR"
     )
     [request] = summary_requests(openai_server)
     transcript = "User: The budget is 40k EUR.\nWorker: Noted."
@@ -277,7 +277,7 @@ def test_what_the_summary_dropped_is_carried_word_for_word_most_specific_first(o
     summary = agent._context_compressor.compress(agent)
     model_part, _, kept = summary.partition("\n\n")
     assert model_part == "Many vault codes were given."
-    assert kept.startswith("Kept word for word: ")
+    assert kept.startswith("Kept word for word:\n- ")
     carried = [n for n in range(60) if f"vault {n} is ZA{1000 + n}" in kept]
     assert carried == list(range(60 - len(carried), 60)), "codes first, the latest first"
     assert len(carried) >= 20
@@ -296,7 +296,7 @@ def test_a_preview_changes_nothing_and_is_carried_out_as_shown(openai_server):
     openai_server.reply("A budget was agreed.")
     plan = agent.compact_preview(keep=["Dana"])
     assert stored("Worker") == before and agent.short_memory.archives() == []
-    assert plan.summary.startswith("A budget was agreed.\n\nKept word for word: ")
+    assert plan.summary.startswith("A budget was agreed.\n\nKept word for word:\n- ")
     kept = plan.summary.split("Kept word for word:")[1]
     assert kept.index("Dana") < kept.index("QX-7781"), "the chosen term first"
     assert plan.tokens_after is not None and plan.tokens_after < plan.tokens_before
