@@ -285,7 +285,7 @@ class Agent:
         ``embeddings.SemanticIndex``, made at the first recall), or ``None`` without an
         embedding model or a memory on disk."""
         docs = self.short_memory.docs
-        if self.embedding_model is None or docs is None:
+        if not self.embedding_model or docs is None:
             return None
         wanted = (docs, self.embedding_model, self.embedding_options)
         if self._semantic is None or self._semantic[0] != wanted:

@@ -183,3 +183,28 @@ def test_without_an_embedding_model_nothing_is_embedded_or_imported(openai_serve
     )
     result = run_python(code, env={"NBMEMORY_EMBEDDING_MODEL": ""})
     assert result.stdout.strip().endswith("[]")
+
+
+def test_a_database_of_schema_1_gains_the_table(openai_server, database_url, monkeypatch):
+    from nbmemory.pg_store import MIGRATIONS, SCHEMA_VERSION
+
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "CREATE TABLE nbmemory_schema (version integer PRIMARY KEY, applied timestamptz)"
+        )
+        for statement in MIGRATIONS[1]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO nbmemory_schema (version) VALUES (1)")
+    monkeypatch.setenv("NBMEMORY_STORE", database_url)
+    try:
+        agent = seeded(openai_server)
+        assert recall(agent.short_memory.docs, ASKED, semantic=agent.semantic_index())
+    finally:
+        from nbmemory import store
+
+        store.database_at(database_url).close()
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT max(version) FROM nbmemory_schema").fetchone() == (
+            SCHEMA_VERSION,
+        )
+        assert conn.execute("SELECT count(*) FROM nbmemory_embeddings").fetchone() == (4,)

@@ -1,7 +1,8 @@
 """IPython magics: agents with persistent memory in notebook cells.
 
 Load with ``%load_ext nbmemory``. Defaults come from ``%config NbMemoryMagics.<name> = ...``
-(``default_model``, ``api_base``, ``persistent``, ``workspace``, ``stream``, ``recall``);
+(``default_model``, ``api_base``, ``persistent``, ``workspace``, ``stream``, ``recall``,
+``embedding_model``, ``embedding_api_base``);
 ``%config NbMemoryMagics`` lists them. Each magic's help is its docstring: ``%%agent?``,
 ``%memory?``, ``%compact?``.
 """
@@ -79,6 +80,15 @@ class NbMemoryMagics(Magics):
     recall = Bool(
         True, help="Let agents search their own memory and archives (the recall_memory tool)."
     ).tag(config=True)
+    embedding_model = Unicode(
+        "",
+        help="""Embedding model recall also ranks by meaning with (any litellm embedding model:
+        openai/text-embedding-3-small, ollama/nomic-embed-text, …); empty means
+        $NBMEMORY_EMBEDDING_MODEL, else recall by words only.""",
+    ).tag(config=True)
+    embedding_api_base = Unicode(
+        "", help="Endpoint of the embedding model; empty for the provider's."
+    ).tag(config=True)
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
@@ -119,6 +129,8 @@ class NbMemoryMagics(Magics):
             "system_prompt": args.system,
             "recall": self.recall and not args.no_recall,
         }
+        embedding = self.embedding_model or llm.default_embedding_model()
+        options = {"api_base": self.embedding_api_base} if self.embedding_api_base else {}
         agent = self.agents.get(name)
         if agent is not None and (
             agent.model_name != wanted["model_name"]
@@ -136,6 +148,7 @@ class NbMemoryMagics(Magics):
                 **wanted,
             )
             self.agents[name] = agent
+        agent.embedding_model, agent.embedding_options = embedding, options
         if args.max_loops is not None:
             agent.max_loops = _max_loops(args.max_loops)
         if args.context_length is not None:
