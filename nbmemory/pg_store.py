@@ -1,4 +1,5 @@
-"""Agents' memories in a PostgreSQL database: the documents of the file layout, in three tables.
+"""Agents' memories in a PostgreSQL database: the documents of the file layout, in three tables
+(and recall's vectors in a fourth, ``nbmemory_embeddings``, an index recall rebuilds).
 
 An agent's folder holds ``MEMORY.md``, ``NOTES.md``, ``settings.json`` and ``archive/*``. Here
 ``nbmemory_agents`` has one row per agent with a change counter (``version``) and a compaction

@@ -10,6 +10,10 @@ its new messages only. A query's cost is bounded: only its first ``QUERY_TERMS``
 words (of its first ``QUERY_CHARS`` characters) count, and only its best matches by words are
 re-ranked.
 
+With an agent's embedding model (``embeddings.SemanticIndex``), a second ranking by meaning is
+fused with the ranking by words (reciprocal rank fusion), then passages are made as above; if
+the provider fails, recall is by words alone. Without one, nothing is hashed or embedded.
+
 Recall's own results are written to memory like any tool result; they are never recalled,
 nor are requests to call tools: what recall returns is only what was said.
 """

@@ -224,8 +224,10 @@ class _Handler(BaseHTTPRequestHandler):
         texts = body.get("input") or []
         texts = [texts] if isinstance(texts, str) else texts
         data = []
-        for i, text in enumerate(texts):
-            vector: Any = fake_embedding(text, body.get("dimensions") or EMBEDDING_DIMENSIONS)
+        dimensions = body.get("dimensions") or EMBEDDING_DIMENSIONS
+        made = owner.embed(texts) if owner.embed else [fake_embedding(t, dimensions) for t in texts]
+        for i, vector in enumerate(made):
+            vector = [float(x) for x in vector]
             if body.get("encoding_format") == "base64":
                 vector = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
             data.append({"object": "embedding", "index": i, "embedding": vector})
@@ -273,9 +275,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeOpenAI:
-    """An OpenAI-compatible chat completions server on 127.0.0.1 with scripted replies."""
+    """An OpenAI-compatible chat completions server on 127.0.0.1 with scripted replies.
 
-    def __init__(self) -> None:
+    ``embed`` (texts -> vectors) stands in for :func:`fake_embedding` behind ``/v1/embeddings``
+    (a benchmark serves a real model through it)."""
+
+    def __init__(self, embed: Any = None) -> None:
+        self.embed = embed
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # header names lower-cased
         self.embedding_requests: list[dict[str, Any]] = []
