@@ -78,7 +78,7 @@ class _Table:
             return
         if self.dimensions not in (None, vectors.shape[1]):
             self.__init__()  # the model's vectors changed shape: start again
-        fresh = [n for n, key in enumerate(keys) if key not in self.rows]
+        fresh = list({key: n for n, key in enumerate(keys) if key not in self.rows}.values())
         vectors = vectors[fresh]
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = vectors / np.where(norms == 0, 1, norms)
@@ -128,7 +128,8 @@ class _FileVectors:
         """The records written since the last load (all of them the first time, or when the
         file was replaced), or ``None`` if there are none or the file is not usable."""
         try:
-            with open(self.path, "rb") as file:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as file:
                 inode = os.fstat(file.fileno()).st_ino
                 head = file.read(4096)
                 parsed = self._parse_header(head)
@@ -137,6 +138,8 @@ class _FileVectors:
                 start, dimensions = parsed
                 record = _KEY + 4 * dimensions
                 at = self._at[1] if self._at is not None and self._at[0] == inode else start
+                if at > os.fstat(file.fileno()).st_size:  # rewritten in place: read it anew
+                    at = start
                 file.seek(at)
                 data = file.read()
         except OSError:
@@ -155,7 +158,9 @@ class _FileVectors:
         ``table`` (the ones just made among them), so a deleted index is rebuilt from RAM."""
         make_private_dir(self.path.parent)
         dimensions = vectors.shape[1]
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        fd = os.open(
+            self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
         with os.fdopen(fd, "r+b", buffering=0) as file:
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
@@ -164,6 +169,7 @@ class _FileVectors:
                 os.ftruncate(fd, 0)
                 file.write(self._header(dimensions))
                 keys, vectors = table.pairs()
+                self._at = None
             else:
                 start, _ = parsed
                 record = _KEY + 4 * dimensions
@@ -215,8 +221,10 @@ class SemanticIndex:
         self.docs = docs
         self.model = model
         self.options = {**DEFAULT_OPTIONS, **(options or {})}
+        dimensions = self.options.get("dimensions")
+        tag = f"{model}@{dimensions}" if dimensions else model  # what the vectors are tagged with
         self._store: Any = (
-            _DatabaseVectors(docs, model) if docs.is_database else _FileVectors(docs.folder, model)
+            _DatabaseVectors(docs, tag) if docs.is_database else _FileVectors(docs.folder, tag)
         )
         self._table = _Table()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()

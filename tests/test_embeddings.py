@@ -11,7 +11,7 @@ import pytest
 
 from nbmemory import Agent
 from nbmemory.errors import MemoryWarning
-from nbmemory.recall import recall
+from nbmemory.recall import recall, text_key
 from nbmemory.workspace import EMBEDDINGS_DIR
 from support import run_python
 
@@ -208,3 +208,39 @@ def test_a_database_of_schema_1_gains_the_table(openai_server, database_url, mon
             SCHEMA_VERSION,
         )
         assert conn.execute("SELECT count(*) FROM nbmemory_embeddings").fetchone() == (4,)
+
+
+@pytest.mark.files("the vectors' file")
+def test_records_written_twice_by_racing_processes_are_read_once(openai_server):
+    agent = seeded(openai_server)
+    docs = agent.short_memory.docs
+    recall(docs, ASKED, semantic=agent.semantic_index())
+    [index] = (docs.folder / EMBEDDINGS_DIR).iterdir()
+    header, _, records = index.read_bytes().partition(b"\n")
+    index.write_bytes(header + b"\n" + records + records)
+    fresh = embedder(openai_server).semantic_index()
+    agent.short_memory.add("User", "My physician is Dr Okafor.")
+    assert recall(docs, "Who is my doctor?", semantic=fresh)[0].text.endswith("Dr Okafor.")
+    assert recall(docs, ASKED, semantic=fresh)[0].text == FACT
+    for n, text in enumerate(FILLER):  # each keeps its own vector
+        assert fresh.ranked(text, [text_key(text)], [text], 1) == [(pytest.approx(1.0), 0)], n
+
+
+def test_import_leaves_the_vectors_out(openai_server, tmp_path, database, monkeypatch):
+    from nbmemory import Workspace, store
+    from nbmemory.layout import import_layout
+
+    monkeypatch.delenv("NBMEMORY_STORE")
+    source = Workspace(tmp_path / "source")
+    agent = Agent(
+        "Maya",
+        persistent_memory=True,
+        workspace=source,
+        embedding_model="openai/fake-embed",
+        embedding_options={"api_base": openai_server.url, "api_key": "k", "max_retries": 0},
+    )
+    agent.short_memory.add("User", FACT)
+    recall(agent.short_memory.docs, ASKED, semantic=agent.semantic_index())
+    assert (tmp_path / "source" / "agents" / "Maya" / EMBEDDINGS_DIR).is_dir()
+    assert import_layout(tmp_path / "source", Workspace(tmp_path / "db", database)) == ["Maya"]
+    assert store.database_at(database).documents("Maya") == ["settings.json"]
