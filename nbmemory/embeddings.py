@@ -237,7 +237,7 @@ class SemanticIndex:
         return f"SemanticIndex({self.docs!r}, {self.model!r})"
 
     def ranked(
-        self, query: str, keys: Sequence[bytes], texts: Sequence[str], count: int
+        self, query: str, keys: Sequence[bytes | None], texts: Sequence[str | None], count: int
     ) -> list[tuple[float, int]] | None:
         """The ``count`` texts nearest ``query`` by cosine, nearest first, as ``(cosine,
         position)`` (``keys[n]`` is the key of ``texts[n]``, oldest first; ties go to the
@@ -253,7 +253,7 @@ class SemanticIndex:
         return sorted(((float(scores[n]), int(n)) for n in found), reverse=True)
 
     def similarities(
-        self, query: str, keys: Sequence[bytes], texts: Sequence[str]
+        self, query: str, keys: Sequence[bytes | None], texts: Sequence[str | None]
     ) -> np.ndarray | None:
         """The cosine of ``query`` to each text (NaN for one not embedded yet), as
         :meth:`ranked` embeds them; ``None`` if the provider failed."""
@@ -273,14 +273,15 @@ class SemanticIndex:
                 scores[present] = self._table.matrix[rows[present]] @ found
             return scores
 
-    def _missing(self, keys: Sequence[bytes]) -> list[int]:
-        """Positions of keys with no vector, newest first, each key once, at most PER_RECALL."""
+    def _missing(self, keys: Sequence[bytes | None]) -> list[int]:
+        """Positions of keys with no vector, newest first, each key once, at most PER_RECALL
+        (a ``None`` key is a text that is never embedded)."""
         seen: set[bytes] = set()
         missing = []
         rows = self._table.rows
         for n in range(len(keys) - 1, -1, -1):
             key = keys[n]
-            if key not in rows and key not in seen:
+            if key is not None and key not in rows and key not in seen:
                 seen.add(key)
                 missing.append(n)
                 if len(missing) == PER_RECALL:

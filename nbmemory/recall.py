@@ -20,6 +20,7 @@ nor are requests to call tools: what recall returns is only what was said.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import hashlib
@@ -211,7 +212,7 @@ class SemanticIndex(Protocol):
     """What recall asks of an agent's embeddings (``embeddings.SemanticIndex``)."""
 
     def ranked(
-        self, query: str, keys: list[bytes], texts: list[str], count: int
+        self, query: str, keys: list[bytes | None], texts: list[str | None], count: int
     ) -> list[tuple[float, int]] | None: ...
 
 
@@ -381,24 +382,28 @@ def _by_meaning(
     """The best matches by meaning, best first, as ``(file rank, message)``; ``None`` if the
     provider failed. Messages recall never returns, and those with nothing the query does not
     already say, are left out; a bare question counts less (``QUESTION``), as by words."""
-    keys, texts, places = [], [], []
-    for rank, (_, index) in enumerate(indexes):
-        for i, key in enumerate(_keys(index)):
-            terms = index.terms[i]
-            if key is not None and terms is not None and not terms.keys() <= asked:
-                keys.append(key)
-                texts.append(index.texts[i] or "")
-                places.append((rank, i))
-    if not keys:
+    keys: list[bytes | None] = []
+    texts: list[str | None] = []
+    starts = []
+    for _, index in indexes:  # whole lists joined: no step per message in Python
+        starts.append(len(keys))
+        found = _keys(index)
+        keys += found
+        texts += index.texts[: len(found)]
+    if not any(keys):
         return []
     pool = max(_POOL, limit * 20)
-    found = semantic.ranked(query[:QUERY_CHARS], keys, texts, 2 * pool)
+    # Asked for more than the pool: the question itself and its earlier askings are dropped.
+    found = semantic.ranked(query[:QUERY_CHARS], keys, texts, 2 * pool + 16)
     if found is None:
         return None
     best = []
     for score, n in found:
-        rank, i = places[n]
-        index = indexes[rank][1]
+        rank = bisect.bisect_right(starts, n) - 1
+        index, i = indexes[rank][1], n - starts[rank]
+        terms = index.terms[i]
+        if terms is None or terms.keys() <= asked:
+            continue
         if index.asks[i] and index.beside(i) is None:
             score *= QUESTION
         best.append((score, rank, i))
