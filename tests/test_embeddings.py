@@ -64,6 +64,7 @@ def test_the_tool_ranks_by_meaning_in_a_run(openai_server, on_store):
 
 def test_each_message_is_embedded_once_in_batches(openai_server, on_store):
     agent = seeded(openai_server)
+    assert inputs(openai_server) == []  # adding embeds nothing
     docs, semantic = agent.short_memory.docs, agent.semantic_index()
     recall(docs, ASKED, semantic=semantic)
     assert inputs(openai_server) == [[ASKED, *reversed(FILLER), FACT]]  # newest first, one batch
