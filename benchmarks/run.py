@@ -1,9 +1,13 @@
 """Measure the memory engine and print a table; ``--vs-swarms`` measures swarms 16.0.3 alongside.
 
-    python benchmarks/run.py [--repeats N] [--vs-swarms]
+    python benchmarks/run.py [--repeats N] [--vs-swarms] [--kernels [--before CHECKOUT]]
 
 swarms is installed (once) into benchmarks/.swarms-venv, apart from nbmemory's environment.
 Each figure is the median of several runs; the ratio is swarms' time over nbmemory's.
+``--kernels`` measures only the figures of fresh kernels: ``%load_ext`` and the first answer
+after a restart, on the offline model and on an OpenAI-compatible server on 127.0.0.1 (the
+tests' fake one), right after ``%load_ext`` and a few seconds after it; ``--before`` measures
+another checkout of nbmemory (a folder holding ``nbmemory/``) in turns with this one.
 """
 
 from __future__ import annotations
@@ -11,14 +15,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 SWARMS = "swarms==16.0.3"
 SWARMS_VENV = HERE / ".swarms-venv"
+PAUSE = 3.0  # seconds between %load_ext and the first %%agent cell: a person reading
+FIRST_ANSWER_OFFLINE = "first answer after a restart, fresh kernel (offline model)"
+FIRST_ANSWER_SERVER = "first answer after a restart (loopback OpenAI server)"
+FIRST_ANSWER_SERVER_PAUSED = f"first answer, {PAUSE:g} s after %load_ext (loopback server)"
+RESUMED = "Scout"
+RESUMED_MESSAGES = 500
+QUESTION = "Which warehouse did we pick?"
 
 GOALS = {
     "add, per message (persistent)": "<= 10 us",
@@ -29,6 +46,7 @@ GOALS = {
     "recall over 100,000 archived messages, warm": "<= 20 ms",
     "import nbmemory": "<= 100 ms",
     "%load_ext nbmemory, fresh kernel": "<= 150 ms",
+    FIRST_ANSWER_OFFLINE: "<= 1 s",
     "widget: state sent for 10,000 messages (KB)": "a page, not the history",
     "widget: first page, 10,000 messages (cold)": "<= 0.3 s",
     "widget: first page + token figures, 10,000 messages (cold)": "<= 0.3 s",
@@ -36,34 +54,131 @@ GOALS = {
 }
 
 
-def load_ext_time(repeats: int) -> float:
-    """Median time of ``%load_ext nbmemory`` in a fresh kernel, measured inside the kernel."""
-    import statistics
-
+@contextmanager
+def fresh_kernel(
+    env: dict[str, str] | None = None, cwd: Path | None = None, checkout: Path = ROOT
+) -> Iterator[Any]:
+    """A client of a new kernel that sees the nbmemory of ``checkout``; shut down afterwards."""
     from jupyter_client.manager import start_new_kernel
 
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(checkout)}
+    manager, client = start_new_kernel(kernel_name="python3", env=env, cwd=str(cwd or HERE))
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def execute(client: Any, code: str) -> str:
+    """Run ``code`` in the kernel; what it printed or showed, and fails on an error."""
+    out: list[str] = []
+
+    def collect(message: dict[str, Any]) -> None:
+        content = message["content"]
+        if message["header"]["msg_type"] == "stream":
+            out.append(content["text"])
+        elif "data" in content:
+            out.append(content["data"].get("text/markdown") or content["data"]["text/plain"])
+        elif message["header"]["msg_type"] == "error":
+            out.append(f"{content['ename']}: {content['evalue']}")
+
+    reply = client.execute_interactive(code, output_hook=collect, timeout=120)
+    shown = "".join(out)
+    if reply["content"]["status"] != "ok":
+        raise RuntimeError(f"the kernel failed on {code!r}: {shown}")
+    return shown
+
+
+def load_ext_time(repeats: int, checkout: Path = ROOT) -> float:
+    """Median time of ``%load_ext nbmemory`` in a fresh kernel, measured inside the kernel."""
     code = (
         "import time; t = time.perf_counter()\n"
         "get_ipython().run_line_magic('load_ext', 'nbmemory')\n"
         "print(time.perf_counter() - t)"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     times = []
     for _ in range(repeats):
-        manager, client = start_new_kernel(kernel_name="python3", env=env)
-        try:
-            out: list[str] = []
-
-            def collect(message: dict, out: list[str] = out) -> None:
-                if message["header"]["msg_type"] == "stream":
-                    out.append(message["content"]["text"])
-
-            client.execute_interactive(code, output_hook=collect, timeout=60)
-            times.append(float("".join(out).split()[-1]))
-        finally:
-            client.stop_channels()
-            manager.shutdown_kernel(now=True)
+        with fresh_kernel(checkout=checkout) as client:
+            times.append(float(execute(client, code).split()[-1]))
     return statistics.median(times)
+
+
+def _resumed_workspace(root: Path, checkout: Path) -> None:
+    """Agent ``RESUMED``'s memory on disk in ``root``: ``RESUMED_MESSAGES`` messages about a
+    project, one of which answers ``QUESTION``, written as a kernel before the restart did."""
+    code = (
+        "from nbmemory import Conversation\n"
+        "from nbmemory.store import memory_path\n"
+        f"c = Conversation(name={RESUMED!r}, memory_md_path=memory_path({RESUMED!r}))\n"
+        f"for i in range({RESUMED_MESSAGES} // 2 - 1):\n"
+        "    c.add('User', f'Item {i}: the dashboard for team {i} refreshes every {i} minutes.')\n"
+        f"    c.add({RESUMED!r}, f'Noted: team {{i}} gets a refresh every {{i}} minutes.')\n"
+        "c.add('User', 'Our warehouse is ClickHouse.')\n"
+        f"c.add({RESUMED!r}, 'Noted: ClickHouse it is.')\n"
+        "c.close()\n"
+    )
+    with fresh_kernel({"WORKSPACE_DIR": str(root)}, root, checkout) as client:
+        execute(client, code)
+
+
+def first_answer_time(
+    repeats: int, server: Any = None, pause: float = 0.0, checkout: Path = ROOT
+) -> float:
+    """Median time of the first ``%%agent`` answer in a fresh kernel, on a resumed agent: from
+    the cell's execute_request to its reply (its output shown), ``pause`` seconds after
+    ``%load_ext nbmemory``. On the offline model, else on ``server`` (an OpenAI-compatible
+    server: the tests' ``FakeOpenAI``) as the default model."""
+    times = []
+    with tempfile.TemporaryDirectory(prefix="bench-first-answer-") as folder:
+        root = Path(folder)
+        _resumed_workspace(root, checkout)
+        env = {"WORKSPACE_DIR": str(root), "OPENAI_API_KEY": "test-key"}
+        for _ in range(repeats):
+            with fresh_kernel(env, root, checkout) as client:
+                execute(client, "%load_ext nbmemory")
+                if server is not None:
+                    execute(client, f"%config NbMemoryMagics.api_base = {server.url!r}")
+                    execute(client, "%config NbMemoryMagics.default_model = 'openai/test-model'")
+                time.sleep(pause)
+                start = time.perf_counter()
+                shown = execute(client, f"%%agent {RESUMED}\n{QUESTION}")
+                times.append(time.perf_counter() - start)
+                expected = "ClickHouse" if server is None else "ok"
+                if expected not in shown:
+                    raise RuntimeError(f"unexpected answer: {shown!r}")
+    return statistics.median(times)
+
+
+def kernel_figures(repeats: int, checkout: Path = ROOT) -> dict[str, float]:
+    """The figures of fresh kernels running ``checkout``'s nbmemory: ``%load_ext`` and the
+    first answer after a restart."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from fake_openai import FakeOpenAI
+
+    figures = {"%load_ext nbmemory, fresh kernel": load_ext_time(repeats, checkout)}
+    figures[FIRST_ANSWER_OFFLINE] = first_answer_time(repeats, checkout=checkout)
+    with FakeOpenAI() as server:
+        figures[FIRST_ANSWER_SERVER] = first_answer_time(repeats, server, checkout=checkout)
+        figures[FIRST_ANSWER_SERVER_PAUSED] = first_answer_time(
+            repeats, server, PAUSE, checkout=checkout
+        )
+    return figures
+
+
+def interleaved(repeats: int, before: Path | None) -> tuple[dict[str, float], dict[str, float]]:
+    """The fresh-kernel figures of this checkout and of ``before`` (if given), measured in
+    turns so that both see the same load; medians."""
+    checkouts = [ROOT] + ([before] if before else [])
+    runs: dict[Path, list[dict[str, float]]] = {checkout: [] for checkout in checkouts}
+    for _ in range(repeats):
+        for checkout in checkouts:
+            runs[checkout].append(kernel_figures(1, checkout))
+    medians = [
+        {name: statistics.median(run[name] for run in runs[checkout]) for name in runs[ROOT][0]}
+        for checkout in checkouts
+    ]
+    return medians[0], medians[1] if before else {}
 
 
 def swarms_python() -> Path:
@@ -112,10 +227,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--vs-swarms", action="store_true")
+    parser.add_argument("--kernels", action="store_true", help="only the fresh-kernel figures")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="CHECKOUT",
+        help="with --kernels: the same figures of another checkout, side by side",
+    )
     args = parser.parse_args()
 
+    if args.kernels:
+        figures, before = interleaved(args.repeats, args.before)
+        rows = [["workload", "nbmemory", "goal"] + (["before", "before / now"] if before else [])]
+        for name, value in figures.items():
+            row = [name, show(value, name), GOALS.get(name, "")]
+            if before:
+                row += [show(before[name], name), f"{before[name] / value:.1f}x"]
+            rows.append(row)
+        print_table(rows)
+        return
     ours = measure(sys.executable, "nbmemory", args.repeats)
-    ours["%load_ext nbmemory, fresh kernel"] = load_ext_time(args.repeats)
+    ours |= kernel_figures(args.repeats)
     theirs = measure(swarms_python(), "swarms", args.repeats) if args.vs_swarms else {}
     theirs["import nbmemory"] = theirs.pop("import swarms", None)
 

@@ -233,6 +233,10 @@ def widget_figures(repeats: int) -> dict[str, float]:
         )
         / 1000,
         "widget: its module, sent once per view (KB)": len(widget._esm) / 1000,
+        "widget: its words, sent once per kernel (KB)": len(
+            json.dumps(widget.vocabulary.get_state())
+        )
+        / 1000,
     }
     widget.close()
     return results

@@ -17,9 +17,10 @@ from typing import Any, Literal
 
 from nbmemory import llm
 from nbmemory.compactions import Compaction, write_record
-from nbmemory.compressor import ContextCompressor
+from nbmemory.compressor import CompactionPlan, ContextCompressor
 from nbmemory.conversation import Conversation
 from nbmemory.errors import CompactionError, MemoryFormatError
+from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.notes import TOOL_NAME as NOTES_TOOL
@@ -61,11 +62,13 @@ class Agent:
 
     With persistent memory the model also gets ``recall_memory`` (search its memory and
     archives; ``recall=False`` removes it) and ``edit_notes`` (its pinned notes, which every
-    request carries; ``pinned_notes=False`` removes the tool, not the notes).
-    ``embedding_model`` (any litellm embedding model, default ``$NBMEMORY_EMBEDDING_MODEL``;
-    ``""`` for none) makes recall rank by meaning too: messages are embedded when recall runs,
-    with ``embedding_options`` (``api_base``, ``api_key``, ``timeout``…) passed to
-    ``litellm.embedding``, and their vectors kept beside the memory.
+    request carries; ``pinned_notes=False`` removes the tool, not the notes). Every change to the
+    notes is recorded; ``notes_approval`` says whether the model's edits wait for a person's
+    review (see :attr:`notes_approval`). ``embedding_model`` (any litellm embedding model,
+    default ``$NBMEMORY_EMBEDDING_MODEL``; ``""`` for none) makes recall rank by meaning too:
+    messages are embedded when recall runs, with ``embedding_options`` (``api_base``,
+    ``api_key``, ``timeout``…) passed to ``litellm.embedding``, and their vectors kept beside
+    the memory.
 
     ``workspace`` (a :class:`Workspace`: a folder, on files or on a database) says where the
     memory is kept; without one, ``$WORKSPACE_DIR`` (or ``workspace_dir``) on
@@ -106,6 +109,7 @@ class Agent:
         embedding_model: str | None = None,
         embedding_options: Mapping[str, Any] | None = None,
         pinned_notes: bool = True,
+        notes_approval: str | None = None,
         saved_state_path: str | None = None,
         print_on: bool = False,
         verbose: bool = False,
@@ -163,6 +167,8 @@ class Agent:
         """The pinned notes every request carries (``None`` without persistent memory)."""
         self.pinned_notes = pinned_notes and self.notes is not None
         """Whether the model may edit its notes (``edit_notes``)."""
+        self.notes_approval = notes_approval
+        self._run_task: str | None = None
         self.set_tools(tools or ())
         lines = [
             *([system_prompt] if system_prompt else []),
@@ -219,12 +225,19 @@ class Agent:
             }
         )
 
-    def compact(self, summary: str | None = None) -> Compaction:
+    def compact(
+        self,
+        summary: str | None = None,
+        keep: Sequence[str] = (),
+        plan: CompactionPlan | None = None,
+    ) -> Compaction:
         """Compact this agent's memory now: ``summary`` replaces it, or, without one, the
-        compressor's model writes the summary. The raw transcript is archived first, and what
-        was done (tokens of the next request before and after, terms the summary left out) is
-        recorded beside the archive, whoever compacts. ``CompactionError`` (nothing changed)
-        when there is no summary to write, or nothing to compact."""
+        compressor's model writes the summary (``keep``: terms to carry word for word; ``plan``:
+        a :meth:`compact_preview` a person approved, carried out as shown). The raw transcript
+        is archived first, and what was done (tokens of the next request before and after, terms
+        the summary left out) is recorded beside the archive, whoever compacts.
+        ``CompactionError`` (nothing changed) when there is no summary to write, or nothing to
+        compact."""
         compressor = self._context_compressor
         if summary is None:
             if compressor is None:
@@ -233,7 +246,7 @@ class Agent:
                 )
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                written = compressor.compress(self)
+                written = compressor.compress(self, keep=keep, plan=plan)
             if written is None or compressor.last_compaction is None:
                 reason = str(caught[-1].message) if caught else "the compressor gave up"
                 raise CompactionError(f"{self.agent_name} was not compacted: {reason}")
@@ -264,6 +277,16 @@ class Agent:
             compressor.last_compaction = compaction
         return compaction
 
+    def compact_preview(self, keep: Sequence[str] = ()) -> CompactionPlan:
+        """What :meth:`compact` would do now with the model's summary, changing nothing: the
+        summary, the next request's tokens before and after, and the terms it would drop
+        (``keep``: terms a person wants kept word for word). ``CompactionError`` if there is
+        nothing to compact or no summary could be written."""
+        compressor = self._context_compressor
+        if compressor is None:
+            raise CompactionError(f"{self.agent_name}: its context compression is off")
+        return compressor.preview(self, keep=keep)
+
     def check_ready(self) -> None:
         """Raise ``MissingKeyError`` (naming the variable to set) if the model cannot be called."""
         llm.check_key(self.model_name, self.api_key, self.api_base)
@@ -272,7 +295,7 @@ class Agent:
         """Replace the tools the model may call (the memory tools stay, when they are on)."""
         builtin = [recall_tool(self._memory_folder, self.semantic_index)] if self.recall else []
         if self.pinned_notes:
-            builtin.append(notes_tool(lambda: self.notes))
+            builtin.append(notes_tool(lambda: self.notes, self.approval_now, self._note_author))
         self.tools = ToolBox([*tools, *builtin])
         self._tool_schemas = self.tools.schemas()
         self._schema_tokens: int | None = None
@@ -297,6 +320,48 @@ class Agent:
                 made,
             )
         return self._semantic[1]
+
+    @property
+    def notes_approval(self) -> str | None:
+        """How the model's note edits are taken: ``"auto"`` (applied), ``"ask"`` (proposed, for
+        a person to accept or reject) or ``"off"`` (refused); ``None``: ``"ask"`` while the
+        model's context holds another tool's result (text someone else wrote), else ``"auto"``."""
+        return self._notes_approval
+
+    @notes_approval.setter
+    def notes_approval(self, value: str | None) -> None:
+        if value is not None and value not in APPROVALS:
+            raise ValueError(
+                f"notes_approval must be one of {', '.join(map(repr, APPROVALS))} or None, "
+                f"not {value!r}"
+            )
+        self._notes_approval = value
+
+    def approval_now(self) -> str:
+        """How a note edit by the model would be taken now: :attr:`notes_approval`, else what a
+        person set for this memory (``nbmemory notes NAME --approval``, the panel), else the
+        default (see :attr:`notes_approval`)."""
+        if self._notes_approval is not None:
+            return self._notes_approval
+        stored = self.notes.approval() if self.notes is not None else None
+        if stored is not None:
+            return stored
+        return "ask" if self.foreign_results() else "auto"
+
+    def foreign_results(self) -> tuple[str, ...]:
+        """Tools (other than the memory tools) whose results the model's context holds."""
+        memory = self.short_memory
+        found: dict[str, None] = {}
+        for message in [*memory.preloaded_messages, *memory.conversation_history]:
+            content = message["content"]
+            if message["role"] == TOOL_ROLE and isinstance(content, dict):
+                name = str(content.get("name") or "an unnamed tool")
+                if name not in MEMORY_TOOLS:
+                    found[name] = None
+        return tuple(found)
+
+    def _note_author(self) -> Author:
+        return Author("model", NOTES_TOOL, run=self._run_task, after=self.foreign_results())
 
     # ------------------------------------------------------------------------------------------
     # What the model sees
@@ -411,6 +476,7 @@ class Agent:
         self._record_settings()
         on_delta = self._delta_callback(streaming_callback or self.streaming_callback)
         self.short_memory.add(self.user_name, task)
+        self._run_task = task[:80]
         loops = AUTO_LOOP_LIMIT if self.max_loops == "auto" else self.max_loops
         answer = ""
         done = extra = 0

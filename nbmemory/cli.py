@@ -7,6 +7,7 @@ agent, a search without hits), 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from nbmemory.errors import (
 )
 from nbmemory.export import FORMATS, export_text
 from nbmemory.layout import MAX_DOCUMENT_BYTES, export_layout, import_layout
+from nbmemory.note_history import APPROVALS, DEFAULT, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
@@ -132,14 +134,35 @@ def cmd_audit(args: argparse.Namespace) -> str:
 
 def cmd_notes(args: argparse.Namespace) -> str:
     reader = _reader(args)
-    if args.pin is not None or args.unpin is not None:
-        reader.agent(args.name)
-        notes = Notes(reader.workspace.agent(args.name))
-        if args.unpin is not None:
-            notes.remove(args.unpin)
-        if args.pin is not None:
-            notes.add(args.pin)
+    reader.agent(args.name)  # AgentNotFoundError before anything is written
+    notes = Notes(reader.workspace.agent(args.name))
+    by = Author("person", "cli", user=_user())
+    if args.history:
+        return "\n".join(c.describe() for c in notes.history()) or f"{args.name}: no changes"
+    if args.pending:
+        waiting = notes.pending()
+        return "\n".join(c.describe() for c in waiting) or f"{args.name}: no pending proposals"
+    for n, review in ((args.accept, notes.accept), (args.reject, notes.reject)):
+        if n is not None:
+            review(n, by=by)
+    if args.restore is not None:
+        notes.restore(args.restore, by=by)
+    if args.approval is not None:
+        notes.set_approval(args.approval, by=by)
+        return f"{args.name}: the model's note edits are now {args.approval!r}"
+    if args.unpin is not None:
+        notes.remove(args.unpin, by=by)
+    if args.pin is not None:
+        notes.add(args.pin, by=by)
     return listing(reader.notes(args.name)) or f"{args.name} has no pinned notes"
+
+
+def _user() -> str | None:
+    """The name of the person at this terminal, for the record of their changes."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return None
 
 
 def cmd_path(args: argparse.Namespace) -> str:
@@ -325,10 +348,31 @@ def parser() -> argparse.ArgumentParser:
     audit = command("audit", cmd_audit, "list an agent's compactions and what each summary dropped")
     audit.add_argument("name")
     audit.add_argument("--json", action="store_true", help="print the compactions as JSON")
-    notes = command("notes", cmd_notes, "show, pin or unpin an agent's pinned notes")
+    notes = command(
+        "notes",
+        cmd_notes,
+        "show, pin or unpin an agent's pinned notes; review the model's edits; see and restore "
+        "their history",
+    )
     notes.add_argument("name")
     notes.add_argument("--pin", metavar="NOTE", help="pin a note: every request carries it")
     notes.add_argument("--unpin", metavar="NOTE", help="a note's number, or words found in it")
+    shown = notes.add_mutually_exclusive_group()
+    shown.add_argument("--history", action="store_true", help="every change: when, who, what")
+    shown.add_argument(
+        "--pending", action="store_true", help="the model's edits waiting for review"
+    )
+    shown.add_argument("--accept", type=int, metavar="N", help="apply pending proposal N")
+    shown.add_argument("--reject", type=int, metavar="N", help="drop pending proposal N")
+    shown.add_argument(
+        "--restore", type=int, metavar="N", help="the notes as they were after change N"
+    )
+    shown.add_argument(
+        "--approval",
+        choices=[*APPROVALS, DEFAULT],
+        help="how the model's edits are taken: applied (auto), proposed for review (ask), "
+        "refused (off), or by default (ask after another tool's result, else auto)",
+    )
     path = command("path", cmd_path, "print the path of an agent's MEMORY.md")
     path.add_argument("name")
     demo = command("demo", cmd_demo, "write, reload and compact a sample memory")

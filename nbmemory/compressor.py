@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from nbmemory.compactions import Compaction, write_record
 from nbmemory.conversation import SUMMARY_MARKER, block_tokens, preloaded_messages
-from nbmemory.errors import ModelError
+from nbmemory.errors import CompactionError, ModelError
 from nbmemory.llm import completion
 from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.run_settings import DEFAULT_THRESHOLD
@@ -43,6 +45,22 @@ _RETRY_GROWTH = 1.1
 _KEEP_SHARE = 0.25  # of the window, at most, for the exchanges kept word for word
 
 
+@dataclass(frozen=True)
+class CompactionPlan:
+    """A compaction worked out and not made (:meth:`ContextCompressor.preview`): the summary
+    that would replace the history, the next request's tokens before and (reckoned) after, the
+    terms the summary and the notes would not hold (the archive still would), and the messages
+    carried over word for word."""
+
+    summary: str
+    tokens_before: int
+    tokens_after: int | None
+    missing: list[str]
+    kept: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    current: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    history_length: int = field(default=0, repr=False)
+
+
 class ContextCompressor:
     """Compacts an agent's memory once it fills ``threshold`` of the agent's context window.
 
@@ -52,7 +70,9 @@ class ContextCompressor:
     fit a quarter of the window. What each compaction did, and the names, numbers, dates and
     identifiers the summary left out (they stay in the archive), is in ``last_compaction`` and
     beside the archive. ``summarizer_max_tokens`` bounds the summary; left unset, it is 4000
-    and at most a tenth of the agent's window.
+    and at most a tenth of the agent's window. With ``keep_dropped`` (the default) the summary
+    ends with the identifiers, numbers and dates it dropped, word for word, as many as fit that
+    bound again, most specific first: facts a summarizer tends to lose stay in every request.
 
     The model is called through this module's ``completion`` (litellm's, with nbmemory's key
     check and errors), so tests written for swarms can patch
@@ -69,6 +89,7 @@ class ContextCompressor:
         summarizer_temperature: float | None = None,
         summarizer_max_tokens: int | None = None,
         keep_exchanges: int = 1,
+        keep_dropped: bool = True,
     ) -> None:
         self._max_tokens_given = summarizer_max_tokens is not None
         if summarizer_max_tokens is None:
@@ -84,6 +105,9 @@ class ContextCompressor:
         self.summarizer_temperature = summarizer_temperature
         self.summarizer_max_tokens = summarizer_max_tokens
         self.keep_exchanges = keep_exchanges
+        self.keep_dropped = keep_dropped
+        """Whether a summary carries, within its budget, the identifiers, numbers and dates it
+        dropped, each with the words said before it (:func:`kept_facts`)."""
         self.last_compaction: Compaction | None = None
         """What the last compaction did (also written beside its archive)."""
         self._failed_at: float | None = None
@@ -118,14 +142,63 @@ class ContextCompressor:
             return False
         return self._failed_at is None or ratio >= self._failed_at * _RETRY_GROWTH
 
-    def compress(self, agent: Any, *, during_run: bool = False) -> str | None:
+    def compress(
+        self,
+        agent: Any,
+        *,
+        during_run: bool = False,
+        keep: Sequence[str] = (),
+        plan: CompactionPlan | None = None,
+    ) -> str | None:
         """Summarize the history and compact the memory; returns the summary, or ``None``.
 
         Between runs (the default) everything is summarized, so the memory holds the static
         context and the summary alone, as the spec says. ``during_run`` (how an agent calls it)
         carries the turn in progress (the latest task and what followed it) and the last
         ``keep_exchanges`` exchanges over word for word, so the model still sees its task.
+        ``keep`` names terms a person wants kept (see :meth:`preview`); ``plan``, a preview a
+        person approved, is carried out as it was shown (``CompactionError`` if the memory
+        changed since).
         """
+        if plan is None:
+            plan = self._plan(agent, during_run=during_run, keep=keep)
+            if isinstance(plan, str):
+                return self._give_up(agent, plan)
+        elif plan.history_length != len(agent.short_memory.conversation_history):
+            raise CompactionError(
+                "the memory changed since the preview: nothing was compacted; preview again"
+            )
+        memory = agent.short_memory
+        archive = memory.compact(f"{SUMMARY_MARKER}\n{plan.summary}", record=False)
+        for message in [*plan.kept, *plan.current]:
+            memory.add(message["role"], message["content"])
+        self._failed_at = None
+        self.last_compaction = Compaction(
+            archive=archive,
+            tokens_before=plan.tokens_before,
+            tokens_after=self.tokens_used(agent),
+            kept_messages=len(plan.kept),
+            missing=plan.missing,
+        )
+        if archive is not None:
+            write_record(memory.docs, archive, self.last_compaction)
+        if self.should_compress(agent):
+            self._give_up(agent, "it is still above the threshold after compaction")
+        return plan.summary
+
+    def preview(self, agent: Any, keep: Sequence[str] = ()) -> CompactionPlan:
+        """What compacting ``agent`` now would do, changing nothing: the summary (written by
+        the model, with the terms of ``keep`` and, within its budget, the identifiers, numbers
+        and dates the summary dropped, kept word for word), the next request's tokens before and
+        after, and the terms it would still drop. ``CompactionError`` says why there is none.
+        Carry it out with ``compress(agent, plan=...)``."""
+        plan = self._plan(agent, during_run=False, keep=keep)
+        if isinstance(plan, str):
+            raise CompactionError(f"{getattr(agent, 'agent_name', 'agent')}: {plan}")
+        return plan
+
+    def _plan(self, agent: Any, *, during_run: bool, keep: Sequence[str]) -> CompactionPlan | str:
+        """The compaction to make now, or why there is none."""
         memory = agent.short_memory
         static = getattr(memory, "static_messages", None)
         history = memory.conversation_history[len(static()) if static else 0 :]
@@ -136,40 +209,36 @@ class ContextCompressor:
         kept = self._kept(agent, earlier) if during_run else []
         summarized = earlier[: len(earlier) - len(kept)]
         if not summarized:
-            return self._give_up(agent, "only the turn in progress is left to compress")
+            return "only the turn in progress is left to compress"
         lines = [line for message in summarized for line in _lines(message)]
-        before = self.tokens_used(agent)
         try:
             summary = self._summarize(agent, "\n".join(lines)).strip()
         except ModelError as exc:
-            return self._give_up(agent, f"the summarizer failed: {exc}")
+            return f"the summarizer failed: {exc}"
         if not summary:
-            return self._give_up(agent, "the summarizer returned no text")
-        archive = memory.compact(f"{SUMMARY_MARKER}\n{summary}", record=False)
-        for message in [*kept, *current]:
-            memory.add(message["role"], message["content"])
-        self._failed_at = None
+            return "the summarizer returned no text"
         notes = agent.notes.text() if getattr(agent, "notes", None) is not None else ""
-        self.last_compaction = Compaction(
-            archive=archive,
+        ignore = [
+            getattr(agent, "agent_name", ""),
+            user,
+            *(m["role"] for m in summarized),
+        ]
+        transcript = "\n".join(lines)
+        dropped = missing_terms(transcript, f"{summary}\n{notes}", ignore=ignore)
+        counter = TokenCounter(agent.model_name)
+        dropped = dropped if self.keep_dropped else []
+        listed = kept_facts(transcript, keep, dropped, self._summary_tokens(agent), counter)
+        summary = f"{summary}\n\n{listed}" if listed else summary
+        before = self.tokens_used(agent)
+        return CompactionPlan(
+            summary=summary,
             tokens_before=before,
-            tokens_after=self.tokens_used(agent),
-            kept_messages=len(kept),
-            missing=missing_terms(
-                "\n".join(lines),
-                f"{summary}\n{notes}",
-                ignore=[
-                    getattr(agent, "agent_name", ""),
-                    getattr(agent, "user_name", "User"),
-                    *(m["role"] for m in summarized),
-                ],
-            ),
+            tokens_after=_tokens_after(agent, before, summary, [*kept, *current]),
+            missing=missing_terms(transcript, f"{summary}\n{notes}", ignore=ignore),
+            kept=kept,
+            current=current,
+            history_length=len(memory.conversation_history),
         )
-        if archive is not None:
-            write_record(memory.docs, archive, self.last_compaction)
-        if self.should_compress(agent):
-            self._give_up(agent, "it is still above the threshold after compaction")
-        return summary
 
     def maybe_compress(self, agent: Any) -> str | None:
         """Compress if :meth:`should_compress`; returns the summary, or ``None``.
@@ -268,6 +337,77 @@ class ContextCompressor:
                 return "\n\n".join(summaries)
             summaries = [self._ask(agent, _MERGE_TEMPLATE, chunk) for chunk in merged]
         return summaries[0]
+
+
+def _tokens_after(
+    agent: Any, before: int, summary: str, carried: list[dict[str, Any]]
+) -> int | None:
+    """The next request's tokens once the memory holds ``summary`` and ``carried``: ``before``
+    with the memory's part replaced (``None`` for a conversation that cannot count it)."""
+    memory = agent.short_memory
+    counting = getattr(memory, "memory_tokens", None)
+    if counting is None:
+        return None
+    now = memory.context_tokens() - memory.static_tokens()
+    after = counting([{"role": "System", "content": f"{SUMMARY_MARKER}\n{summary}"}, *carried])
+    return before - now + after
+
+
+KEPT_HEADING = "Kept word for word:"
+"""Opens the list of terms a summary carries as they were said (see :func:`kept_facts`)."""
+_LEAD_WORDS = 4
+
+
+def kept_facts(
+    transcript: str,
+    chosen: Sequence[str],
+    dropped: Sequence[str],
+    budget: int,
+    counter: TokenCounter,
+) -> str:
+    """``KEPT_HEADING`` and, as many as fit ``budget`` tokens, terms of ``transcript`` each with
+    the few words said before its last mention ("heron vault is BA1234"): the ``chosen`` ones
+    (a person's) first, then the ``dropped`` ones, most specific first (codes and dates, then
+    numbers and acronyms, then names), the latest mentioned first among equals. Empty when none
+    is in the transcript."""
+    picked = list(dict.fromkeys(t for t in chosen if t.strip()))
+    rest = sorted(
+        (t for t in dict.fromkeys(dropped) if t not in picked),
+        key=lambda t: (-_specificity(t), -transcript.rfind(t)),
+    )
+    spans: list[tuple[int, int]] = []  # in the transcript; ones that overlap are merged
+    used = counter.count(f"{KEPT_HEADING} .")
+    for term in [*picked, *rest]:
+        at = transcript.rfind(term)
+        if at < 0 or any(start <= at and at + len(term) <= end for start, end in spans):
+            continue
+        line_start = transcript.rfind("\n", 0, at) + 1
+        label = transcript.find(": ", line_start, at)  # "Role: " opens each transcript line
+        line_start = label + 2 if label >= 0 else line_start
+        lead = re.findall(r"\S+\s*$|\S+\s+", transcript[max(line_start, at - 80) : at])
+        span = (at - len("".join(lead[-_LEAD_WORDS:])), at + len(term))
+        joined = [old for old in spans if old[0] <= span[1] and span[0] <= old[1]]
+        merged = (min([span[0], *(o[0] for o in joined)]), max([span[1], *(o[1] for o in joined)]))
+        cost = counter.count(f" {transcript[merged[0] : merged[1]]};") - sum(
+            counter.count(f" {transcript[o[0] : o[1]]};") for o in joined
+        )
+        if used + cost > budget:
+            break
+        spans = [old for old in spans if old not in joined] + [merged]
+        used += cost
+    listed = [transcript[start:end] for start, end in spans]
+    return f"{KEPT_HEADING} {'; '.join(listed)}." if listed else ""
+
+
+def _specificity(term: str) -> int:
+    """How much a term pins down: a code or a date 3, a number or an acronym 2, a name 1, a
+    short number 0."""
+    digits = sum(c.isdigit() for c in term)
+    if (digits and any(c.isalpha() for c in term)) or re.match(r"\d{4}-\d\d-\d\d", term):
+        return 3
+    if digits:
+        return 2 if digits >= 3 else 0
+    return 2 if sum(c.isupper() for c in term) > 1 else 1
 
 
 def _instructions(agent: Any) -> str:

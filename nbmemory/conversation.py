@@ -568,6 +568,15 @@ class Conversation(SwarmsConversation):
             )
             return self.static_tokens() + memory
 
+    def memory_tokens(self, messages: list[dict[str, Any]]) -> int:
+        """Tokens :meth:`context_tokens` would count for a memory holding only ``messages``
+        (besides the system prompt and rules): what a compaction would leave, reckoned."""
+        if not messages:
+            return 0
+        stamped = [{"timestamp": now_iso(), **m} for m in messages]
+        head = preload_tokens(self._counter, format_header(self.name))
+        return head + sum(block_tokens(self._counter, m) for m in stamped)
+
     @property
     def encoding_name(self) -> str:
         """The tokenizer that counts this conversation's tokens (see ``nbmemory.tokens``)."""

@@ -1,9 +1,11 @@
 """Chat completions through litellm, so any provider works; the only module that imports it.
 
 litellm takes seconds to import and by default fetches its price list over the network, so it
-is imported on the first call, with the variables that keep it offline set beforehand (a user
-who sets them first keeps their own values). Failures come back as nbmemory's own exceptions,
-each keeping the provider's message.
+is imported on the first call (or ahead of it, in the background: :func:`import_in_background`),
+with the variables that keep it offline set beforehand (a user who sets them first keeps their
+own values). nbmemory's own offline model is answered here without litellm, as litellm would
+hand its answer back, so that a notebook on it never waits for that import. Failures come back
+as nbmemory's own exceptions, each keeping the provider's message.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 from nbmemory import errors
@@ -21,6 +25,7 @@ from nbmemory.reply import Reply, ToolCall
 
 OFFLINE_MODEL = "nbmemory/offline"
 _import_lock = threading.Lock()
+_PIECES = re.compile(r"\S+\s*|\s+")  # how the offline model streams: word by word
 
 
 def default_model() -> str:
@@ -28,23 +33,54 @@ def default_model() -> str:
     return os.environ.get("NBMEMORY_MODEL") or OFFLINE_MODEL
 
 
+def is_offline(model: str) -> bool:
+    """Whether ``model`` is nbmemory's offline model (``nbmemory/...``): no litellm needed."""
+    return model.startswith("nbmemory/")
+
+
+def _keep_litellm_offline() -> None:
+    """Set the switches that keep litellm's import from the network, unless the user set them."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+
+
 @functools.cache
 def litellm() -> Any:
     """litellm, imported once, offline by default, with nbmemory's offline model registered."""
     with _import_lock:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-        import litellm as module
-
-        module.suppress_debug_info = True
+        _keep_litellm_offline()
         # pydantic complains about litellm's own types the first time they are used: noise in
         # a notebook cell that the user can do nothing about.
         warnings.filterwarnings("ignore", message=".*`ReadOnly` qualifier", category=UserWarning)
+        import litellm as module
+
+        module.suppress_debug_info = True
         module.custom_provider_map = [
             *[p for p in module.custom_provider_map if p.get("provider") != "nbmemory"],
             {"provider": "nbmemory", "custom_handler": _offline_provider()},
         ]
         return module
+
+
+@functools.cache  # one import, however often it is asked for
+def import_in_background() -> None:
+    """Start importing litellm in a daemon thread, so that the first call to a provider does
+    not wait for it (seconds); a call made meanwhile waits for that import to finish.
+
+    Does nothing if litellm is imported already. It prints nothing, and a failure is left for
+    the first call to report. For code about to call a model other than the offline one.
+    """
+    if "litellm" in sys.modules:
+        return
+    _keep_litellm_offline()  # here, not in the thread: the environment is changed by one thread
+    threading.Thread(target=_import_quietly, name="nbmemory: import litellm", daemon=True).start()
+
+
+def _import_quietly() -> None:
+    try:
+        litellm()
+    except Exception:  # the first call imports it again, and says what went wrong
+        return
 
 
 def missing_keys(model: str, api_base: str | None = None) -> list[str]:
@@ -53,7 +89,7 @@ def missing_keys(model: str, api_base: str | None = None) -> list[str]:
     Endpoint variables (``*_API_BASE``) are not secrets: an ``api_base`` argument, or the
     provider's own default (Ollama's is this machine), stands in for them.
     """
-    if model.startswith("nbmemory/"):
+    if is_offline(model):
         return []
     try:
         found = litellm().validate_environment(model)
@@ -120,6 +156,8 @@ def complete(
             on_delta(piece)
         assert stream.reply is not None
         return stream.reply
+    if is_offline(model):
+        return _offline_reply(model, messages, _options(model, api_key, **options))
     return _reply(completion(model=model, messages=messages, api_key=api_key, **options).choices[0])
 
 
@@ -130,6 +168,8 @@ def completion(
     as ``ModelError``s; options of :func:`complete`): litellm's response, for code that reads
     ``response.choices[0].message.content`` and for tests that put a double in its place."""
     sent = _options(model, api_key, **options)
+    if is_offline(model):
+        return _offline_response(model, _offline_reply(model, messages, sent))
     try:
         return litellm().completion(model=model, messages=messages, **sent)
     except errors.NbmemoryError:
@@ -159,6 +199,11 @@ class Stream:
         self._options = _options(model, api_key, **options)
 
     def __iter__(self) -> Iterator[str]:
+        if is_offline(self.model):
+            reply = _offline_reply(self.model, self.messages, self._options)
+            yield from _PIECES.findall(reply.content)
+            self.reply = reply
+            return
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         finish = None
@@ -203,18 +248,44 @@ def _reply(choice: Any) -> Reply:
     return Reply(message.content or "", calls, choice.finish_reason)
 
 
-def _offline_provider() -> Any:
-    """The litellm custom handler that serves ``nbmemory/offline``."""
-    from litellm import CustomLLM, ModelResponse
+def _offline_reply(model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> Reply:
+    """The offline model's answer, as litellm hands it back from :func:`_offline_provider`."""
+    try:
+        return _respond(messages, options)
+    except Exception as exc:
+        raise errors.ProviderError(f"{model}: {exc}", model=model) from exc
 
+
+def _respond(messages: list[dict[str, Any]], options: dict[str, Any]) -> Reply:
     from nbmemory.offline import respond
 
-    def reply_of(messages: list, optional_params: dict) -> Reply:
-        return respond(messages, optional_params.get("tools"), optional_params.get("max_tokens"))
+    return respond(messages, options.get("tools"), options.get("max_tokens"))
+
+
+def _offline_response(model: str, reply: Reply) -> Any:
+    """``reply`` in the shape of litellm's response, as far as callers of :func:`completion`
+    read it (``choices[0].message.content``, ``.tool_calls``, ``choices[0].finish_reason``)."""
+    calls = [
+        SimpleNamespace(
+            id=c.id, type="function", function=SimpleNamespace(name=c.name, arguments=c.arguments)
+        )
+        for c in reply.tool_calls
+    ]
+    message = SimpleNamespace(
+        role="assistant", content=reply.content or None, tool_calls=calls or None
+    )
+    choice = SimpleNamespace(index=0, message=message, finish_reason=reply.finish_reason)
+    return SimpleNamespace(model=model, choices=[choice])
+
+
+def _offline_provider() -> Any:
+    """The litellm custom handler that serves ``nbmemory/offline`` to code calling litellm
+    itself (nbmemory's own calls are answered by :func:`_offline_reply`)."""
+    from litellm import CustomLLM, ModelResponse
 
     class OfflineLLM(CustomLLM):
         def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
-            reply = reply_of(messages, kwargs.get("optional_params") or {})
+            reply = _respond(messages, kwargs.get("optional_params") or {})
             return ModelResponse(
                 model="nbmemory/offline",
                 choices=[{"message": reply.message(), "finish_reason": reply.finish_reason}],
@@ -223,8 +294,8 @@ def _offline_provider() -> Any:
         def streaming(
             self, model: str, messages: list, *args: Any, **kwargs: Any
         ) -> Iterator[dict]:
-            reply = reply_of(messages, kwargs.get("optional_params") or {})
-            for piece in re.findall(r"\S+\s*|\s+", reply.content):
+            reply = _respond(messages, kwargs.get("optional_params") or {})
+            for piece in _PIECES.findall(reply.content):
                 yield {
                     "text": piece,
                     "tool_use": None,

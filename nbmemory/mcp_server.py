@@ -1,4 +1,5 @@
-"""``nbmemory mcp``: a workspace's memory for any MCP client, over stdio.
+"""``nbmemory mcp``: a workspace's memory for any MCP client, over stdio (and over streamable
+HTTP from Jupyter: :mod:`nbmemory.jupyter.mcp_http`).
 
 Built on the official MCP SDK (the ``mcp`` package, ``pip install 'nbmemory[mcp]'``), on the
 same engine as every other view:
@@ -32,7 +33,7 @@ from urllib.parse import quote, unquote
 
 import anyio
 import mcp.types as types
-from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
@@ -47,7 +48,8 @@ from nbmemory.errors import (
     InvalidDocumentNameError,
     NbmemoryError,
 )
-from nbmemory.notes import NOTES_FILE, Notes, listing
+from nbmemory.note_history import Author
+from nbmemory.notes import NOTES_FILE, Notes, listing, review_answer
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import DEFAULT_PASSAGES, describe, recall
@@ -261,11 +263,26 @@ TEMPLATES = (
 # The server's logic, without the protocol
 
 
+class _Subscribable(Server):
+    """The SDK's low-level server, saying that resources can be subscribed to (it does not by
+    itself), whichever transport asks for its initialization options."""
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        capabilities = super().get_capabilities(*args, **kwargs)
+        if capabilities.resources is not None:
+            capabilities.resources.subscribe = True
+        return capabilities
+
+
+READ_ONLY = "this server is read-only"
+
+
 class MemoryServer:
     """What ``nbmemory mcp`` serves from ``workspace``: tools and resources, as plain calls.
 
     ``agent`` fixes the agent (validated now): tools take none, and no other agent is shown.
-    ``read_only`` offers no tool that writes. :meth:`app` wires this to the MCP SDK.
+    ``read_only`` offers no tool that writes; a call of one is refused with ``why_read_only``.
+    :meth:`app` wires this to the MCP SDK.
     """
 
     def __init__(
@@ -274,9 +291,11 @@ class MemoryServer:
         agent: str | None = None,
         read_only: bool = False,
         poll_seconds: float = POLL_SECONDS,
+        why_read_only: str = READ_ONLY,
     ) -> None:
         self.agent = validate_agent_name(agent) if agent is not None else None
         self.read_only = read_only
+        self.why_read_only = why_read_only
         self.poll_seconds = poll_seconds
         self.model = ReadModel(workspace)
         self.workspace = workspace
@@ -298,7 +317,7 @@ class MemoryServer:
         """Call tool ``name``: its answer as text, and as data for the tools that have some."""
         spec = next((s for s in self.specs() if s.name == name), None)
         if spec is None:
-            why = ": this server is read-only" if self.read_only and name in WRITERS else ""
+            why = f": {self.why_read_only}" if self.read_only and name in WRITERS else ""
             raise ToolError(f"no tool named {name[:100]!r}{why}")
         arguments = dict(arguments or {})
         if spec.per_agent and self.agent is not None:
@@ -358,7 +377,15 @@ class MemoryServer:
         if not add.strip() and not remove.strip():
             raise ToolError("give a note to add, one to remove, or both")
         notes = self._notes(name)
-        return self._notes_answer(name, notes, notes.edit(add, remove))
+        by = Author("model", "mcp")
+        approval = notes.approval()
+        if approval == "off":
+            raise ToolError("only a person may edit this agent's pinned notes")
+        if approval == "ask":
+            proposal = notes.propose(add, remove, by=by)
+            _, data = self._notes_answer(name, notes, notes.items())
+            return review_answer(proposal.n, data["notes"]), {**data, "pending": proposal.n}
+        return self._notes_answer(name, notes, notes.edit(add, remove, by=by))
 
     def _list_agents(self, arguments: dict[str, Any]) -> tuple[str, dict]:
         infos = [self.model.agent(name) for name in self._names()]
@@ -483,7 +510,7 @@ class MemoryServer:
 
     def app(self, watcher: Watcher) -> Server:
         """The MCP server: this object's tools and resources, each call in a thread."""
-        server: Server = Server("nbmemory", version=_version(), instructions=INSTRUCTIONS)
+        server = _Subscribable("nbmemory", version=_version(), instructions=INSTRUCTIONS)
 
         @server.list_tools()
         async def list_tools() -> list[types.Tool]:
@@ -537,21 +564,17 @@ class MemoryServer:
                 code = types.INTERNAL_ERROR
             raise McpError(types.ErrorData(code=code, message=self.error_line(exc))) from None
 
-    def options(self, server: Server) -> Any:
-        """The server's initialization options: resources can be subscribed to (the SDK's
-        low-level server does not say so by itself)."""
-        options = server.create_initialization_options(NotificationOptions())
-        if options.capabilities.resources is not None:
-            options.capabilities.resources.subscribe = True
-        return options
+    def watcher(self) -> Watcher:
+        """What tells this server's subscribers of changes (run it beside :meth:`app`)."""
+        return Watcher(self.stamp, self.poll_seconds, self.hidden)
 
     async def run(self, read_stream: Any, write_stream: Any) -> None:
         """Serve one client on these streams until it goes away."""
-        watcher = Watcher(self.stamp, self.poll_seconds, self.hidden)
+        watcher = self.watcher()
         server = self.app(watcher)
         async with anyio.create_task_group() as group:
             group.start_soon(watcher.run)
-            await server.run(read_stream, write_stream, self.options(server))
+            await server.run(read_stream, write_stream, server.create_initialization_options())
             group.cancel_scope.cancel()
 
 

@@ -30,12 +30,14 @@ import os
 import re
 from collections.abc import Callable
 
+from nbmemory import note_history
 from nbmemory.errors import (
     InvalidNoteError,
     NoteChangedError,
     NoteNotFoundError,
     NotesFullError,
 )
+from nbmemory.note_history import Author, Change
 from nbmemory.store import AgentDocs, docs_at
 from nbmemory.tokens import TokenCounter
 
@@ -177,21 +179,62 @@ class Notes:
     def message_tokens(self, text: str) -> int:
         return self._counter.count(f"System: {MARKER}\n{text}\n\n") if text.strip() else 0
 
-    def _change(self, edit: Callable[[list[str]], list[str]]) -> list[str]:
+    def _check_budget(self, notes: list[str]) -> str:
+        """The file for ``notes``, or ``NotesFullError`` if it would go over the budget."""
+        text = render(notes)
+        used = self.message_tokens(text)
+        if used > self.budget:
+            raise NotesFullError(
+                f"the notes would take {used:,} tokens, over their budget of "
+                f"{self.budget:,}: remove or shorten a note first"
+            )
+        return text
+
+    def _write(self, notes: list[str]) -> None:
+        """Make ``notes`` the file (under the lock), or ``NotesFullError`` if over budget."""
+        text = self._check_budget(notes)
+        if text:
+            self.docs.write(NOTES_FILE, text)
+        else:
+            self.docs.remove(NOTES_FILE)
+
+    def _change(
+        self,
+        edit: Callable[[list[str]], list[str]],
+        by: Author | None,
+        kind: str | None = None,
+        ref: int | None = None,
+    ) -> list[str]:
+        """Apply ``edit`` under the lock, write the notes, and record the change."""
         with self.docs.locked():
-            notes = edit(self.items())
-            text = render(notes)
-            used = self.message_tokens(text)
-            if used > self.budget:
-                raise NotesFullError(
-                    f"the notes would take {used:,} tokens, over their budget of "
-                    f"{self.budget:,}: remove or shorten a note first"
-                )
-            if text:
-                self.docs.write(NOTES_FILE, text)
-            else:
-                self.docs.remove(NOTES_FILE)
+            before = self.items()
+            notes = edit(before)
+            self._write(notes)
+            self._record(before, notes, by, kind, ref)
         return notes
+
+    def _record(
+        self,
+        before: list[str],
+        after: list[str],
+        by: Author | None,
+        kind: str | None = None,
+        ref: int | None = None,
+    ) -> Change:
+        added, removed = _difference(after, before), _difference(before, after)
+        if kind is None:
+            kind = note_history.REPLACE if added and removed else note_history.PIN
+            kind = note_history.UNPIN if removed and not added else kind
+        change = Change(
+            0,
+            kind,
+            by or Author(),
+            tuple(after),
+            added=added or None,
+            removed=removed or None,
+            ref=ref,
+        )
+        return note_history.record(self.docs, before, change)
 
     def find(self, match: str, notes: list[str] | None = None) -> int:
         """The index of the note ``match`` names: its number (1 first), its text, or a piece of
@@ -210,12 +253,15 @@ class Notes:
             raise NoteNotFoundError(f"{what} of {self.path} match {match!r}")
         return found[0]
 
-    def add(self, note: str) -> list[str]:
-        """Pin ``note``; returns the notes."""
+    def add(self, note: str, by: Author | None = None) -> list[str]:
+        """Pin ``note``; returns the notes. ``by`` says who, for the record (default: a
+        person, from Python)."""
         text = _checked(note)
-        return self._change(lambda notes: [*notes, text])
+        return self._change(lambda notes: [*notes, text], by)
 
-    def remove(self, match: str, expected: str | None = None) -> list[str]:
+    def remove(
+        self, match: str, expected: str | None = None, by: Author | None = None
+    ) -> list[str]:
         """Unpin the note ``match`` names (see :meth:`find`); returns the notes left.
 
         ``expected`` is the note a person saw at that number: if the note there now is another
@@ -235,26 +281,133 @@ class Notes:
                 )
             return notes[:index] + notes[index + 1 :]
 
-        return self._change(edit)
+        return self._change(edit, by)
 
-    def replace(self, match: str, note: str) -> list[str]:
+    def replace(self, match: str, note: str, by: Author | None = None) -> list[str]:
         """Put ``note`` in place of the note ``match`` names; returns the notes."""
-        text = _checked(note)
+        return self._change(self._editing(note, match), by)
+
+    def _editing(self, add: str, remove: str) -> Callable[[list[str]], list[str]]:
+        """The change the notes tool asks for: pin ``add``, unpin the note ``remove`` names,
+        or put one in place of the other."""
+        text = _checked(add) if add.strip() or not remove.strip() else ""
 
         def edit(notes: list[str]) -> list[str]:
-            index = self.find(match, notes)
-            return [*notes[:index], text, *notes[index + 1 :]]
+            if not remove.strip():
+                return [*notes, text]
+            index = self.find(remove, notes)
+            return [*notes[:index], *([text] if text else []), *notes[index + 1 :]]
 
-        return self._change(edit)
+        return edit
 
-    def edit(self, add: str = "", remove: str = "") -> list[str]:
+    def edit(self, add: str = "", remove: str = "", by: Author | None = None) -> list[str]:
         """What the notes tool and the MCP tool ask: pin ``add``, unpin the note ``remove``
         names, or put one in place of the other when both are given; returns the notes."""
-        if add.strip() and remove.strip():
-            return self.replace(remove, add)
-        if remove.strip():
-            return self.remove(remove)
-        return self.add(add)
+        return self._change(self._editing(add, remove), by)
+
+    # ------------------------------------------------------------------------------------------
+    # The record, and edits that wait for review
+
+    def history(self) -> list[Change]:
+        """Every recorded change, oldest first, and a last "outside" entry if the file was
+        changed since the record's last one (nothing is written)."""
+        return note_history.with_outside(note_history.read(self.docs), self.items())
+
+    def pending(self) -> list[Change]:
+        """The model's edits waiting for review, oldest first."""
+        return note_history.pending(note_history.read(self.docs))
+
+    def approval(self) -> str | None:
+        """How a person asked the model's edits to be taken (``note_history.APPROVALS``), or
+        ``None`` for the default."""
+        return note_history.approval(note_history.read(self.docs))
+
+    def set_approval(self, value: str, by: Author | None = None) -> None:
+        """Record how the model's edits are taken from now on: one of
+        ``note_history.APPROVALS``, or ``"default"``; every agent on this memory follows it
+        unless its own ``notes_approval`` says otherwise."""
+        if value not in (*note_history.APPROVALS, note_history.DEFAULT):
+            choices = ", ".join(map(repr, (*note_history.APPROVALS, note_history.DEFAULT)))
+            raise ValueError(f"approval must be one of {choices}, not {value!r}")
+        with self.docs.locked():
+            before = self.items()
+            entry = Change(0, note_history.APPROVAL, by or Author(), tuple(before), approval=value)
+            note_history.record(self.docs, before, entry)
+
+    def propose(self, add: str = "", remove: str = "", by: Author | None = None) -> Change:
+        """Record the edit :meth:`edit` would make as a proposal, changing nothing: refused
+        now, as the edit would be, if it cannot be made (no such note, over budget)."""
+        edit = self._editing(add, remove)
+        with self.docs.locked():
+            before = self.items()
+            after = edit(before)
+            self._check_budget(after)
+            proposal = Change(
+                0,
+                note_history.PROPOSE,
+                by or Author("model", "edit_notes"),
+                tuple(before),
+                added=_difference(after, before) or None,
+                removed=_difference(before, after) or None,
+            )
+            return note_history.record(self.docs, before, proposal)
+
+    def _proposal(self, n: int) -> Change:
+        for change in note_history.pending(note_history.read(self.docs)):
+            if change.n == n:
+                return change
+        raise NoteNotFoundError(f"{self.path}: no pending proposal #{n}")
+
+    def accept(self, n: int, by: Author | None = None) -> list[str]:
+        """Apply proposal ``n`` to the notes as they are now; returns the notes.
+        ``NoteChangedError`` if the note it would unpin is no longer there."""
+
+        def edit(notes: list[str]) -> list[str]:
+            proposal = self._proposal(n)
+            if proposal.removed is None:
+                return [*notes, proposal.added or ""]
+            if proposal.removed not in notes:
+                raise NoteChangedError(
+                    f"proposal #{n} would unpin a note that is no longer pinned: nothing "
+                    "changed; reject it"
+                )
+            index = notes.index(proposal.removed)
+            added = [proposal.added] if proposal.added else []
+            return [*notes[:index], *added, *notes[index + 1 :]]
+
+        return self._change(edit, by, note_history.ACCEPT, ref=n)
+
+    def reject(self, n: int, by: Author | None = None) -> list[str]:
+        """Drop proposal ``n``, changing nothing but the record; returns the notes."""
+
+        def edit(notes: list[str]) -> list[str]:
+            self._proposal(n)
+            return notes
+
+        return self._change(edit, by, note_history.REJECT, ref=n)
+
+    def restore(self, n: int, by: Author | None = None) -> list[str]:
+        """Make the notes what they were after change ``n`` of :meth:`history`."""
+
+        def edit(notes: list[str]) -> list[str]:
+            for change in note_history.read(self.docs):
+                if change.n == n:
+                    return list(change.notes)
+            raise NoteNotFoundError(f"{self.path}: no recorded change #{n}")
+
+        return self._change(edit, by, note_history.RESTORE, ref=n)
+
+
+def _difference(notes: list[str], others: list[str]) -> str:
+    """The notes of ``notes`` that ``others`` lacks (counting repeats), one per line."""
+    left = list(others)
+    extra = []
+    for note in notes:
+        if note in left:
+            left.remove(note)
+        else:
+            extra.append(note)
+    return "\n".join(extra)
 
 
 _SAVED = "Notes saved"
@@ -287,8 +440,13 @@ def saved_notes(answer: str) -> list[str] | None:
     return [unescape(note) for note in notes]
 
 
-def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:
-    """The tool through which a model edits the notes ``notes()`` returns."""
+def notes_tool(
+    notes: Callable[[], Notes | None],
+    approval: Callable[[], str] = lambda: "auto",
+    author: Callable[[], Author] = lambda: Author("model", TOOL_NAME),
+) -> Callable[..., str]:
+    """The tool through which a model edits the notes ``notes()`` returns; ``approval()`` says
+    how its edit is taken now (``note_history.APPROVALS``) and ``author()`` who makes it."""
 
     def edit_notes(add: str = "", remove: str = "") -> str:
         """Change your pinned notes, which every request carries and no compaction removes.
@@ -305,11 +463,26 @@ def notes_tool(notes: Callable[[], Notes | None]) -> Callable[..., str]:
             return "This agent keeps no memory on disk, so it has no pinned notes."
         if not add.strip() and not remove.strip():
             return "Nothing to do: give a note to add, one to remove, or both."
+        how = approval()
+        if how == "off":
+            return "Notes unchanged: only a person may edit this agent's pinned notes."
         try:
-            current = target.edit(add, remove)
+            if how == "ask":
+                proposal = target.propose(add, remove, by=author())
+                return review_answer(proposal.n, target.items())
+            current = target.edit(add, remove, by=author())
         except (NotesFullError, NoteNotFoundError, InvalidNoteError) as exc:
             return f"Notes unchanged: {exc}"
         return tool_answer(current)
 
     edit_notes.__name__ = TOOL_NAME
     return edit_notes
+
+
+def review_answer(n: int, notes: list[str]) -> str:
+    """What the notes tool tells the model when its edit waits for a person's review."""
+    now = f"They are:\n{listing(notes)}" if notes else "There are none."
+    return (
+        f"Your edit awaits a person's review (proposal #{n}); your notes stay as they are "
+        f"until it is accepted. {now}"
+    )

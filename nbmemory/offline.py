@@ -5,8 +5,9 @@ it answers by quoting the earlier messages or pinned notes most relevant to the 
 calls a tool when the task asks for what the tool offers and then answers from the tool's
 result, recalls when its context lacks the answer (a two-part question one part at a time),
 pins what it is asked to remember
-("Remember: ..."), and summarizes extractively when asked to. It is registered with litellm
-as a custom provider.
+("Remember: ..."), and summarizes extractively when asked to. nbmemory calls it directly,
+without litellm (``llm.py``); it is also registered with litellm as a custom provider, for code
+that calls litellm itself.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from nbmemory.errors import (
 )
 from nbmemory.follow import EMPTY, FollowedFile, follow, follow_memories
 from nbmemory.memory_file import archive_time
+from nbmemory.note_history import HISTORY_FILE, Change
 from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import content_text, followed_index
@@ -150,8 +151,10 @@ class Item:
     def folded(self) -> bool:
         return len(self.text) < self.length
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, *, sparse: bool = False) -> dict[str, Any]:
+        """The item's fields; ``sparse`` leaves out ``length`` and ``folded`` when the text is
+        whole (the widget's pages: a page of short messages sends a third less)."""
+        found = {
             "index": self.index,
             "role": self.role,
             "timestamp": self.timestamp,
@@ -160,6 +163,9 @@ class Item:
             "folded": self.folded,
             "source": self.source,
         }
+        if sparse and not self.folded:
+            del found["length"], found["folded"]
+        return found
 
 
 @dataclass(frozen=True)
@@ -716,6 +722,11 @@ class ReadModel:
         """Agent ``name``'s pinned notes, in order (see ``nbmemory.notes``)."""
         return _notes(self._folder(name), self.settings(name)[0].model).items()
 
+    def note_history(self, name: str) -> list[Change]:
+        """Every recorded change to agent ``name``'s notes, oldest first, and a last "outside"
+        entry if the file changed since (see ``nbmemory.note_history``)."""
+        return _notes(self._folder(name), self.settings(name)[0].model).history()
+
     def records(self, name: str, archive: str | None = None) -> list[dict[str, Any]]:
         """Every message of the memory (or of ``archive``) as stored: role, content, timestamp.
 
@@ -937,6 +948,7 @@ class ReadModel:
                 folder / workspace.ARCHIVE_DIR,
                 folder / SETTINGS_FILE,
                 folder / NOTES_FILE,
+                folder / HISTORY_FILE,
             ):
                 try:
                     st = os.stat(path)

@@ -241,6 +241,30 @@ def compaction_words(
     )
 
 
+WIDGET_WORDS = {
+    "labels": (
+        "back",
+        "compactions",
+        "compacts next",
+        "empty",
+        "image",
+        "next request",
+        "no compactions",
+        "no record",
+        "nothing dropped",
+        "pin placeholder",
+        "search placeholder",
+        "show full",
+        "summary now",
+        "summary then",
+    ),
+    "phrases": ("dropped", "dropped listed", "folded", "image", "page"),
+}
+"""The labels and phrases the widget's modules read (besides the pagers' labels): the widget is
+sent these only (:func:`widget_vocabulary`). tests/test_vocabulary.py checks this list against
+what ``static/widget/*.js`` reads, both ways."""
+
+
 def vocabulary() -> dict[str, Any]:
     """What the browser views need to word and draw things as the others do."""
     return {
@@ -254,4 +278,20 @@ def vocabulary() -> dict[str, Any]:
         "labels": dict(LABELS),
         "pagers": {name: list(keys) for name, keys in PAGERS.items()},
         "phrases": dict(PHRASES),
+    }
+
+
+def widget_vocabulary() -> dict[str, Any]:
+    """:func:`vocabulary` as the widget gets it: the same words under the same keys, but only
+    those its modules read (:data:`WIDGET_WORDS`, the pagers' labels, ``invisible`` and
+    ``parts``): its messages come folded and its search caption worded (the ``search_caption``
+    trait), and its modules read no ``fold_chars`` or ``first_number``."""
+    whole = vocabulary()
+    labels = {*WIDGET_WORDS["labels"], *(key for keys in PAGERS.values() for key in keys)}
+    return {
+        "invisible": whole["invisible"],
+        "parts": whole["parts"],
+        "labels": {key: text for key, text in whole["labels"].items() if key in labels},
+        "pagers": whole["pagers"],
+        "phrases": {key: whole["phrases"][key] for key in WIDGET_WORDS["phrases"]},
     }

@@ -1,3 +1,4 @@
+import json
 from types import SimpleNamespace
 from unittest.mock import patch
 
@@ -8,9 +9,11 @@ from nbmemory import Agent, ContextCompressor
 from nbmemory.compactions import read_record
 from nbmemory.compressor import COMPRESSION_SYSTEM_PROMPT, COMPRESSION_USER_TEMPLATE
 from nbmemory.conversation import SUMMARY_MARKER
+from nbmemory.errors import CompactionError
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import memory_path
+from nbmemory.tokens import TokenCounter
 from support import stored, stored_messages
 
 
@@ -48,7 +51,7 @@ def test_the_threshold_and_its_limits_are_checked():
 @pytest.mark.parametrize("max_loops", [1, "auto"])
 def test_compression_fires_at_the_threshold_and_keeps_the_task(openai_server, max_loops):
     agent = http_agent(openai_server, system_prompt="Be exact.", max_loops=max_loops)
-    agent._context_compressor = ContextCompressor(keep_exchanges=0)  # the summary alone
+    agent._context_compressor = ContextCompressor(keep_exchanges=0, keep_dropped=False)
     count = fill_to_just_below_threshold(agent)
     agent.run("short task")
     assert summary_requests(openai_server) == []
@@ -90,6 +93,7 @@ def test_compression_fires_at_the_threshold_and_keeps_the_task(openai_server, ma
 
 def test_the_last_exchange_is_kept_word_for_word_and_the_loss_is_recorded(openai_server):
     agent = http_agent(openai_server)
+    agent._context_compressor = ContextCompressor(keep_dropped=False)  # the model's summary alone
     count = fill_to_just_below_threshold(agent)
     agent.run("short task about the Zephyr account")  # its answer is "ok"
     openai_server.reply("Budget lines were recorded.")
@@ -162,7 +166,9 @@ def test_between_runs_compress_leaves_the_static_context_and_the_summary_alone(o
     roles = [m["role"] for m in agent.short_memory.conversation_history]
     assert roles == ["System", "System"]  # the system prompt, then the summary
     [summary] = stored_messages("Worker")
-    assert summary["content"] == f"{SUMMARY_MARKER}\nAll about the budget."
+    assert summary["content"] == (
+        f"{SUMMARY_MARKER}\nAll about the budget.\n\nKept word for word: The budget is 40k EUR."
+    )
     [request] = summary_requests(openai_server)
     transcript = "User: The budget is 40k EUR.\nWorker: Noted."
     assert request["messages"][1]["content"] == COMPRESSION_USER_TEMPLATE.format(history=transcript)
@@ -184,7 +190,7 @@ def test_any_agent_like_object_is_measured_and_compressed(openai_server):
     memory = Conversation(name="Plain", memory_md_path=memory_path("Plain"), context_length=2000)
     plain = SwarmsLikeAgent(memory, "openai/test-model")
     plain.api_base, plain.api_key, plain.max_retries = openai_server.url, "test-key", 0
-    compressor = ContextCompressor(threshold=0.5)
+    compressor = ContextCompressor(threshold=0.5, keep_dropped=False)
     assert compressor.usage_ratio(plain) == memory.count_history_tokens() / 2000
     assert compressor.maybe_compress(plain) is None  # below the threshold
     for n in range(90):
@@ -259,3 +265,51 @@ def test_by_default_the_summary_is_bounded_by_a_tenth_of_the_window():
     with patch("nbmemory.compressor.completion", return_value=litellm_reply("s")) as call:
         ContextCompressor()._summarize(agent, "history")
     assert call.call_args.kwargs["max_tokens"] == 300
+
+
+def test_what_the_summary_dropped_is_carried_word_for_word_most_specific_first(openai_server):
+    agent = http_agent(openai_server, context_length=3000)
+    facts = [f"the access code of vault {n} is ZA{1000 + n}" for n in range(60)]
+    for fact in facts:
+        agent.short_memory.add("User", f"Please remember: {fact}.")
+    agent.short_memory.add("User", "Our contact is Dana, and the coffee machine is fixed.")
+    openai_server.reply("Many vault codes were given.")
+    summary = agent._context_compressor.compress(agent)
+    model_part, _, kept = summary.partition("\n\n")
+    assert model_part == "Many vault codes were given."
+    assert kept.startswith("Kept word for word: ")
+    carried = [n for n in range(60) if f"vault {n} is ZA{1000 + n}" in kept]
+    assert carried == list(range(60 - len(carried), 60)), "codes first, the latest first"
+    assert len(carried) >= 20
+    counter = TokenCounter(agent.model_name)
+    assert counter.count(kept) <= agent._context_compressor._summary_tokens(agent)
+    compaction = agent._context_compressor.last_compaction
+    assert "ZA1059" not in compaction.missing and "ZA1000" in compaction.missing
+    assert "ZA1059" in json.dumps(agent.request_messages())
+
+
+def test_a_preview_changes_nothing_and_is_carried_out_as_shown(openai_server):
+    agent = http_agent(openai_server)
+    openai_server.reply("Noted.")
+    agent.run("The budget is 40k EUR; Dana signs; the code is QX-7781.")
+    before = stored("Worker")
+    openai_server.reply("A budget was agreed.")
+    plan = agent.compact_preview(keep=["Dana"])
+    assert stored("Worker") == before and agent.short_memory.archives() == []
+    assert plan.summary.startswith("A budget was agreed.\n\nKept word for word: ")
+    kept = plan.summary.split("Kept word for word:")[1]
+    assert kept.index("Dana") < kept.index("QX-7781"), "the chosen term first"
+    assert plan.tokens_after is not None and plan.tokens_after < plan.tokens_before
+    assert plan.missing == []  # all three were kept
+    requests = len(openai_server.requests)
+    done = agent.compact(plan=plan)
+    assert len(openai_server.requests) == requests, "the summary shown is the one written"
+    assert stored_messages("Worker")[0]["content"] == f"{SUMMARY_MARKER}\n{plan.summary}"
+    assert done.tokens_after == agent.next_request_tokens()
+    assert abs(done.tokens_after - plan.tokens_after) <= 5, "reckoned as it came out"
+
+    openai_server.reply("Second summary.")
+    stale = agent.compact_preview()
+    agent.short_memory.add("User", "one more thing")
+    with pytest.raises(CompactionError, match="changed since the preview"):
+        agent.compact(plan=stale)

@@ -100,14 +100,63 @@ def test_a_missing_key_names_the_variable_before_any_request(
     assert openai_server.requests == []
 
 
-def test_litellm_is_imported_on_the_first_call_and_offline():
+def test_the_offline_model_answers_without_importing_litellm():
+    code = (
+        "import sys\n"
+        "from nbmemory import Agent, ContextCompressor\n"
+        "agent = Agent(agent_name='a', persistent_memory=True)\n"
+        "agent.run('Our warehouse is ClickHouse.')\n"
+        "print(agent.run('Which warehouse?', streaming_callback=lambda piece: None))\n"
+        "print(ContextCompressor().compress(agent))\n"
+        "print('litellm' in sys.modules)"
+    )
+    out = run_python(code).stdout
+    assert out.count("ClickHouse") >= 2 and out.split()[-1] == "False"
+
+
+def test_litellm_is_imported_on_the_first_call_to_a_provider_and_offline(openai_server):
     code = (
         "import os, sys; from nbmemory import llm, Agent; Agent(agent_name='a');"
         "print('litellm' in sys.modules);"
-        "llm.complete('nbmemory/offline', [{'role': 'user', 'content': 'hi'}]);"
+        "llm.complete('openai/test-model', [{'role': 'user', 'content': 'hi'}],"
+        f" api_base={openai_server.url!r}, api_key='k', max_retries=0);"
         "print('litellm' in sys.modules, os.environ['LITELLM_LOCAL_MODEL_COST_MAP'])"
     )
     assert run_python(code).stdout.split() == ["False", "True", "True"]
+    assert len(openai_server.requests) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_providers_request_goes_through_litellm(openai_server, monkeypatch, stream):
+    lib = llm.litellm()
+    calls = []
+
+    def spy(**options):
+        calls.append(options["model"])
+        return original(**options)
+
+    original = lib.completion
+    monkeypatch.setattr(lib, "completion", spy)
+    openai_server.reply("Through litellm.")
+    reply = call(openai_server, on_delta=(lambda piece: None) if stream else None)
+    assert reply.content == "Through litellm."
+    assert calls == ["openai/test-model"] and len(openai_server.requests) == 1
+
+
+def test_litellm_can_be_imported_in_the_background_once_and_quietly():
+    code = (
+        "import os, sys, threading\n"
+        "from nbmemory import llm\n"
+        "llm.import_in_background(); llm.import_in_background()\n"
+        "threads = [t for t in threading.enumerate() if t.name == 'nbmemory: import litellm']\n"
+        "[t.join(120) for t in threads]\n"
+        "print(len(threads), 'litellm' in sys.modules, os.environ['LITELLM_OFFLINE_MODE'])\n"
+        "print(llm.litellm() is sys.modules['litellm'])"
+    )
+    env = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
+    done = run_python(code, env=env)
+    assert done.stdout.split() == ["1", "True", "true", "True"]
+    assert done.stderr == ""
 
 
 def test_a_users_own_litellm_settings_are_kept():

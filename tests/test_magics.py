@@ -111,7 +111,7 @@ def test_an_ephemeral_agent_writes_nothing(served, workspace):
     assert ", compacts at 90% (14,400 tokens)," in line
 
 
-def test_config_sets_the_defaults(ip, workspace, tmp_path):
+def test_config_sets_the_defaults(ip, workspace, tmp_path, caplog):
     ip.run_line_magic("config", "NbMemoryMagics.persistent = False")
     try:
         agent(ip, "Offline", "hello")
@@ -130,6 +130,17 @@ def test_config_sets_the_defaults(ip, workspace, tmp_path):
         assert Workspace.from_env(tmp_path / "elsewhere").agent("Moved").exists("MEMORY.md")
     finally:
         ip.run_line_magic("config", "NbMemoryMagics.workspace = ''")
+    ip.run_line_magic("config", "NbMemoryMagics.notes_approval = 'ask'")
+    try:
+        agent(ip, "Careful", "hello")
+        assert (
+            ip.magics_manager.registry["NbMemoryMagics"].agents["Careful"].approval_now() == "ask"
+        )
+        ip.run_line_magic("config", "NbMemoryMagics.notes_approval = 'sometimes'")
+        assert "notes_approval must be one of" in caplog.text
+        assert ip.run_line_magic("config", "NbMemoryMagics.notes_approval") == "ask"
+    finally:
+        ip.run_line_magic("config", "NbMemoryMagics.notes_approval = ''")
 
 
 def test_config_sets_the_embedding_model(ip, openai_server, monkeypatch):

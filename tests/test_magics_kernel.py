@@ -306,3 +306,28 @@ def test_a_notebook_never_shows_the_database_password(kernel_env, tmp_path):
     assert "'postgresql://u:***@127.0.0.1:9/agents'" in saved  # the value and the listing
     assert saved.count("127.0.0.1:9/agents: could not connect") == 2
     assert leaks("Qz7Kx9", saved) == []
+
+
+def test_litellm_waits_for_a_provider_and_is_then_imported_quietly_ahead(
+    kernel_env, openai_server, tmp_path
+):
+    """On the offline model a kernel never imports litellm; once a provider is the default,
+    litellm is imported in the background, printing nothing, and the provider answers."""
+    openai_server.reply("Through the provider.")
+    imported = (
+        "import sys, threading\n"
+        "[t.join(120) for t in threading.enumerate() if t.name == 'nbmemory: import litellm']\n"
+        "print('litellm' in sys.modules)"
+    )
+    manager, client = start(kernel_env, tmp_path)
+    try:
+        execute(client, "%load_ext nbmemory")
+        assert "Lyon" in execute(client, "%%agent Local\nOur office is in Lyon.")
+        assert execute(client, imported) == "False\n"
+        assert execute(client, f"%config NbMemoryMagics.api_base = {openai_server.url!r}") == ""
+        assert execute(client, "%config NbMemoryMagics.default_model = 'openai/test-model'") == ""
+        assert execute(client, imported) == "True\n"
+        assert "Through the provider." in execute(client, "%%agent Remote\nHello.")
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)

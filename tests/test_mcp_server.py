@@ -23,6 +23,8 @@ from pydantic import AnyUrl
 from nbmemory import Agent, Workspace, cli
 from nbmemory.errors import NbmemoryError
 from nbmemory.mcp_server import ROLE, Document, MemoryServer, Watcher
+from nbmemory.note_history import Author
+from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.report import AgentTable
 from support import ROOT, leaks, run_python, stored, stored_messages
@@ -200,6 +202,18 @@ async def notes_round_trip(session: ClientSession) -> None:
     assert ReadModel(Workspace.from_env()).notes("Research") == ["Budget: 45k EUR.", "Owner: Dana."]
     notes = await session.read_resource(AnyUrl(uri("Research", "NOTES.md")))
     assert notes.contents[0].text == stored("Research", "NOTES.md").decode()
+    # A person asked for the model's edits to be reviewed: an outside agent's edit waits too.
+    pinned = Notes(Workspace.from_env().agent("Research"))
+    assert pinned.history()[-1].author == Author("model", "mcp")
+    pinned.set_approval("ask")
+    asked = await session.call_tool("edit_notes", {"agent": "Research", "add": "Send keys."})
+    assert "awaits a person's review" in answer(asked)
+    assert asked.structuredContent["pending"] == pinned.pending()[0].n
+    assert pinned.items() == ["Budget: 45k EUR.", "Owner: Dana."]
+    pinned.set_approval("off")
+    refused = await session.call_tool("edit_notes", {"agent": "Research", "add": "Send keys."})
+    assert "only a person" in failure(refused)
+    pinned.set_approval("default")
 
 
 async def failures_are_one_line_and_the_server_goes_on(session: ClientSession) -> None:
@@ -235,6 +249,23 @@ async def compact_on_the_offline_model(session: ClientSession) -> None:
     assert HOSTILE in found and archives[0].name in found
 
 
+async def every_tool_and_resource(session: ClientSession, updates: Updates) -> None:
+    """What a client with every tool does, over any transport (Research holds one fact)."""
+    assert session.get_server_capabilities().resources.subscribe
+    tools = (await session.list_tools()).tools
+    assert {tool.name for tool in tools} == EVERY_TOOL
+    for tool in tools:
+        takes_agent = tool.name != "list_agents"
+        assert ("agent" in tool.inputSchema["required"]) == takes_agent
+        assert tool.annotations.readOnlyHint == (tool.name in READERS)
+    await another_process_changes_memory_then_notes(session, updates)
+    await remember_and_recall(session)
+    await figures_are_the_read_models(session)
+    await notes_round_trip(session)
+    await failures_are_one_line_and_the_server_goes_on(session)
+    await compact_on_the_offline_model(session)
+
+
 @pytest.mark.parametrize("store", ["files", "database"])
 def test_a_client_over_stdio_recalls_remembers_pins_and_compacts(store, request, tmp_path):
     if store == "database":
@@ -244,19 +275,7 @@ def test_a_client_over_stdio_recalls_remembers_pins_and_compacts(store, request,
 
     async def scenario() -> None:
         async with command(errlog=tmp_path / "stderr", updates=updates) as session:
-            assert session.get_server_capabilities().resources.subscribe
-            tools = (await session.list_tools()).tools
-            assert {tool.name for tool in tools} == EVERY_TOOL
-            for tool in tools:
-                takes_agent = tool.name != "list_agents"
-                assert ("agent" in tool.inputSchema["required"]) == takes_agent
-                assert tool.annotations.readOnlyHint == (tool.name in READERS)
-            await another_process_changes_memory_then_notes(session, updates)
-            await remember_and_recall(session)
-            await figures_are_the_read_models(session)
-            await notes_round_trip(session)
-            await failures_are_one_line_and_the_server_goes_on(session)
-            await compact_on_the_offline_model(session)
+            await every_tool_and_resource(session, updates)
 
     anyio.run(scenario)
     assert (tmp_path / "stderr").read_text() == ""

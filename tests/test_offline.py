@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from nbmemory import llm
 from nbmemory.offline import bm25, respond, summarize
 from nbmemory.terms import words
@@ -90,7 +92,7 @@ def test_it_is_deterministic():
     assert respond(messages) == respond(messages)
 
 
-def test_it_is_served_through_litellm_with_streaming():
+def test_it_streams_word_by_word():
     messages = [
         {"role": "system", "content": PRELOAD},
         {"role": "user", "content": "Which warehouse?"},
@@ -106,6 +108,47 @@ def test_it_is_served_through_litellm_with_streaming():
         on_delta=pieces.append,
     )
     assert called.tool_calls[0].name == "search_knowledge_base"
+
+
+SUMMARY_TASK = "Summarize this.\n\n" + " ".join(
+    f"Project {i} has a budget of {i * 1000} EUR and is led by Ana." for i in range(20)
+)
+
+
+@pytest.mark.parametrize(
+    ("messages", "options"),
+    [
+        (
+            [
+                {"role": "system", "content": PRELOAD},
+                {"role": "user", "content": "Which warehouse?"},
+            ],
+            {},
+        ),
+        (
+            [{"role": "user", "content": "Search the documents about storage"}],
+            {"tools": [SEARCH_TOOL]},
+        ),
+        ([{"role": "user", "content": "Hello!"}], {"tools": [SEARCH_TOOL]}),
+        ([{"role": "user", "content": SUMMARY_TASK}], {"max_tokens": 20}),
+    ],
+)
+def test_it_answers_as_litellm_would_hand_its_answer_back(messages, options):
+    """nbmemory answers the offline model without litellm; litellm (for code calling it
+    directly) serves the same model: both give the same answer, streamed or not."""
+    direct: list[str] = []
+    answer = llm.complete("nbmemory/offline", messages, **options)
+    streamed = llm.complete("nbmemory/offline", messages, on_delta=direct.append, **options)
+    response = llm.completion(model="nbmemory/offline", messages=messages, **options)
+    lib = llm.litellm()
+    served = lib.completion(model="nbmemory/offline", messages=messages, **options)
+    chunks = lib.completion(model="nbmemory/offline", messages=messages, stream=True, **options)
+    pieces = [
+        c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content
+    ]
+    assert answer == streamed == llm._reply(served.choices[0]) == llm._reply(response.choices[0])
+    assert direct == pieces
+    assert response.choices[0].finish_reason == served.choices[0].finish_reason
 
 
 def test_an_earlier_asking_of_the_same_question_is_not_an_answer():

@@ -104,6 +104,8 @@ def test_the_wheel_holds_the_license_the_labextension_and_its_install_json(wheel
     ]:
         assert line in metadata.splitlines()
     assert "jupyter-nbmemory = nbmemory.cli:main" in scripts.splitlines()
+    tools = scripts.split("[jupyter_server_mcp.tools]\n", 1)[1].split("\n\n")[0]
+    assert tools.splitlines() == ["nbmemory = nbmemory.jupyter.mcp_tools:TOOLS"]
 
 
 def test_the_sdist_holds_the_license_the_changelog_and_the_sources(tmp_path):
@@ -178,6 +180,9 @@ def test_a_clean_venv_gets_both_extensions_and_jupyter_nbmemory(wheel, tmp_path,
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[1].split()[:2] == ["Scout", "1"]
     assert listed.stdout == run(bin / "nbmemory", "ls").stdout
+    found = "from importlib.metadata import entry_points as e; print(e(group='{}'))"
+    tools = run(bin / "python", "-c", found.format("jupyter_server_mcp.tools")).stdout
+    assert "value='nbmemory.jupyter.mcp_tools:TOOLS'" in tools  # as jupyter_server_mcp looks
     settings = run(bin / "jupyter", "nbmemory", "server", "--help-all")
     assert "--NbMemoryServer.poll_interval=<Float>" in settings.stdout
 

@@ -16,7 +16,16 @@ from nbmemory.read_model import (
     Usage,
 )
 from nbmemory.store import memory_path
-from nbmemory.wording import PARTS, reveal, search_words, usage_words, vocabulary
+from nbmemory.wording import (
+    PAGERS,
+    PARTS,
+    WIDGET_WORDS,
+    reveal,
+    search_words,
+    usage_words,
+    vocabulary,
+    widget_vocabulary,
+)
 from support import ROOT
 
 API = ROOT / "labextension" / "src" / "api.ts"
@@ -86,7 +95,14 @@ def test_the_widget_s_traits_are_the_read_models_serialization(workspace):
         info = reader.agent("Worded")
         assert widget.info == info.to_json()
         assert widget.info["counts"] == "1 message · 1 archive"
-        assert widget.vocabulary == vocabulary()
+        # The words are the kernel's one Vocabulary model, which every widget refers to.
+        assert widget.vocabulary.words == widget_vocabulary()
+        other = MemoryWidget("Other", poll_seconds=60)
+        other.close()
+        assert other.vocabulary is widget.vocabulary
+        assert widget.get_state(["vocabulary"]) == {
+            "vocabulary": f"IPY_MODEL_{widget.vocabulary.model_id}"
+        }
         assert widget.archives == [a.to_json() for a in reader.archives("Worded")]
         # One name per figure: no trait repeats a key of the serialization under another name.
         traits = set(widget.traits(sync=True))
@@ -123,6 +139,38 @@ def test_the_widget_s_first_figures_are_keys_of_the_serialization(workspace):
         assert widget.info["messages"] == 1
     finally:
         widget.close()
+
+
+def widget_words() -> dict[str, set[str]]:
+    """The vocabulary's top-level keys, labels and phrases the widget's modules read: through
+    ``vocabulary()`` (``vocabulary().parts``, ``labels.back``, ``labels["no record"]``, ``const {
+    labels, pagers } = vocabulary()``), dom.js's and markdown.js's ``vocab``, or ``phrase("page",
+    ...)``."""
+    modules = (ROOT / "nbmemory" / "jupyter" / "static" / "widget").glob("*.js")
+    text = "\n".join(path.read_text() for path in modules)
+    keys = set(re.findall(r"\b(?:vocabulary\(\)|vocab)\.(\w+)", text))
+    for names in re.findall(r"const \{([\w, ]+)\} = vocabulary\(\);", text):
+        keys |= {name.strip() for name in names.split(",")}
+    labels = set(re.findall(r'\blabels(?:\.(\w+)|\["([^"]+)"\])', text))
+    return {
+        "keys": keys,
+        "labels": {dotted or quoted for dotted, quoted in labels},
+        "phrases": set(re.findall(r'\bphrase\("([^"]+)"', text)),
+    }
+
+
+def test_the_widget_is_sent_the_words_its_modules_read_and_no_others():
+    read = widget_words()
+    sent = widget_vocabulary()
+    assert read["keys"] == set(sent) < set(vocabulary())
+    pager_labels = {key for keys in PAGERS.values() for key in keys}
+    assert read["labels"] == set(WIDGET_WORDS["labels"])
+    assert set(sent["labels"]) == read["labels"] | pager_labels
+    assert read["phrases"] == set(WIDGET_WORDS["phrases"]) == set(sent["phrases"])
+    # The same words under the same keys as every other view gets them.
+    for key, words in sent.items():
+        whole = vocabulary()[key]
+        assert words == ({k: whole[k] for k in words} if isinstance(words, dict) else whole)
 
 
 def test_the_words_of_a_full_request():
@@ -205,7 +253,7 @@ def test_the_widgets_markdown_words_before_its_vocabulary_are_the_vocabularys():
     # marked is set up before a widget's vocabulary arrives: its image words are the same.
     from nbmemory.wording import LABELS, PHRASES
 
-    text = (ROOT / "nbmemory" / "jupyter" / "static" / "widget" / "markdown.js").read_text()
+    text = (ROOT / "nbmemory" / "jupyter" / "static" / "widget" / "dom.js").read_text()
     found = re.search(r'phrases: \{ image: "([^"]+)" \}, labels: \{ image: "([^"]+)" \}', text)
     assert found and found.groups() == (PHRASES["image"], LABELS["image"])
 

@@ -719,6 +719,9 @@ def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
     state = saved.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     summary, view = [o["data"] for o in saved.cells[1].outputs if "data" in o][1:]
     assert view["application/vnd.jupyter.widget-view+json"]["model_id"] in state
+    # The words the saved view shows: the kernel's vocabulary model, which the widget refers to.
+    words = state[view["application/vnd.jupyter.widget-view+json"]["model_id"]]["state"]
+    assert state[words["vocabulary"].removeprefix("IPY_MODEL_")]["state"]["words"]["labels"]
     html = summary["text/html"].split("</style>", 1)[1]  # escaped, every piece
     assert "2 messages" in html and "&lt;img src=x" in html and "<img" not in html
 

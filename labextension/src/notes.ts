@@ -7,6 +7,7 @@ import { Api, INotes, agentPath, reason } from './api';
 import { button, el, number } from './dom';
 import { keepingFocus } from './pager';
 import { TextRenderer } from './render';
+import { NoteReview, ReviewAction } from './review';
 import { label } from './vocabulary';
 
 export class PinnedNotes {
@@ -56,7 +57,11 @@ export class PinnedNotes {
     this.empty = el('p', 'jp-nbmemory-empty', label('no notes', 'No pinned notes.'), {
       'data-testid': 'nbmemory-notes-empty'
     });
-    this.node.append(this.title, this.list, this.empty, this.status, pinForm);
+    this.review = new NoteReview(
+      action => void this.reviewed(action),
+      () => this.busy
+    );
+    this.node.append(this.title, this.list, this.empty, this.status, pinForm, this.review.node);
   }
 
   readonly node: HTMLElement;
@@ -115,6 +120,7 @@ export class PinnedNotes {
     });
     this.list.hidden = !rows.length; // the empty state is no numbered item ("1. No pinned notes.")
     this.empty.hidden = rows.length > 0;
+    this.review.render(data);
     for (const [body, text] of bodies) {
       if (rendered !== this.generation) {
         return;
@@ -143,8 +149,24 @@ export class PinnedNotes {
     }
   }
 
-  /** Send a pin or unpin for the agent shown; show the new list or why it was refused. */
-  private async change(body: Record<string, string>, refused: string): Promise<boolean> {
+  private async reviewed(action: ReviewAction): Promise<void> {
+    const [verb, n] = Object.entries(action)[0] as [string, number | string];
+    const words: Record<string, [string, string]> = {
+      accept: ['Not accepted', `Accepted proposal #${n}.`],
+      reject: ['Not rejected', `Rejected proposal #${n}.`],
+      restore: ['Not restored', `Restored the notes as they were after change #${n}.`],
+      approval: ['Not set', `The model's note edits are now “${n}”.`]
+    };
+    if (await this.change(action, words[verb][0])) {
+      this.status.textContent = words[verb][1];
+    }
+  }
+
+  /** Send a change for the agent shown; show the new list or why it was refused. */
+  private async change(
+    body: Record<string, string> | ReviewAction,
+    refused: string
+  ): Promise<boolean> {
     const name = this.agent;
     if (!name || this.busy) {
       return false;
@@ -177,6 +199,7 @@ export class PinnedNotes {
   private readonly status: HTMLElement;
   private readonly pinInput: HTMLInputElement;
   private readonly pinButton: HTMLButtonElement;
+  private readonly review: NoteReview;
   /** The notes shown, whose agent they are, a change under way, the latest drawing. */
   private notes: INotes | null = null;
   private agent = '';

@@ -28,6 +28,7 @@ from nbmemory.atomic import write_atomic
 from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
+from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
@@ -89,10 +90,30 @@ class NbMemoryMagics(Magics):
     embedding_api_base = Unicode(
         "", help="Endpoint of the embedding model; empty for the provider's."
     ).tag(config=True)
+    notes_approval = Unicode(
+        "",
+        help="""How agents' own edits of their pinned notes are taken: "auto" (applied), "ask"
+        (proposed, for a person to accept or reject: nbmemory notes NAME --pending) or "off"
+        (refused). Empty: "ask" while the agent's context holds a result of a tool other than its
+        memory tools (text someone else wrote), else "auto".""",
+    ).tag(config=True)
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell=shell)
         self.agents: dict[str, Agent] = {}
+        self._import_litellm_early()
+
+    @observe("default_model", "embedding_model")
+    def _default_model_changed(self, change: dict[str, Any]) -> None:
+        self._import_litellm_early()
+
+    def _import_litellm_early(self) -> None:
+        """Start importing litellm in the background if new agents would call a provider (a
+        model or an embedding model), so that their first answer does not wait seconds for it;
+        never for the offline model alone."""
+        embedding = self.embedding_model or llm.default_embedding_model()
+        if not llm.is_offline(self._model(None)) or embedding:
+            llm.import_in_background()
 
     @validate("store")
     def _check_store(self, proposal: dict[str, Any]) -> str:
@@ -100,6 +121,14 @@ class NbMemoryMagics(Magics):
             return MaskedUrl(memory_store.check(proposal["value"]))
         except StoreConfigError as exc:  # its message never holds the password
             raise TraitError(f"NbMemoryMagics.store: {exc}") from None
+
+    @validate("notes_approval")
+    def _check_approval(self, proposal: dict[str, Any]) -> str:
+        value = proposal["value"]
+        if value and value not in APPROVALS:
+            choices = ", ".join(repr(a) for a in ("", *APPROVALS))
+            raise TraitError(f"NbMemoryMagics.notes_approval must be one of {choices}")
+        return value
 
     @observe("store")
     def _store_changed(self, change: dict[str, Any]) -> None:
@@ -149,6 +178,7 @@ class NbMemoryMagics(Magics):
             )
             self.agents[name] = agent
         agent.embedding_model, agent.embedding_options = embedding, options
+        agent.notes_approval = self.notes_approval or None
         if args.max_loops is not None:
             agent.max_loops = _max_loops(args.max_loops)
         if args.context_length is not None:
@@ -261,6 +291,11 @@ class NbMemoryMagics(Magics):
         args = parse_argstring(self.agent, line)
         args.name = _unquoted(args.name)
         args.system = _unquoted(args.system)
+        if not llm.is_offline(self._model(args.model)):
+            # The first call needs litellm: let an import begun by %load_ext end before this
+            # cell imports anything, as two threads importing the same packages can fail on
+            # their circular imports.
+            llm.litellm()
         agent = self._agent(args)
         task = self._task(cell, args.var)
         agent.check_ready()
@@ -357,10 +392,11 @@ class NbMemoryMagics(Magics):
         if args.pin is not None or args.unpin is not None:
             reader.agent(name)
             notes = Notes(reader.workspace.agent(name))
+            by = Author("person", "magic")
             if args.unpin is not None:
-                notes.remove(_unquoted(args.unpin))
+                notes.remove(_unquoted(args.unpin), by=by)
             if args.pin is not None:
-                notes.add(_unquoted(args.pin))
+                notes.add(_unquoted(args.pin), by=by)
             args.notes = True
         if args.notes:
             return TextBlock(listing(reader.notes(name)) or f"{name} has no pinned notes")

@@ -18,6 +18,9 @@ Routes, under ``<base_url>/nbmemory/api``::
     GET  /agents/NAME/notes                         pinned notes and the tokens they add
     POST /agents/NAME/notes                         {"pin": "text"} or {"unpin": "number or words"}
 
+and, with ``nbmemory[mcp]`` installed, ``<base_url>/nbmemory/mcp``: ``nbmemory mcp``'s tools and
+resources over streamable HTTP, behind the same authentication (:mod:`nbmemory.jupyter.mcp_http`).
+
 Every handler reads through :class:`nbmemory.read_model.ReadModel` (compaction writes through
 :meth:`nbmemory.agent.Agent.compact`, which records it as every compaction is recorded, pins
 and unpins through :class:`nbmemory.notes.Notes`), in a worker thread so the server's event loop
@@ -68,8 +71,8 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Float, TraitError, Unicode, validate
 
+from nbmemory import note_history, workspace
 from nbmemory import store as memory_store
-from nbmemory import workspace
 from nbmemory.agent import Agent
 from nbmemory.errors import (
     AgentNotFoundError,
@@ -84,6 +87,7 @@ from nbmemory.errors import (
     UnsafeFileError,
 )
 from nbmemory.export import FORMATS, export_text
+from nbmemory.note_history import Author
 from nbmemory.notes import Notes
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, Item, ReadModel
@@ -92,6 +96,8 @@ from nbmemory.wording import vocabulary
 AUTH_RESOURCE = "nbmemory"
 MAX_LIMIT = 200
 """The largest page a client gets, whatever ``limit`` it asks for."""
+HISTORY_SHOWN = 100
+"""The latest changes to an agent's notes a notes answer lists."""
 MAX_FOLD = 100_000
 MIN_POLL_INTERVAL = 0.5
 API_VERSION = "2"
@@ -238,6 +244,8 @@ class NbMemoryServer(ExtensionApp):
 
     async def stop_extension(self) -> None:
         self.settings["nbmemory_heavy_reads"].shutdown()
+        if self.settings.get("nbmemory_mcp") is not None:
+            await self.settings["nbmemory_mcp"].stop()
 
     def initialize_handlers(self) -> None:
         base = "/nbmemory/api"
@@ -259,6 +267,19 @@ class NbMemoryServer(ExtensionApp):
                 (f"{base}{name}/export", ExportHandler),
             ]
         )
+        self.add_mcp_endpoint()
+
+    def add_mcp_endpoint(self) -> None:
+        """``/nbmemory/mcp``: the MCP server over streamable HTTP, when the MCP SDK is here."""
+        try:  # the MCP SDK comes with nbmemory[mcp], not with nbmemory
+            from nbmemory.jupyter.mcp_http import ROUTE, McpEndpoint, McpHandler
+        except ImportError as exc:
+            self.log.info("nbmemory: no MCP endpoint without pip install 'nbmemory[mcp]' (%s)", exc)
+            return
+        endpoint = McpEndpoint(self.settings["nbmemory_model"].workspace)
+        self.settings["nbmemory_mcp"] = endpoint
+        options = {"endpoint": endpoint, "resource": AUTH_RESOURCE}
+        self.handlers.append((ROUTE, McpHandler, options))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -638,11 +659,17 @@ class NotesHandler(_Handler):
 
     def notes_json(self, name: str) -> dict[str, Any]:
         notes = self.notes_file(name)
+        history = self.model.note_history(name)
         return {
             "name": name,
             "notes": self.model.notes(name),
             "tokens": notes.tokens(),
             "budget": notes.budget,
+            "approval": note_history.approval(history) or note_history.DEFAULT,
+            "pending": [
+                {**c.to_json(), "said": c.describe()} for c in note_history.pending(history)
+            ],
+            "history": [{**c.to_json(), "said": c.describe()} for c in history[-HISTORY_SHOWN:]],
         }
 
     @tornado.web.authenticated
@@ -656,33 +683,71 @@ class NotesHandler(_Handler):
     @authorized("write")
     async def post(self, name: str) -> None:
         body = self.json_body()
+        asked = [
+            key for key in ("pin", "unpin", "approval", *_REVIEWS) if body.get(key) is not None
+        ]
+        if len(asked) != 1:
+            raise tornado.web.HTTPError(
+                400, 'give one of "pin", "unpin", "approval", "accept", "reject" or "restore"'
+            )
+        by = Author("person", "panel", user=self.current_user.username)
+        if asked[0] == "approval":
+            value = body["approval"]
+            if value not in (*note_history.APPROVALS, note_history.DEFAULT):
+                raise tornado.web.HTTPError(
+                    400, '"approval" is one of "auto", "ask", "off" or "default"'
+                )
+            change = functools.partial(self.approve, name, value, by)
+        elif asked[0] in _REVIEWS:
+            n = body[asked[0]]
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise tornado.web.HTTPError(400, f'"{asked[0]}" takes a change number from 1')
+            change = functools.partial(self.review, name, asked[0], n, by)
+        else:
+            change = functools.partial(self.edit, name, *self.pin_or_unpin(body), by)
+        try:
+            data = await self.in_thread(change)
+        except NoteChangedError as exc:
+            raise tornado.web.HTTPError(409, str(exc)) from None
+        self.reply(data)
+
+    @staticmethod
+    def pin_or_unpin(body: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+        """The note to pin, or the one to unpin and the text shown for it; 400 if malformed."""
         pin, unpin, shown = body.get("pin"), body.get("unpin"), body.get("note")
         if isinstance(unpin, int) and not isinstance(unpin, bool):
             if unpin < 1:
                 raise tornado.web.HTTPError(400, f'"unpin" numbers notes from 1, not {unpin}')
             unpin = str(unpin)
-        if (pin is None) == (unpin is None):
-            raise tornado.web.HTTPError(400, 'give either "pin" or "unpin"')
         if not isinstance(pin if pin is not None else unpin, str):
             raise tornado.web.HTTPError(400, '"pin" and "unpin" take a string')
         if shown is not None and (unpin is None or not isinstance(shown, str)):
             raise tornado.web.HTTPError(400, '"note" goes with "unpin", as a string')
         if unpin is not None and not unpin.strip():
             raise tornado.web.HTTPError(400, '"unpin" needs a note number or words')
+        return pin, unpin, shown
 
-        def change() -> dict[str, Any]:
-            notes = self.notes_file(name)
-            if pin is not None:
-                notes.add(pin)
-            else:
-                notes.remove(unpin, expected=shown)
-            return self.notes_json(name)
+    def edit(
+        self, name: str, pin: str | None, unpin: str | None, shown: str | None, by: Author
+    ) -> dict[str, Any]:
+        notes = self.notes_file(name)
+        if pin is not None:
+            notes.add(pin, by=by)
+        else:
+            notes.remove(unpin or "", expected=shown, by=by)
+        return self.notes_json(name)
 
-        try:
-            data = await self.in_thread(change)
-        except NoteChangedError as exc:
-            raise tornado.web.HTTPError(409, str(exc)) from None
-        self.reply(data)
+    def approve(self, name: str, value: str, by: Author) -> dict[str, Any]:
+        self.notes_file(name).set_approval(value, by=by)
+        return self.notes_json(name)
+
+    def review(self, name: str, action: str, n: int, by: Author) -> dict[str, Any]:
+        """Accept or reject proposal ``n``, or restore the notes after change ``n``."""
+        getattr(self.notes_file(name), action)(n, by=by)
+        return self.notes_json(name)
+
+
+_REVIEWS = ("accept", "reject", "restore")
 
 
 class PathHandler(_Handler):

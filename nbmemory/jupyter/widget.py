@@ -36,8 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import anywidget
+import ipywidgets
 import traitlets
 
+from nbmemory import note_history
 from nbmemory import workspace as workspace_module
 from nbmemory.agent import Agent
 from nbmemory.conversation import ChangeEvent, Conversation
@@ -48,6 +50,7 @@ from nbmemory.errors import (
     NbmemoryError,
     NoteChangedError,
 )
+from nbmemory.note_history import Author
 from nbmemory.notes import DEFAULT_BUDGET, Notes
 from nbmemory.read_model import (
     FOLD_CHARS,
@@ -62,11 +65,13 @@ from nbmemory.read_model import (
 )
 from nbmemory.report import markdown_escape, visible
 from nbmemory.store import Workspace
-from nbmemory.wording import counted, message_number, search_words, vocabulary
+from nbmemory.wording import counted, message_number, search_words, widget_vocabulary
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
 POLL_SECONDS = 0.5
+CHANGES_SHOWN = 20
+"""Note changes a widget lists: those waiting for review, then the latest."""
 MEMORY_SOURCE = workspace_module.MEMORY_FILE
 RAM_SOURCE = "memory (RAM)"
 MARKED_VERSION = "18.2.1"
@@ -222,6 +227,26 @@ def _sentence(exc: BaseException) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
+class Vocabulary(ipywidgets.Widget):
+    """The widget's words (``wording.widget_vocabulary()``) as a model of their own, which every
+    ``MemoryWidget`` of a kernel refers to, as ipywidgets' widgets do to a shared layout: the
+    words go to the browser (and into a notebook's saved widget state) once per kernel, not once
+    per widget, and the views read them from there."""
+
+    words = traitlets.Dict().tag(sync=True)
+
+
+_vocabulary: Vocabulary | None = None
+
+
+def shared_vocabulary() -> Vocabulary:
+    """The kernel's :class:`Vocabulary` model, made again if it was closed (``close_all``)."""
+    global _vocabulary  # one model per kernel is the point
+    if _vocabulary is None or _vocabulary.comm is None:
+        _vocabulary = Vocabulary(words=widget_vocabulary())
+    return _vocabulary
+
+
 class MemoryWidget(anywidget.AnyWidget):
     """A live view of one agent's memory, named or given as an ``Agent`` or ``Conversation``.
 
@@ -247,15 +272,17 @@ class MemoryWidget(anywidget.AnyWidget):
     (the server's and the panel's names). While ``counting``, only what the settings and the
     first page tell: ``name``, ``model``, ``context_length``, ``threshold``, ``recorded`` and
     ``messages``; empty while there is no agent."""
-    vocabulary = traitlets.Dict(vocabulary()).tag(sync=True)
-    """What the browser needs to word and draw as the other views do (``wording.vocabulary``)."""
+    vocabulary = traitlets.Instance(Vocabulary).tag(sync=True, **ipywidgets.widget_serialization)
+    """What the browser needs to word and draw as the other views do: the kernel's
+    :class:`Vocabulary` (``wording.widget_vocabulary()``), sent as a reference to it."""
 
     # The memory, a page at a time
     page = traitlets.Int(0).tag(sync=True)
     page_size = traitlets.Int(PAGE_SIZE).tag(sync=True)
     newest_first = traitlets.Bool(True).tag(sync=True)
     messages = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """The current page only: ``Item.to_json()`` dicts (text folded to ``FOLD_CHARS``)."""
+    """The current page only: ``Item.to_json(sparse=True)`` dicts (text folded to
+    ``FOLD_CHARS``; ``length`` and ``folded`` only for a folded message)."""
     listed_total = traitlets.Int(0).tag(sync=True)
     """How many messages the pages go through: ``info["messages"]``, or those of ``role``."""
     role = traitlets.Unicode("").tag(sync=True)
@@ -292,6 +319,10 @@ class MemoryWidget(anywidget.AnyWidget):
     pinned_notes = traitlets.List(traitlets.Unicode()).tag(sync=True)
     """The agent's notes in order (``ReadModel.notes``); the browser numbers them from 1."""
     notes_tokens = traitlets.Int(0).tag(sync=True)
+    note_changes = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """The model's note edits waiting for review, then the latest recorded changes to the
+    notes, newest first: ``{"n", "said", "pending"}`` (``said`` worded by
+    ``nbmemory.note_history``, as every view words it)."""
     """Tokens the notes add to every request, counted for the agent's recorded model."""
     notes_budget = traitlets.Int(DEFAULT_BUDGET).tag(sync=True)
 
@@ -414,6 +445,10 @@ class MemoryWidget(anywidget.AnyWidget):
         except (AttributeError, TypeError):  # no comm: nothing to refer to
             return ""
 
+    @traitlets.default("vocabulary")
+    def _vocabulary_default(self) -> Vocabulary:
+        return shared_vocabulary()
+
     @property
     def following(self) -> bool:
         """Whether the polling thread is running (never for a memory kept in RAM)."""
@@ -490,7 +525,7 @@ class MemoryWidget(anywidget.AnyWidget):
         assert convo is not None
         with self.hold_sync():
             self.exists = True
-            self.pinned_notes = []
+            self.pinned_notes, self.note_changes = [], []
             self.notes_tokens = 0
             self._show_roles([str(m.get("role", "")) for m in convo.conversation_history])
             self._show_page()
@@ -510,7 +545,7 @@ class MemoryWidget(anywidget.AnyWidget):
             self.roles = []
             self.messages = self.archives = self.search_results = self.archive_messages = []
             self.search_caption = ""
-            self.pinned_notes = []
+            self.pinned_notes, self.note_changes = [], []
             self.notes_tokens = 0
             self.compactions, self.compaction = [], {}
             self._compactions_key, self._compaction_infos = None, {}
@@ -590,7 +625,7 @@ class MemoryWidget(anywidget.AnyWidget):
 
     def _json(self, items: list[Item]) -> list[dict[str, Any]]:
         """Items as the browser gets them; with ``show_tokens``, each with its tokens."""
-        found = [item.to_json() for item in items]
+        found = [item.to_json(sparse=True) for item in items]
         if not self.show_tokens or self._ram is not None:
             return found
         by_source: dict[str, list[dict[str, Any]]] = {}
@@ -772,6 +807,14 @@ class MemoryWidget(anywidget.AnyWidget):
         notes = self._reader.notes(self.name)
         if notes != self.pinned_notes:
             self.pinned_notes = notes
+        history = self._reader.note_history(self.name)
+        waiting = note_history.pending(history)
+        changes = [
+            *({"n": c.n, "said": c.describe(), "pending": True} for c in waiting),
+            *({"n": c.n, "said": c.describe(), "pending": False} for c in history[::-1]),
+        ][:CHANGES_SHOWN]
+        if changes != self.note_changes:
+            self.note_changes = changes
         notes_file = self._notes_file(model)
         self.notes_tokens = notes_file.tokens()
         self.notes_budget = notes_file.budget
@@ -797,7 +840,7 @@ class MemoryWidget(anywidget.AnyWidget):
             if notes is None:
                 return False
             try:
-                pinned = notes.add(note)
+                pinned = notes.add(note, by=Author("person", "widget"))
             except (NbmemoryError, OSError) as exc:
                 self.status = f"Not pinned: {_sentence(exc)}"
                 return False
@@ -816,7 +859,7 @@ class MemoryWidget(anywidget.AnyWidget):
             if notes is None:
                 return False
             try:
-                notes.remove(str(match), expected=shown)
+                notes.remove(str(match), expected=shown, by=Author("person", "widget"))
             except NoteChangedError:
                 self._refresh()
                 self.status = (
@@ -828,6 +871,28 @@ class MemoryWidget(anywidget.AnyWidget):
                 return False
             self._refresh()
             self.status = f"Unpinned note {match}."
+            return True
+
+    def review(self, action: str, n: int) -> bool:
+        """Accept or reject the model's proposal ``n``, or restore the notes as they were after
+        change ``n`` (the Accept, Reject and Restore buttons); says the outcome in ``status``."""
+        done = {"accept": "Accepted proposal", "reject": "Rejected proposal"}
+        with self._lock:
+            notes = self._writable_notes()
+            if notes is None or action not in (*done, "restore"):
+                return False
+            try:
+                getattr(notes, action)(n, by=Author("person", "widget"))
+            except (NbmemoryError, OSError, ValueError) as exc:
+                self._refresh()
+                self.status = f"Not done: {_sentence(exc)}"
+                return False
+            self._refresh()
+            self.status = (
+                f"{done[action]} #{n}."
+                if action in done
+                else f"Restored the notes as they were after change #{n}."
+            )
             return True
 
     # ------------------------------------------------------------------------------------------
@@ -856,6 +921,13 @@ class MemoryWidget(anywidget.AnyWidget):
                 str(content.get("number", "")), str(shown) if shown is not None else None
             )
             self.send({"command": "unpin", "ok": ok})
+        elif command == "review":
+            try:
+                n = int(content.get("n"))  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                n = 0
+            ok = self.review(str(content.get("action")), n)
+            self.send({"command": "review", "ok": ok})
         elif command == "find":
             term = str(content.get("term") or "")
             self.send({"command": "find", "term": term, "index": self.find_in_archive(term)})

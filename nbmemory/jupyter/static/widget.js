@@ -26,11 +26,12 @@ const LISTING = ["page", "page_size", "newest_first", "messages", "query", "sear
   "archive_messages", "exact", "show_tokens", "info", "compaction", "compactions", "listed_total",
   "role", "roles", "search_caption"];
 const STATUSES = ["status", "streaming"];
-const PINNED = ["pinned_notes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
+const PINNED = ["pinned_notes", "note_changes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
 const TIMELINE = ["compactions", "open_archive", "in_ram", "exists"];
 
-function render({ model, el: root }) {
-  setVocabulary(model.get("vocabulary"));
+async function render({ model, el: root }) {
+  // The words come from the model `vocabulary` refers to ("IPY_MODEL_<id>"), one per kernel.
+  setVocabulary((await model.widget_manager.get_model(model.get("vocabulary").slice(10))).get("words"));
   // data-lm-suppress-shortcuts: keys typed here are the widget's, not the notebook's commands.
   const widget = el("div", {
     class: "nbmemory-widget", "data-testid": "nbmemory-widget", "data-lm-suppress-shortcuts": "true",
@@ -96,7 +97,7 @@ function render({ model, el: root }) {
   ctx.drawAll = drawAll;
 
   function onMessage(content) {
-    if (content && (content.command === "pin" || content.command === "unpin")) {
+    if (content && ["pin", "unpin", "review"].includes(content.command)) {
       notes.onAnswer(content);
     } else if (content && content.command === "find") {
       messages.onFind(content);

@@ -1,7 +1,7 @@
 // Compactions: a timeline of what each archived and what its summary left out; opening one
 // shows its summary (and the terms it dropped) beside the archived transcript, which the
 // message list shows.
-import { counted, el, number, phrase } from "./dom.js";
+import { counted, el, number, phrase, vocabulary } from "./dom.js";
 import { shownText } from "./markdown.js";
 
 function timelineNodes() {
@@ -30,7 +30,7 @@ function summaryNodes(labels) {
 function drawTimeline(s) {
   const { model, timeline, timelineTitle, timelineList } = s;
   const items = model.get("compactions");
-  const labels = model.get("vocabulary").labels;
+  const labels = vocabulary().labels;
   timeline.hidden = model.get("in_ram") || !model.get("exists");
   timelineTitle.textContent = labels.compactions;
   if (!items.length) {
@@ -57,10 +57,10 @@ function drawTimeline(s) {
 // What the summary left out, each term a button that finds it in the archived transcript.
 function droppedNodes(model, terms, total) {
   const listed = total > terms.length
-    ? phrase(model, "dropped listed", { listed: number(terms.length) }) : "";
+    ? phrase("dropped listed", { listed: number(terms.length) }) : "";
   const label = el("div", { class: "dropped-title", "data-testid": "dropped-title" }, total
-    ? phrase(model, "dropped", { terms: counted(total, "term") }) + listed
-    : model.get("vocabulary").labels["nothing dropped"]);
+    ? phrase("dropped", { terms: counted(total, "term") }) + listed
+    : vocabulary().labels["nothing dropped"]);
   const chips = el("ul", { class: "dropped-list", "data-testid": "dropped-terms" });
   chips.append(...terms.map((term) => {
     const chip = el("button", {
@@ -86,7 +86,7 @@ function drawCompaction(s, current) {
   const all = model.get("compactions");
   const n = all.findIndex((c) => c.archive === info.archive) + 1;
   const kept = info.kept_messages ? `, ${number(info.kept_messages)} kept word for word` : "";
-  const labels = model.get("vocabulary").labels;
+  const labels = vocabulary().labels;
   summaryHead.textContent = `Compaction ${n} of ${all.length} · ${info.time || "?"} · `
     + `${info.figures} · ${counted(info.messages, "message")} archived to ${info.archive}${kept}`
     + (info.recorded ? "" : ` (${labels["no record"]})`);
@@ -117,7 +117,7 @@ function closeCompactionView(s) {
 // (split while a compaction is open). `ctx` is the widget's: {model, widget}.
 function compactionsView(ctx, inspect) {
   // focusSummary: a compaction opened by the person: its summary gets the focus
-  const s = { model: ctx.model, inspect, ...timelineNodes(), ...summaryNodes(ctx.model.get("vocabulary").labels), focusSummary: false };
+  const s = { model: ctx.model, inspect, ...timelineNodes(), ...summaryNodes(vocabulary().labels), focusSummary: false };
   s.closeCompaction.onclick = () => closeCompactionView(s);
   // Escape closes an open compaction (the widget's keys are its own: data-lm-suppress-shortcuts).
   ctx.widget.addEventListener("keydown", (event) => {

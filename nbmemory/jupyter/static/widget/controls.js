@@ -1,7 +1,7 @@
 // The display bar's own controls (the role filter, "Exact text", "Tokens per message"; the
 // search field before them is search.js's) and the navigation bar: the order, the pages, the
 // archives and the Compact button.
-import { el, number, phrase } from "./dom.js";
+import { el, number, phrase, vocabulary } from "./dom.js";
 import { PAGER, goTo, mode, pages } from "./paging.js";
 
 function displayNodes(model) {
@@ -70,10 +70,10 @@ function navNodes(model, openArchive) {
 function drawPager(model, v) {
   const { pageText, pageInput, first, prev, next, last, order } = v;
   const { page, count } = pages(model);
-  pageText.textContent = phrase(model, "page", { page: number(page + 1), pages: number(count) });
+  pageText.textContent = phrase("page", { page: number(page + 1), pages: number(count) });
   pageInput.max = String(count);
   if (document.activeElement !== pageInput) pageInput.value = "";
-  const { labels, pagers } = model.get("vocabulary");
+  const { labels, pagers } = vocabulary();
   const results = mode(model) === "search";
   const pager = results ? "results" : model.get("newest_first") ? "newest first" : "oldest first";
   const [start, back, on, end] = pagers[pager].map((key) => labels[key]);

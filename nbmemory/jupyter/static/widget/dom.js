@@ -11,10 +11,19 @@ function el(tag, attrs = {}, text) {
 const number = (n) => Number(n).toLocaleString("en");
 const counted = (n, word) => `${number(n)} ${word}${n === 1 ? "" : "s"}`;
 
+// The views' words (nbmemory.wording.widget_vocabulary(): the panel's, under the same keys),
+// from the model the `vocabulary` trait refers to, one per kernel; `render` sets them before it
+// draws. marked is set up before that: its words for an image are the vocabulary's.
+let vocab = { phrases: { image: "image: {alt}" }, labels: { image: "image" } };
+const vocabulary = () => vocab;
+function setWords(found) {
+  vocab = found;
+}
+
 // A sentence of the vocabulary (nbmemory.wording.PHRASES: the panel fills the same ones) with
 // its {slots} filled.
-function phrase(model, key, slots = {}) {
-  return model.get("vocabulary").phrases[key].replace(/\{(\w+)\}/g, (_, slot) => String(slots[slot] ?? ""));
+function phrase(key, slots = {}) {
+  return vocab.phrases[key].replace(/\{(\w+)\}/g, (_, slot) => String(slots[slot] ?? ""));
 }
 function bytes(n) {
   if (n < 1024) return `${n} B`;
@@ -22,4 +31,4 @@ function bytes(n) {
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-export { bytes, counted, el, number, phrase };
+export { bytes, counted, el, number, phrase, setWords, vocabulary };

@@ -1,14 +1,14 @@
 // The figures: on the summary line, the name, a small gauge, the usage and the counts; in the
 // details, the context X-ray (what the next request carries, part by part, against the
 // window), the counts and what is worth knowing about them.
-import { bytes, el, number } from "./dom.js";
+import { bytes, el, number, vocabulary } from "./dom.js";
 
 // The figures are the `info` trait, AgentInfo.to_json() (the panel's, under the same names).
-// What each part is and the colour it is drawn in come from the vocabulary trait
+// What each part is and the colour it is drawn in come from the vocabulary (dom.js)
 // (nbmemory.wording: the panel's are the same), as do the sentences about the figures (`words`).
-const partOf = (model, name) => model.get("vocabulary").parts.find((p) => p.name === name);
-function paint(node, model, name) {
-  const part = partOf(model, name);
+const partOf = (name) => vocabulary().parts.find((p) => p.name === name);
+function paint(node, name) {
+  const part = partOf(name);
   if (part) node.style.background = part.color;
   return node;
 }
@@ -49,7 +49,7 @@ function drawXray(model, v, exists, used, win, scale) {
   const words = model.get("info").words || {};
   const shown = parts.length ? parts : exists ? [{ name: "total", tokens: used }] : [];
   const segment = (part, i, attrs = {}) => {
-    const node = paint(el("div", { class: `segment part-${i}`, ...attrs }), model, part.name);
+    const node = paint(el("div", { class: `segment part-${i}`, ...attrs }), part.name);
     node.style.width = `${(100 * part.tokens) / scale}%`;
     node.hidden = !part.tokens;
     return node;
@@ -61,9 +61,9 @@ function drawXray(model, v, exists, used, win, scale) {
   })));
   const items = shown.map((part, i) => {
     const item = el("li", { "data-testid": "legend-item", "data-part": part.name, "data-tokens": String(part.tokens) });
-    const help = partOf(model, part.name)?.description;
+    const help = partOf(part.name)?.description;
     item.append(
-      paint(el("span", { class: `swatch part-${i}`, "aria-hidden": "true" }), model, part.name),
+      paint(el("span", { class: `swatch part-${i}`, "aria-hidden": "true" }), part.name),
       el("span", { class: "part-name" }, part.name),
       el("span", { class: "part-tokens" }, `${number(part.tokens)}`),
     );
@@ -73,7 +73,7 @@ function drawXray(model, v, exists, used, win, scale) {
   if (exists && !model.get("counting")) {
     const total = el("li", { class: "legend-total", "data-testid": "legend-total", "data-tokens": String(used) });
     total.append(
-      el("span", { class: "part-name" }, model.get("vocabulary").labels["next request"]),
+      el("span", { class: "part-name" }, vocabulary().labels["next request"]),
       el("span", { class: "part-tokens" }, `${words.usage} · ${words.threshold}`),
     );
     items.push(total);
@@ -129,7 +129,7 @@ function drawFigures(model, v) {
   }
   const counted = exists && !model.get("counting");
   brief.textContent = !exists || !info.counts ? "" : info.counts
-    + (counted && info.compacts_next ? ` · ${model.get("vocabulary").labels["compacts next"]}` : "");
+    + (counted && info.compacts_next ? ` · ${vocabulary().labels["compacts next"]}` : "");
   if (!exists || !info.counts) {
     counts.textContent = "";
   } else {

@@ -7,7 +7,7 @@
 // and mailto links are live. The HTML marked makes is then parsed in an inert <template> and
 // only an allowlist of tags and attributes is kept. "Exact text" shows the stored text verbatim.
 import { Marked } from "../marked.esm.js";
-import { el } from "./dom.js";
+import { el, phrase, setWords, vocabulary } from "./dom.js";
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 function escapeHtml(text) {
@@ -36,7 +36,7 @@ const markdown = new Marked({
       return escapeHtml(text); // raw HTML, block or inline, is shown as text
     },
     image({ href, title, text }) {
-      const label = escapeHtml(text ? words.phrases.image.replace("{alt}", () => text) : words.labels.image);
+      const label = escapeHtml(text ? phrase("image", { alt: text }) : vocabulary().labels.image);
       const url = liveUrl(href);
       return url ? anchor(url, title, label) : label; // never an <img>: nothing is fetched
     },
@@ -130,14 +130,13 @@ function markTerms(root, terms, className, words = false) {
   return count;
 }
 
-// The vocabulary's words for an image ("image: alt", as the panel says it), and the characters
-// that change how text shows without showing themselves (its `invisible`,
-// nbmemory.wording.INVISIBLE: the panel and %memory reveal the same ones).
-let words = { phrases: { image: "image: {alt}" }, labels: { image: "image" } };
+// The vocabulary (dom.js), and the characters that change how text shows without showing
+// themselves (its `invisible`, nbmemory.wording.INVISIBLE: the panel and %memory reveal the
+// same ones).
 let invisible = null;
-function setVocabulary(vocabulary) {
-  words = vocabulary;
-  const pattern = vocabulary.invisible;
+function setVocabulary(vocab) {
+  setWords(vocab);
+  const pattern = vocab.invisible;
   if (pattern && (!invisible || invisible.source !== pattern)) invisible = new RegExp(pattern, "gu");
 }
 

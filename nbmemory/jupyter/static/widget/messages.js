@@ -2,7 +2,7 @@
 // shows its role, time and place (and its tokens, if asked), its text rendered or exact, a Copy
 // button, and "Show full text" when it came folded; search hits and an archive's dropped terms
 // are marked in it.
-import { el, number, phrase } from "./dom.js";
+import { el, number, phrase, vocabulary } from "./dom.js";
 import { markTerms, shownText } from "./markdown.js";
 
 const keyOf = (item) => `${item.source}:${item.index}`;
@@ -48,13 +48,13 @@ function messageNode(s, item, current) {
   if (item.folded && !whole.has(keyOf(item))) {
     const fold = el("div", { class: "fold", "data-testid": "fold" });
     const more = el("button", { type: "button", class: "more", "data-testid": "full-text" },
-      model.get("vocabulary").labels["show full"]);
+      vocabulary().labels["show full"]);
     more.onclick = () => {
       more.disabled = true;
       more.textContent = "Loading the whole message…";
       model.send({ command: "full", index: item.index, source: item.source });
     };
-    fold.append(phrase(model, "folded", { shown: number(item.text.length), length: number(item.length) }), " ", more);
+    fold.append(phrase("folded", { shown: number(item.text.length), length: number(item.length) }), " ", more);
     node.append(fold);
   }
   return node;
@@ -79,7 +79,7 @@ function drawMessages(s, current) {
   }
   list.replaceChildren(...items.map((item) => messageNode(s, item, current)));
   if (!items.length && model.get("exists")) {
-    list.append(el("div", { class: "empty", role: "listitem", "data-testid": "empty" }, model.get("vocabulary").labels.empty));
+    list.append(el("div", { class: "empty", role: "listitem", "data-testid": "empty" }, vocabulary().labels.empty));
   }
 }
 

@@ -1,6 +1,6 @@
 // Pinned notes: NOTES.md, carried by every request and never compacted. Each note with its
 // Unpin button, and a field to pin a new one; Python answers each pin or unpin.
-import { el, number } from "./dom.js";
+import { el, number, vocabulary } from "./dom.js";
 import { shownText } from "./markdown.js";
 
 function notesNodes(model) {
@@ -10,13 +10,14 @@ function notesNodes(model) {
   const pinnedInfo = el("div", { class: "pinned-info", "data-testid": "pinned-info" });
   const pinForm = el("form", { class: "pin-form", "data-lm-suppress-shortcuts": "true" });
   const pinInput = el("input", {
-    type: "text", placeholder: model.get("vocabulary").labels["pin placeholder"], "data-testid": "pin-input",
+    type: "text", placeholder: vocabulary().labels["pin placeholder"], "data-testid": "pin-input",
     "aria-label": "Note to pin",
   });
   const pinButton = el("button", { type: "submit", "data-testid": "pin", "aria-label": "Pin this note" }, "Pin");
   pinForm.append(pinInput, pinButton);
-  pinned.append(pinnedTitle, pinnedInfo, pinnedList, pinForm);
-  return { pinned, pinnedTitle, pinnedList, pinnedInfo, pinForm, pinInput, pinButton };
+  const changes = el("ul", { class: "note-changes", "data-testid": "note-changes", "aria-label": "Note edits and history" });
+  pinned.append(pinnedTitle, pinnedInfo, pinnedList, pinForm, changes);
+  return { pinned, pinnedTitle, pinnedList, pinnedInfo, pinForm, pinInput, pinButton, changes };
 }
 
 function noteNode(s, text, number) {
@@ -33,6 +34,34 @@ function noteNode(s, text, number) {
   };
   item.append(body, unpin);
   return item;
+}
+
+// A button that sends one review action (accept, reject, restore) of change `n` to Python.
+function reviewButton(s, action, n, text) {
+  const button = el("button", { type: "button", "data-testid": action, "aria-label": `${text} #${n}` }, text);
+  button.disabled = s.pending;
+  button.onclick = () => {
+    s.pending = true;
+    drawNotes(s);
+    s.model.send({ command: "review", action, n });
+  };
+  return button;
+}
+
+// The model's edits waiting for review (Accept, Reject), then the latest changes (Restore, but
+// the newest: the notes are that already). Each line is Python's wording, put in as text.
+function changeNodes(s) {
+  const changes = s.model.get("note_changes");
+  const newest = changes.find((change) => !change.pending);
+  return changes.map((change) => {
+    const item = el("li", { "data-testid": change.pending ? "proposal" : "note-change" }, change.said);
+    if (change.pending) {
+      item.append(reviewButton(s, "accept", change.n, "Accept"), reviewButton(s, "reject", change.n, "Reject"));
+    } else if (change !== newest) {
+      item.append(reviewButton(s, "restore", change.n, "Restore"));
+    }
+    return item;
+  });
 }
 
 function drawNotes(s) {
@@ -53,6 +82,7 @@ function drawNotes(s) {
     pinnedInfo.textContent = "";
   }
   pinnedList.replaceChildren(...items.map((text, i) => noteNode(s, text, i + 1)));
+  s.changes.replaceChildren(...changeNodes(s));
   pinForm.hidden = ram || !exists;
   pinButton.disabled = s.pending;
 }

@@ -1,10 +1,10 @@
 // Search: the field and "archives too" (at the start of the display bar). What it found is
 // worded in Python (the `search_caption` trait, as the panel words it).
-import { el } from "./dom.js";
+import { el, vocabulary } from "./dom.js";
 
 function searchView(model) {
   const search = el("input", {
-    type: "search", placeholder: model.get("vocabulary").labels["search placeholder"], "data-testid": "search",
+    type: "search", placeholder: vocabulary().labels["search placeholder"], "data-testid": "search",
     "aria-label": "Search memory",
   });
   const inArchives = el("input", {
