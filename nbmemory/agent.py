@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,7 +64,11 @@ class Agent:
     archives; ``recall=False`` removes it) and ``edit_notes`` (its pinned notes, which every
     request carries; ``pinned_notes=False`` removes the tool, not the notes). Every change to the
     notes is recorded; ``notes_approval`` says whether the model's edits wait for a person's
-    review (see :attr:`notes_approval`).
+    review (see :attr:`notes_approval`). ``embedding_model`` (any litellm embedding model,
+    default ``$NBMEMORY_EMBEDDING_MODEL``; ``""`` for none) makes recall rank by meaning too:
+    messages are embedded when recall runs, with ``embedding_options`` (``api_base``,
+    ``api_key``, ``timeout``…) passed to ``litellm.embedding``, and their vectors kept beside
+    the memory.
 
     ``workspace`` (a :class:`Workspace`: a folder, on files or on a database) says where the
     memory is kept; without one, ``$WORKSPACE_DIR`` (or ``workspace_dir``) on
@@ -102,6 +106,8 @@ class Agent:
         workspace_dir: str | os.PathLike[str] | None = None,
         workspace: Workspace | None = None,
         recall: bool = True,
+        embedding_model: str | None = None,
+        embedding_options: Mapping[str, Any] | None = None,
         pinned_notes: bool = True,
         notes_approval: str | None = None,
         saved_state_path: str | None = None,
@@ -149,6 +155,12 @@ class Agent:
         self.verbose = verbose
         self.recall = recall and persistent_memory
         """Whether the model may search this agent's memory and archives (``recall_memory``)."""
+        self.embedding_model = (
+            llm.default_embedding_model() if embedding_model is None else embedding_model or None
+        )
+        """The embedding model recall ranks by meaning with (any litellm name), or ``None``."""
+        self.embedding_options = dict(embedding_options or {})
+        self._semantic: Any = None
         docs = self.workspace.agent(agent_name) if persistent_memory else None
         path = docs.path(MEMORY_FILE) if docs is not None else None
         self.notes = Notes(docs, model=self.model_name) if docs is not None else None
@@ -281,7 +293,7 @@ class Agent:
 
     def set_tools(self, tools: Sequence[Callable[..., Any] | Tool]) -> None:
         """Replace the tools the model may call (the memory tools stay, when they are on)."""
-        builtin = [recall_tool(self._memory_folder)] if self.recall else []
+        builtin = [recall_tool(self._memory_folder, self.semantic_index)] if self.recall else []
         if self.pinned_notes:
             builtin.append(notes_tool(lambda: self.notes, self.approval_now, self._note_author))
         self.tools = ToolBox([*tools, *builtin])
@@ -290,6 +302,24 @@ class Agent:
 
     def _memory_folder(self) -> AgentDocs | None:
         return self.short_memory.docs
+
+    def semantic_index(self) -> Any:
+        """The vectors recall ranks this agent's messages by meaning with (an
+        ``embeddings.SemanticIndex``, made at the first recall), or ``None`` without an
+        embedding model or a memory on disk."""
+        docs = self.short_memory.docs
+        if not self.embedding_model or docs is None:
+            return None
+        wanted = (docs, self.embedding_model, self.embedding_options)
+        if self._semantic is None or self._semantic[0] != wanted:
+            from nbmemory.embeddings import SemanticIndex  # numpy, only when it is wanted
+
+            made = SemanticIndex(docs, self.embedding_model, self.embedding_options)
+            self._semantic = (
+                (docs, self.embedding_model, dict(self.embedding_options)),
+                made,
+            )
+        return self._semantic[1]
 
     @property
     def notes_approval(self) -> str | None:

@@ -28,6 +28,7 @@ from nbmemory.errors import (
 from nbmemory.memory_file import LOCK_FILE
 from nbmemory.store import DatabaseDocs, FileDocs, Workspace
 from nbmemory.workspace import (
+    EMBEDDINGS_DIR,
     MEMORY_FILE,
     agents_root,
     make_private_dir,
@@ -179,7 +180,7 @@ def _paths(folder: Path) -> dict[str, tuple[Path, int]]:
     """The path and size of each of :func:`_files`, by document name."""
     docs = {}
     for dirpath, dirnames, filenames in os.walk(folder):  # links to folders are not entered
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if d != EMBEDDINGS_DIR)  # an index: rebuilt
         for filename in sorted(filenames):
             path = Path(dirpath) / filename
             if filename == LOCK_FILE or filename.endswith(".tmp"):

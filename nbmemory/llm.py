@@ -329,3 +329,34 @@ def _offline_provider() -> Any:
             }
 
     return OfflineLLM()
+
+
+# ----------------------------------------------------------------------------------------------
+# Embeddings
+
+
+def default_embedding_model() -> str | None:
+    """``$NBMEMORY_EMBEDDING_MODEL`` if set, else ``None``: recall stays lexical, no call made."""
+    return os.environ.get("NBMEMORY_EMBEDDING_MODEL") or None
+
+
+def embed(model: str, texts: list[str], *, api_key: str | None = None, **options: Any) -> list[Any]:
+    """One ``litellm.embedding`` request: a vector per text, in order (``options``: ``api_base``,
+    ``timeout``, ``max_retries``, ``dimensions``, …). Raises ``MissingKeyError`` before any
+    request when a key is missing, else a ``ModelError`` for any failure, a reply of the wrong
+    length included."""
+    check_key(model, api_key, options.get("api_base"))
+    sent = {k: v for k, v in {**options, "api_key": api_key}.items() if v is not None}
+    try:
+        response = litellm().embedding(model=model, input=texts, **sent)
+        data = sorted(response.data, key=lambda item: item["index"])
+        vectors = [item["embedding"] for item in data]
+    except errors.NbmemoryError:
+        raise
+    except Exception as exc:
+        raise _translate(exc, model) from exc
+    if len(vectors) != len(texts):
+        raise errors.ProviderError(
+            f"{model}: {len(vectors)} embeddings for {len(texts)} texts", model=model
+        )
+    return vectors

@@ -1,4 +1,5 @@
-"""Agents' memories in a PostgreSQL database: the documents of the file layout, in three tables.
+"""Agents' memories in a PostgreSQL database: the documents of the file layout, in three tables
+(and recall's vectors in a fourth, ``nbmemory_embeddings``, an index recall rebuilds).
 
 An agent's folder holds ``MEMORY.md``, ``NOTES.md``, ``settings.json`` and ``archive/*``. Here
 ``nbmemory_agents`` has one row per agent with a change counter (``version``) and a compaction
@@ -43,7 +44,7 @@ from nbmemory.memory_file import archive_name
 from nbmemory.workspace import ARCHIVE_DIR, validate_agent_name
 
 SCHEMES = ("postgresql", "postgres")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         """CREATE TABLE nbmemory_agents (
@@ -91,6 +92,17 @@ MIGRATIONS: dict[int, list[str]] = {
             END || block);
             RETURN v;
         END $$""",
+    ],
+    # Recall's vectors of an agent's messages, by embedding model and by the hash of what was
+    # embedded: an index that recall rebuilds, so no version is bumped when it changes.
+    2: [
+        """CREATE TABLE nbmemory_embeddings (
+            agent text NOT NULL REFERENCES nbmemory_agents (name) ON DELETE CASCADE,
+            model text NOT NULL,
+            hash bytea NOT NULL,
+            vector bytea NOT NULL,
+            PRIMARY KEY (agent, model, hash)
+        )""",
     ],
 }
 _SCHEMA_LOCK = 0x6E626D656D  # the advisory lock held while the schema is created or migrated
@@ -723,6 +735,37 @@ class PgStore:
                 (name, prefix),
             ).fetchall()
         return [doc for (doc,) in rows]
+
+    # ------------------------------------------------------------------------------------------
+    # Recall's vectors
+
+    def embeddings(
+        self, name: str, model: str, hashes: list[bytes] | None = None
+    ) -> list[tuple[bytes, bytes]]:
+        """``(hash, vector)`` of the agent's messages embedded by ``model``: all of them, or
+        those of ``hashes``. A vector is little-endian float32s."""
+        query = "SELECT hash, vector FROM nbmemory_embeddings WHERE agent = %s AND model = %s"
+        params: tuple[Any, ...] = (name, model)
+        if hashes is not None:
+            query += " AND hash = ANY(%s)"
+            params = (name, model, hashes)
+        with self.statement(f"read the embeddings of {name}") as conn:
+            rows = conn.execute(query, params).fetchall()
+        return [(bytes(key), bytes(vector)) for key, vector in rows]
+
+    def add_embeddings(self, name: str, model: str, rows: list[tuple[bytes, bytes]]) -> None:
+        """Keep ``(hash, vector)`` rows for the agent and ``model`` (rows already kept stay as
+        they are). The agent's version is not bumped: vectors are an index, not a document."""
+        with self.transaction(f"write the embeddings of {name}") as conn:
+            known = conn.execute("SELECT 1 FROM nbmemory_agents WHERE name = %s", (name,))
+            if known.fetchone() is None:
+                return
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO nbmemory_embeddings (agent, model, hash, vector) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    [(name, model, key, vector) for key, vector in rows],
+                )
 
     # ------------------------------------------------------------------------------------------
     # Whole agents, for import and export

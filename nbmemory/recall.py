@@ -10,21 +10,27 @@ its new messages only. A query's cost is bounded: only its first ``QUERY_TERMS``
 words (of its first ``QUERY_CHARS`` characters) count, and only its best matches by words are
 re-ranked.
 
+With an agent's embedding model (``embeddings.SemanticIndex``), a second ranking by meaning is
+fused with the ranking by words (reciprocal rank fusion), then passages are made as above; if
+the provider fails, recall is by words alone. Without one, nothing is hashed or embedded.
+
 Recall's own results are written to memory like any tool result; they are never recalled,
 nor are requests to call tools: what recall returns is only what was said.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
+import hashlib
 import heapq
 import re
 import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nbmemory.follow import FollowedFile, follow
 from nbmemory.search import content_text
@@ -143,6 +149,9 @@ class _FileIndex:
         self.words = 0
         self.postings: dict[str, list[tuple[int, int]]] = {}
         self._roles: dict[str, frozenset[str]] = {}
+        self.keys: list[bytes | None] = []
+        """The key of each message's vector (``embeddings.text_key``), made when recall first
+        ranks by meaning: without an embedding model no message is hashed."""
 
     def extend(self, messages: list[dict[str, Any]]) -> None:
         """Index those of ``messages`` (a reading of the file) that are not indexed yet."""
@@ -190,6 +199,32 @@ def _index(followed: FollowedFile) -> _FileIndex:
     return index
 
 
+EMBEDDED_CHARS = 4_000
+"""Characters of a message that are embedded (about 1,000 tokens, under every model's limit)."""
+
+
+def text_key(text: str) -> bytes:
+    """The key of a message's vector: a hash of what is embedded of it."""
+    return hashlib.sha256(text[:EMBEDDED_CHARS].encode("utf-8", "surrogatepass")).digest()[:16]
+
+
+class SemanticIndex(Protocol):
+    """What recall asks of an agent's embeddings (``embeddings.SemanticIndex``)."""
+
+    def ranked(
+        self, query: str, keys: list[bytes | None], texts: list[str | None], count: int
+    ) -> list[tuple[float, int]] | None: ...
+
+
+def _keys(index: _FileIndex) -> list[bytes | None]:
+    """The vector keys of an index's messages (``None`` for what recall never returns)."""
+    with index.lock:
+        count = len(index.texts)
+        for text in index.texts[len(index.keys) : count]:
+            index.keys.append(None if text is None else text_key(text))
+        return index.keys[:count]
+
+
 def query_terms(query: str) -> list[str]:
     """The words recall looks for: the first ``QUERY_TERMS`` distinct content words of the
     query's first ``QUERY_CHARS`` characters, so that no query costs more than a short one."""
@@ -201,7 +236,12 @@ def sources(docs: AgentDocs) -> list[Path]:
     return [*docs.archives(), docs.path(MEMORY_FILE)]
 
 
-def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[Passage]:
+def recall(
+    docs: AgentDocs,
+    query: str,
+    limit: int = DEFAULT_PASSAGES,
+    semantic: SemanticIndex | None = None,
+) -> list[Passage]:
     """The passages of an agent's memory and archives (``Workspace.agent(name)``) that best
     match ``query``, best first.
 
@@ -209,16 +249,50 @@ def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[P
     (``NAMED``), as does one that says when, for a question asking when (``DATED``); a
     question counts less (``QUESTION``) unless its answer is beside it; of messages that
     match the same words, said by the same, the newest ranks first; and a passage carries the
-    question or answer that belongs with its message.
+    question or answer that goes with its message.
+
+    With ``semantic`` (the agent's embeddings), the ranking by words and the ranking by meaning
+    are fused (reciprocal rank fusion, ``FUSION_K``), so a question in other words than the
+    fact finds it; if the embedding provider fails, the ranking by words alone (one warning).
     """
-    asked = set(query_terms(query))
     indexes = []
     for path in sources(docs):
         followed = follow(path, docs)
         if followed is not None and followed.messages:
             indexes.append((path, _index(followed)))
+    if not sum(index.documents for _, index in indexes):
+        return []
+    asked = set(query_terms(query))
+    ranked = _lexical(indexes, query, asked, limit)
+    if semantic is not None:
+        by_meaning = _by_meaning(semantic, indexes, query, asked, limit)
+        if by_meaning is not None:
+            ranked = _fused(indexes, ranked, by_meaning)
+    # Newer files and messages win ties. A message kept word for word across a compaction is
+    # in two files, and a question and its answer may each be found: each is returned once
+    # (but a question asked twice, answered differently, is two passages).
+    best, seen = [], set()
+    for item in sorted(ranked, key=lambda item: item[:3], reverse=True):
+        index, held = item[4], [item[2]] if item[5] is None else [item[2], item[5]]
+        said = {index.texts[k] for k in held}
+        if not said <= seen:
+            seen |= said
+            best.append(item)
+            if len(best) == limit:
+                break
+    return [
+        _passage(path, index, i, score, () if j is None else (_passage(path, index, j, 0.0),))
+        for score, _, i, path, index, j, _ in best
+    ]
+
+
+def _lexical(
+    indexes: list[tuple[Path, _FileIndex]], query: str, asked: set[str], limit: int
+) -> list[tuple[Any, ...]]:
+    """The best matches by words, best first: ``(score, file rank, message, path, index,
+    message beside it or None, what it says)``."""
     documents = sum(index.documents for _, index in indexes)
-    if not asked or not documents:
+    if not asked:
         return []
     average = sum(index.words for _, index in indexes) / documents
     frequency = {t: sum(len(index.postings.get(t, ())) for _, index in indexes) for t in asked}
@@ -295,22 +369,71 @@ def recall(docs: AgentDocs, query: str, limit: int = DEFAULT_PASSAGES) -> list[P
     for same, n in latest.items():
         if sum(weights[t] for t in same[0]) >= topic / 2 and ranked[n][0] >= best_of[same] / 2:
             ranked[n] = (best_of[same], *ranked[n][1:])
-    # Newer files and messages win ties. A message kept word for word across a compaction is
-    # in two files, and a question and its answer may each be found: each is returned once
-    # (but a question asked twice, answered differently, is two passages).
-    best, seen = [], set()
-    for item in sorted(ranked, key=lambda item: item[:3], reverse=True):
-        index, held = item[4], [item[2]] if item[5] is None else [item[2], item[5]]
-        said = {index.texts[k] for k in held}
-        if not said <= seen:
-            seen |= said
-            best.append(item)
-            if len(best) == limit:
-                break
-    return [
-        _passage(path, index, i, score, () if j is None else (_passage(path, index, j, 0.0),))
-        for score, _, i, path, index, j, _ in best
-    ]
+    return sorted(ranked, key=lambda item: item[:3], reverse=True)
+
+
+def _by_meaning(
+    semantic: SemanticIndex,
+    indexes: list[tuple[Path, _FileIndex]],
+    query: str,
+    asked: set[str],
+    limit: int,
+) -> list[tuple[int, int]] | None:
+    """The best matches by meaning, best first, as ``(file rank, message)``; ``None`` if the
+    provider failed. Messages recall never returns, and those with nothing the query does not
+    already say, are left out; a bare question counts less (``QUESTION``), as by words."""
+    keys: list[bytes | None] = []
+    texts: list[str | None] = []
+    starts = []
+    for _, index in indexes:  # whole lists joined: no step per message in Python
+        starts.append(len(keys))
+        found = _keys(index)
+        keys += found
+        texts += index.texts[: len(found)]
+    if not any(keys):
+        return []
+    pool = max(_POOL, limit * 20)
+    # Asked for more than the pool: the question itself and its earlier askings are dropped.
+    found = semantic.ranked(query[:QUERY_CHARS], keys, texts, 2 * pool + 16)
+    if found is None:
+        return None
+    best = []
+    for score, n in found:
+        rank = bisect.bisect_right(starts, n) - 1
+        index, i = indexes[rank][1], n - starts[rank]
+        terms = index.terms[i]
+        if terms is None or terms.keys() <= asked:
+            continue
+        if index.asks[i] and index.beside(i) is None:
+            score *= QUESTION
+        best.append((score, rank, i))
+    best.sort(reverse=True)  # ties: the newer file, the later message
+    return [(rank, i) for _, rank, i in best[:pool]]
+
+
+FUSION_K = 60
+"""Reciprocal rank fusion: a message scores the sum of 1 / (FUSION_K + its place) over the
+rankings by words and by meaning."""
+
+
+def _fused(
+    indexes: list[tuple[Path, _FileIndex]],
+    lexical: list[tuple[Any, ...]],
+    by_meaning: list[tuple[int, int]],
+) -> list[tuple[Any, ...]]:
+    """The two rankings fused (``FUSION_K``), best first; ties go to the newer message."""
+    items: dict[tuple[int, int], list[Any]] = {}
+    pool = max(_POOL, len(by_meaning))
+    for place, item in enumerate(lexical[:pool], 1):
+        items.setdefault((item[1], item[2]), [0.0, item])[0] += 1 / (FUSION_K + place)
+    for place, (rank, i) in enumerate(by_meaning, 1):
+        entry = items.get((rank, i))
+        if entry is None:
+            path, index = indexes[rank]
+            entry = items[rank, i] = [0.0, (0.0, rank, i, path, index, index.beside(i), None)]
+        entry[0] += 1 / (FUSION_K + place)
+    fused = [(score, *item[1:]) for score, item in items.values()]
+    return sorted(fused, key=lambda item: item[:3], reverse=True)
 
 
 def _passage(
@@ -384,9 +507,12 @@ def described(answer: str) -> list[Passage]:
     ]
 
 
-def recall_tool(folder: Callable[[], AgentDocs | None]) -> Callable[[str], str]:
+def recall_tool(
+    folder: Callable[[], AgentDocs | None],
+    semantic: Callable[[], SemanticIndex | None] = lambda: None,
+) -> Callable[[str], str]:
     """The recall tool for the agent whose documents ``folder()`` returns (``None``: no
-    memory)."""
+    memory), ranking by meaning too when ``semantic()`` gives its embeddings."""
 
     def recall_memory(query: str) -> str:
         """Search everything said in this agent's earlier sessions, archived ones included.
@@ -402,7 +528,7 @@ def recall_tool(folder: Callable[[], AgentDocs | None]) -> Callable[[str], str]:
         where = folder()
         if where is None:
             return "This agent keeps no memory on disk: there is nothing earlier to search."
-        return describe(query, recall(where, query))
+        return describe(query, recall(where, query, semantic=semantic()))
 
     recall_memory.__name__ = TOOL_NAME
     return recall_memory

@@ -21,6 +21,9 @@ MEMORY_FILE = "MEMORY.md"
 ARCHIVE_DIR = "archive"
 QUARANTINE_DIR = "quarantine"
 """Where what a crash left behind is put aside: kept, but out of search and the views."""
+EMBEDDINGS_DIR = ".embeddings"
+"""Where recall keeps the vectors of an agent's messages (one file per embedding model): an
+index, rebuilt from the memory when missing, never exported or imported."""
 MAX_NAME_BYTES = 255
 DIR_MODE = 0o700
 FILE_MODE = 0o600

@@ -10,14 +10,22 @@ It lets the suite drive litellm (and the openai SDK underneath) over real HTTP o
 Each ``POST /v1/chat/completions`` pops the next scripted reply (``"ok"`` once the queue is
 empty) and answers in the format the request asks for: a ``chat.completion`` JSON body, or, when
 the request says ``"stream": true``, Server-Sent Events sent with chunked transfer encoding.
+
+``POST /v1/embeddings`` answers with :func:`fake_embedding` of each input (a test double, not a
+model: words hashed into buckets, a few synonyms mapped to one word first), recorded in
+``embedding_requests``; ``embeddings_status`` set to an error status makes it fail.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import itertools
 import json
+import math
 import re
 import socket
+import struct
 import sys
 import threading
 import time
@@ -26,6 +34,46 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+EMBEDDING_DIMENSIONS = 256
+SYNONYMS = {
+    "automobile": "car",
+    "vehicle": "car",
+    "sedan": "car",
+    "physician": "doctor",
+    "medic": "doctor",
+    "canine": "dog",
+    "puppy": "dog",
+    "residence": "home",
+    "house": "home",
+    "job": "work",
+    "occupation": "work",
+    "employer": "work",
+}
+"""Words the fake embedding treats as one: how a question in other words finds a fact."""
+_STOP = frozenset(
+    "a an and are at be did do does for i in is it my of on the to was what which who with you "
+    "your".split()
+)
+
+
+def fake_embedding(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """A deterministic unit vector for ``text``: each word (lower-cased, trailing "s" cut,
+    mapped through ``SYNONYMS``, stop words left out) adds one to a bucket its hash picks. Texts
+    sharing words, or synonyms, point the same way; texts sharing none are orthogonal but for
+    bucket collisions. A test double standing in for an embedding model, nothing more."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        word = SYNONYMS.get(word, word)
+        if len(word) > 3 and word.endswith("s"):
+            word = SYNONYMS.get(word[:-1], word[:-1])
+        if word in _STOP:
+            continue
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        vector[int.from_bytes(digest, "little") % dimensions] += 1.0
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
 
 _ERRORS: dict[int, tuple[str, str | None]] = {
     400: ("invalid_request_error", None),
@@ -132,9 +180,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, self._error_body(404, f"no route for GET {self.path}"))
 
     def do_POST(self) -> None:
-        """``POST /v1/chat/completions``: record the request, then send the next scripted reply."""
+        """``POST /v1/chat/completions``: record the request, then send the next scripted reply;
+        ``POST /v1/embeddings``: the fake embedding of each input."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.path.rstrip("/").endswith("/embeddings"):
+            self._embeddings(raw)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send_json(404, self._error_body(404, f"no route for POST {self.path}"))
             return
@@ -159,6 +211,30 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, owner._completion(body, reply))
         except ConnectionError:
             self.close_connection = True  # the client gave up (e.g. it timed out)
+
+    def _embeddings(self, raw: bytes) -> None:
+        owner = self.server.owner
+        body = json.loads(raw or b"{}")
+        with owner._lock:
+            owner.embedding_requests.append(body)
+            status = owner.embeddings_status
+        if status != 200:
+            self._send_json(status, self._error_body(status, None))
+            return
+        texts = body.get("input") or []
+        texts = [texts] if isinstance(texts, str) else texts
+        data = []
+        dimensions = body.get("dimensions") or EMBEDDING_DIMENSIONS
+        made = owner.embed(texts) if owner.embed else [fake_embedding(t, dimensions) for t in texts]
+        for i, vector in enumerate(made):
+            vector = [float(x) for x in vector]
+            if body.get("encoding_format") == "base64":
+                vector = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            data.append({"object": "embedding", "index": i, "embedding": vector})
+        words = sum(len(text.split()) for text in texts)
+        usage = {"prompt_tokens": words, "total_tokens": words}
+        payload = {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
+        self._send_json(200, payload)
 
     @staticmethod
     def _error_body(status: int, message: str | None) -> dict[str, Any]:
@@ -199,11 +275,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeOpenAI:
-    """An OpenAI-compatible chat completions server on 127.0.0.1 with scripted replies."""
+    """An OpenAI-compatible chat completions server on 127.0.0.1 with scripted replies.
 
-    def __init__(self) -> None:
+    ``embed`` (texts -> vectors) stands in for :func:`fake_embedding` behind ``/v1/embeddings``
+    (a benchmark serves a real model through it)."""
+
+    def __init__(self, embed: Any = None) -> None:
+        self.embed = embed
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # header names lower-cased
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.embeddings_status = 200
+        """What ``/v1/embeddings`` answers with: 200, or an error status (500, 404, …)."""
         self.url = ""
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()

@@ -3,7 +3,17 @@ import json
 import nbmemory
 from support import run_python
 
-HEAVY = ["litellm", "IPython", "anywidget", "jupyter_server", "tornado", "tiktoken", "yaml", "mcp"]
+HEAVY = [
+    "litellm",
+    "IPython",
+    "anywidget",
+    "jupyter_server",
+    "tornado",
+    "tiktoken",
+    "yaml",
+    "mcp",
+    "numpy",
+]
 
 
 def test_import_pulls_in_no_heavy_library_and_creates_nothing(tmp_path):

@@ -25,7 +25,7 @@ LAYERS = {
         "export",
     ],
     "memory": ["swarms_conversation", "conversation"],
-    "agent": ["llm", "recall", "offline", "tools", "compressor", "agent", "demo"],
+    "agent": ["llm", "embeddings", "recall", "offline", "tools", "compressor", "agent", "demo"],
     "read model": ["wording", "read_model", "report"],
     "front ends": ["cli", "__main__", "mcp_server", "jupyter"],
 }
@@ -152,12 +152,17 @@ def test_views_read_through_the_read_model():
 
 ENVIRONMENT = {
     "nbmemory.store": {"Workspace.from_env"},
-    "nbmemory.llm": {"default_model", "litellm", "_keep_litellm_offline"},
+    "nbmemory.llm": {
+        "default_model",
+        "default_embedding_model",
+        "litellm",
+        "_keep_litellm_offline",
+    },
     "nbmemory.tokens": {"_tiktoken_cache"},
 }
 """Where code below the front ends may touch ``os.environ``: the workspace the environment
-names, and, for the model layer, ``$NBMEMORY_MODEL`` and the switches that keep litellm and
-tiktoken offline."""
+names, and, for the model layer, ``$NBMEMORY_MODEL``, ``$NBMEMORY_EMBEDDING_MODEL`` and the
+switches that keep litellm and tiktoken offline."""
 ROUTERS = {"Workspace.from_env", "docs_at", "as_workspace"}
 """The calls that decide a store from a path or from the environment."""
 

@@ -143,6 +143,24 @@ def test_config_sets_the_defaults(ip, workspace, tmp_path, caplog):
         ip.run_line_magic("config", "NbMemoryMagics.notes_approval = ''")
 
 
+def test_config_sets_the_embedding_model(ip, openai_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.delenv("NBMEMORY_EMBEDDING_MODEL", raising=False)
+    agent(ip, "Lena", "My car is red.")
+    assert ip.magics_manager.registry["NbMemoryMagics"].agents["Lena"].semantic_index() is None
+    ip.run_line_magic("config", "NbMemoryMagics.embedding_model = 'openai/fake-embed'")
+    ip.run_line_magic("config", f"NbMemoryMagics.embedding_api_base = {openai_server.url!r}")
+    try:
+        agent(ip, "Lena", "What colour is my automobile?")  # the offline model recalls
+        [request] = openai_server.embedding_requests
+        assert request["model"] == "fake-embed" and "My car is red." in request["input"]
+    finally:
+        for option in ("embedding_model", "embedding_api_base"):
+            ip.run_line_magic("config", f"NbMemoryMagics.{option} = ''")
+    agent(ip, "Lena", "What colour is my automobile?")
+    assert len(openai_server.embedding_requests) == 1  # off again
+
+
 @pytest.mark.parametrize(("setting", "password", "named"), REFUSED_STORES)
 def test_a_refused_store_never_shows_its_password(ip, setting, password, named, caplog, capsys):
     try:

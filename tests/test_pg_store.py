@@ -125,7 +125,7 @@ def test_schema_is_made_on_first_use_and_versioned(database: str):
     Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hi")
     with psycopg.connect(database) as conn:
         versions = conn.execute("SELECT version FROM nbmemory_schema").fetchall()
-        assert versions == [(SCHEMA_VERSION,)]
+        assert versions == [(n,) for n in range(1, SCHEMA_VERSION + 1)]
         conn.execute("INSERT INTO nbmemory_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
     with pytest.raises(StoreSchemaError, match="upgrade nbmemory"):
         PgStore(database).agents()

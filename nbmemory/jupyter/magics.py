@@ -1,7 +1,8 @@
 """IPython magics: agents with persistent memory in notebook cells.
 
 Load with ``%load_ext nbmemory``. Defaults come from ``%config NbMemoryMagics.<name> = ...``
-(``default_model``, ``api_base``, ``persistent``, ``workspace``, ``stream``, ``recall``);
+(``default_model``, ``api_base``, ``persistent``, ``workspace``, ``stream``, ``recall``,
+``embedding_model``, ``embedding_api_base``);
 ``%config NbMemoryMagics`` lists them. Each magic's help is its docstring: ``%%agent?``,
 ``%memory?``, ``%compact?``.
 """
@@ -82,6 +83,15 @@ class NbMemoryMagics(Magics):
     recall = Bool(
         True, help="Let agents search their own memory and archives (the recall_memory tool)."
     ).tag(config=True)
+    embedding_model = Unicode(
+        "",
+        help="""Embedding model recall also ranks by meaning with (any litellm embedding model:
+        openai/text-embedding-3-small, ollama/nomic-embed-text, …); empty means
+        $NBMEMORY_EMBEDDING_MODEL, else recall by words only.""",
+    ).tag(config=True)
+    embedding_api_base = Unicode(
+        "", help="Endpoint of the embedding model; empty for the provider's."
+    ).tag(config=True)
     notes_approval = Unicode(
         "",
         help="""How agents' own edits of their pinned notes are taken: "auto" (applied), "ask"
@@ -97,14 +107,16 @@ class NbMemoryMagics(Magics):
         """The last ``%compact NAME --preview`` of each agent, until it is carried out."""
         self._import_litellm_early()
 
-    @observe("default_model")
+    @observe("default_model", "embedding_model")
     def _default_model_changed(self, change: dict[str, Any]) -> None:
         self._import_litellm_early()
 
     def _import_litellm_early(self) -> None:
-        """Start importing litellm in the background if new agents would call a provider, so
-        that their first answer does not wait seconds for it; never for the offline model."""
-        if not llm.is_offline(self._model(None)):
+        """Start importing litellm in the background if new agents would call a provider (a
+        model or an embedding model), so that their first answer does not wait seconds for it;
+        never for the offline model alone."""
+        embedding = self.embedding_model or llm.default_embedding_model()
+        if not llm.is_offline(self._model(None)) or embedding:
             llm.import_in_background()
 
     @validate("store")
@@ -150,6 +162,8 @@ class NbMemoryMagics(Magics):
             "system_prompt": args.system,
             "recall": self.recall and not args.no_recall,
         }
+        embedding = self.embedding_model or llm.default_embedding_model()
+        options = {"api_base": self.embedding_api_base} if self.embedding_api_base else {}
         agent = self.agents.get(name)
         if agent is not None and (
             agent.model_name != wanted["model_name"]
@@ -167,6 +181,7 @@ class NbMemoryMagics(Magics):
                 **wanted,
             )
             self.agents[name] = agent
+        agent.embedding_model, agent.embedding_options = embedding, options
         agent.notes_approval = self.notes_approval or None
         if args.max_loops is not None:
             agent.max_loops = _max_loops(args.max_loops)

@@ -1,0 +1,341 @@
+"""Recall's semantic side: an agent's messages embedded through litellm, any provider's model.
+
+A :class:`SemanticIndex` belongs to one agent and one embedding model. Messages are embedded
+when recall runs, never when they are added: a recall first embeds the messages that have no
+vector yet (newest first, ``BATCH`` texts a request, at most ``PER_RECALL`` messages, the query
+in the first request), so ``add()`` never waits for a provider, nothing is sent for a memory
+that is never searched, and the run that needs the vectors is the one that pays for them. Each
+text is embedded once: vectors are keyed by the hash of what was embedded and the model, so a
+message kept across a compaction, or said twice, is not embedded again.
+
+Vectors are kept beside the memory: on files in ``agents/<name>/.embeddings/<model hash>.f32``
+(a header line naming the model and the dimensions, then records of a 16-byte key and float32s,
+appended under a lock of that file; a torn last record is cut off by the next writer, a file of
+another format or dimension is replaced); on PostgreSQL in the ``nbmemory_embeddings`` table
+(plain ``bytea`` vectors: pgvector is not needed, cosine is computed here). Either is an index:
+deleted, it is rebuilt. Only an agent's recall writes it; the read model and the views never
+do. Ranking is one matrix product over the vectors in RAM (numpy): fine for hundreds of
+thousands of messages of a few hundred dimensions, about 1.5 KiB of RAM each at 384.
+
+A failing provider (down, an error, a bad model, a timeout) leaves recall lexical: one
+``MemoryWarning`` per agent and model in a process, then no call for ``RETRY_AFTER`` seconds.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import threading
+import time
+import warnings
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nbmemory import llm
+from nbmemory.errors import MemoryWarning, ModelError, StoreError
+from nbmemory.recall import EMBEDDED_CHARS, text_key
+from nbmemory.store import AgentDocs
+from nbmemory.workspace import EMBEDDINGS_DIR, make_private_dir
+
+BATCH = 128
+"""Texts per embedding request (providers cap a request; OpenAI at 2,048 inputs)."""
+PER_RECALL = 2_048
+"""Messages one recall embeds at most, newest first: the rest are embedded by the next ones."""
+RETRY_AFTER = 60.0
+"""Seconds without embedding calls after one failed."""
+DEFAULT_OPTIONS: Mapping[str, Any] = {"timeout": 30, "max_retries": 1}
+_KEY = len(text_key(""))
+_MAGIC = b"nbmemory-embeddings 1 "
+_warned: set[tuple[str, str, str]] = set()
+
+
+def _warn_once(docs: AgentDocs, model: str, what: str, message: str) -> None:
+    key = (str(docs.folder), model, what)
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, MemoryWarning, stacklevel=4)
+
+
+class _Table:
+    """Vectors in RAM, unit length, one row each, found by key."""
+
+    def __init__(self) -> None:
+        self.rows: dict[bytes, int] = {}
+        self.matrix = np.zeros((0, 0), dtype=np.float32)
+
+    @property
+    def dimensions(self) -> int | None:
+        return self.matrix.shape[1] if self.rows else None
+
+    def add(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
+        if not len(keys):
+            return
+        if self.dimensions not in (None, vectors.shape[1]):
+            self.__init__()  # the model's vectors changed shape: start again
+        fresh = list({key: n for n, key in enumerate(keys) if key not in self.rows}.values())
+        vectors = vectors[fresh]
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = vectors / np.where(norms == 0, 1, norms)
+        count = len(self.rows)
+        if count + len(fresh) > len(self.matrix) or not self.matrix.size:
+            grown = np.zeros((max(64, 2 * (count + len(fresh))), vectors.shape[1]), np.float32)
+            if count:
+                grown[:count] = self.matrix[:count]
+            self.matrix = grown
+        self.matrix[count : count + len(fresh)] = vectors
+        for n, i in enumerate(fresh):
+            self.rows[keys[i]] = count + n
+
+    def pairs(self) -> tuple[list[bytes], np.ndarray]:
+        keys = list(self.rows)
+        return keys, self.matrix[: len(keys)]
+
+
+class _FileVectors:
+    """An agent's vectors of one model in ``.embeddings/<model hash>.f32``."""
+
+    def __init__(self, folder: Path, model: str) -> None:
+        self.model = model
+        self.path = (
+            folder / EMBEDDINGS_DIR / f"{hashlib.sha256(model.encode()).hexdigest()[:16]}.f32"
+        )
+        self._at: tuple[int, int] | None = None  # (inode, offset read up to)
+
+    def _header(self, dimensions: int) -> bytes:
+        return _MAGIC + json.dumps({"model": self.model, "dimensions": dimensions}).encode() + b"\n"
+
+    def _parse_header(self, data: bytes) -> tuple[int, int] | None:
+        """(header length, dimensions) if ``data`` starts with this model's header."""
+        end = data.find(b"\n")
+        if not data.startswith(_MAGIC) or end < 0:
+            return None
+        try:
+            fields = json.loads(data[len(_MAGIC) : end])
+            dimensions = int(fields["dimensions"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        if fields.get("model") != self.model or dimensions <= 0:
+            return None
+        return end + 1, dimensions
+
+    def load(self, missing: Sequence[bytes] = ()) -> tuple[list[bytes], np.ndarray] | None:
+        """The records written since the last load (all of them the first time, or when the
+        file was replaced), or ``None`` if there are none or the file is not usable."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as file:
+                inode = os.fstat(file.fileno()).st_ino
+                head = file.read(4096)
+                parsed = self._parse_header(head)
+                if parsed is None:
+                    return None
+                start, dimensions = parsed
+                record = _KEY + 4 * dimensions
+                at = self._at[1] if self._at is not None and self._at[0] == inode else start
+                if at > os.fstat(file.fileno()).st_size:  # rewritten in place: read it anew
+                    at = start
+                file.seek(at)
+                data = file.read()
+        except OSError:
+            return None
+        whole = len(data) // record * record
+        self._at = (inode, at + whole)
+        if not whole:
+            return None
+        records = np.frombuffer(data[:whole], dtype=np.uint8).reshape(-1, record)
+        keys = [bytes(row) for row in records[:, :_KEY]]
+        vectors = records[:, _KEY:].copy().view("<f4").astype(np.float32)
+        return keys, vectors
+
+    def append(self, keys: Sequence[bytes], vectors: np.ndarray, table: _Table) -> None:
+        """Append records under the file's lock; a new or unusable file gets every vector of
+        ``table`` (the ones just made among them), so a deleted index is rebuilt from RAM."""
+        make_private_dir(self.path.parent)
+        dimensions = vectors.shape[1]
+        fd = os.open(
+            self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        with os.fdopen(fd, "r+b", buffering=0) as file:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            parsed = self._parse_header(os.pread(fd, 4096, 0)) if size else None
+            if parsed is None or parsed[1] != dimensions:
+                os.ftruncate(fd, 0)
+                file.write(self._header(dimensions))
+                keys, vectors = table.pairs()
+                self._at = None
+            else:
+                start, _ = parsed
+                record = _KEY + 4 * dimensions
+                torn = (size - start) % record
+                if torn:  # a writer died mid-record: the whole records stay
+                    os.ftruncate(fd, size - torn)
+            little = np.ascontiguousarray(vectors, dtype="<f4")
+            file.write(b"".join(key + row.tobytes() for key, row in zip(keys, little, strict=True)))
+
+
+class _DatabaseVectors:
+    """An agent's vectors of one model in the ``nbmemory_embeddings`` table."""
+
+    def __init__(self, docs: Any, model: str) -> None:
+        self.db, self.name, self.model = docs.db, docs.name, model
+        self._loaded = False
+
+    def load(self, missing: Sequence[bytes] = ()) -> tuple[list[bytes], np.ndarray] | None:
+        """All rows the first time; then those of ``missing`` (another process may have
+        embedded them)."""
+        if self._loaded and not missing:
+            return None
+        rows = self.db.embeddings(
+            self.name, self.model, None if not self._loaded else list(missing)
+        )
+        self._loaded = True
+        rows = [(key, vector) for key, vector in rows if len(vector) % 4 == 0 and vector]
+        if not rows:
+            return None
+        width = max(len(vector) for _, vector in rows)
+        rows = [(key, vector) for key, vector in rows if len(vector) == width]
+        vectors = np.frombuffer(b"".join(v for _, v in rows), dtype="<f4").reshape(len(rows), -1)
+        return [key for key, _ in rows], vectors.astype(np.float32)
+
+    def append(self, keys: Sequence[bytes], vectors: np.ndarray, table: _Table) -> None:
+        little = np.ascontiguousarray(vectors, dtype="<f4")
+        rows = [(key, row.tobytes()) for key, row in zip(keys, little, strict=True)]
+        self.db.add_embeddings(self.name, self.model, rows)
+
+
+class SemanticIndex:
+    """The vectors of one agent's messages for one embedding model (any litellm model name;
+    ``options`` go to ``litellm.embedding``: ``api_base``, ``api_key``, ``timeout``,
+    ``max_retries``, ``dimensions``…). Made by an agent for its recall tool."""
+
+    def __init__(
+        self, docs: AgentDocs, model: str, options: Mapping[str, Any] | None = None
+    ) -> None:
+        self.docs = docs
+        self.model = model
+        self.options = {**DEFAULT_OPTIONS, **(options or {})}
+        dimensions = self.options.get("dimensions")
+        tag = f"{model}@{dimensions}" if dimensions else model  # what the vectors are tagged with
+        self._store: Any = (
+            _DatabaseVectors(docs, tag) if docs.is_database else _FileVectors(docs.folder, tag)
+        )
+        self._table = _Table()
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._paused_until = 0.0
+        self._lock = threading.Lock()
+        self.requests = 0
+        """Embedding requests made (for tests and benchmarks)."""
+
+    def __repr__(self) -> str:
+        return f"SemanticIndex({self.docs!r}, {self.model!r})"
+
+    def ranked(
+        self, query: str, keys: Sequence[bytes | None], texts: Sequence[str | None], count: int
+    ) -> list[tuple[float, int]] | None:
+        """The ``count`` texts nearest ``query`` by cosine, nearest first, as ``(cosine,
+        position)`` (``keys[n]`` is the key of ``texts[n]``, oldest first; ties go to the
+        later); ``None`` if the provider failed (warned once). Up to ``PER_RECALL`` texts with
+        no vector are embedded first, newest first; one not embedded yet, or with a cosine of
+        0 or less, is not ranked."""
+        scores = self.similarities(query, keys, texts)
+        if scores is None:
+            return None
+        found = np.flatnonzero(scores > 0)  # NaN (no vector) and nothing in common are left out
+        if len(found) > count:
+            found = found[np.argpartition(-scores[found], count)[:count]]
+        return sorted(((float(scores[n]), int(n)) for n in found), reverse=True)
+
+    def similarities(
+        self, query: str, keys: Sequence[bytes | None], texts: Sequence[str | None]
+    ) -> np.ndarray | None:
+        """The cosine of ``query`` to each text (NaN for one not embedded yet), as
+        :meth:`ranked` embeds them; ``None`` if the provider failed."""
+        with self._lock:
+            self._load(())
+            missing = self._missing(keys)
+            if missing:
+                self._load([keys[n] for n in missing])
+                missing = self._missing(keys)
+            found = self._embed(query, [keys[n] for n in missing], [texts[n] for n in missing])
+            if found is None:
+                return None
+            rows = np.fromiter((self._table.rows.get(k, -1) for k in keys), np.int64, len(keys))
+            scores = np.full(len(keys), np.nan, dtype=np.float32)
+            present = rows >= 0
+            if present.any() and found.shape[0] == self._table.dimensions:
+                scores[present] = self._table.matrix[rows[present]] @ found
+            return scores
+
+    def _missing(self, keys: Sequence[bytes | None]) -> list[int]:
+        """Positions of keys with no vector, newest first, each key once, at most PER_RECALL
+        (a ``None`` key is a text that is never embedded)."""
+        seen: set[bytes] = set()
+        missing = []
+        rows = self._table.rows
+        for n in range(len(keys) - 1, -1, -1):
+            key = keys[n]
+            if key is not None and key not in rows and key not in seen:
+                seen.add(key)
+                missing.append(n)
+                if len(missing) == PER_RECALL:
+                    break
+        return missing
+
+    def _load(self, missing: Sequence[bytes]) -> None:
+        try:
+            loaded = self._store.load(missing)
+        except (OSError, StoreError) as exc:
+            _warn_once(self.docs, self.model, "read", f"recall could not read its vectors: {exc}")
+            return
+        if loaded is not None:
+            self._table.add(*loaded)
+
+    def _embed(self, query: str, keys: list[bytes], texts: list[str]) -> np.ndarray | None:
+        """Embed ``texts`` (kept under ``keys``) and the query: the query's unit vector."""
+        wanted = self._queries.get(query)
+        if wanted is not None and not keys and wanted.shape[0] == self._table.dimensions:
+            self._queries.move_to_end(query)
+            return wanted
+        if time.monotonic() < self._paused_until:
+            return None
+        inputs = [query, *(text[:EMBEDDED_CHARS] for text in texts)]
+        made: list[Any] = []
+        try:
+            for start in range(0, len(inputs), BATCH):
+                self.requests += 1
+                made += llm.embed(self.model, inputs[start : start + BATCH], **self.options)
+        except ModelError as exc:
+            self._paused_until = time.monotonic() + RETRY_AFTER
+            self._keep(keys[: max(0, len(made) - 1)], made[1:])
+            _warn_once(
+                self.docs,
+                self.model,
+                "embed",
+                f"recall of {self.docs.name} is lexical only: embedding with {self.model} "
+                f"failed ({exc})",
+            )
+            return None
+        self._keep(keys, made[1:])
+        vector = np.asarray(made[0], dtype=np.float32)
+        vector /= np.linalg.norm(vector) or 1.0
+        self._queries[query] = vector
+        if len(self._queries) > 64:
+            self._queries.popitem(last=False)
+        return vector
+
+    def _keep(self, keys: list[bytes], vectors: list[Any]) -> None:
+        if not keys:
+            return
+        matrix = np.asarray(vectors, dtype=np.float32)
+        self._table.add(keys, matrix)
+        try:
+            self._store.append(keys, matrix, self._table)
+        except (OSError, StoreError) as exc:
+            _warn_once(self.docs, self.model, "write", f"recall could not keep its vectors: {exc}")
