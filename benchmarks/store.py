@@ -27,7 +27,7 @@ ADDS = 2_000
 
 def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
     """The workloads on a workspace in ``root``, on the database at ``url`` (else files)."""
-    from nbmemory import Conversation, Workspace, search
+    from nbmemory import Conversation, Workspace, follow
     from nbmemory.layout import import_layout
     from nbmemory.read_model import ReadModel
 
@@ -78,7 +78,7 @@ def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
 
     def archive_search(cold: bool) -> float:
         if cold:
-            search._cache.clear()
+            follow._followed.clear()  # as in a new process: read and indexed again
         start = time.perf_counter()
         hits = convo.search_memory("ZEPPELIN", archives=True)
         elapsed = time.perf_counter() - start

@@ -26,6 +26,7 @@ import datetime
 import itertools
 import os
 import re
+import select
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
@@ -375,7 +376,7 @@ class PgStore:
                     timeout=CONNECT_TIMEOUT,
                     kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True},
                     configure=_configure,
-                    check=ConnectionPool.check_connection,
+                    check=_check_connection,
                     open=True,
                     name=f"nbmemory {self.shown}",
                 )
@@ -814,6 +815,24 @@ class PgStore:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+
+
+def _check_connection(conn: Any) -> None:
+    """The pool's check of a connection it lends, without a round trip on a healthy one (an
+    append is then one round trip, not two): a connection that the server closed (a restart,
+    ``pg_terminate_backend``) has something to read, its last message or the end of the stream,
+    and only then is it asked to answer, which finds it broken so that the pool replaces it."""
+    from psycopg_pool import ConnectionPool
+
+    fd = conn.fileno()
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        readable = bool(poller.poll(0))
+    else:  # Windows: its select() takes any socket
+        readable = bool(select.select([fd], [], [], 0)[0])
+    if readable:
+        ConnectionPool.check_connection(conn)
 
 
 def _configure(conn: Any) -> None:
