@@ -38,13 +38,13 @@ RESUMED_MESSAGES = 500
 QUESTION = "Which warehouse did we pick?"
 
 GOALS = {
-    "add, per message (persistent)": "<= 10 us",
+    "add, per message (persistent)": "<= 5 us",
     "token-budget check at 10,000 messages": "< 10 us",
     "keyword search, 10,000 messages": "<= 2 ms",
-    "resume over a 10,000-message MEMORY.md": "<= 25 ms",
+    "resume over a 10,000-message MEMORY.md": "<= 6 ms",
     "search 100,000 messages in archives, warm": "<= 50 ms",
     "recall over 100,000 archived messages, warm": "<= 20 ms",
-    "import nbmemory": "<= 100 ms",
+    "import nbmemory": "<= 60 ms",
     "%load_ext nbmemory, fresh kernel": "<= 150 ms",
     FIRST_ANSWER_OFFLINE: "<= 1 s",
     "widget: state sent for 10,000 messages (KB)": "a page, not the history",

@@ -177,7 +177,7 @@ class Conversation(SwarmsConversation):
         self.channel = None  # set last: nothing added while constructing is posted
         self.setup_file_path()
         self.conversation_history: list[dict[str, Any]] = []
-        self.preloaded_messages: list[dict[str, Any]] = []
+        self._preloaded: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] = []
         self.last_archive: Path | None = None
         self._lock = threading.RLock()
         self._observers: list[Callable[[ChangeEvent], None]] = []
@@ -228,7 +228,15 @@ class Conversation(SwarmsConversation):
 
     def _preload(self) -> None:
         assert self._memory is not None
-        parsed = self._memory.read()
+        data = self._memory.read_bytes()
+        whole = memory_file.read_whole(data, _PRELOAD_HEAD)
+        if whole is not None:  # the usual case: the file as it is, messages parsed on first use
+            text, self._header = whole
+            self._preloaded = functools.partial(_parse_preload, text)
+            self.conversation_history.append(self._message("System", text))
+            self._session_start += 1
+            return
+        parsed = memory_file.parse(data)
         self.preloaded_messages = memory_file.report(parsed, self._memory.path)
         self._header = parsed.header
         if not parsed.messages:
@@ -242,6 +250,18 @@ class Conversation(SwarmsConversation):
         text = preload_text(parsed.header, blocks)  # the whole file, as the spec says
         self.conversation_history.append(self._message("System", text))
         self._session_start += 1
+
+    @property
+    def preloaded_messages(self) -> list[dict[str, Any]]:
+        """The messages MEMORY.md held when this conversation was made (its preload)."""
+        with self._lock:
+            if callable(self._preloaded):
+                self._preloaded = self._preloaded()
+            return self._preloaded
+
+    @preloaded_messages.setter
+    def preloaded_messages(self, messages: list[dict[str, Any]]) -> None:
+        self._preloaded = messages
 
     @property
     def workspace(self) -> Workspace | None:
@@ -660,6 +680,12 @@ class Conversation(SwarmsConversation):
         with self._lock:
             self.conversation_history = messages
         self._history_edited("load")
+
+
+def _parse_preload(text: str) -> list[dict[str, Any]]:
+    """The messages of a preload that :func:`memory_file.read_whole` read (the file follows
+    the preload's head), parsed as ``memory_file.parse`` parses the file."""
+    return memory_file.parse(text[len(_PRELOAD_HEAD) :]).messages
 
 
 def _plain_file_name(name: str) -> bool:

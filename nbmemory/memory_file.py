@@ -245,6 +245,62 @@ def parse(data: bytes | str, *, header: bool = True) -> ParsedMemory:
     return result
 
 
+# A heading, in UTF-8: one that follows the end of a block, in the strict shape (a timestamp
+# of printable ASCII), is captured as b"-" by findall; any other that the parser would read
+# as one (bytes' \S takes in more than text's: it can only find more) as b"".
+_STRICT = rb"(?=[^\n]+? \xe2\x80\x94 [!-~]+[ \t]*(?:\n|\Z))"
+_HEADINGS = re.compile(
+    rb"\n### (?:(?<=\n\n--(-)\n\n### )"
+    + _STRICT
+    + rb"|(?=[^\n]+? \xe2\x80\x94 \S+[ \t]*(?:\n|\Z)))"
+)
+_FIRST_HEADING = re.compile(rb"\n### " + _STRICT)
+_SEPARATORS = re.compile(_SEPARATOR.pattern.encode())
+_END = BLOCK_END.encode()
+_FENCE = f"\n{_JSON_OPEN}".encode()
+
+
+def read_whole(data: bytes, prefix: str = "") -> tuple[str, str] | None:
+    """``prefix`` followed by the text of a memory file that :func:`parse` reads without a
+    problem, and its header, found in a few passes over the bytes without building a message;
+    ``None`` when it cannot tell so (damage, hand edits, no message yet): parse those.
+
+    When this answers, ``parse(text[len(prefix):])`` finds no problem and that header: a
+    resumed memory is checked at once and its messages parsed when they are first used.
+    """
+    first = data.find(b"\n### ")
+    if (
+        first < 0
+        or not data.startswith(b"# ")
+        or data.startswith(b"# Agent Memory\r\n")
+        or not data.endswith(_END)
+        or not _FIRST_HEADING.match(data, first)
+    ):
+        return None
+    # Every heading but the first follows the end of a block, and every line like a
+    # separator ends one: each block is a heading, content, and its closing separator.
+    headings = _HEADINGS.findall(data, first)
+    if headings.count(b"-") != len(headings) - 1 or (
+        data.count(b"\n---", first) != len(headings)  # else lines such as "----" are there too
+        and len(_SEPARATORS.findall(data, first)) != len(headings)
+    ):
+        return None
+    try:
+        header = data[: first + 1].decode("utf-8")
+        fence = data.find(_FENCE, first)
+        while fence >= 0:  # content that parse() decodes as JSON must be JSON
+            end = data.find(_END, fence)
+            decode_content(data[fence + 1 : end].decode("utf-8"))
+            fence = data.find(_FENCE, end)
+        text = (prefix.encode() + data).decode("utf-8")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    head = parse(header)
+    if head.problems or head.messages or not head.header:
+        return None
+    return text, head.header
+
+
 def has_messages(data: bytes) -> bool:
     """Whether a memory file holds anything beyond its header."""
     text = "\n" + data.decode("utf-8", "replace")

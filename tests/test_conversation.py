@@ -307,3 +307,15 @@ def test_the_preload_reads_back_as_the_messages_of_the_file(workspace):
     assert text.startswith(PRELOAD_MARKER)
     assert preloaded_messages(text) == parsed.messages
     assert preloaded_messages("another system message") is None
+
+
+def test_a_resumed_memory_is_read_once_and_its_messages_are_what_the_file_held_then():
+    convo = agent_conversation("Echo")
+    convo.add("User", "### Step 1\nplain text — with a dash")
+    convo.add("Echo", {"tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]})
+    held = parse(stored("Echo"))
+    resumed = agent_conversation("Echo")  # its messages are parsed when first used
+    convo.add("User", "added after the resume")
+    convo.compact("a summary")
+    assert resumed.preloaded_messages == held.messages
+    assert resumed.to_dict()[1]["content"] == preload_text(held.header, held.log)

@@ -423,3 +423,46 @@ def test_text_that_is_not_valid_unicode_is_refused_before_anything_is_written(tm
     with pytest.raises(InvalidTextError, match="lone surrogate"):
         memory.compact(format_block("System", "bad \udcff", "t"))
     assert memory.path.read_bytes() == before and memory.archives() == []
+
+
+DAMAGE = [
+    b"\n---\n",
+    b"\n### User \xe2\x80\x94 2026-04-20T18:35:04\n",
+    b"\n\n---\n\n### Tool \xe2\x80\x94 t\n\n```json\n{bad\n```\n\n---\n\n",
+    b"\n### not a heading\n",
+    b"### X \xe2\x80\x94 a\xc2\xa0b\n\n",
+    b"stray",
+    b"\xff",
+    b"\r\n",
+    b"\n",
+]
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.tuples(roles, text_content | json_content), min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(DAMAGE)), max_size=3),
+)
+def test_a_file_read_whole_is_one_that_parses_without_a_problem(messages, damage):
+    data = blocks_file(*messages).encode()
+    for at, piece in damage:
+        at %= len(data) + 1
+        data = data[:at] + piece + data[at:]
+    whole = mf.read_whole(data, "P")
+    if whole is not None:
+        parsed = parse(data)
+        assert parsed.problems == []
+        assert whole == ("P" + data.decode(), parsed.header)
+        assert parsed.header + parsed.log == data.decode()
+
+
+def test_common_memories_are_read_whole():
+    data = blocks_file(
+        ("User", "### Step 1\nplain text — with a dash"),
+        ("Agent", {"tool_calls": [{"id": "c1"}]}),
+        ("Tool", "naïve ✓ 中文 🙂\n\n- a list\n--- not a separator"),
+    ).encode()
+    assert mf.read_whole(data) == (data.decode(), parse(data).header)
+    assert mf.read_whole(data.replace(b"\n--- not", b"\n---\nnot")) is None  # a separator
+    assert mf.read_whole(data + b"### User \xe2\x80\x94 t\n\ntorn") is None
+    assert mf.read_whole(format_header("t").encode()) is None  # no message: parsed at once
