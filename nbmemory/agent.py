@@ -8,7 +8,6 @@ runs at the top of every loop iteration, before the request is built.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -585,6 +584,8 @@ class Agent:
         if callable(saver):  # it writes files of its own, whatever the store
             saver(str(make_private_dir(check_folder(target.parent)) / "long_term_memory"))
         if self.verbose:
+            import logging  # imported when used: most agents never log
+
             logging.getLogger("nbmemory").info("saved %s's state to %s", self.agent_name, path)
         return path
 
@@ -605,6 +606,8 @@ class Agent:
         for key, value in settings.items():
             setattr(self, key, value)
         if self.verbose:
+            import logging
+
             logging.getLogger("nbmemory").info("loaded %s's state from %s", self.agent_name, path)
 
 

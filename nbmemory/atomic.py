@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import sys
 from pathlib import Path
 
@@ -31,7 +30,7 @@ def write_all(fd: int, data: bytes) -> None:
 
 def temporary_name(path: Path) -> Path:
     """A fresh hidden name beside ``path`` for the new content of ``path``."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
 
 
 def write_atomic(

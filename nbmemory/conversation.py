@@ -6,7 +6,6 @@ import functools
 import json
 import os
 import threading
-import uuid
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -153,6 +152,8 @@ class Conversation(SwarmsConversation):
         workspace: Workspace | None = None,
     ) -> None:
         resumes = name is not None or save_filepath is not None
+        import uuid  # here, not when nbmemory is imported: uuid imports platform
+
         self.id = id or uuid.uuid4().hex
         self.name = name or f"conversation-{self.id[:8]}"
         self.system_prompt = system_prompt
@@ -330,6 +331,8 @@ class Conversation(SwarmsConversation):
         if category:
             message["category"] = category
         if self.message_id_on:
+            import uuid
+
             message["message_id"] = uuid.uuid4().hex
         with self._lock:
             if self._memory is not None and not _blank(content):

@@ -14,13 +14,15 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nbmemory import memory_file
 from nbmemory.memory_file import BLOCK_END
-from nbmemory.pg_store import PgStore
 from nbmemory.store import AgentDocs, DatabaseDocs
 from nbmemory.workspace import MEMORY_FILE, open_regular
+
+if TYPE_CHECKING:
+    from nbmemory.pg_store import PgStore
 
 _TAIL = 64  # bytes compared before reading an append, to notice a file rewritten in place
 

@@ -16,7 +16,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nbmemory import memory_file
 from nbmemory.atomic import write_atomic
@@ -29,7 +29,6 @@ from nbmemory.memory_file import (
     has_messages,
     parse,
 )
-from nbmemory.pg_store import PgStore
 from nbmemory.workspace import (
     ARCHIVE_DIR,
     DEFAULT_WORKSPACE,
@@ -42,6 +41,9 @@ from nbmemory.workspace import (
     validate_agent_name,
 )
 from nbmemory.workspace import list_agents as agent_folders
+
+if TYPE_CHECKING:  # imported when a database is first used: files need none of it
+    from nbmemory.pg_store import PgStore
 
 ENV = "NBMEMORY_STORE"
 WORKSPACE_ENV = "WORKSPACE_DIR"
@@ -61,6 +63,8 @@ def database_at(url: str) -> PgStore:
     """The database store at ``url``, one per URL in a process (it keeps a connection pool)."""
     store = _stores.get(url)
     if store is None:
+        from nbmemory.pg_store import PgStore
+
         store = _stores[url] = PgStore(url)
     return store
 

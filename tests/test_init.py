@@ -14,13 +14,16 @@ HEAVY = [
     "mcp",
     "numpy",
 ]
+LATER = ["nbmemory.pg_store", "psycopg", "logging", "uuid", "secrets"]
+"""Imported when first used (a database, a log line, an id), not by ``import nbmemory``."""
 
 
 def test_import_pulls_in_no_heavy_library_and_creates_nothing(tmp_path):
     tmp_path = tmp_path / "empty"
     tmp_path.mkdir()
     code = (
-        f"import json, sys, nbmemory; print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+        "import json, sys, nbmemory; "
+        f"print(json.dumps([m for m in {HEAVY + LATER!r} if m in sys.modules]))"
     )
     result = run_python(code, cwd=tmp_path, env={"WORKSPACE_DIR": str(tmp_path / "ws")})
     assert json.loads(result.stdout) == []
