@@ -442,7 +442,7 @@ class Agent:
             inode = None
         if inode is None:
             return None
-        return os.getpid(), inode, len(self.short_memory.preloaded_messages)
+        return os.getpid(), inode, self.short_memory.preloaded_count
 
     def _compacted(self, event: Any) -> None:
         """After a compaction all of MEMORY.md is this session's: record it for the views."""

@@ -179,6 +179,7 @@ class Conversation(SwarmsConversation):
         self.setup_file_path()
         self.conversation_history: list[dict[str, Any]] = []
         self._preloaded: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] = []
+        self._preloaded_count = 0  # what _preloaded will parse, while it is a parser
         self.last_archive: Path | None = None
         self._lock = threading.RLock()
         self._observers: list[Callable[[ChangeEvent], None]] = []
@@ -232,8 +233,9 @@ class Conversation(SwarmsConversation):
         data = self._memory.read_bytes()
         whole = memory_file.read_whole(data, _PRELOAD_HEAD)
         if whole is not None:  # the usual case: the file as it is, messages parsed on first use
-            text, self._header = whole
+            text, self._header, count = whole
             self._preloaded = functools.partial(_parse_preload, text)
+            self._preloaded_count = count
             self.conversation_history.append(self._message("System", text))
             self._session_start += 1
             return
@@ -263,6 +265,12 @@ class Conversation(SwarmsConversation):
     @preloaded_messages.setter
     def preloaded_messages(self, messages: list[dict[str, Any]]) -> None:
         self._preloaded = messages
+
+    @property
+    def preloaded_count(self) -> int:
+        """``len(preloaded_messages)``, without parsing them if they have not been used yet."""
+        with self._lock:
+            return self._preloaded_count if callable(self._preloaded) else len(self._preloaded)
 
     @property
     def workspace(self) -> Workspace | None:

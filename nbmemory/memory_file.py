@@ -260,13 +260,15 @@ _END = BLOCK_END.encode()
 _FENCE = f"\n{_JSON_OPEN}".encode()
 
 
-def read_whole(data: bytes, prefix: str = "") -> tuple[str, str] | None:
+def read_whole(data: bytes, prefix: str = "") -> tuple[str, str, int] | None:
     """``prefix`` followed by the text of a memory file that :func:`parse` reads without a
-    problem, and its header, found in a few passes over the bytes without building a message;
-    ``None`` when it cannot tell so (damage, hand edits, no message yet): parse those.
+    problem, its header and its number of messages, found in a few passes over the bytes
+    without building a message; ``None`` when it cannot tell so (damage, hand edits, no
+    message yet): parse those.
 
-    When this answers, ``parse(text[len(prefix):])`` finds no problem and that header: a
-    resumed memory is checked at once and its messages parsed when they are first used.
+    When this answers, ``parse(text[len(prefix):])`` finds no problem, that header and one
+    message per block: a resumed memory is checked at once and its messages parsed when
+    they are first used.
     """
     first = data.find(b"\n### ")
     if (
@@ -298,7 +300,7 @@ def read_whole(data: bytes, prefix: str = "") -> tuple[str, str] | None:
     head = parse(header)
     if head.problems or head.messages or not head.header:
         return None
-    return text, head.header
+    return text, head.header, len(headings)
 
 
 def has_messages(data: bytes) -> bool:

@@ -315,6 +315,7 @@ def test_a_resumed_memory_is_read_once_and_its_messages_are_what_the_file_held_t
     convo.add("Echo", {"tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]})
     held = parse(stored("Echo"))
     resumed = agent_conversation("Echo")  # its messages are parsed when first used
+    assert resumed.preloaded_count == 2
     convo.add("User", "added after the resume")
     convo.compact("a summary")
     assert resumed.preloaded_messages == held.messages

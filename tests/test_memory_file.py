@@ -452,7 +452,7 @@ def test_a_file_read_whole_is_one_that_parses_without_a_problem(messages, damage
     if whole is not None:
         parsed = parse(data)
         assert parsed.problems == []
-        assert whole == ("P" + data.decode(), parsed.header)
+        assert whole == ("P" + data.decode(), parsed.header, len(parsed.messages))
         assert parsed.header + parsed.log == data.decode()
 
 
@@ -462,7 +462,7 @@ def test_common_memories_are_read_whole():
         ("Agent", {"tool_calls": [{"id": "c1"}]}),
         ("Tool", "naïve ✓ 中文 🙂\n\n- a list\n--- not a separator"),
     ).encode()
-    assert mf.read_whole(data) == (data.decode(), parse(data).header)
+    assert mf.read_whole(data) == (data.decode(), parse(data).header, 3)
     assert mf.read_whole(data.replace(b"\n--- not", b"\n---\nnot")) is None  # a separator
     assert mf.read_whole(data + b"### User \xe2\x80\x94 t\n\ntorn") is None
     assert mf.read_whole(format_header("t").encode()) is None  # no message: parsed at once
