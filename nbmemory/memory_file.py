@@ -245,17 +245,16 @@ def parse(data: bytes | str, *, header: bool = True) -> ParsedMemory:
     return result
 
 
-# A heading, in UTF-8: one that follows the end of a block, in the strict shape (a timestamp
-# of printable ASCII), is captured as b"-" by findall; any other that the parser would read
-# as one (bytes' \S takes in more than text's: it can only find more) as b"".
+# What could end or start a message, in UTF-8, as findall gives it: b"-" for the end of a block
+# followed by a heading in the strict shape (a timestamp of printable ASCII), b"" for any other
+# heading the parser would read (bytes' \S takes in more than text's: it can only find more)
+# and for any other separator.
 _STRICT = rb"(?=[^\n]+? \xe2\x80\x94 [!-~]+[ \t]*(?:\n|\Z))"
-_HEADINGS = re.compile(
-    rb"\n### (?:(?<=\n\n--(-)\n\n### )"
-    + _STRICT
-    + rb"|(?=[^\n]+? \xe2\x80\x94 \S+[ \t]*(?:\n|\Z)))"
+_LOOSE = rb"(?=[^\n]+? \xe2\x80\x94 \S+[ \t]*(?:\n|\Z))"
+_MARKS = re.compile(
+    rb"\n(?:\n--(-)\n\n### " + _STRICT + rb"|### " + _LOOSE + rb"|---[ \t]*(?=\n|\Z))"
 )
 _FIRST_HEADING = re.compile(rb"\n### " + _STRICT)
-_SEPARATORS = re.compile(_SEPARATOR.pattern.encode())
 _END = BLOCK_END.encode()
 _FENCE = f"\n{_JSON_OPEN}".encode()
 
@@ -279,17 +278,15 @@ def read_whole(data: bytes, prefix: str = "") -> tuple[str, str, int] | None:
         or not _FIRST_HEADING.match(data, first)
     ):
         return None
-    # Every heading but the first follows the end of a block, and every line like a
-    # separator ends one: each block is a heading, content, and its closing separator.
-    headings = _HEADINGS.findall(data, first)
-    if headings.count(b"-") != len(headings) - 1 or (
-        data.count(b"\n---", first) != len(headings)  # else lines such as "----" are there too
-        and len(_SEPARATORS.findall(data, first)) != len(headings)
-    ):
+    # Besides the first heading and the last separator, every heading follows the end of a
+    # block and every separator ends one: each block is a heading, content and separator.
+    marks = _MARKS.findall(data, first)
+    blocks = marks.count(b"-")
+    if len(marks) - blocks != 2:
         return None
     try:
         header = data[: first + 1].decode("utf-8")
-        fence = data.find(_FENCE, first)
+        fence = data.find(_FENCE, first) if data.find(b"`", first) >= 0 else -1
         while fence >= 0:  # content that parse() decodes as JSON must be JSON
             end = data.find(_END, fence)
             decode_content(data[fence + 1 : end].decode("utf-8"))
@@ -300,7 +297,7 @@ def read_whole(data: bytes, prefix: str = "") -> tuple[str, str, int] | None:
     head = parse(header)
     if head.problems or head.messages or not head.header:
         return None
-    return text, head.header, len(headings)
+    return text, head.header, blocks + 1
 
 
 def has_messages(data: bytes) -> bool:
