@@ -232,12 +232,16 @@ class Agent:
     ) -> Compaction:
         """Compact this agent's memory now: ``summary`` replaces it, or, without one, the
         compressor's model writes the summary (``keep``: terms to carry word for word; ``plan``:
-        a :meth:`compact_preview` a person approved, carried out as shown). The raw transcript
-        is archived first, and what was done (tokens of the next request before and after, terms
-        the summary left out) is recorded beside the archive, whoever compacts.
-        ``CompactionError`` (nothing changed) when there is no summary to write, or nothing to
-        compact."""
+        a :meth:`compact_preview` a person approved, carried out as shown, or with ``summary``
+        as they edited its summary). The raw transcript is archived first, and what was done
+        (tokens of the next request before and after, terms the summary left out) is recorded
+        beside the archive, whoever compacts. ``CompactionError`` (nothing changed) when there
+        is no summary to write, nothing to compact, or the memory changed since ``plan``."""
         compressor = self._context_compressor
+        if plan is not None:
+            plan.check(self)
+            if summary is not None and summary.strip() == plan.summary.strip():
+                summary = None  # the model's summary as shown
         if summary is None:
             if compressor is None:
                 raise CompactionError(

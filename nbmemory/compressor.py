@@ -8,6 +8,8 @@ compressor waits until the history has grown before it tries again.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import warnings
 from collections.abc import Sequence
@@ -59,6 +61,26 @@ class CompactionPlan:
     kept: list[dict[str, Any]] = field(default_factory=list, repr=False)
     current: list[dict[str, Any]] = field(default_factory=list, repr=False)
     history_length: int = field(default=0, repr=False)
+    fingerprint: str = field(default="", repr=False)
+
+    def fresh(self, agent: Any) -> bool:
+        """Whether ``agent``'s memory is as it was when this plan was worked out (an agent
+        built on a memory holds it as one preloaded message: its length alone says little)."""
+        history = agent.short_memory.conversation_history
+        return self.history_length == len(history) and self.fingerprint in ("", _digest(history))
+
+    def check(self, agent: Any) -> None:
+        """``CompactionError`` if ``agent``'s memory changed since this plan was worked out."""
+        if not self.fresh(agent):
+            raise CompactionError(
+                "the memory changed since the preview: nothing was compacted; preview again"
+            )
+
+
+def _digest(history: list[dict[str, Any]]) -> str:
+    """A fingerprint of a history's roles and contents."""
+    text = json.dumps([[m.get("role"), m.get("content")] for m in history], default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ContextCompressor:
@@ -164,10 +186,8 @@ class ContextCompressor:
             plan = self._plan(agent, during_run=during_run, keep=keep)
             if isinstance(plan, str):
                 return self._give_up(agent, plan)
-        elif plan.history_length != len(agent.short_memory.conversation_history):
-            raise CompactionError(
-                "the memory changed since the preview: nothing was compacted; preview again"
-            )
+        else:
+            plan.check(agent)
         memory = agent.short_memory
         archive = memory.compact(f"{SUMMARY_MARKER}\n{plan.summary}", record=False)
         for message in [*plan.kept, *plan.current]:
@@ -192,13 +212,20 @@ class ContextCompressor:
         and dates the summary dropped, kept word for word), the next request's tokens before and
         after, and the terms it would still drop. ``CompactionError`` says why there is none.
         Carry it out with ``compress(agent, plan=...)``."""
-        plan = self._plan(agent, during_run=False, keep=keep)
+        name = getattr(agent, "agent_name", "agent")
+        try:
+            plan = self._plan(agent, during_run=False, keep=keep, raising=True)
+        except ModelError as exc:  # kept as the cause: a view tells a failing model apart
+            raise CompactionError(f"{name}: the summarizer failed: {exc}") from exc
         if isinstance(plan, str):
-            raise CompactionError(f"{getattr(agent, 'agent_name', 'agent')}: {plan}")
+            raise CompactionError(f"{name}: {plan}")
         return plan
 
-    def _plan(self, agent: Any, *, during_run: bool, keep: Sequence[str]) -> CompactionPlan | str:
-        """The compaction to make now, or why there is none."""
+    def _plan(
+        self, agent: Any, *, during_run: bool, keep: Sequence[str], raising: bool = False
+    ) -> CompactionPlan | str:
+        """The compaction to make now, or why there is none (``raising``: the model's error
+        raised, not said)."""
         memory = agent.short_memory
         static = getattr(memory, "static_messages", None)
         history = memory.conversation_history[len(static()) if static else 0 :]
@@ -214,6 +241,8 @@ class ContextCompressor:
         try:
             summary = self._summarize(agent, "\n".join(lines)).strip()
         except ModelError as exc:
+            if raising:
+                raise
             return f"the summarizer failed: {exc}"
         if not summary:
             return "the summarizer returned no text"
@@ -238,6 +267,7 @@ class ContextCompressor:
             kept=kept,
             current=current,
             history_length=len(memory.conversation_history),
+            fingerprint=_digest(memory.conversation_history),
         )
 
     def maybe_compress(self, agent: Any) -> str | None:

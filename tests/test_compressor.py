@@ -9,7 +9,7 @@ from nbmemory import Agent, ContextCompressor
 from nbmemory.compactions import read_record
 from nbmemory.compressor import COMPRESSION_SYSTEM_PROMPT, COMPRESSION_USER_TEMPLATE
 from nbmemory.conversation import SUMMARY_MARKER
-from nbmemory.errors import CompactionError
+from nbmemory.errors import CompactionError, ModelError
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import memory_path
@@ -313,3 +313,22 @@ def test_a_preview_changes_nothing_and_is_carried_out_as_shown(openai_server):
     agent.short_memory.add("User", "one more thing")
     with pytest.raises(CompactionError, match="changed since the preview"):
         agent.compact(plan=stale)
+
+
+def test_a_preview_carried_out_with_its_summary_edited_writes_the_edit(openai_server):
+    agent = http_agent(openai_server)
+    openai_server.reply("Noted.")
+    agent.run("The budget is 40k EUR; Dana signs.")
+    openai_server.reply("A budget was agreed.")
+    plan = agent.compact_preview()
+    requests = len(openai_server.requests)
+    done = agent.compact("The budget is 40k EUR.", plan=plan)
+    assert len(openai_server.requests) == requests
+    assert [m["content"] for m in stored_messages("Worker")] == ["The budget is 40k EUR."]
+    assert "Dana" in done.missing
+
+    openai_server.reply(status=500, error_message="the summarizer is down")
+    openai_server.reply(status=500, error_message="the summarizer is down")
+    with pytest.raises(CompactionError, match="the summarizer failed") as failed:
+        agent.compact_preview()
+    assert isinstance(failed.value.__cause__, ModelError)

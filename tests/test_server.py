@@ -15,7 +15,7 @@ import pytest
 from traitlets import TraitError
 
 from browser import jupyter_lab, server_extension_on
-from nbmemory import Conversation, Workspace
+from nbmemory import Agent, Conversation, Workspace
 from nbmemory.jupyter.server import NbMemoryServer
 from nbmemory.note_history import Author
 from nbmemory.notes import Notes
@@ -416,6 +416,63 @@ def test_compaction_through_the_api_leaves_an_archive(lab, agents):
     assert agent_docs("Writer").archives() == archives
 
 
+def test_a_compaction_previewed_changes_nothing_until_its_summary_is_sent(lab, agents):
+    writer = Conversation(name="Writer", memory_md_path=memory_path("Writer"))
+    writer.add("User", "Ticket ACME-42 blocks the release; the budget is 40k EUR.")
+    writer.add("User", '<img src=x onerror="window.__pwned=1"> Dana signs in Lyon.')
+    Agent(agent_name="Writer", persistent_memory=True)  # records its settings: the figures agree
+    before = snapshot(agents)
+    status, shown = call(lab, "/agents/Writer/compact", body={"preview": True})
+    assert status == 200 and snapshot(agents) == before
+    assert shown["summary"].strip() and shown["plan"] and shown["keep"] == []
+    assert shown["tokens_before"] == ReadModel(agents).usage("Writer").tokens
+    assert shown["tokens_after"] < shown["tokens_before"] and "ACME-42" in shown["summary"]
+    assert '<img src=x onerror="window.__pwned=1">' in shown["summary"]
+    # Kept: the term goes into the summary's list of what it keeps word for word.
+    status, kept = call(lab, "/agents/Writer/compact", body={"preview": True, "keep": ["Dana"]})
+    assert status == 200 and "Dana" in kept["summary"] and "Dana" not in kept["missing"]
+    assert snapshot(agents) == before
+    # Another agent's preview, or one already carried out, is not a preview of this one.
+    assert call(lab, "/agents/Scout/compact", body={"summary": "x", "plan": kept["plan"]})[0] == 409
+    # The summary shown, edited by the person, is what is written.
+    edited = kept["summary"] + "\nChecked by a person."
+    status, done = call(
+        lab, "/agents/Writer/compact", body={"summary": edited, "plan": kept["plan"]}
+    )
+    assert status == 200 and done["archive"].startswith("history_"), done
+    assert [m["content"] for m in stored_messages("Writer")] == [edited]
+    again = call(lab, "/agents/Writer/compact", body={"summary": edited, "plan": kept["plan"]})
+    assert again[0] == 409 and "preview again" in again[1]["message"]
+
+    # The model's summary as shown; refused if the memory changed since the preview.
+    status, shown = call(lab, "/agents/Writer/compact", body={"preview": True})
+    writer.add("User", "one more thing")
+    body = {"summary": shown["summary"], "plan": shown["plan"]}
+    status, data = call(lab, "/agents/Writer/compact", body=body)
+    assert status == 409 and "changed since the preview" in data["message"]
+    assert len(stored_messages("Writer")) == 2
+    status, shown = call(lab, "/agents/Writer/compact", body={"preview": True})
+    body = {"summary": shown["summary"], "plan": shown["plan"]}
+    assert call(lab, "/agents/Writer/compact", body=body)[0] == 200
+    (written,) = stored_messages("Writer")
+    assert written["content"].endswith(shown["summary"]) and written["content"] != shown["summary"]
+    # No summary at all: the model's, at once.
+    status, data = call(lab, "/agents/Scout/compact", body={"keep": ["budget"]})
+    assert status == 200 and len(agent_docs("Scout").archives()) == 2
+
+
+def test_a_failing_model_previews_nothing_and_compacts_nothing(lab, agents):
+    # No key for the model it recorded: the summarizer fails, said with 502.
+    write_settings(agent_docs("Writer"), RunSettings("mistral/mistral-small", 3000, 0.75, ""))
+    before = snapshot(agents)
+    for body in ({"preview": True}, {}, {"keep": ["memo"]}):
+        status, data = call(lab, "/agents/Writer/compact", body=body)
+        assert status == 502 and "the summarizer failed" in data["message"], (status, data)
+        assert "\n" not in data["message"]
+    assert snapshot(agents) == before
+    assert call(lab, "/agents/Nobody/compact", body={"preview": True})[0] == 404
+
+
 @pytest.mark.files("a memory file deleted by hand; files compared by size, time and inode")
 def test_reading_never_creates_a_file(lab, agents):
     """An agent with only archives: no GET makes a MEMORY.md or changes anything."""
@@ -658,6 +715,15 @@ MALFORMED_POSTS = [
     ("compact", b'{"summary": "\\udfff"}'),
     ("compact", b'{"summary": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
     ("compact", b'{"summary": 3}'),
+    ("compact", b'{"preview": "yes"}'),
+    ("compact", b'{"preview": true, "summary": "x"}'),
+    ("compact", b'{"preview": true, "keep": "Dana"}'),
+    ("compact", b'{"preview": true, "keep": [1]}'),
+    ("compact", b'{"preview": true, "keep": [" "]}'),
+    ("compact", b'{"keep": ["' + b"x" * 201 + b'"]}'),
+    ("compact", b'{"keep": [' + b",".join([b'"t"'] * 101) + b"]}"),
+    ("compact", b'{"summary": "x", "keep": ["Dana"]}'),
+    ("compact", b'{"summary": "x", "plan": 7}'),
 ]
 
 
@@ -825,8 +891,9 @@ def test_an_authorizer_can_allow_reading_and_deny_compaction(tmp_path, monkeypat
         assert why in data["reason"]
         for path in GETS[1:4]:
             assert call(server, path)[0] == 200, path
-        status, data = call(server, "/agents/Scout/compact", body={"summary": "gone"})
-        assert status == 403 and "write" in data["message"]
+        for body in ({"summary": "gone"}, {"preview": True}, {}):
+            status, data = call(server, "/agents/Scout/compact", body=body)
+            assert status == 403 and "write" in data["message"]
         assert call(server, "/agents/Scout/notes")[1]["notes"] == []
         for body in ({"pin": "not allowed"}, {"unpin": "1"}):
             status, data = call(server, "/agents/Scout/notes", body=body)

@@ -489,9 +489,7 @@ class NbMemoryMagics(Magics):
                 plan = self._previews[args.name] = agent.compact_preview(keep)
                 then = f"%compact {args.name} writes this summary."
                 return TextBlock(preview_report(args.name, plan, then))
-            fresh = shown is not None and shown.history_length == len(
-                agent.short_memory.conversation_history
-            )
+            fresh = shown is not None and shown.fresh(agent)
             usable = fresh and summary is None and not keep
             compaction = agent.compact(summary, keep=keep, plan=shown if usable else None)
         except CompactionError as exc:

@@ -14,7 +14,9 @@ Routes, under ``<base_url>/nbmemory/api``::
     GET  /agents/NAME/path?archive=FILE             where MEMORY.md (or the archive) is, absolute
                                                     and from the Jupyter server's root
     GET  /agents/NAME/export?format=json|yaml|md&archive=FILE   the memory as a file to save
-    POST /agents/NAME/compact                       {"summary": "..."}
+    POST /agents/NAME/compact                       {"preview": true, "keep": [...]}: the model's
+                                                    summary, tokens before and after, what it drops;
+                                                    {"summary": "...", "plan": ID}: write it
     GET  /agents/NAME/notes                         pinned notes and the tokens they add
     POST /agents/NAME/notes                         {"pin": "text"} or {"unpin": "number or words"}
 
@@ -37,7 +39,9 @@ compaction, a pin or an unpin. Errors are JSON ``{"message": ..., "reason": ...}
 (``APIHandler``), the shape ``ServerConnection.ResponseError`` reads: ``400`` for a bad name or
 parameter, an empty note or notes over their budget, ``404`` for an unknown agent, archive,
 message or note, ``409`` for an unpin whose ``"note"`` (the text the client showed at that
-number) is no longer the note at that number. Names follow the engine's rules, so no URL
+number) is no longer the note at that number, for nothing to compact and for a compaction
+whose preview is gone or whose memory changed since, ``502`` when the model failed to write a
+summary (nothing changed). Names follow the engine's rules, so no URL
 reaches outside the workspace.
 
 Settings are the traits of :class:`NbMemoryServer` (an ``ExtensionApp``), set like any Jupyter
@@ -59,6 +63,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -74,12 +79,16 @@ from traitlets import Float, TraitError, Unicode, validate
 from nbmemory import note_history, workspace
 from nbmemory import store as memory_store
 from nbmemory.agent import Agent
+from nbmemory.compactions import Compaction
+from nbmemory.compressor import CompactionPlan
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
+    CompactionError,
     InvalidAgentNameError,
     InvalidNoteError,
     InvalidTextError,
+    ModelError,
     NoteChangedError,
     NoteNotFoundError,
     NotesFullError,
@@ -99,6 +108,9 @@ MAX_LIMIT = 200
 HISTORY_SHOWN = 100
 """The latest changes to an agent's notes a notes answer lists."""
 MAX_FOLD = 100_000
+MAX_KEEP = 100
+"""The most terms a compaction request may ask to keep."""
+MAX_TERM = 200
 MIN_POLL_INTERVAL = 0.5
 API_VERSION = "2"
 """Part of every ETag, so a client never keeps an answer of an older server."""
@@ -239,6 +251,7 @@ class NbMemoryServer(ExtensionApp):
         self.settings["nbmemory_model"] = ReadModel(self.memory_workspace)
         self.settings["nbmemory_poll_interval"] = self.poll_interval
         self.settings["nbmemory_heavy_reads"] = HeavyReads()
+        self.settings["nbmemory_previews"] = PreviewPlans()
         kept = self.settings["nbmemory_model"].store
         self.log.info("nbmemory: agents' memory in %s", root if kept == "files" else kept)
 
@@ -622,31 +635,117 @@ class FindHandler(_Handler):
 
 
 class CompactHandler(_Handler):
+    """Compact an agent's memory: preview the model's summary, then write it, edited or not.
+
+    ``{"preview": true, "keep": [...]}`` answers the summary the model would write, the next
+    request's tokens before and after and the terms it would drop, changing nothing, with a
+    ``"plan"`` id; ``{"summary": "...", "plan": id}`` writes that summary (the model's, as
+    shown, or as the person edited it; ``409`` if the memory changed since the preview);
+    ``{"summary": "..."}`` alone writes a summary written by hand; ``{}`` or ``{"keep": [...]}``
+    the model's summary without a preview. A model that fails answers ``502``; nothing to
+    compact, ``409``."""
+
+    def previews(self) -> PreviewPlans:
+        return self.settings["nbmemory_previews"]
+
+    def request_json(self) -> tuple[bool, str | None, list[str], str | None]:
+        """(preview, summary, keep, plan) of the request, each checked (400 for a bad one)."""
+        body = self.json_body()
+        preview, summary = body.get("preview", False), body.get("summary")
+        keep, plan = body.get("keep", []), body.get("plan")
+        if not isinstance(preview, bool):
+            raise tornado.web.HTTPError(400, '"preview" must be true or false')
+        if summary is not None and (not isinstance(summary, str) or not summary.strip()):
+            raise tornado.web.HTTPError(400, "summary must be a non-empty string")
+        if not isinstance(keep, list) or not all(
+            isinstance(term, str) and term.strip() and len(term) <= MAX_TERM for term in keep
+        ):
+            raise tornado.web.HTTPError(
+                400, f'"keep" must be a list of terms (non-empty strings of {MAX_TERM} or fewer)'
+            )
+        if len(keep) > MAX_KEEP:
+            raise tornado.web.HTTPError(400, f'"keep" holds at most {MAX_KEEP} terms')
+        if plan is not None and not isinstance(plan, str):
+            raise tornado.web.HTTPError(400, '"plan" must be the id a preview answered')
+        if preview and (summary is not None or plan is not None):
+            raise tornado.web.HTTPError(400, 'a preview takes "keep" alone, not a summary or plan')
+        if summary is not None and keep:
+            raise tornado.web.HTTPError(400, '"keep" goes with the model summary, not a given one')
+        return preview, summary, keep, plan
+
     @tornado.web.authenticated
     @authorized("write")
     async def post(self, name: str) -> None:
-        body = self.json_body()
-        summary = body.get("summary")
-        if not isinstance(summary, str) or not summary.strip():
-            raise tornado.web.HTTPError(400, "summary must be a non-empty string")
-        before = await self.in_thread(self.model.usage, name)
+        preview, summary, keep, plan_id = self.request_json()
+        before = await self.in_thread(self.model.usage, name)  # 404 before anything is built
         place = self.model.workspace
+        shown = self.previews().take(plan_id, name) if plan_id is not None else None
+        if plan_id is not None and shown is None:
+            raise tornado.web.HTTPError(409, "that preview is no longer known: preview again")
 
-        def compact() -> Path | None:
-            return Agent.from_memory(name, place, record_settings=False).compact(summary).archive
+        def compact() -> CompactionPlan | Compaction:
+            agent = Agent.from_memory(name, place, record_settings=False)
+            if preview:
+                return agent.compact_preview(keep)
+            plan = shown if summary is not None else (shown or agent.compact_preview(keep))
+            return agent.compact(summary, plan=plan)
 
-        archive = await self.in_thread(compact)
+        try:
+            done = await self.in_thread(compact)
+        except CompactionError as exc:
+            failed = isinstance(exc.__cause__, ModelError)
+            raise tornado.web.HTTPError(502 if failed else 409, str(exc)) from None
+        if isinstance(done, CompactionPlan):
+            self.reply(
+                {
+                    "name": name,
+                    "plan": self.previews().add(done, name),
+                    "summary": done.summary,
+                    "tokens_before": done.tokens_before,
+                    "tokens_after": done.tokens_after,
+                    "missing": done.missing,
+                    "keep": keep,
+                }
+            )
+            return
+        archive = done.archive
         after = await self.in_thread(self.model.usage, name)
-        done = await self.in_thread(self.model.compactions, name) if archive else []
+        records = await self.in_thread(self.model.compactions, name) if archive else []
         self.reply(
             {
                 "name": name,
                 "archive": archive.name if archive else None,
                 "tokens_before": before.tokens,
                 "tokens_after": after.tokens,
-                "figures": done[-1].figures if done else "",
+                "figures": records[-1].figures if records else "",
+                "missing": done.missing,
             }
         )
+
+
+class PreviewPlans:
+    """The compactions previewed through the API and not yet carried out, the latest ``size``
+    of them, by an id no one guesses (a client signed in with the token alone is a new user at
+    every request, so the id, not the user, says whose preview it is), each for its agent."""
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._plans: dict[str, tuple[str, CompactionPlan]] = {}
+
+    def add(self, plan: CompactionPlan, name: str) -> str:
+        key = secrets.token_urlsafe(16)
+        self._plans[key] = (name, plan)
+        while len(self._plans) > self.size:
+            del self._plans[next(iter(self._plans))]
+        return key
+
+    def take(self, key: str, name: str) -> CompactionPlan | None:
+        """The plan ``key`` of agent ``name``, forgotten; ``None`` if unknown."""
+        found = self._plans.get(key)
+        if found is None or found[0] != name:
+            return None
+        del self._plans[key]
+        return found[1]
 
 
 class NotesHandler(_Handler):
