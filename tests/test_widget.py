@@ -22,7 +22,7 @@ from nbmemory.note_history import Author
 from nbmemory.notes import Notes
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.store import memory_path
-from support import ROOT, agent_docs, run_python, stored
+from support import ROOT, agent_docs, http_agent, run_python, stored, stored_messages
 
 HOSTILE = [
     '<img src=x onerror="window.__pwned=1">',
@@ -144,8 +144,16 @@ def test_the_compact_button_with_only_a_name(widgets):
     widget = settled(MemoryWidget("Named"))
     widgets.append(widget)
     eventually(lambda: widget.info.get("messages") == 2, "the messages")
-    widget._command(widget, {"command": "compact"}, [])
+    widget._command(widget, {"command": "compact"}, [])  # nothing without a preview
+    assert widget.status == "Not compacted: press Compact to see a preview first."
+    assert widget.info.get("archives") == 0
+    widget._command(widget, {"command": "preview"}, [])
+    shown = widget.compaction_preview
+    assert "Lyon" in shown["summary"] and shown["tokens_after"] < shown["tokens_before"]
+    assert widget.status == "Preview: nothing has changed yet." and widget.info["archives"] == 0
+    widget._command(widget, {"command": "compact", "summary": shown["summary"]}, [])
     assert widget.status.startswith("Compacted: "), widget.status
+    assert widget.compaction_preview == {}
     assert (
         widget.info.get("archives") == 1 and widget.info.get("messages") == 1
     )  # the summary alone
@@ -307,9 +315,59 @@ def test_an_agents_stream_and_the_compact_button(widgets):
     assert any(text.startswith("I have nothing") for text in seen)
     assert widget.streaming == ""
     assert widget.info.get("messages") == 2 and widget.info["model"] == "nbmemory/offline"
-    widget._command(widget, {"command": "compact"}, [])
+    widget._command(widget, {"command": "preview"}, [])
+    widget._command(widget, {"command": "compact", "summary": "Lyon."}, [])
     assert widget.status.startswith("Compacted: ")
     assert widget.info.get("archives") == 1 and widget.info.get("messages") == 1
+    assert agent.short_memory.conversation_history[-1]["content"] == "Lyon."
+
+
+def test_the_compact_button_previews_keeps_terms_and_writes_only_what_is_confirmed(widgets):
+    convo = persistent("Careful")
+    convo.add("User", "Ticket ACME-42 blocks the release; Dana signs in Lyon.")
+    convo.add("User", HOSTILE[0] + " The budget is 40k EUR.")
+    Agent(agent_name="Careful", persistent_memory=True)  # records its settings
+    widget = settled(MemoryWidget("Careful"))
+    widgets.append(widget)
+    before = stored("Careful")
+    widget._command(widget, {"command": "preview", "keep": ["Dana", 3, " "]}, [])
+    shown = widget.compaction_preview
+    assert shown["keep"] == ["Dana"] and "Dana" in shown["summary"]
+    assert "Dana" not in shown["missing"] and HOSTILE[0] in shown["summary"]
+    assert shown["tokens_before"] == widget.info["tokens"]
+    assert stored("Careful") == before  # a preview changes nothing
+
+    widget._command(widget, {"command": "cancel"}, [])
+    assert widget.compaction_preview == {} and widget.status == "Not compacted: cancelled."
+    widget._command(widget, {"command": "compact", "summary": "anything"}, [])
+    assert stored("Careful") == before
+
+    # What the person sends, edited, is written; an empty summary is not.
+    widget._command(widget, {"command": "preview"}, [])
+    widget._command(widget, {"command": "compact", "summary": "  "}, [])
+    assert widget.status == "Not compacted: the summary is empty." and widget.compaction_preview
+    # The memory changed since the preview: nothing is compacted.
+    convo.add("User", "one more thing")
+    widget._command(widget, {"command": "compact", "summary": "Edited."}, [])
+    assert widget.status.startswith("The memory changed since the preview"), widget.status
+    assert len(stored_messages("Careful")) == 3
+    widget._command(widget, {"command": "preview"}, [])
+    widget._command(widget, {"command": "compact", "summary": "Edited by a person."}, [])
+    assert widget.status.startswith("Compacted: ")
+    assert [m["content"] for m in stored_messages("Careful")] == ["Edited by a person."]
+
+
+def test_a_failing_model_previews_nothing(widgets, openai_server):
+    agent = http_agent(openai_server, "Failing", context_length=3000)
+    agent.short_memory.add("User", "The budget is 40k EUR.")
+    widget = MemoryWidget("Failing", agent=agent)
+    widgets.append(widget)
+    before = stored("Failing")
+    for _ in range(5):
+        openai_server.reply(status=500, error_message="the summarizer is down")
+    widget._command(widget, {"command": "preview"}, [])
+    assert widget.status.startswith("No preview: Failing: the summarizer failed"), widget.status
+    assert widget.compaction_preview == {} and stored("Failing") == before
 
 
 def test_the_thread_stops_on_close_on_comm_close_and_when_collected():

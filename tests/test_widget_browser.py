@@ -3,6 +3,7 @@ fetched or run, Markdown renders, and the view follows an agent written by anoth
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from nbmemory import Conversation
 from nbmemory.note_history import Author
 from nbmemory.notes import Notes
 from nbmemory.store import memory_path
-from support import agent_docs
+from support import agent_docs, stored, stored_messages
 
 pytestmark = pytest.mark.browser
 
@@ -294,5 +295,67 @@ def test_accept_reject_and_restore_the_models_note_edits_in_the_widget(tmp_path:
         assert notes.items() == ["Budget: 40k EUR."]
         expect(pinned.locator('[data-testid="note-change"]').first).to_contain_text("restored")
         screenshot(widget, "widget-note-review.png")
+        expect(widget.locator("img")).to_have_count(0)
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+
+def test_compact_previews_keeps_terms_and_writes_only_what_is_confirmed(tmp_path: Path) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    payload = '<img src=x onerror="window.__pwned=1"> Ticket ACME-42 blocks the release.'
+    facts = [f"Vault {n} opens with code ZA{1000 + n}, said Dana." for n in range(300)]
+    write_memory("Squeeze", payload, *facts)  # more than a summary holds: it drops codes
+    before = stored("Squeeze")
+    write_notebook(root / "squeeze.ipynb", IMPORT, 'MemoryWidget("Squeeze")')
+    with jupyter_lab(root) as server, open_notebook(server, "squeeze.ipynb", height=1600) as page:
+        run_all_cells(page)
+        widget = page.locator('[data-testid="nbmemory-widget"]')
+        expect(widget).to_be_visible(timeout=WAIT_MS)
+        preview = widget.get_by_test_id("compact-preview")
+        status = widget.get_by_test_id("status")
+        expect(preview).to_be_hidden()
+
+        # Compact… shows the model's summary, the tokens and the terms it would drop.
+        widget.get_by_test_id("compact").click()
+        summary = preview.get_by_test_id("preview-summary")
+        expect(summary).to_have_value(re.compile(r"^<img src=x onerror="), timeout=WAIT_MS)
+        expect(preview.get_by_test_id("preview-tokens")).to_contain_text(
+            re.compile(r"Next request: [\d,]+ → [\d,]+ tokens")
+        )
+        terms = preview.get_by_test_id("preview-term")
+        expect(terms.first).to_have_text(" ZA1001")
+        expect(status).to_have_text("Preview: nothing has changed yet.")
+        assert stored("Squeeze") == before
+
+        # Keep a term: the next preview's summary keeps it, and its box stays ticked.
+        terms.first.get_by_role("checkbox").check()
+        preview.get_by_test_id("preview-again").click()
+        expect(summary).to_have_value(
+            re.compile(r"Kept word for word: [^\n]*ZA1001"), timeout=WAIT_MS
+        )
+        expect(terms.first.get_by_role("checkbox")).to_be_checked()
+        assert stored("Squeeze") == before
+
+        # Cancel changes nothing.
+        preview.get_by_test_id("cancel-compact").click()
+        expect(preview).to_be_hidden()
+        expect(status).to_have_text("Not compacted: cancelled.")
+        assert stored("Squeeze") == before
+
+        # Compact writes the summary shown, as the person edited it.
+        widget.get_by_test_id("compact").click()
+        expect(summary).to_have_value(re.compile("^<img"), timeout=WAIT_MS)
+        shown = summary.input_value()
+        summary.fill(shown + "\nChecked by a person.")
+        expect(widget.locator("img")).to_have_count(0)
+        screenshot(widget, "widget-compact-preview.png")
+        preview.get_by_test_id("confirm-compact").click()
+        expect(status).to_contain_text("Compacted: ", timeout=WAIT_MS)
+        expect(preview).to_be_hidden()
+        (written,) = stored_messages("Squeeze")
+        assert written["content"] == shown + "\nChecked by a person."
         expect(widget.locator("img")).to_have_count(0)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"

@@ -18,6 +18,11 @@ person pin and unpin them: the browser sends ``{"command": "pin", "note": ...}``
 :class:`nbmemory.notes.Notes` (which locks the agent's folder and writes atomically); refusals
 (over the budget, an empty note, notes changed meanwhile) go to ``status`` and change nothing.
 
+Its Compact button asks first: ``{"command": "preview", "keep": [...]}`` puts the model's summary,
+the tokens before and after and the terms it would drop in ``compaction_preview``, changing
+nothing; ``{"command": "compact", "summary": ...}`` writes the summary shown (or as the person
+edited it), ``{"command": "cancel"}`` drops the preview.
+
 Message and note text is untrusted: the browser renders it with marked (vendored in
 ``static/``) with raw HTML escaped, no images loaded and only http(s)/mailto links live, or
 verbatim with "Exact text"; the Markdown fallback escapes it.
@@ -31,7 +36,7 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,7 @@ import traitlets
 from nbmemory import note_history
 from nbmemory import workspace as workspace_module
 from nbmemory.agent import Agent
+from nbmemory.compressor import CompactionPlan
 from nbmemory.conversation import ChangeEvent, Conversation
 from nbmemory.errors import (
     AgentNotFoundError,
@@ -314,6 +320,10 @@ class MemoryWidget(anywidget.AnyWidget):
     "recorded"}``."""
     compaction = traitlets.Dict().tag(sync=True)
     """The compaction that wrote ``open_archive``, its ``summary`` included; empty if none."""
+    compaction_preview = traitlets.Dict().tag(sync=True)
+    """A compaction shown for a person to confirm (:meth:`preview_compaction`): ``summary``,
+    ``tokens_before``, ``tokens_after`` (``None``: not reckoned), ``missing`` (the terms it would
+    drop) and ``keep`` (the terms asked for); empty if none."""
 
     # Pinned notes (NOTES.md): carried by every request, never compacted
     pinned_notes = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -360,6 +370,7 @@ class MemoryWidget(anywidget.AnyWidget):
         self._compactions_key: tuple[Any, ...] | None = None
         self._archive_roles: list[str] = []
         self._compaction_infos: dict[str, CompactionInfo] = {}
+        self._plan: CompactionPlan | None = None
 
         conversation: Conversation | None = None
         if isinstance(source, Agent):
@@ -910,8 +921,19 @@ class MemoryWidget(anywidget.AnyWidget):
 
     def _command(self, widget: Any, content: dict[str, Any], buffers: list[Any]) -> None:
         command = content.get("command")
-        if command == "compact":
-            self.compact()
+        if command == "preview":
+            keep = content.get("keep")
+            terms = keep if isinstance(keep, list) else []
+            self.preview_compaction([t for t in terms if isinstance(t, str) and t.strip()])
+        elif command == "compact":  # only what a person confirmed: a preview is shown first
+            summary = content.get("summary")
+            if self._plan is None:
+                self.status = "Not compacted: press Compact to see a preview first."
+            else:
+                self.compact(summary if isinstance(summary, str) else None)
+        elif command == "cancel":
+            self._plan, self.compaction_preview = None, {}
+            self.status = "Not compacted: cancelled."
         elif command == "pin":
             ok = self.pin(str(content.get("note") or ""))
             self.send({"command": "pin", "ok": ok})
@@ -948,23 +970,60 @@ class MemoryWidget(anywidget.AnyWidget):
             return self.agent
         return Agent.from_memory(self.name, self._reader.workspace)
 
-    def compact(self) -> None:
-        """Compact with the agent's compressor (what the Compact button does); says the outcome
-        in ``status``."""
+    def _cannot_compact(self) -> str:
+        """Why this widget cannot compact its memory; empty if it can."""
         if self._ram is not None and self.agent is None:
-            self.status = "Not compacted: a Conversation alone has no summarizer; give an Agent."
-            return
+            return "Not compacted: a Conversation alone has no summarizer; give an Agent."
         if not self._exists_now():
-            self.status = f"Nothing to compact: there is no agent named {self.name!r} yet."
+            return f"Nothing to compact: there is no agent named {self.name!r} yet."
+        return ""
+
+    def preview_compaction(self, keep: Sequence[str] = ()) -> CompactionPlan | None:
+        """What the Compact button shows before anything changes: the model's summary (``keep``:
+        terms it must keep word for word), the tokens before and after and the terms it would
+        drop, in ``compaction_preview``; :meth:`compact` then writes it."""
+        self._plan, self.compaction_preview = None, {}
+        self.status = self._cannot_compact()
+        if self.status:
+            return None
+        self.status = "Asking the model for a summary…"
+        try:
+            plan = self._compactor().compact_preview(keep)
+        except (NbmemoryError, OSError) as exc:  # shown in the widget, not lost in a log
+            self.status = f"No preview: {_sentence(exc)}"
+            return None
+        self._plan = plan
+        self.compaction_preview = {
+            "summary": plan.summary,
+            "tokens_before": plan.tokens_before,
+            "tokens_after": plan.tokens_after,
+            "missing": plan.missing,
+            "keep": list(keep),
+        }
+        self.status = "Preview: nothing has changed yet."
+        return plan
+
+    def compact(self, summary: str | None = None) -> None:
+        """Compact with the preview shown (its summary, or ``summary``: the person's edit of it);
+        with none shown, with ``summary`` or else the model's summary at once. Says the outcome
+        in ``status``."""
+        self.status = self._cannot_compact()
+        if self.status:
             return
+        if summary is not None and not summary.strip():
+            self.status = "Not compacted: the summary is empty."
+            return
+        plan, self._plan, self.compaction_preview = self._plan, None, {}
         self.status = "Compacting…"
         try:
             agent = self._compactor()
-            agent.check_ready()
-            agent.compact()
+            if plan is None and summary is None:
+                agent.check_ready()
+            agent.compact(summary, plan=plan)
         except CompactionError as exc:
             self._refresh()
-            self.status = str(exc)
+            said = _sentence(exc)
+            self.status = said[:1].upper() + said[1:]
             return
         except (NbmemoryError, OSError) as exc:  # shown in the widget, not lost in a log
             self.status = f"Compaction failed: {exc}"

@@ -1,8 +1,9 @@
 // The browser side of nbmemory's MemoryWidget, put together from a module per view in
 // static/widget/: gauge.js (the figures and the context X-ray), messages.js (the message list),
 // search.js, compactions.js (the timeline and an opened compaction's summary), notes.js (the
-// pinned notes), controls.js (the display and navigation bars) and live.js (expanded or not;
-// live or a saved view), with dom.js, markdown.js (untrusted text) and paging.js beneath them.
+// pinned notes), preview.js (a compaction to confirm), controls.js (the display and navigation
+// bars) and live.js (expanded or not; live or a saved view), with dom.js, markdown.js
+// (untrusted text) and paging.js beneath them.
 //
 // They are plain ES modules, with no build step. anywidget loads one module from a string, so
 // widget.py inlines the modules this one imports (and theirs, and the vendored marked) into it;
@@ -17,6 +18,7 @@ import { escapeHtml, markdownHtml, markTerms, renderMarkdown, reveal, setVocabul
 import { messagesView } from "./widget/messages.js";
 import { notesView } from "./widget/notes.js";
 import { mode } from "./widget/paging.js";
+import { previewView } from "./widget/preview.js";
 import { searchView } from "./widget/search.js";
 
 // The traits each part is drawn from.
@@ -59,6 +61,7 @@ async function render({ model, el: root }) {
   inspect.append(compactions.summaryPane, messages.listPane);
   const controls = controlsView(model, compactions.openArchive);
   const notes = notesView(ctx);
+  const preview = previewView(model);
   const detailsId = `nbmemory-details-${Math.random().toString(36).slice(2)}`;
   const details = el("div", { class: "details", id: detailsId, "data-testid": "details" });
   const live = liveView(ctx, details, gauge.miniGauge);
@@ -69,7 +72,7 @@ async function render({ model, el: root }) {
   const bar = el("div", { class: "bar", role: "group", "aria-label": "Search and display" });
   bar.append(search.search, search.archivesLabel, controls.roleFilter, controls.exactLabel, controls.perMessageLabel);
   details.append(gauge.xray, gauge.counts, gauge.notes, notes.pinned, compactions.timeline, bar, controls.nav,
-    status, streaming, inspect);
+    preview.area, status, streaming, inspect);
   widget.append(head, live.offline, details);
   root.append(widget);
 
@@ -91,6 +94,7 @@ async function render({ model, el: root }) {
     notes.draw();
     compactions.drawTimeline();
     drawStatus();
+    preview.draw();
     live.draw();
   }
   ctx.drawList = drawList;
@@ -109,6 +113,7 @@ async function render({ model, el: root }) {
   const handlers = [...FIGURES.map((t) => [t, drawFigures]), ...LISTING.map((t) => [t, drawList]),
     ...STATUSES.map((t) => [t, drawStatus]), ...PINNED.map((t) => [t, notes.draw]),
     ...TIMELINE.map((t) => [t, compactions.drawTimeline])];
+  handlers.push(["compaction_preview", preview.draw]);
   for (const [trait, handler] of handlers) model.on(`change:${trait}`, handler);
   model.on("msg:custom", onMessage);
   model.on("change:expanded", live.draw);

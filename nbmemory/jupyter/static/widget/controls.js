@@ -1,6 +1,6 @@
 // The display bar's own controls (the role filter, "Exact text", "Tokens per message"; the
 // search field before them is search.js's) and the navigation bar: the order, the pages, the
-// archives and the Compact button.
+// archives and the Compact button (a preview first: preview.js).
 import { el, number, phrase, vocabulary } from "./dom.js";
 import { PAGER, goTo, mode, pages } from "./paging.js";
 
@@ -35,8 +35,8 @@ function navNodes(model, openArchive) {
   });
   const archives = el("select", { "data-testid": "archives", "aria-label": "Open an archive" });
   const compact = el("button", {
-    type: "button", "data-testid": "compact", "aria-label": "Compact this memory now",
-  }, "Compact");
+    type: "button", "data-testid": "compact", "aria-label": "Compact this memory: preview the summary first",
+  }, "Compact…");
   const nav = el("div", { class: "bar", role: "group", "aria-label": "Pages, archives and compaction" });
   nav.append(order, first, prev, pageText, next, last, pageInput, archives, compact);
 
@@ -61,7 +61,7 @@ function navNodes(model, openArchive) {
     const wanted = Number.parseInt(pageInput.value, 10);
     if (Number.isFinite(wanted)) goTo(model, wanted - 1);
   };
-  compact.onclick = () => { model.send({ command: "compact" }); };
+  compact.onclick = () => { model.send({ command: "preview" }); };
   return { nav, order, first, prev, pageText, next, last, pageInput, archives, compact };
 }
 
