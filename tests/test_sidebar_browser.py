@@ -549,3 +549,68 @@ def test_the_sidebar_reads_the_database_the_server_was_pointed_at(
         assert not workspace.exists() and not (root / "agent_workspace").exists()
     finally:
         store.database_at(database_url).close()
+
+
+def test_compact_from_the_sidebar_previews_the_models_summary_first(
+    tmp_path: Path, workspace: Path
+) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    payload = '<img src=x onerror="window.__pwned=1"> Ticket ACME-42 blocks the release.'
+    convo = Conversation(name="Squeeze", memory_md_path=memory_path("Squeeze"))
+    for text in [
+        payload,
+        *(f"Vault {n} opens with code ZA{1000 + n}, said Dana." for n in range(300)),
+    ]:
+        convo.add("User", text)  # more than a summary holds: it drops codes
+    before = ReadModel(workspace).records("Squeeze")
+    root = tmp_path / "lab"
+    root.mkdir()
+    with jupyter_lab(root, extra_args=lab_args(tmp_path)) as server, open_lab(server) as page:
+        page.locator('.jp-SideBar [data-id="nbmemory-panel"]').click()
+        panel = page.get_by_test_id("nbmemory-panel")
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Squeeze").click()
+        compact = panel.locator('[data-command="nbmemory:compact"]')
+
+        # The dialog offers the model's summary, the tokens and the terms it would drop.
+        compact.click()
+        dialog = page.locator(".jp-Dialog")
+        summary = dialog.get_by_test_id("nbmemory-compact-summary")
+        expect(summary).to_have_value(re.compile("^<img src=x onerror="), timeout=WAIT_MS)
+        expect(dialog.get_by_test_id("nbmemory-compact-tokens")).to_contain_text(
+            re.compile(r"Next request: [\d,]+ → [\d,]+ tokens")
+        )
+        terms = dialog.get_by_test_id("nbmemory-compact-term")
+        expect(terms.first).to_have_text(re.compile(r"^ ZA1\d{3}$"))
+        dropped = terms.first.inner_text().strip()  # a code the summary left out
+        expect(dialog.locator("img")).to_have_count(0)
+        assert ReadModel(workspace).records("Squeeze") == before
+
+        # Keep a term: Preview again asks for a summary that keeps it; nothing changes.
+        terms.first.get_by_role("checkbox").check()
+        dialog.get_by_test_id("nbmemory-compact-again").click()
+        expect(summary).to_have_value(re.compile(f"Kept word for word: [^\\n]*{dropped}"))
+        expect(terms.first.get_by_role("checkbox")).to_be_checked()
+        screenshot(dialog, "sidebar-compact-preview.png")
+        assert ReadModel(workspace).records("Squeeze") == before
+
+        # Cancel changes nothing.
+        dialog.get_by_role("button", name="Cancel").click()
+        expect(dialog).to_have_count(0)
+        assert ReadModel(workspace).records("Squeeze") == before
+        assert ReadModel(workspace).archives("Squeeze") == []
+
+        # Compact writes the summary shown, as the person edited it.
+        compact.click()
+        expect(summary).to_have_value(re.compile("^<img"), timeout=WAIT_MS)
+        shown = summary.input_value()
+        summary.fill(shown + "\nChecked by a person.")
+        dialog.get_by_role("button", name="Compact").click()
+        toast = page.locator(".Toastify__toast").filter(has_text="Compacted Squeeze")
+        expect(toast).to_have_count(1, timeout=WAIT_MS)
+        (written,) = ReadModel(workspace).records("Squeeze")
+        assert written["content"] == shown + "\nChecked by a person."
+        expect(panel.get_by_test_id("nbmemory-compaction")).to_have_count(1, timeout=WAIT_MS)
+        expect(panel.locator("img")).to_have_count(0)
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"

@@ -36,7 +36,7 @@ import {
 import type { ReadonlyJSONObject, ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
 
-import { IAgent, IAgents, IItem, agentPath, query, reason } from './api';
+import { Api, IAgent, IAgents, IItem, agentPath, query, reason } from './api';
 import { el, number, plural } from './dom';
 import { messageNumber } from './vocabulary';
 import { MemoryPanel } from './panel';
@@ -71,40 +71,137 @@ async function copyText(text: string): Promise<void> {
   }
 }
 
-/** The body of the compaction dialog: what will be archived, and the summary to write. */
-class CompactBody extends Widget implements Dialog.IBodyWidget<string> {
-  constructor(agent: IAgent, memoryTokens: number, summary: string, problem: string) {
+/** A compaction previewed by the server (`POST .../compact {"preview": true}`), not made. */
+interface ICompactPreview {
+  plan: string;
+  summary: string;
+  tokens_before: number;
+  tokens_after: number | null;
+  missing: string[];
+  keep: string[];
+}
+
+/** What the compaction dialog ends with: the summary shown (maybe edited), and its preview. */
+interface ICompactChoice {
+  summary: string;
+  preview: ICompactPreview;
+}
+
+const SHOWN_TERMS = 60;
+
+/** The model's summary of `name`'s memory, keeping the terms `keep`: nothing changes. */
+function previewOf(api: Api, name: string, keep: string[]): Promise<ICompactPreview> {
+  return api.post<ICompactPreview>(agentPath(name, 'compact'), { preview: true, keep });
+}
+
+/**
+ * The body of the compaction dialog: the model's summary (editable), the next request's tokens
+ * before and after, and the terms the summary would drop, each with a box to keep it ("Preview
+ * again" asks for a summary that keeps the ticked ones). The summary and the terms are the
+ * memory's text: put in as text.
+ */
+class CompactBody extends Widget implements Dialog.IBodyWidget<ICompactChoice> {
+  constructor(
+    private readonly api: Api,
+    agent: IAgent,
+    private preview: ICompactPreview,
+    summary: string,
+    problem: string
+  ) {
     super();
+    this.name = agent.name;
     this.addClass('jp-nbmemory-compact-dialog');
+    this.problem = el('p', 'jp-nbmemory-dialog-problem', problem, { role: 'alert' });
+    this.textarea = el('textarea', 'jp-mod-styled jp-nbmemory-summary-input', undefined, {
+      rows: '8',
+      'aria-label': 'Summary that replaces the archived messages (the model’s; you may edit it)',
+      'data-testid': 'nbmemory-compact-summary'
+    });
+    const label = el('label', 'jp-nbmemory-dialog-label', 'Summary (the model’s; you may edit it)');
+    label.append(this.textarea);
+    const again = el('button', 'jp-mod-styled jp-mod-reject jp-nbmemory-compact-again', 'Preview again', {
+      type: 'button',
+      title: 'Ask the model for a new summary that keeps the ticked terms',
+      'data-testid': 'nbmemory-compact-again'
+    });
+    again.addEventListener('click', () => void this.previewAgain(again));
     this.node.append(
       el(
         'p',
         '',
-        `All ${plural(agent.messages, 'message')} of ${agent.name}'s MEMORY.md ` +
-          `(${number(memoryTokens)} tokens of its next request) go to a new archive, word for ` +
-          'word; the summary below replaces them in the memory.',
+        `Nothing changes until you press Compact: then all ${plural(agent.messages, 'message')} ` +
+          `of ${agent.name}'s MEMORY.md go to a new archive, word for word, and the summary ` +
+          'below replaces them in the memory.',
         { 'data-testid': 'nbmemory-compact-what' }
-      )
+      ),
+      this.tokens,
+      this.problem,
+      label,
+      this.terms,
+      again
     );
-    if (problem) {
-      this.node.append(el('p', 'jp-nbmemory-dialog-problem', problem, { role: 'alert' }));
-    }
-    const label = el('label', 'jp-nbmemory-dialog-label', 'Summary');
-    this.textarea = el('textarea', 'jp-mod-styled jp-nbmemory-summary-input', undefined, {
-      rows: '6',
-      'aria-label': 'Summary that replaces the archived messages',
-      'data-testid': 'nbmemory-compact-summary'
+    this.draw(preview, summary);
+  }
+
+  getValue(): ICompactChoice {
+    return { summary: this.textarea.value, preview: this.preview };
+  }
+
+  /** Draw `preview`, with `summary` (the person's edit) in the box if given. */
+  private draw(preview: ICompactPreview, summary = ''): void {
+    this.preview = preview;
+    const after = preview.tokens_after === null ? '?' : number(preview.tokens_after);
+    this.tokens.textContent =
+      `Next request: ${number(preview.tokens_before)} → ${after} tokens ` +
+      `(${plural(preview.missing.length, 'term')} dropped).`;
+    this.textarea.value = summary || preview.summary;
+    const terms = [...preview.keep, ...preview.missing.filter(t => !preview.keep.includes(t))];
+    const boxes = terms.slice(0, SHOWN_TERMS).map(term => {
+      const box = el('input', '', undefined, { type: 'checkbox', value: term });
+      box.checked = preview.keep.includes(term);
+      const label = el('label', 'jp-nbmemory-compact-term', ` ${term}`, {
+        'data-testid': 'nbmemory-compact-term'
+      });
+      label.prepend(box);
+      return label;
     });
-    this.textarea.value = summary;
-    label.append(this.textarea);
-    this.node.append(label);
+    const more = terms.length - boxes.length;
+    this.terms.replaceChildren(
+      el(
+        'legend',
+        '',
+        terms.length ? 'It would drop (the archive keeps them); tick to keep:' : 'It drops no term.'
+      ),
+      ...boxes,
+      ...(more > 0 ? [el('span', '', ` and ${number(more)} more`)] : [])
+    );
   }
 
-  getValue(): string {
-    return this.textarea.value;
+  /** Ask for a new preview that keeps the ticked terms; the dialog stays open. */
+  private async previewAgain(again: HTMLButtonElement): Promise<void> {
+    const keep = Array.from(
+      this.terms.querySelectorAll<HTMLInputElement>('input:checked'),
+      box => box.value
+    );
+    again.disabled = true;
+    this.problem.textContent = 'Asking the model for a summary…';
+    try {
+      this.draw(await previewOf(this.api, this.name, keep));
+      this.problem.textContent = '';
+    } catch (error) {
+      this.problem.textContent = `No new preview: ${reason(error)}`;
+    } finally {
+      again.disabled = false;
+    }
   }
 
+  private readonly name: string;
+  private readonly problem: HTMLParagraphElement;
   private readonly textarea: HTMLTextAreaElement;
+  private readonly tokens = el('p', '', undefined, { 'data-testid': 'nbmemory-compact-tokens' });
+  private readonly terms = el('fieldset', 'jp-nbmemory-compact-terms', undefined, {
+    'data-testid': 'nbmemory-compact-dropped'
+  });
 }
 
 /** A dialog saying why a file cannot be opened in JupyterLab, with its absolute path. */
@@ -359,7 +456,11 @@ function addMessageCommands(c: CommandContext): void {
   });
 }
 
-/** Compact an agent's memory with a summary the user writes. */
+/**
+ * Compact an agent's memory after a preview: the model's summary, offered in an editable box,
+ * the tokens before and after, the terms it would drop (tick to keep); Compact writes the
+ * summary shown, Cancel changes nothing.
+ */
 function addCompactCommand(c: CommandContext): void {
   const { commands, panel, api, agentOf } = c;
 
@@ -368,7 +469,7 @@ function addCompactCommand(c: CommandContext): void {
       const agent = agentOf(args);
       return agent ? `Compact ${agent}'s Memory…` : 'Compact Agent Memory…';
     },
-    caption: "Archive the selected agent's messages and replace them with a summary",
+    caption: "Preview a summary of the selected agent's messages, then archive them and keep it",
     icon: collapseAllIcon,
     isEnabled: args => agentOf(args) !== null,
     execute: async args => {
@@ -389,22 +490,27 @@ function addCompactCommand(c: CommandContext): void {
           });
           return;
         }
-        const memory = agent.parts
-          .filter(p => p.name === 'earlier sessions' || p.name === 'this session')
-          .reduce((sum, p) => sum + p.tokens, 0);
+        const asking = Notification.info(`Asking the model for a summary of ${name}…`);
+        let preview: ICompactPreview;
+        try {
+          preview = await previewOf(api, name, []);
+        } finally {
+          Notification.dismiss(asking);
+        }
         let summary = '';
         let problem = '';
         for (;;) {
-          const result = await showDialog<string>({
+          const body = new CompactBody(api, agent, preview, summary, problem);
+          const result = await showDialog<ICompactChoice>({
             title: `Compact ${name}?`,
-            body: new CompactBody(agent, memory, summary, problem),
+            body,
             buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Compact' })],
             focusNodeSelector: 'textarea'
           });
           if (!result.button.accept) {
             return;
           }
-          summary = result.value ?? '';
+          ({ summary, preview } = result.value ?? body.getValue());
           if (summary.trim()) {
             break;
           }
@@ -415,7 +521,7 @@ function addCompactCommand(c: CommandContext): void {
           tokens_before: number;
           tokens_after: number;
           figures: string;
-        }>(agentPath(name, 'compact'), { summary });
+        }>(agentPath(name, 'compact'), { summary, plan: preview.plan });
         Notification.success(
           `Compacted ${name}: ${done.figures || 'nothing archived'}; the transcript is in ` +
             `${done.archive ?? 'no archive (nothing to archive)'}.`,
