@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from nbmemory.compressor import CompactionPlan
 from nbmemory.read_model import AgentInfo, CompactionInfo, Item, Usage
-from nbmemory.wording import LABELS, counted, message_number, reveal, usage_words
+from nbmemory.wording import LABELS, counted, message_number, preview_words, reveal, usage_words
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&~]|:(?=//))")
 
@@ -66,12 +66,11 @@ def preview_report(name: str, plan: CompactionPlan, then: str) -> str:
     """A compaction shown before it is made: the next request's tokens before and after, the
     summary that would replace the memory, the terms it would still drop, and ``then``, how to
     carry it out."""
-    after = "?" if plan.tokens_after is None else f"{plan.tokens_after:,}"
     dropped = ", ".join(plan.missing[:24]) + (", …" if len(plan.missing) > 24 else "")
+    figures = preview_words(plan.tokens_before, plan.tokens_after, len(plan.missing))
     return "\n".join(
         [
-            f"Preview of compacting {name} (nothing changed yet): next request "
-            f"{plan.tokens_before:,} → {after} tokens",
+            f"Preview of compacting {name} (nothing changed yet): {figures}",
             "Summary it would write:",
             plan.summary,
             f"It would still drop (the archive keeps them): {dropped or 'nothing'}",

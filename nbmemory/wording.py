@@ -241,6 +241,17 @@ def compaction_words(
     )
 
 
+def preview_words(before: int, after: int | None, dropped: int) -> str:
+    """A compaction not made yet, in one line: the next request's tokens before and (reckoned)
+    after, and how many terms its summary would drop."""
+    arrow = "\N{RIGHTWARDS ARROW}"
+    shown = "?" if after is None else number(after)
+    return (
+        f"{LABELS['next request']} {number(before)} {arrow} {shown} tokens "
+        f"({counted(dropped, 'term')} dropped)"
+    )
+
+
 WIDGET_WORDS = {
     "labels": (
         "back",

@@ -323,7 +323,7 @@ def test_compact_previews_keeps_terms_and_writes_only_what_is_confirmed(tmp_path
         summary = preview.get_by_test_id("preview-summary")
         expect(summary).to_have_value(re.compile(r"^<img src=x onerror="), timeout=WAIT_MS)
         expect(preview.get_by_test_id("preview-tokens")).to_contain_text(
-            re.compile(r"Next request: [\d,]+ → [\d,]+ tokens")
+            re.compile(r"next request [\d,]+ → [\d,]+ tokens")
         )
         terms = preview.get_by_test_id("preview-term")
         expect(terms.first).to_have_text(re.compile(r"^ ZA1\d{3}$"))

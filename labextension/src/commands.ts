@@ -79,6 +79,8 @@ interface ICompactPreview {
   tokens_after: number | null;
   missing: string[];
   keep: string[];
+  /** The figures in one line, worded by the server as every view words them. */
+  words: string;
 }
 
 /** What the compaction dialog ends with: the summary shown (maybe edited), and its preview. */
@@ -150,10 +152,7 @@ class CompactBody extends Widget implements Dialog.IBodyWidget<ICompactChoice> {
   /** Draw `preview`, with `summary` (the person's edit) in the box if given. */
   private draw(preview: ICompactPreview, summary = ''): void {
     this.preview = preview;
-    const after = preview.tokens_after === null ? '?' : number(preview.tokens_after);
-    this.tokens.textContent =
-      `Next request: ${number(preview.tokens_before)} → ${after} tokens ` +
-      `(${plural(preview.missing.length, 'term')} dropped).`;
+    this.tokens.textContent = `${preview.words}.`;
     this.textarea.value = summary || preview.summary;
     const terms = [...preview.keep, ...preview.missing.filter(t => !preview.keep.includes(t))];
     const boxes = terms.slice(0, SHOWN_TERMS).map(term => {

@@ -100,7 +100,7 @@ from nbmemory.note_history import Author
 from nbmemory.notes import Notes
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, Item, ReadModel
-from nbmemory.wording import vocabulary
+from nbmemory.wording import preview_words, vocabulary
 
 AUTH_RESOURCE = "nbmemory"
 MAX_LIMIT = 200
@@ -705,6 +705,9 @@ class CompactHandler(_Handler):
                     "tokens_after": done.tokens_after,
                     "missing": done.missing,
                     "keep": keep,
+                    "words": preview_words(
+                        done.tokens_before, done.tokens_after, len(done.missing)
+                    ),
                 }
             )
             return

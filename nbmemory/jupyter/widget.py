@@ -71,7 +71,13 @@ from nbmemory.read_model import (
 )
 from nbmemory.report import markdown_escape, visible
 from nbmemory.store import Workspace
-from nbmemory.wording import counted, message_number, search_words, widget_vocabulary
+from nbmemory.wording import (
+    counted,
+    message_number,
+    preview_words,
+    search_words,
+    widget_vocabulary,
+)
 
 _STATIC = Path(__file__).parent / "static"
 PAGE_SIZE = 20
@@ -999,6 +1005,7 @@ class MemoryWidget(anywidget.AnyWidget):
             "tokens_after": plan.tokens_after,
             "missing": plan.missing,
             "keep": list(keep),
+            "words": preview_words(plan.tokens_before, plan.tokens_after, len(plan.missing)),
         }
         self.status = "Preview: nothing has changed yet."
         return plan

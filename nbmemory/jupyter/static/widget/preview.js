@@ -27,8 +27,7 @@ function previewView(model) {
     const shown = model.get("compaction_preview");
     area.hidden = !shown.summary;
     if (!shown.summary) return;
-    const after = shown.tokens_after == null ? "?" : number(shown.tokens_after);
-    tokens.textContent = `Nothing has changed yet. Next request: ${number(shown.tokens_before)} → ${after} tokens. The summary it would write:`;
+    tokens.textContent = `Nothing has changed yet: ${shown.words}. The summary it would write:`;
     summary.value = shown.summary;
     const all = [...shown.keep, ...shown.missing.filter((t) => !shown.keep.includes(t))];
     terms.replaceChildren(el("span", {}, all.length ? "It would drop (the archive keeps them); tick to keep: " : "It drops no term."),
