@@ -70,7 +70,9 @@ def build(agents: Path, count: int) -> None:
             (folder / "settings.json").write_text(settings)
             (folder / "archive").mkdir()
             archive = folder / "archive" / "history_2026-04-20_14-30-00.md"
-            archive.write_text(memory_file_text(4, name), encoding="utf-8")
+            # not the start of MEMORY.md, which a resumed agent would take for a compaction
+            # that did not finish
+            archive.write_text(memory_file_text(4, f"{name}, earlier"), encoding="utf-8")
 
 
 def keep_counts(place) -> None:

@@ -19,6 +19,7 @@ from nbmemory.compactions import Compaction, write_record
 from nbmemory.compressor import CompactionPlan, ContextCompressor
 from nbmemory.conversation import Conversation
 from nbmemory.errors import CompactionError, MemoryFormatError
+from nbmemory.memory_file import encoded
 from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
@@ -256,6 +257,7 @@ class Agent:
             return compressor.last_compaction
         if not summary.strip():
             raise CompactionError("a summary must not be empty")
+        encoded(summary, "summary")  # refused before anything is counted or kept
         memory = self.short_memory
         history = list(memory.conversation_history)
         before = self.next_request_tokens()

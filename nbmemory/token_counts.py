@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -41,7 +42,7 @@ def _data(docs: Any) -> bytes | None:
         if stamp is None or stamp[1] > MAX_BYTES:
             return None
         return docs.db.read(docs.name, COUNTS_FILE)
-    with open(open_regular(docs.path(COUNTS_FILE)), "rb") as file:
+    with open(open_regular(os.path.join(docs.folder, COUNTS_FILE)), "rb") as file:
         data = file.read(MAX_BYTES + 1)
     return data if len(data) <= MAX_BYTES else None
 
