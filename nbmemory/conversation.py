@@ -554,7 +554,8 @@ class Conversation(SwarmsConversation):
         self._last_line: tuple[dict[str, Any], int] | None = None
         self._block_counts: list[int] = []
         self._block_total = 0
-        self._preload_count: int | None = None
+        self._preload_counts: list[int] = []
+        """Tokens of the preload's head and of the header (see :func:`preload_texts`)."""
         self._unkept = 0
         """Blocks counted (not taken from the kept counts) since the counts were last kept."""
 
@@ -613,19 +614,10 @@ class Conversation(SwarmsConversation):
         with self._lock:
             if self._memory is None or self._session_start is None:
                 return self.count_history_tokens()
-            blocks = self._blocks()
-            kept = KeptCounts(self.docs, self._counter)
-            new = blocks[len(self._block_counts) :]
-            counts = iter(kept.each(block_text(m) for m in new if m is not None))
-            for message in new:
-                self._block_counts.append(0 if message is None else next(counts))
-                self._block_total += self._block_counts[-1]
-            if blocks and self._preload_count is None:
-                self._preload_count = preload_tokens(self._counter, self._header, kept)
-            self._unkept += kept.counted
-            if self._unkept >= KEEP_EVERY or (self._unkept and self._unkept >= len(blocks)):
-                self.keep_counts()
-            memory = self._preload_count + self._block_total if blocks else 0
+            remembered = self.preloaded_count + len(self.conversation_history) - self._session_start
+            if len(self._block_counts) < remembered:
+                self._count_blocks()
+            memory = sum(self._preload_counts) + self._block_total if remembered else 0
             return self.static_tokens() + memory
 
     def memory_tokens(self, messages: list[dict[str, Any]]) -> int:
@@ -637,19 +629,32 @@ class Conversation(SwarmsConversation):
         head = preload_tokens(self._counter, format_header(self.name))
         return head + sum(block_tokens(self._counter, m) for m in stamped)
 
-    def _blocks(self) -> list[dict[str, Any] | None]:
-        """The messages of MEMORY.md as this conversation knows them: those preloaded, then
-        this session's (``None`` for one never written: blank text)."""
-        session = self.conversation_history[self._session_start :]
-        return [
-            *self.preloaded_messages,
-            *(None if _blank(m["content"]) else m for m in session),
-        ]
+    def _count_blocks(self) -> None:
+        """Count the blocks added since the last count (and the preload, the first time),
+        taking kept counts as they are; keep the counts when enough were made."""
+        kept = KeptCounts(self.docs, self._counter)
+        new = self._blocks(len(self._block_counts))
+        counts = iter(kept.each(block_text(m) for m in new if m is not None))
+        for message in new:
+            self._block_counts.append(0 if message is None else next(counts))
+            self._block_total += self._block_counts[-1]
+        if not self._preload_counts:
+            self._preload_counts = [kept.tokens(text) for text in preload_texts(self._header)]
+        self._unkept += kept.counted
+        if self._unkept >= min(KEEP_EVERY, len(self._block_counts)):
+            self.keep_counts()
+
+    def _blocks(self, start: int = 0) -> list[dict[str, Any] | None]:
+        """The messages of MEMORY.md from ``start`` on, as this conversation knows them: those
+        preloaded, then this session's (``None`` for one never written: blank text)."""
+        preloaded = self.preloaded_messages
+        session = self.conversation_history[self._session_start + max(0, start - len(preloaded)) :]
+        return [*preloaded[start:], *(None if _blank(m["content"]) else m for m in session)]
 
     def keep_counts(self) -> bool:
-        """Keep the token counts of the memory's blocks made so far beside it, for readers and
-        resumed agents; whether they were written. A cache: nothing is counted for it, and a
-        failed write costs the next reader a count."""
+        """Keep the token counts of the memory made so far beside it, for readers and resumed
+        agents; whether they were written. A cache: only the pinned notes are counted for it,
+        and a failed write costs the next reader a count."""
         with self._lock:
             if self._memory is None or self._session_start is None or not self._block_counts:
                 return False
@@ -662,9 +667,8 @@ class Conversation(SwarmsConversation):
                 for m, n in zip(blocks, self._block_counts, strict=True)
                 if m is not None
             }
-            head, header = preload_texts(self._header)
-            counts[digest(head)] = _head_tokens(self._counter)
-            counts[digest(header)] = self._counter.count(header)
+            for text, n in zip(preload_texts(self._header), self._preload_counts, strict=True):
+                counts[digest(text)] = n
             notes = Notes(self.docs, model=self.tokenizer_model_name)
             text = notes.request_text(notes.text())
             if text:

@@ -224,3 +224,13 @@ def test_the_counts_are_not_exported(on_store, tmp_path):
     exported = tmp_path / "out" / "agents" / "Keeper"
     assert (exported / "MEMORY.md").exists()
     assert not (exported / COUNTS_FILE).exists()
+
+
+def test_adding_counts_nothing_and_keeps_nothing(on_store, counts_made):
+    convo = Conversation(name="Quick", memory_md_path=memory_path("Quick"))
+    for text in TEXTS * 20:
+        convo.add("User", text)
+    assert counts_made == []
+    assert not agent_docs("Quick").exists(COUNTS_FILE)
+    convo.close()  # nothing was counted: nothing to keep
+    assert not agent_docs("Quick").exists(COUNTS_FILE)
