@@ -200,6 +200,9 @@ class Conversation(SwarmsConversation):
         self._lock = threading.RLock()
         self._observers: list[Callable[[ChangeEvent], None]] = []
         self._counter = TokenCounter(tokenizer_model_name)
+        self.keeps_counts = True
+        """Whether the token counts it makes are kept beside the memory (see
+        :meth:`keep_counts`): off for a conversation made only to look at a memory."""
         self._static_count: tuple[tuple[Any, ...], list[int]] = ((), [])
         self._reset_counts()
         self._workspace = workspace
@@ -657,6 +660,8 @@ class Conversation(SwarmsConversation):
         and a failed write costs the next reader a count."""
         with self._lock:
             if self._memory is None or self._session_start is None or not self._block_counts:
+                return False
+            if not self.keeps_counts:
                 return False
             encoding = self._counter.encoding_name
             if encoding == APPROXIMATE:

@@ -234,3 +234,14 @@ def test_adding_counts_nothing_and_keeps_nothing(on_store, counts_made):
     assert not agent_docs("Quick").exists(COUNTS_FILE)
     convo.close()  # nothing was counted: nothing to keep
     assert not agent_docs("Quick").exists(COUNTS_FILE)
+
+
+def test_an_agent_made_only_to_act_on_a_memory_keeps_no_counts(on_store):
+    from nbmemory import Agent, Workspace
+
+    written()
+    agent_docs("Keeper").remove(COUNTS_FILE)
+    agent = Agent.from_memory("Keeper", Workspace.from_env(), record_settings=False)
+    assert agent.next_request_tokens() > 0  # counted the whole memory
+    agent.short_memory.close()
+    assert not agent_docs("Keeper").exists(COUNTS_FILE)
