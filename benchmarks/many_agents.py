@@ -1,10 +1,13 @@
 """Listing thousands of agents on files and on PostgreSQL, and one memory of hundreds of MB.
 
-    python benchmarks/many_agents.py [--agents N] [--repeats N] [--big-mb MB]
+    python benchmarks/many_agents.py [--agents N] [--repeats N] [--big-mb MB] [--no-kept-counts]
 
 Builds ``--agents`` agents of six messages each (every tenth with pinned notes, recorded
 settings and an archive) as files, imports them into a private PostgreSQL server on 127.0.0.1
-(as benchmarks/store.py does), and measures on each store, as medians of ``--repeats`` runs:
+(as benchmarks/store.py does), and resumes each agent once through nbmemory on each store, as
+a kernel running it would: its token counts are then kept beside its memory
+(``.token-counts.json``; ``--no-kept-counts`` leaves that out, as for memories written by
+swarms or by hand). Then it measures on each store, as medians of ``--repeats`` runs:
 
 - ``nbmemory ls`` in a new process (what a person waits for: nothing read before), and in this
   process again (``cli.main``: the memories already followed);
@@ -67,7 +70,28 @@ def build(agents: Path, count: int) -> None:
             (folder / "settings.json").write_text(settings)
             (folder / "archive").mkdir()
             archive = folder / "archive" / "history_2026-04-20_14-30-00.md"
-            archive.write_text(memory_file_text(4, name), encoding="utf-8")
+            # not the start of MEMORY.md, which a resumed agent would take for a compaction
+            # that did not finish
+            archive.write_text(memory_file_text(4, f"{name}, earlier"), encoding="utf-8")
+
+
+def keep_counts(place) -> None:
+    """Resume every agent of workspace ``place`` once, with its own model, and count its
+    memory, as an agent's first request does: the counts are kept beside the memory."""
+    from nbmemory import Conversation
+    from nbmemory.read_model import ReadModel
+
+    reader = ReadModel(place)
+    for name in place.agents():
+        model = reader.settings(name)[0].model
+        convo = Conversation(
+            name=name,
+            memory_md_path=place.memory_path(name),
+            workspace=place,
+            tokenizer_model_name=model,
+        )
+        convo.context_tokens()
+        convo.close()
 
 
 def big_memory(path: Path, megabytes: int) -> None:
@@ -192,6 +216,9 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--big-mb", type=int, default=200, help="0: leave the big memory out")
+    parser.add_argument(
+        "--no-kept-counts", action="store_true", help="measure memories with no counts kept"
+    )
     args = parser.parse_args()
     from nbmemory import Workspace, store
     from nbmemory.layout import import_layout
@@ -202,9 +229,13 @@ def main() -> None:
         url = new_database(server, "many")
         try:
             import_layout(tmp / "files", Workspace(tmp / "database", url))
+            if not args.no_kept_counts:
+                for place in (Workspace(tmp / "files"), Workspace(tmp / "database", url)):
+                    keep_counts(place)
             on_files = measure(tmp / "files", None, args.repeats)
             on_database = measure(tmp / "database", url, args.repeats)
-            rows = [[f"{args.agents:,} agents", "files", "PostgreSQL", "goal"]]
+            kept = "no counts kept" if args.no_kept_counts else "counts kept"
+            rows = [[f"{args.agents:,} agents ({kept})", "files", "PostgreSQL", "goal"]]
             for label, seconds in on_files.items():
                 figures = [f"{value * 1e3:,.1f} ms" for value in (seconds, on_database[label])]
                 rows.append([label, *figures, GOAL if "first" not in label else ""])

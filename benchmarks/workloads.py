@@ -109,6 +109,7 @@ def bench(library: str, repeats: int) -> dict[str, float | None]:
     if library == "nbmemory":
         results.update(archive_search(root, repeats, Conversation))
         results.update(widget_figures(repeats))
+        results.update(first_token_figure(repeats))
 
     results[f"import {library}"] = median_of(repeats, lambda: import_time(library))
     return results
@@ -250,6 +251,56 @@ def widget_figures(repeats: int) -> dict[str, float]:
     }
     widget.close()
     return results
+
+
+FIRST_FIGURE = (
+    "import sys, time\n"
+    "from nbmemory import Workspace\n"
+    "from nbmemory.read_model import ReadModel\n"
+    "start = time.perf_counter()\n"
+    "tokens = ReadModel(Workspace(sys.argv[1])).usage('bench').tokens\n"
+    "print(time.perf_counter() - start, tokens)\n"
+)
+
+
+def first_token_figure(repeats: int) -> dict[str, float]:
+    """The first token figure of a 10,000-message memory in a new process, once its modules
+    are imported: with no counts kept (every block counted), then with the counts a resumed
+    agent kept beside the memory (the figure must be the same)."""
+    from nbmemory import Conversation, Workspace, llm
+
+    root = Path(tempfile.mkdtemp(prefix="bench-first-"))
+    place = Workspace(root)
+    path = place.memory_path("bench")
+    path.parent.mkdir(parents=True)
+    path.write_text(memory_file_text(MESSAGES, "bench"), encoding="utf-8")
+    figures: list[str] = []
+
+    def first() -> float:
+        out = subprocess.run(
+            [sys.executable, "-c", FIRST_FIGURE, str(root)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "NBMEMORY_STORE": ""},
+        )
+        seconds, tokens = out.stdout.split()
+        figures.append(tokens)
+        return float(seconds)
+
+    counted = median_of(repeats, first)
+    model = llm.default_model()  # the model views assume for an agent with no settings
+    convo = Conversation(
+        name="bench", memory_md_path=path, workspace=place, tokenizer_model_name=model
+    )
+    convo.context_tokens()  # an agent's first figure after resuming: its counts are kept
+    convo.close()
+    kept = median_of(repeats, first)
+    assert len(set(figures)) == 1, figures
+    return {
+        "first token figure, 10,000 messages, new process (no counts kept)": counted,
+        "first token figure, 10,000 messages, new process (counts kept)": kept,
+    }
 
 
 def import_time(library: str) -> float:

@@ -19,6 +19,7 @@ from nbmemory.compactions import Compaction, write_record
 from nbmemory.compressor import CompactionPlan, ContextCompressor
 from nbmemory.conversation import Conversation
 from nbmemory.errors import CompactionError, MemoryFormatError
+from nbmemory.memory_file import encoded
 from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
@@ -71,8 +72,8 @@ class Agent:
 
     ``workspace`` (a :class:`Workspace`: a folder, on files or on a database) says where the
     memory is kept; without one, ``$WORKSPACE_DIR`` (or ``workspace_dir``) on
-    ``$NBMEMORY_STORE``. It keeps ``settings.json`` (its model, window and fixed costs) in step
-    for the views, unless ``record_settings=False``.
+    ``$NBMEMORY_STORE``. It keeps ``settings.json`` (its model, window and fixed costs) and its
+    memory's token counts in step for the views, unless ``record_settings=False``.
 
     As in swarms, ``saved_state_path`` is where ``save``/``load`` go by default, ``print_on``
     prints each final answer and ``verbose`` logs saves and loads (``logging``, logger
@@ -116,8 +117,9 @@ class Agent:
     ) -> None:
         validate_agent_name(agent_name)
         self.record_settings = record_settings
-        """Whether it keeps ``settings.json`` in step (off for an agent made only to act on a
-        memory, whose settings are not what the memory's agent runs with)."""
+        """Whether it keeps ``settings.json`` and its memory's token counts in step (off for an
+        agent made only to act on a memory, whose settings are not what the memory's agent runs
+        with, and which a view may make only to look)."""
         if max_loops != "auto" and (not isinstance(max_loops, int) or max_loops < 1):
             raise ValueError(f'max_loops must be a positive int or "auto", not {max_loops!r}')
         if persistent_memory and agent_name == DEFAULT_AGENT_NAME:
@@ -185,6 +187,7 @@ class Agent:
             memory_md_path=path,
             workspace=self._workspace,
         )
+        self.short_memory.keeps_counts = record_settings
         self._context_compressor = ContextCompressor() if context_compression else None
         self._recorded: RunSettings | None = None
         self._session = self._session_now()
@@ -256,6 +259,7 @@ class Agent:
             return compressor.last_compaction
         if not summary.strip():
             raise CompactionError("a summary must not be empty")
+        encoded(summary, "summary")  # refused before anything is counted or kept
         memory = self.short_memory
         history = list(memory.conversation_history)
         before = self.next_request_tokens()

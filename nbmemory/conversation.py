@@ -22,7 +22,8 @@ from nbmemory.search import MemoryHit, content_text
 from nbmemory.store import AgentDocs, Workspace, memory_docs
 from nbmemory.swarms_conversation import SwarmsConversation, conversations_folder
 from nbmemory.terms import missing_terms
-from nbmemory.tokens import TokenCounter, context_window
+from nbmemory.token_counts import KeptCounts, digest, write_counts
+from nbmemory.tokens import APPROXIMATE, TokenCounter, context_window
 from nbmemory.workspace import make_private_dir, read_regular
 
 PRELOAD_MARKER = "[Persistent Memory — MEMORY.md]"
@@ -32,6 +33,9 @@ _PRELOAD_INTRO = (
     "Treat them as what you remember, not as new requests."
 )
 _PRELOAD_HEAD = f"{PRELOAD_MARKER}\n{_PRELOAD_INTRO}\n\n"
+KEEP_EVERY = 64
+"""Blocks counted by a conversation between two writes of its kept counts (see
+``nbmemory.token_counts``)."""
 
 
 def preload_text(header: str, blocks: str) -> str:
@@ -50,21 +54,33 @@ def preloaded_messages(text: str) -> list[dict[str, Any]] | None:
     return memory_file.parse(text[first + 1 :], header=False).messages if first >= 0 else []
 
 
+def block_text(message: dict[str, Any]) -> str:
+    """One message as MEMORY.md holds it (and as a resumed agent's model reads it)."""
+    return format_block(message["role"], message["content"], message.get("timestamp", ""))
+
+
 def block_tokens(counter: TokenCounter, message: dict[str, Any]) -> int:
     """Tokens of one message as MEMORY.md holds it (and as a resumed agent's model reads it)."""
-    return counter.count(format_block(message["role"], message["content"], message["timestamp"]))
+    return counter.count(block_text(message))
 
 
-def preload_tokens(counter: TokenCounter, header: str) -> int:
-    """Tokens of what the preloaded memory adds besides its blocks: its role, its intro and
-    the file's header (the preload is the whole file, as the spec says)."""
+def preload_texts(header: str) -> tuple[str, str]:
+    """What the preloaded memory adds besides its blocks: its role and intro, and the file's
+    header (the preload is the whole file, as the spec says)."""
+    return f"System: {_PRELOAD_HEAD}", header
+
+
+def preload_tokens(counter: TokenCounter, header: str, kept: KeptCounts | None = None) -> int:
+    """Tokens of :func:`preload_texts`, ``kept`` ones taken as they are."""
+    if kept is not None:
+        return sum(kept.tokens(text) for text in preload_texts(header))
     return _head_tokens(counter) + counter.count(header)
 
 
 @functools.lru_cache(maxsize=64)
 def _head_tokens(counter: TokenCounter) -> int:
     """The preload's role and intro, the same in every preload: counted once per counter."""
-    return counter.count(f"System: {_PRELOAD_HEAD}")
+    return counter.count(preload_texts("")[0])
 
 
 @dataclass(frozen=True)
@@ -184,6 +200,9 @@ class Conversation(SwarmsConversation):
         self._lock = threading.RLock()
         self._observers: list[Callable[[ChangeEvent], None]] = []
         self._counter = TokenCounter(tokenizer_model_name)
+        self.keeps_counts = True
+        """Whether the token counts it makes are kept beside the memory (see
+        :meth:`keep_counts`): off for a conversation made only to look at a memory."""
         self._static_count: tuple[tuple[Any, ...], list[int]] = ((), [])
         self._reset_counts()
         self._workspace = workspace
@@ -300,8 +319,11 @@ class Conversation(SwarmsConversation):
         raise FileNotFoundError(f"no archive named {wanted!r} for {self.name}")
 
     def close(self) -> None:
-        """Release the open files of the memory (it reopens them when written again)."""
+        """Keep the token counts made since they were last kept, and release the open files
+        of the memory (it reopens them when written again)."""
         if self._memory is not None:
+            if self._unkept:
+                self.keep_counts()
             self._memory.close()
 
     # ------------------------------------------------------------------------------------------
@@ -535,6 +557,10 @@ class Conversation(SwarmsConversation):
         self._last_line: tuple[dict[str, Any], int] | None = None
         self._block_counts: list[int] = []
         self._block_total = 0
+        self._preload_counts: list[int] = []
+        """Tokens of the preload's head and of the header (see :func:`preload_texts`)."""
+        self._unkept = 0
+        """Blocks counted (not taken from the kept counts) since the counts were last kept."""
 
     def count_history_tokens(self) -> int:
         """Tokens of :meth:`return_history_as_string`, exactly, never capped.
@@ -582,21 +608,19 @@ class Conversation(SwarmsConversation):
         This is the figure every view shows (they read MEMORY.md, not this process), so it
         stays the same across a restart: the system prompt and rules, then each message as
         its block in MEMORY.md. Without a memory file it is :meth:`count_history_tokens`.
+
+        Blocks are counted once, the first time a total is asked for after they were added;
+        counts kept beside the memory are taken as they are (see ``nbmemory.token_counts``),
+        and what was counted is kept there when a whole memory was, and every ``KEEP_EVERY``
+        blocks (so a resumed agent, and every view, need not count it again).
         """
         with self._lock:
             if self._memory is None or self._session_start is None:
                 return self.count_history_tokens()
-            session = self.conversation_history[self._session_start :]
-            remembered = len(self.preloaded_messages) + len(session)
-            for i in range(len(self._block_counts), remembered):
-                k = i - len(self.preloaded_messages)
-                message = self.preloaded_messages[i] if k < 0 else session[k]
-                unwritten = k >= 0 and _blank(message["content"])
-                self._block_counts.append(0 if unwritten else block_tokens(self._counter, message))
-                self._block_total += self._block_counts[-1]
-            memory = (
-                preload_tokens(self._counter, self._header) + self._block_total if remembered else 0
-            )
+            remembered = self.preloaded_count + len(self.conversation_history) - self._session_start
+            if len(self._block_counts) < remembered:
+                self._count_blocks()
+            memory = sum(self._preload_counts) + self._block_total if remembered else 0
             return self.static_tokens() + memory
 
     def memory_tokens(self, messages: list[dict[str, Any]]) -> int:
@@ -607,6 +631,55 @@ class Conversation(SwarmsConversation):
         stamped = [{"timestamp": now_iso(), **m} for m in messages]
         head = preload_tokens(self._counter, format_header(self.name))
         return head + sum(block_tokens(self._counter, m) for m in stamped)
+
+    def _count_blocks(self) -> None:
+        """Count the blocks added since the last count (and the preload, the first time),
+        taking kept counts as they are; keep the counts when enough were made."""
+        kept = KeptCounts(self.docs, self._counter)
+        new = self._blocks(len(self._block_counts))
+        counts = iter(kept.each(block_text(m) for m in new if m is not None))
+        for message in new:
+            self._block_counts.append(0 if message is None else next(counts))
+            self._block_total += self._block_counts[-1]
+        if not self._preload_counts:
+            self._preload_counts = [kept.tokens(text) for text in preload_texts(self._header)]
+        self._unkept += kept.counted
+        if self._unkept >= min(KEEP_EVERY, len(self._block_counts)):
+            self.keep_counts()
+
+    def _blocks(self, start: int = 0) -> list[dict[str, Any] | None]:
+        """The messages of MEMORY.md from ``start`` on, as this conversation knows them: those
+        preloaded, then this session's (``None`` for one never written: blank text)."""
+        preloaded = self.preloaded_messages
+        session = self.conversation_history[self._session_start + max(0, start - len(preloaded)) :]
+        return [*preloaded[start:], *(None if _blank(m["content"]) else m for m in session)]
+
+    def keep_counts(self) -> bool:
+        """Keep the token counts of the memory made so far beside it, for readers and resumed
+        agents; whether they were written. A cache: only the pinned notes are counted for it,
+        and a failed write costs the next reader a count."""
+        with self._lock:
+            if self._memory is None or self._session_start is None or not self._block_counts:
+                return False
+            if not self.keeps_counts:
+                return False
+            encoding = self._counter.encoding_name
+            if encoding == APPROXIMATE:
+                return False
+            blocks = self._blocks()[: len(self._block_counts)]
+            counts = {
+                digest(block_text(m)): n
+                for m, n in zip(blocks, self._block_counts, strict=True)
+                if m is not None
+            }
+            for text, n in zip(preload_texts(self._header), self._preload_counts, strict=True):
+                counts[digest(text)] = n
+            notes = Notes(self.docs, model=self.tokenizer_model_name)
+            text = notes.request_text(notes.text())
+            if text:
+                counts[digest(text)] = self._counter.count(text)
+            self._unkept = 0
+            return write_counts(self.docs, encoding, counts)
 
     @property
     def encoding_name(self) -> str:

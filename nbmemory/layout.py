@@ -28,6 +28,7 @@ from nbmemory.errors import (
 from nbmemory.memory_file import LOCK_FILE
 from nbmemory.store import DatabaseDocs, FileDocs, Workspace
 from nbmemory.workspace import (
+    COUNTS_FILE,
     EMBEDDINGS_DIR,
     MEMORY_FILE,
     agents_root,
@@ -150,12 +151,17 @@ def _write_agent(agents_fd: int, name: str, docs: dict[str, bytes], root: Path) 
 
 
 def _documents(agent: FileDocs | DatabaseDocs) -> dict[str, bytes]:
-    """An agent's documents by their path in its folder (``MEMORY.md``, ``archive/…``); a
-    stored name that could lead outside the folder is left out, with a warning."""
+    """An agent's documents by their path in its folder (``MEMORY.md``, ``archive/…``), but
+    for its kept token counts; a stored name that could lead outside the folder is left out,
+    with a warning."""
     if not isinstance(agent, DatabaseDocs):
         return _files(agent.folder)
     db, name = agent.db, agent.name
-    docs = {doc: db.read(name, doc) for doc in db.documents(name) if _valid_document(name, doc)}
+    docs = {
+        doc: db.read(name, doc)
+        for doc in db.documents(name)
+        if doc != COUNTS_FILE and _valid_document(name, doc)
+    }
     memory = db.memory(name)
     if memory is not None:
         docs[MEMORY_FILE] = memory
@@ -172,7 +178,8 @@ def _valid_document(name: str, doc: str) -> bool:
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    """The regular files of an agent folder, but for its lock and temporary files."""
+    """The regular files of an agent folder, but for its lock, its kept token counts (a cache
+    of this store) and temporary files."""
     return {doc: read_regular(path) for doc, (path, _) in _paths(folder).items()}
 
 
@@ -183,7 +190,7 @@ def _paths(folder: Path) -> dict[str, tuple[Path, int]]:
         dirnames[:] = sorted(d for d in dirnames if d != EMBEDDINGS_DIR)  # an index: rebuilt
         for filename in sorted(filenames):
             path = Path(dirpath) / filename
-            if filename == LOCK_FILE or filename.endswith(".tmp"):
+            if filename in (LOCK_FILE, COUNTS_FILE) or filename.endswith(".tmp"):
                 continue
             doc = path.relative_to(folder).as_posix()
             st = os.lstat(path)

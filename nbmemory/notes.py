@@ -39,6 +39,7 @@ from nbmemory.errors import (
 )
 from nbmemory.note_history import Author, Change
 from nbmemory.store import AgentDocs, docs_at
+from nbmemory.token_counts import KeptCounts
 from nbmemory.tokens import TokenCounter
 
 NOTES_FILE = "NOTES.md"
@@ -167,17 +168,27 @@ class Notes:
     def items(self) -> list[str]:
         return parse(self.text())
 
-    def tokens(self) -> int:
-        """Tokens the notes add to a request (counted again only when the file changed)."""
+    def tokens(self, kept: KeptCounts | None = None) -> int:
+        """Tokens the notes add to a request (counted again only when the file changed; taken
+        from ``kept`` when it holds them, in this counter's encoding)."""
         stamp = self.docs.stamp(NOTES_FILE)
         if stamp is None:
             return 0
         if self._counted is None or self._counted[0] != stamp:
-            self._counted = (stamp, self.message_tokens(self.text()))
+            text = self.request_text(self.text())
+            same = kept is not None and kept.counter.encoding_name == self._counter.encoding_name
+            count = kept.tokens if same else self._counter.count
+            self._counted = (stamp, count(text) if text else 0)
         return self._counted[1]
 
+    @staticmethod
+    def request_text(text: str) -> str:
+        """What notes ``text`` add to a request, as counted (nothing for blank notes)."""
+        return f"System: {MARKER}\n{text}\n\n" if text.strip() else ""
+
     def message_tokens(self, text: str) -> int:
-        return self._counter.count(f"System: {MARKER}\n{text}\n\n") if text.strip() else 0
+        request = self.request_text(text)
+        return self._counter.count(request) if request else 0
 
     def _check_budget(self, notes: list[str]) -> str:
         """The file for ``notes``, or ``NotesFullError`` if it would go over the budget."""

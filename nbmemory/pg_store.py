@@ -42,7 +42,7 @@ from nbmemory.errors import (
     StoreUnavailableError,
 )
 from nbmemory.memory_file import archive_name
-from nbmemory.workspace import ARCHIVE_DIR, validate_agent_name
+from nbmemory.workspace import ARCHIVE_DIR, COUNTS_FILE, validate_agent_name
 
 SCHEMES = ("postgresql", "postgres")
 SCHEMA_VERSION = 2
@@ -231,8 +231,10 @@ def _raise(error: StoreError) -> NoReturn:
         raise
 
 
-SMALL_DOCUMENTS = ("settings.json", "NOTES.md")
+SMALL_DOCUMENTS = ("settings.json", "NOTES.md", COUNTS_FILE)
 """The documents a listing reads for every agent (see :meth:`PgStore.snapshot`)."""
+SMALL_BYTES = 2**20
+"""The largest of them a listing reads with the others: a bigger one is read on its own."""
 _LISTED = (
     "EXISTS (SELECT 1 FROM nbmemory_memory m WHERE m.agent = a.name) OR EXISTS "
     "(SELECT 1 FROM nbmemory_documents d WHERE d.agent = a.name AND d.name LIKE 'archive/%%')"
@@ -500,10 +502,11 @@ class PgStore:
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
         """Answer this thread's reads of agents, stamps and document lists from one query made
-        now, and its reads of ``settings.json`` and ``NOTES.md`` from one more made when the
-        first is asked for: listing thousands of agents costs a few queries, not several per
-        agent. Memories and archives are still read from the tables (followers read only what
-        changed since the stamps). Inside another snapshot, that one is used."""
+        now, and its reads of ``settings.json``, ``NOTES.md`` and the kept token counts from
+        one more made when the first is asked for: listing thousands of agents costs a few
+        queries, not several per agent. Memories and archives are still read from the tables
+        (followers read only what changed since the stamps). Inside another snapshot, that one
+        is used."""
         if self._listing() is not None:
             yield
             return
@@ -535,13 +538,15 @@ class PgStore:
         return listing
 
     def _snapshot_read(self, listing: dict[str, _Agent], name: str, doc: str) -> bytes | None:
-        """A small document of the snapshot: the first asked for reads every agent's."""
+        """A small document of the snapshot: the first asked for reads every agent's (those of
+        at most ``SMALL_BYTES``)."""
         small = getattr(self._local, "small", None)
         if small is None:
             with self.statement("read the agents' settings and notes") as conn:
                 rows = conn.execute(
-                    "SELECT agent, name, data FROM nbmemory_documents WHERE name = ANY(%s)",
-                    (list(SMALL_DOCUMENTS),),
+                    "SELECT agent, name, data FROM nbmemory_documents "
+                    "WHERE name = ANY(%s) AND length(data) <= %s",
+                    (list(SMALL_DOCUMENTS), SMALL_BYTES),
                 ).fetchall()
             small = self._local.small = {(agent, doc): bytes(data) for agent, doc, data in rows}
         return small.get((name, doc))
@@ -680,9 +685,10 @@ class PgStore:
         """A document of the agent (``NOTES.md``, ``archive/…``), or ``None`` if absent."""
         listing = self._listing()
         if listing is not None and name in listing:
-            if doc not in listing[name].documents:
+            found = listing[name].documents.get(doc)
+            if found is None:
                 return None
-            if doc in SMALL_DOCUMENTS:
+            if doc in SMALL_DOCUMENTS and found[1] <= SMALL_BYTES:
                 return self._snapshot_read(listing, name, doc)
         with self.statement(f"read {doc} of {name}") as conn:
             row = conn.execute(

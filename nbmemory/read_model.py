@@ -22,7 +22,7 @@ from typing import Any
 
 from nbmemory import llm, workspace
 from nbmemory.compactions import Compaction, read_record, record_path
-from nbmemory.conversation import block_tokens, preload_tokens
+from nbmemory.conversation import block_text, preload_tokens
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
@@ -38,6 +38,7 @@ from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, 
 from nbmemory.search import content_text, followed_index
 from nbmemory.store import AgentDocs, Workspace, as_workspace
 from nbmemory.terms import left_out, salient_terms
+from nbmemory.token_counts import KeptCounts
 from nbmemory.tokens import TokenCounter
 from nbmemory.wording import FOLD_CHARS, PARTS, compaction_words, counts_words, usage_words
 
@@ -295,29 +296,27 @@ def _notes(docs: AgentDocs, model: str) -> Notes:
     return Notes(docs, model=model)
 
 
-def _block_counts(
-    followed: FollowedFile, counter: TokenCounter, first: int | None = None
-) -> list[int]:
+def _block_counts(followed: FollowedFile, kept: KeptCounts, first: int | None = None) -> list[int]:
     """The tokens of each of the file's (first) messages as its model reads them, each
-    message counted once per encoding."""
+    message counted once per encoding, unless ``kept`` holds its count."""
     messages = followed.messages[:first]
     with followed.lock:
-        counts = followed.per_message.setdefault(f"tokens:{counter.encoding_name}", [])
-        for message in messages[len(counts) :]:
-            counts.append(block_tokens(counter, {"timestamp": "", **message}))
+        counts = followed.per_message.setdefault(f"tokens:{kept.counter.encoding_name}", [])
+        if len(counts) < len(messages):
+            counts.extend(kept.each(block_text(m) for m in messages[len(counts) :]))
         return counts[: len(messages)]
 
 
-def _tokens(followed: FollowedFile, counter: TokenCounter, first: int | None = None) -> int:
+def _tokens(followed: FollowedFile, kept: KeptCounts, first: int | None = None) -> int:
     """The memory's part of a request (or, given ``first``, the part its first messages would
     make)."""
-    counts = _block_counts(followed, counter, first)
+    counts = _block_counts(followed, kept, first)
     if not counts:
         return 0
     with followed.lock:  # counted once per reading and encoding, as the messages are
-        key = f"preload:{counter.encoding_name}"
+        key = f"preload:{kept.counter.encoding_name}"
         if key not in followed.cache:
-            followed.cache[key] = preload_tokens(counter, followed.header)
+            followed.cache[key] = preload_tokens(kept.counter, followed.header, kept)
         return followed.cache[key] + sum(counts)
 
 
@@ -405,7 +404,7 @@ def _alive(pid: int) -> bool:
 
 def _earlier_sessions(
     followed: FollowedFile | None,
-    counter: TokenCounter,
+    kept: KeptCounts,
     session: tuple[int, int, int] | None,
     memory: int,
 ) -> int:
@@ -415,7 +414,7 @@ def _earlier_sessions(
         return memory
     if followed.identity[1] != session[1]:
         return 0
-    return _tokens(followed, counter, session[2])
+    return _tokens(followed, kept, session[2])
 
 
 def _unnested(value: Any) -> Any:
@@ -616,9 +615,10 @@ class ReadModel:
     def _usage(self, docs: AgentDocs, followed: FollowedFile | None) -> Usage:
         settings, recorded = _settings(docs)
         counter = _counter(settings.model)
-        memory = _tokens(followed, counter) if followed is not None else 0
-        earlier = _earlier_sessions(followed, counter, settings.session, memory)
-        notes = _notes(docs, settings.model).tokens()
+        kept = KeptCounts(docs, counter)  # read only if something is to be counted
+        memory = _tokens(followed, kept) if followed is not None else 0
+        earlier = _earlier_sessions(followed, kept, settings.session, memory)
+        notes = _notes(docs, settings.model).tokens(kept)
         tools = settings.tool_tokens
         sizes = (
             settings.static_tokens - settings.rules_tokens,
@@ -748,14 +748,15 @@ class ReadModel:
         without ``indexes``), counted as agent ``name``'s model reads them in a request."""
         followed = self._file(name, archive)
         counter = _counter(self.settings(name)[0].model)
-        counts = _block_counts(followed, counter)
+        kept = KeptCounts(self._folder(name) if archive is None else None, counter)
+        counts = _block_counts(followed, kept)
         wanted = range(len(counts)) if indexes is None else indexes
         chosen = {}
         for index in wanted:
             if not 0 <= index < len(counts):
                 raise IndexError(f"{name} has no message {index} in {archive or 'MEMORY.md'}")
             chosen[index] = counts[index]
-        preload = preload_tokens(counter, followed.header)
+        preload = preload_tokens(counter, followed.header, kept)
         return MessageTokens(
             encoding=counter.encoding_name,
             preload=preload,
@@ -793,6 +794,7 @@ class ReadModel:
         docs = self._folder(name)
         model = self.settings(name)[0].model
         counter = _counter(model)
+        archives, in_memory = KeptCounts(None, counter), KeptCounts(docs, counter)
         notes = _notes(docs, model).text()
         archived = [(path, follow(path, docs)) for path in docs.archives()]
         archived = [(path, followed) for path, followed in archived if followed is not None]
@@ -812,8 +814,9 @@ class ReadModel:
                 dropped = left_out(record.missing, "", ignore=speakers)
             else:
                 dropped = _worked_out(followed, f"{summary}\n{notes}", speakers)
-            before = _tokens(followed, counter)
-            after_tokens = _tokens(after, counter, len(following))
+            before = _tokens(followed, archives)
+            kept_after = in_memory if after is memory else archives
+            after_tokens = _tokens(after, kept_after, len(following))
             found.append(
                 CompactionInfo(
                     archive=path.name,

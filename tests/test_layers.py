@@ -21,6 +21,7 @@ LAYERS = {
         "compactions",
         "note_history",
         "notes",
+        "token_counts",
         "search",
         "export",
     ],

@@ -114,3 +114,65 @@ def test_fit_keeps_the_longest_start_or_end_within_a_budget(tail):
     longer = text[len(text) - len(kept) - 1 :] if tail else text[: len(kept) + 1]
     assert counter.count(longer) > 25
     assert counter.fit(text, 0) == "" and counter.fit("short", 100) == "short"
+
+
+VARIED = [
+    "hello world",
+    "Grüße aus Köln — 漢字かな交じり文, emoji 🚀🧪 and zero-width\u200bjoiners",
+    "def f(x):\n\treturn {'a': [x, x ** 2]}  # comment\n\n\n    indented\r\n",
+    "<|endoftext|> <|fim_prefix|> special tokens as text",
+    "x" * 20_000,
+    " " * 5000 + "\n" * 500,
+    "0123456789" * 700,
+    "".join(chr(c) for c in range(32, 0x3000, 7)),
+]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "p50k_base"])
+def test_the_fast_reader_builds_the_encoding_tiktoken_builds(name, monkeypatch):
+    import tiktoken
+    from tiktoken_ext import openai_public
+
+    ours = get_encoding(name)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tokens.encoding_file(name).parent))
+    theirs = tiktoken.Encoding(**openai_public.ENCODING_CONSTRUCTORS[name]())
+    assert ours._mergeable_ranks == theirs._mergeable_ranks
+    assert ours._special_tokens == theirs._special_tokens
+    assert (ours.name, ours._pat_str, ours.n_vocab) == (
+        theirs.name,
+        theirs._pat_str,
+        theirs.n_vocab,
+    )
+    for text in VARIED:
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+        assert ours.encode(text, disallowed_special=()) == theirs.encode(
+            text, disallowed_special=()
+        )
+
+
+def test_a_damaged_encoding_file_is_refused(tmp_path, monkeypatch):
+    source = tokens.encoding_file("cl100k_base")
+    damaged = tmp_path / "litellm_core_utils" / "tokenizers" / source.name
+    damaged.parent.mkdir(parents=True)
+    data = bytearray(source.read_bytes())
+    data[100] ^= 1  # one bit
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="sha256"):
+        tokens.read_ranks(damaged, "0" * 64)
+    monkeypatch.setattr(tokens, "_litellm_dir", lambda: tmp_path)
+    tokens.encoding_file.cache_clear()
+    tokens.get_encoding.cache_clear()
+    try:
+        with pytest.warns(UserWarning, match="damaged"):
+            assert get_encoding("cl100k_base") is None
+    finally:
+        tokens.encoding_file.cache_clear()
+        tokens.get_encoding.cache_clear()
+
+
+def test_knowing_the_encoding_loads_no_tokenizer():
+    code = (
+        "import sys; from nbmemory.tokens import TokenCounter; "
+        "print(TokenCounter('gpt-4o').encoding_name, 'tiktoken' in sys.modules)"
+    )
+    assert run_python(code).stdout.split() == ["o200k_base", "False"]
