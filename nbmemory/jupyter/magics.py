@@ -75,9 +75,10 @@ class NbMemoryMagics(Magics):
     store = Unicode(
         "",
         help="""A PostgreSQL URL to keep agents in (postgresql://USER:PASSWORD@HOST:PORT/DB), so
-        kernels on other hosts share them; it sets $NBMEMORY_STORE. Empty: $NBMEMORY_STORE,
-        else files in the workspace. The notebook keeps the cell that sets it: rather set
-        $NBMEMORY_STORE in the kernel's environment.""",
+        kernels on other hosts share them (the magics' agents and views use it; the rest of the
+        kernel keeps $NBMEMORY_STORE). Empty: $NBMEMORY_STORE, else files in the workspace.
+        The notebook keeps the cell that sets it: rather set $NBMEMORY_STORE in the kernel's
+        environment.""",
     ).tag(config=True)
     stream = Bool(True, help="Show answers while they arrive.").tag(config=True)
     recall = Bool(
