@@ -31,6 +31,7 @@ from nbmemory.workspace import (
     COUNTS_FILE,
     EMBEDDINGS_DIR,
     MEMORY_FILE,
+    RECALL_INDEX_DIR,
     agents_root,
     make_private_dir,
     open_child,
@@ -39,6 +40,9 @@ from nbmemory.workspace import (
     validate_agent_name,
     validate_document_name,
 )
+
+INDEXES = (EMBEDDINGS_DIR, RECALL_INDEX_DIR)
+"""Folders of indexes recall rebuilds: never exported or imported."""
 
 MAX_DOCUMENT_BYTES = 64 * 2**20
 """The largest file ``import_layout`` loads by default: a memory compacts long before this,
@@ -187,7 +191,7 @@ def _paths(folder: Path) -> dict[str, tuple[Path, int]]:
     """The path and size of each of :func:`_files`, by document name."""
     docs = {}
     for dirpath, dirnames, filenames in os.walk(folder):  # links to folders are not entered
-        dirnames[:] = sorted(d for d in dirnames if d != EMBEDDINGS_DIR)  # an index: rebuilt
+        dirnames[:] = sorted(d for d in dirnames if d not in INDEXES)  # rebuilt, not exported
         for filename in sorted(filenames):
             path = Path(dirpath) / filename
             if filename in (LOCK_FILE, COUNTS_FILE) or filename.endswith(".tmp"):

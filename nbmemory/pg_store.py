@@ -1,5 +1,6 @@
 """Agents' memories in a PostgreSQL database: the documents of the file layout, in three tables
-(and recall's vectors in a fourth, ``nbmemory_embeddings``, an index recall rebuilds).
+(and recall's vectors and archive indexes in ``nbmemory_embeddings`` and
+``nbmemory_recall_index``, indexes recall rebuilds).
 
 An agent's folder holds ``MEMORY.md``, ``NOTES.md``, ``settings.json`` and ``archive/*``. Here
 ``nbmemory_agents`` has one row per agent with a change counter (``version``) and a compaction
@@ -45,7 +46,7 @@ from nbmemory.memory_file import archive_name
 from nbmemory.workspace import ARCHIVE_DIR, COUNTS_FILE, validate_agent_name
 
 SCHEMES = ("postgresql", "postgres")
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         """CREATE TABLE nbmemory_agents (
@@ -104,6 +105,17 @@ MIGRATIONS: dict[int, list[str]] = {
             vector bytea NOT NULL,
             PRIMARY KEY (agent, model, hash)
         )""",
+    ],
+    # Recall's index of each archive (``recall_index``): rebuilt when missing or stale, so no
+    # version is bumped either. Stored uncompressed: it is binary and read whole.
+    3: [
+        """CREATE TABLE nbmemory_recall_index (
+            agent text NOT NULL REFERENCES nbmemory_agents (name) ON DELETE CASCADE,
+            source text NOT NULL,
+            data bytea NOT NULL,
+            PRIMARY KEY (agent, source)
+        )""",
+        "ALTER TABLE nbmemory_recall_index ALTER COLUMN data SET STORAGE EXTERNAL",
     ],
 }
 _SCHEMA_LOCK = 0x6E626D656D  # the advisory lock held while the schema is created or migrated
@@ -514,7 +526,7 @@ class PgStore:
         try:
             yield
         finally:
-            self._local.listing = self._local.small = None
+            self._local.listing = self._local.small = self._local.index_sizes = None
 
     def _listing(self) -> dict[str, _Agent] | None:
         return getattr(self._local, "listing", None)
@@ -773,6 +785,53 @@ class PgStore:
                     "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                     [(name, model, key, vector) for key, vector in rows],
                 )
+
+    # ------------------------------------------------------------------------------------------
+    # Recall's archive indexes
+
+    def recall_index(self, name: str, source: str) -> bytes | None:
+        """The index recall keeps of one of the agent's archives (``source``), or ``None``."""
+        with self.statement(f"read the recall index of {name}") as conn:
+            row = conn.execute(
+                "SELECT data FROM nbmemory_recall_index WHERE agent = %s AND source = %s",
+                (name, source),
+            ).fetchone()
+        return bytes(row[0]) if row else None
+
+    def put_recall_index(self, name: str, source: str, data: bytes) -> None:
+        """Keep (or replace) the index of one of the agent's archives; the agent's version is
+        not bumped: an index is not a document."""
+        with self.statement(f"write the recall index of {name}") as conn:
+            conn.execute(
+                "INSERT INTO nbmemory_recall_index (agent, source, data) "
+                "SELECT %s, %s, %s WHERE EXISTS (SELECT 1 FROM nbmemory_agents WHERE name = %s) "
+                "ON CONFLICT (agent, source) DO UPDATE SET data = excluded.data",
+                (name, source, data, name),
+            )
+
+    def recall_index_size(self, name: str) -> int:
+        """Bytes of recall's indexes of the agent: its archives' indexes and its vectors (in a
+        snapshot, every agent's from one query)."""
+        listing = self._listing()
+        if listing is not None:
+            sizes = getattr(self._local, "index_sizes", None)
+            if sizes is None:
+                sizes = self._local.index_sizes = self._index_sizes(None)
+            return sizes.get(name, 0)
+        return self._index_sizes(name).get(name, 0)
+
+    def _index_sizes(self, name: str | None) -> dict[str, int]:
+        with self.statement("read the sizes of the recall indexes") as conn:
+            rows = conn.execute(
+                "SELECT agent, sum(size) FROM ("
+                "SELECT agent, octet_length(data) AS size FROM nbmemory_recall_index "
+                "WHERE %(name)s::text IS NULL OR agent = %(name)s UNION ALL "
+                "SELECT agent, octet_length(hash) + octet_length(vector) FROM "
+                "nbmemory_embeddings WHERE %(name)s::text IS NULL OR agent = %(name)s"
+                ") AS sizes GROUP BY agent",
+                {"name": name},
+            ).fetchall()
+        return {agent: int(size) for agent, size in rows}
 
     # ------------------------------------------------------------------------------------------
     # Whole agents, for import and export

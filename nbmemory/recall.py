@@ -28,10 +28,11 @@ import heapq
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from nbmemory import memory_file, recall_index
 from nbmemory.follow import FollowedFile, follow
 from nbmemory.search import content_text
 from nbmemory.store import AgentDocs
@@ -147,9 +148,8 @@ class _FileIndex:
         """Whether a message ends with a question: the next one, by another, may answer it."""
         self.documents = 0
         self.words = 0
-        self.postings: dict[str, list[tuple[int, int]]] = {}
-        self._roles: dict[str, frozenset[str]] = {}
-        self.keys: list[bytes | None] = []
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._vector_keys: list[bytes | None] = []
         """The key of each message's vector (``embeddings.text_key``), made when recall first
         ranks by meaning: without an embedding model no message is hashed."""
 
@@ -159,10 +159,7 @@ class _FileIndex:
             for message in messages[len(self.messages) :]:
                 text = _recallable(message)
                 counts = Counter(words(text)) if text is not None else None
-                role = str(message.get("role", ""))
-                speaker = self._roles.get(role)
-                if speaker is None:
-                    speaker = self._roles[role] = frozenset(words(role))
+                speaker = speaker_words(str(message.get("role", "")))
                 i = len(self.terms)
                 self.terms.append(counts)
                 self.lengths.append(sum(counts.values()) if counts else 0)
@@ -176,20 +173,116 @@ class _FileIndex:
                 self.documents += counts is not None
                 self.words += self.lengths[i]
                 for term, count in (counts or {}).items():
-                    self.postings.setdefault(term, []).append((i, count))
+                    found = self._postings.get(term)
+                    if found is None:
+                        found = self._postings[term] = ([], [])
+                    found[0].append(i)  # a reader zips the two: the shorter one counts
+                    found[1].append(count)
 
-    def beside(self, i: int) -> int | None:
-        """The message that belongs with message ``i`` and fits beside it in a passage: the
-        answer to it if it asks, else the question it answers; ``None`` if neither."""
-        j = i + 1 if self.asks[i] else i - 1
-        if not 0 <= j < len(self.texts) or (j < i and not self.asks[j]):
-            return None
-        first, second = self.texts[i], self.texts[j]
-        if first is None or second is None or len(first) + len(second) > PASSAGE_CHARS:
-            return None
-        if self.messages[i].get("role") == self.messages[j].get("role"):
-            return None
-        return j
+    @property
+    def count(self) -> int:
+        return len(self.messages)
+
+    def postings(self, term: str) -> tuple[list[int], list[int]]:
+        """The messages holding ``term`` and how often each does, in message order."""
+        return self._postings.get(term, ([], []))
+
+    def frequency(self, term: str) -> int:
+        return len(self._postings.get(term, ((),))[0])
+
+    def asked(self, i: int, terms: Collection[str]) -> dict[str, int]:
+        """How often each of ``terms`` is in message ``i`` (those it holds)."""
+        counts = self.terms[i] or {}
+        return {term: counts[term] for term in terms if counts.get(term)}
+
+    def distinct(self, i: int) -> int:
+        """How many different words message ``i`` holds (0 if recall never returns it)."""
+        return len(self.terms[i] or ())
+
+    def is_recallable(self, i: int) -> bool:
+        return self.terms[i] is not None
+
+    def speaker(self, i: int) -> frozenset[str]:
+        return self.speakers[i]
+
+    def role(self, i: int) -> str:
+        return str(self.messages[i].get("role", ""))
+
+    def timestamp(self, i: int) -> str:
+        return str(self.messages[i].get("timestamp", ""))
+
+    def text(self, i: int) -> str | None:
+        return self.texts[i]
+
+    def keys(self) -> list[bytes | None]:
+        """The vector keys of the messages (``None`` for what recall never returns), made when
+        recall first ranks by meaning: without an embedding model no message is hashed."""
+        with self.lock:
+            count = len(self.texts)
+            for text in self.texts[len(self._vector_keys) : count]:
+                self._vector_keys.append(None if text is None else text_key(text))
+            return self._vector_keys[:count]
+
+    def built(self) -> recall_index.Built:
+        """What is kept of this index for an archive (``recall_index``)."""
+        return recall_index.Built(
+            texts=self.texts,
+            terms=self.terms,
+            lengths=self.lengths,
+            roles=[self.role(i) for i in range(self.count)],
+            timestamps=[self.timestamp(i) for i in range(self.count)],
+            dated=self.dated,
+            asks=self.asks,
+            keys=self.keys(),
+            spoken=dict(self.spoken),
+            documents=self.documents,
+            words=self.words,
+        )
+
+
+class _Index(Protocol):
+    """What recall asks of an index: one of ``MEMORY.md`` in RAM (:class:`_FileIndex`) or one
+    of an archive kept beside the memory (``recall_index.StoredIndex``)."""
+
+    documents: int
+    words: int
+    count: int
+    spoken: Mapping[str, int]
+    lengths: Sequence[int]
+    dated: Sequence[Any]
+    asks: Sequence[Any]
+    texts: Sequence[str | None]
+
+    def postings(self, term: str) -> tuple[Sequence[int], Sequence[int]]: ...
+    def frequency(self, term: str) -> int: ...
+    def asked(self, i: int, terms: Collection[str]) -> dict[str, int]: ...
+    def distinct(self, i: int) -> int: ...
+    def is_recallable(self, i: int) -> bool: ...
+    def speaker(self, i: int) -> frozenset[str]: ...
+    def role(self, i: int) -> str: ...
+    def timestamp(self, i: int) -> str: ...
+    def text(self, i: int) -> str | None: ...
+    def keys(self) -> list[bytes | None]: ...
+
+
+@functools.cache
+def speaker_words(role: str) -> frozenset[str]:
+    """The words of a speaker's role ("User", a person's or agent's name)."""
+    return frozenset(words(role))
+
+
+def beside(index: _Index, i: int) -> int | None:
+    """The message that belongs with message ``i`` and fits beside it in a passage: the
+    answer to it if it asks, else the question it answers; ``None`` if neither."""
+    j = i + 1 if index.asks[i] else i - 1
+    if not 0 <= j < index.count or (j < i and not index.asks[j]):
+        return None
+    first, second = index.text(i), index.text(j)
+    if first is None or second is None or len(first) + len(second) > PASSAGE_CHARS:
+        return None
+    if index.role(i) == index.role(j):
+        return None
+    return j
 
 
 def _index(followed: FollowedFile) -> _FileIndex:
@@ -214,15 +307,6 @@ class SemanticIndex(Protocol):
     def ranked(
         self, query: str, keys: list[bytes | None], texts: list[str | None], count: int
     ) -> list[tuple[float, int]] | None: ...
-
-
-def _keys(index: _FileIndex) -> list[bytes | None]:
-    """The vector keys of an index's messages (``None`` for what recall never returns)."""
-    with index.lock:
-        count = len(index.texts)
-        for text in index.texts[len(index.keys) : count]:
-            index.keys.append(None if text is None else text_key(text))
-        return index.keys[:count]
 
 
 def query_terms(query: str) -> list[str]:
@@ -255,11 +339,7 @@ def recall(
     are fused (reciprocal rank fusion, ``FUSION_K``), so a question in other words than the
     fact finds it; if the embedding provider fails, the ranking by words alone (one warning).
     """
-    indexes = []
-    for path in sources(docs):
-        followed = follow(path, docs)
-        if followed is not None and followed.messages:
-            indexes.append((path, _index(followed)))
+    indexes = _indexes(docs)
     if not sum(index.documents for _, index in indexes):
         return []
     asked = set(query_terms(query))
@@ -274,7 +354,7 @@ def recall(
     best, seen = [], set()
     for item in sorted(ranked, key=lambda item: item[:3], reverse=True):
         index, held = item[4], [item[2]] if item[5] is None else [item[2], item[5]]
-        said = {index.texts[k] for k in held}
+        said = {index.text(k) for k in held}
         if not said <= seen:
             seen |= said
             best.append(item)
@@ -286,8 +366,36 @@ def recall(
     ]
 
 
+def _indexes(docs: AgentDocs) -> list[tuple[Path, _Index]]:
+    """The index of each document recall searches that holds messages: an archive's kept
+    beside the memory (``recall_index``), ``MEMORY.md``'s in RAM, extended as it grows."""
+    found: list[tuple[Path, _Index]] = []
+    *archives, memory = sources(docs)
+    for path in archives:
+        stored = recall_index.archive_index(
+            docs, path, lambda path=path: _build(docs, path), speaker_words
+        )
+        if stored is not None and stored.count:
+            found.append((path, stored))
+    followed = follow(memory, docs)
+    if followed is not None and followed.messages:
+        found.append((memory, _index(followed)))
+    return found
+
+
+def _build(docs: AgentDocs, path: Path) -> recall_index.Built | None:
+    """An archive indexed from its text, for ``recall_index`` to keep."""
+    try:
+        data = docs.read(path)
+    except FileNotFoundError:
+        return None
+    index = _FileIndex()
+    index.extend(memory_file.parse(data).messages)
+    return index.built()
+
+
 def _lexical(
-    indexes: list[tuple[Path, _FileIndex]], query: str, asked: set[str], limit: int
+    indexes: list[tuple[Path, _Index]], query: str, asked: set[str], limit: int
 ) -> list[tuple[Any, ...]]:
     """The best matches by words, best first: ``(score, file rank, message, path, index,
     message beside it or None, what it says)``."""
@@ -295,7 +403,7 @@ def _lexical(
     if not asked:
         return []
     average = sum(index.words for _, index in indexes) / documents
-    frequency = {t: sum(len(index.postings.get(t, ())) for _, index in indexes) for t in asked}
+    frequency = {t: sum(index.frequency(t) for _, index in indexes) for t in asked}
     # A name counts as said by each message its person says, so that it weighs what it tells.
     spoken = {t: sum(index.spoken.get(t, 0) for _, index in indexes) for t in asked}
     weights = {t: idf(documents, min(documents, n + spoken[t])) for t, n in frequency.items()}
@@ -305,12 +413,16 @@ def _lexical(
     # which keeps a query fast on a long history.
     rare = [t for t, count in frequency.items() if 0 < count <= max(_FEW, documents // 20)]
     scored: list[tuple[Any, ...]] = []
-    before = 0
+    found: dict[tuple[int, int], dict[str, int]] = {}  # the query's words in a message
     for rank, (path, index) in enumerate(indexes):
         scores: dict[int, float] = {}
+        held: dict[int, int] = {}  # how many of the query's words a message holds
+        lengths = index.lengths
         if rare:
-            for i in {i for term in rare for i, _ in index.postings.get(term, ())}:
-                counts, length = index.terms[i], index.lengths[i]
+            for i in {i for term in rare for i in index.postings(term)[0]}:
+                counts, length = index.asked(i, asked), lengths[i]
+                found[rank, i] = counts
+                held[i] = len(counts)
                 scores[i] = sum(
                     weight * bm25_term(counts[term], length, average)
                     for term, weight in weights.items()
@@ -318,36 +430,39 @@ def _lexical(
                 )
         else:
             for term, weight in weights.items():
-                for i, count in index.postings.get(term, ()):
-                    gain = weight * bm25_term(count, index.lengths[i], average)
+                for i, count in zip(*index.postings(term), strict=False):
+                    gain = weight * bm25_term(count, lengths[i], average)
                     scores[i] = scores.get(i, 0.0) + gain
+                    held[i] = held.get(i, 0) + 1
         # A message with nothing the query does not already say (the question itself, an
         # earlier asking of it) answers nothing.
         scored.extend(
-            (score, rank, i, path, index, before + i)
+            (score, rank, i, path, index)
             for i, score in scores.items()
-            if not index.terms[i].keys() <= asked
+            if index.distinct(i) > held[i]
         )
-        before += len(index.messages)
     # Who said it, when, and what goes with it re-rank the best by their words alone, so that
     # a query costs no more than before on a long history.
     pool = heapq.nlargest(max(_POOL, limit * 20), scored, key=lambda item: item[:3])
     ranked = []
     latest: dict[tuple[Any, ...], int] = {}
-    for score, rank, i, path, index, _ in pool:
-        j = index.beside(i)
+    for score, rank, i, path, index in pool:
+        counts = found.get((rank, i))
+        if counts is None:
+            counts = index.asked(i, asked)
+        j = beside(index, i)
         if j is None and index.asks[i]:
             score *= QUESTION
         # Whose fact it is: the answer's speaker when a question carries its answer.
         teller = j if j is not None and j > i else i
-        said_by = index.speakers[teller] & named
+        said_by = index.speaker(teller) & named
         if said_by:
             # The speaker's name is as good as said: "Maya: I play" answers "What does Maya
             # play?" as "Maya plays" would, and more.
             score += sum(
                 weights[name] * bm25_term(1, index.lengths[i], average)
                 for name in said_by
-                if not index.terms[i].get(name)
+                if not counts.get(name)
             )
             score *= 1 + NAMED
         dated = when and (index.dated[i] or (j is not None and index.dated[j]))
@@ -356,8 +471,8 @@ def _lexical(
         # Messages that match the same words of the query (most of what it asks), said by the
         # same, say the same thing: the newest is the current one (a fact said again later,
         # changed), and ranks with the best of them if it matches at least half as well.
-        matched = frozenset(index.terms[i].keys() & asked)
-        same = (matched, index.speakers[teller], dated)
+        matched = frozenset(counts)
+        same = (matched, index.speaker(teller), dated)
         newest = latest.get(same)
         if newest is None or ranked[newest][1:3] < (rank, i):
             latest[same] = len(ranked)
@@ -374,7 +489,7 @@ def _lexical(
 
 def _by_meaning(
     semantic: SemanticIndex,
-    indexes: list[tuple[Path, _FileIndex]],
+    indexes: list[tuple[Path, _Index]],
     query: str,
     asked: set[str],
     limit: int,
@@ -383,13 +498,11 @@ def _by_meaning(
     provider failed. Messages recall never returns, and those with nothing the query does not
     already say, are left out; a bare question counts less (``QUESTION``), as by words."""
     keys: list[bytes | None] = []
-    texts: list[str | None] = []
     starts = []
     for _, index in indexes:  # whole lists joined: no step per message in Python
         starts.append(len(keys))
-        found = _keys(index)
-        keys += found
-        texts += index.texts[: len(found)]
+        keys += index.keys()
+    texts = _Joined([index.texts for _, index in indexes], starts, len(keys))
     if not any(keys):
         return []
     pool = max(_POOL, limit * 20)
@@ -401,10 +514,9 @@ def _by_meaning(
     for score, n in found:
         rank = bisect.bisect_right(starts, n) - 1
         index, i = indexes[rank][1], n - starts[rank]
-        terms = index.terms[i]
-        if terms is None or terms.keys() <= asked:
+        if not index.is_recallable(i) or index.distinct(i) <= len(index.asked(i, asked)):
             continue
-        if index.asks[i] and index.beside(i) is None:
+        if index.asks[i] and beside(index, i) is None:
             score *= QUESTION
         best.append((score, rank, i))
     best.sort(reverse=True)  # ties: the newer file, the later message
@@ -417,7 +529,7 @@ rankings by words and by meaning."""
 
 
 def _fused(
-    indexes: list[tuple[Path, _FileIndex]],
+    indexes: list[tuple[Path, _Index]],
     lexical: list[tuple[Any, ...]],
     by_meaning: list[tuple[int, int]],
 ) -> list[tuple[Any, ...]]:
@@ -430,25 +542,43 @@ def _fused(
         entry = items.get((rank, i))
         if entry is None:
             path, index = indexes[rank]
-            entry = items[rank, i] = [0.0, (0.0, rank, i, path, index, index.beside(i), None)]
+            entry = items[rank, i] = [0.0, (0.0, rank, i, path, index, beside(index, i), None)]
         entry[0] += 1 / (FUSION_K + place)
     fused = [(score, *item[1:]) for score, item in items.values()]
     return sorted(fused, key=lambda item: item[:3], reverse=True)
 
 
 def _passage(
-    path: Path, index: _FileIndex, i: int, score: float, beside: tuple[Passage, ...] = ()
+    path: Path, index: _Index, i: int, score: float, carried: tuple[Passage, ...] = ()
 ) -> Passage:
-    message = index.messages[i]
     return Passage(
         source=path.name,
         index=i,
-        role=str(message.get("role", "")),
-        timestamp=str(message.get("timestamp", "")),
-        text=index.texts[i] or "",
+        role=index.role(i),
+        timestamp=index.timestamp(i),
+        text=index.text(i) or "",
         score=score,
-        beside=beside,
+        beside=carried,
     )
+
+
+class _Joined(Sequence[str | None]):
+    """The texts of several indexes as one sequence (``starts``: where each begins), decoded
+    only when one is asked for: what ranking by meaning embeds of messages with no vector."""
+
+    def __init__(self, parts: list[Sequence[str | None]], starts: list[int], total: int) -> None:
+        self.parts, self.starts, self.total = parts, starts, total
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, n: Any) -> Any:
+        if isinstance(n, slice):
+            return [self[k] for k in range(*n.indices(self.total))]
+        if not 0 <= n < self.total:
+            raise IndexError(n)
+        part = bisect.bisect_right(self.starts, n) - 1
+        return self.parts[part][n - self.starts[part]]
 
 
 def describe(query: str, passages: list[Passage]) -> str:

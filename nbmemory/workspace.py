@@ -27,6 +27,9 @@ COUNTS_FILE = ".token-counts.json"
 EMBEDDINGS_DIR = ".embeddings"
 """Where recall keeps the vectors of an agent's messages (one file per embedding model): an
 index, rebuilt from the memory when missing, never exported or imported."""
+RECALL_INDEX_DIR = ".recall-index"
+"""Where recall keeps the index of each archive (see ``nbmemory.recall_index``): rebuilt when
+missing, stale or damaged, never exported or imported."""
 MAX_NAME_BYTES = 255
 DIR_MODE = 0o700
 FILE_MODE = 0o600

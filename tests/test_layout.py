@@ -14,7 +14,7 @@ from nbmemory.errors import MemoryWarning, StoreConfigError, StoreError
 from nbmemory.layout import export_layout, import_layout
 from nbmemory.read_model import ReadModel
 from nbmemory.store import memory_path
-from nbmemory.workspace import COUNTS_FILE
+from nbmemory.workspace import COUNTS_FILE, RECALL_INDEX_DIR
 from support import FIXTURES, agent_docs, run_python, stored
 
 
@@ -69,6 +69,8 @@ def test_export_import_export_gives_the_same_files(
     original = tree(files / "agents")
     assert "Scout/.token-counts.json" in original  # a cache of one store: not carried over
     original = {path: data for path, data in original.items() if not path.endswith(COUNTS_FILE)}
+    assert any(f"/{RECALL_INDEX_DIR}/" in path for path in original)  # recall's: rebuilt
+    original = {path: data for path, data in original.items() if RECALL_INDEX_DIR not in path}
     assert tree(tmp_path / "a" / "agents") == original
     assert tree(tmp_path / "b" / "agents") == original
     assert {p.split("/")[0] for p in original} == {"Scout", "SwarmsAgent"}

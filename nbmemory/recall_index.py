@@ -1,0 +1,514 @@
+"""Recall's persistent index: what recall computed from each archive, kept beside the memory.
+
+An archive never changes once written, so its index is built once, by the first recall that
+reads it, and every later process maps it instead of parsing the archive again. On files it
+is ``agents/<name>/.recall-index/<archive name>.idx``; on PostgreSQL a row of
+``nbmemory_recall_index``. ``MEMORY.md`` is not kept here: it is bounded by the context window,
+read by every process that resumes the agent, and recall extends its index in RAM after each
+append (``recall._FileIndex``); after a compaction it is an archive like the others.
+
+One index is a compact binary: a line naming the format, a JSON line (the archive it was made
+from, figures, speakers, where each section is, a CRC-32 of the sections), then the sections,
+little-endian arrays: the terms (sorted UTF-8), each term's postings (messages, counts), each
+message's terms (for the words of a query found in it), lengths, flags, speakers, text
+lengths, the keys of the messages' vectors (``recall.text_key``), and the texts and times
+recall shows. A query looks its terms up by bisection and touches only their postings, so a
+new process answers without loading the whole index; nothing here imports numpy.
+
+An index is trusted only for the archive it was made from: on files its size, mtime and inode,
+else (a copy, a restore) the BLAKE2b digest of its bytes; on a database its version and size.
+A stale, damaged or unreadable index is rebuilt without a word; an index that cannot be written
+(a read-only folder) is used from RAM. Nothing here changes ``MEMORY.md`` or an archive.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import mmap
+import os
+import stat
+import sys
+import threading
+import zlib
+from array import array
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nbmemory.errors import StoreError
+from nbmemory.store import AgentDocs
+from nbmemory.workspace import RECALL_INDEX_DIR, open_regular
+
+MAGIC = b"nbmemory recall index 1\n"
+_POSTINGS_KEPT = 256
+"""Terms whose postings one index keeps decoded (a query has at most ``recall.QUERY_TERMS``)."""
+_HASH_CHUNK = 2**20
+
+
+@dataclass
+class Built:
+    """What recall made of one file's messages, in the order they were said: the text recall
+    may return of each (``None``: never returned), its word counts, length, speaker (role),
+    time, whether it says when, whether it asks, and its vector's key."""
+
+    texts: list[str | None]
+    terms: list[Any]
+    lengths: list[int]
+    roles: list[str]
+    timestamps: list[str]
+    dated: list[bool]
+    asks: list[bool]
+    keys: list[bytes | None]
+    spoken: dict[str, int]
+    documents: int
+    words: int
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing
+
+
+def _u32(values: Any) -> bytes:
+    found = array("I", values)
+    if sys.byteorder != "little":
+        found.byteswap()
+    return found.tobytes()
+
+
+def _u64(values: Any) -> bytes:
+    found = array("Q", values)
+    if sys.byteorder != "little":
+        found.byteswap()
+    return found.tobytes()
+
+
+def _joined(texts: Sequence[str]) -> tuple[bytes, bytes]:
+    """Texts as one UTF-8 blob and the offsets of each (``len(texts) + 1`` of them)."""
+    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+    at, total = [0], 0
+    for data in encoded:
+        total += len(data)
+        at.append(total)
+    return b"".join(encoded), _u64(at)
+
+
+def encode(built: Built, source: dict[str, Any]) -> bytes:
+    """The index of ``built`` for the archive ``source`` describes, as bytes."""
+    vocabulary = sorted({term for counts in built.terms if counts for term in counts})
+    encoded = [term.encode("utf-8", "surrogatepass") for term in vocabulary]
+    order = sorted(range(len(encoded)), key=encoded.__getitem__)
+    encoded = [encoded[n] for n in order]
+    ids = {vocabulary[n]: k for k, n in enumerate(order)}
+    postings: list[tuple[list[int], list[int]]] = [([], []) for _ in encoded]
+    forward_terms: list[int] = []
+    forward_counts: list[int] = []
+    forward_at = [0]
+    for i, counts in enumerate(built.terms):
+        for term_id, count in sorted((ids[t], c) for t, c in (counts or {}).items()):
+            postings[term_id][0].append(i)
+            postings[term_id][1].append(count)
+            forward_terms.append(term_id)
+            forward_counts.append(count)
+        forward_at.append(len(forward_terms))
+    post_at = [0]
+    for docs, _ in postings:
+        post_at.append(post_at[-1] + len(docs))
+    roles = list(dict.fromkeys(built.roles))
+    role_ids = {role: n for n, role in enumerate(roles)}
+    terms_blob, term_at = _joined([t.decode("utf-8", "surrogatepass") for t in encoded])
+    texts_blob, text_at = _joined([text or "" for text in built.texts])
+    times_blob, time_at = _joined(built.timestamps)
+    sections = {
+        "term_at": term_at,
+        "terms": terms_blob,
+        "post_at": _u64(post_at),
+        "post_docs": _u32(i for docs, _ in postings for i in docs),
+        "post_counts": _u32(c for _, counts in postings for c in counts),
+        "fwd_at": _u64(forward_at),
+        "fwd_terms": _u32(forward_terms),
+        "fwd_counts": _u32(forward_counts),
+        "lengths": _u32(built.lengths),
+        "recallable": bytes(text is not None for text in built.texts),
+        "dated": bytes(built.dated),
+        "asks": bytes(built.asks),
+        "roles": _u32(role_ids[role] for role in built.roles),
+        "keys": b"".join(key or bytes(16) for key in built.keys),
+        "text_at": text_at,
+        "texts": texts_blob,
+        "time_at": time_at,
+        "times": times_blob,
+    }
+    body, places = bytearray(), {}
+    for name, data in sections.items():
+        body += bytes(-len(body) % 8)  # each section aligned
+        places[name] = [len(body), len(data)]
+        body += data
+    head = {
+        "source": source,
+        "messages": len(built.texts),
+        "terms": len(encoded),
+        "documents": built.documents,
+        "words": built.words,
+        "speakers": roles,
+        "spoken": built.spoken,
+        "sections": places,
+        "crc32": zlib.crc32(body),
+    }
+    line = json.dumps(head, ensure_ascii=True).encode() + b"\n"
+    line += bytes(-(len(MAGIC) + len(line)) % 8)
+    return MAGIC + line + bytes(body)
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading
+
+
+class Damaged(ValueError):
+    """An index that cannot be trusted: rebuilt."""
+
+
+class StoredIndex:
+    """One archive's index read from its bytes (a mapped file or a database row), with what
+    recall asks of any index (see ``recall._FileIndex``)."""
+
+    def __init__(self, data: Any, speaker_words: Callable[[str], frozenset[str]]) -> None:
+        view = memoryview(data)
+        if sys.byteorder != "little" or bytes(view[: len(MAGIC)]) != MAGIC:
+            raise Damaged("not an index of this format")
+        end = bytes(view[len(MAGIC) : len(MAGIC) + 2**20]).find(b"\n")
+        if end < 0:
+            raise Damaged("no header")
+        try:
+            head = json.loads(bytes(view[len(MAGIC) : len(MAGIC) + end]))
+            start = len(MAGIC) + end + 1
+            start += -start % 8
+            body = view[start:]
+            if zlib.crc32(body) != head["crc32"]:
+                raise Damaged("its checksum does not match")
+            n, terms = int(head["messages"]), int(head["terms"])
+            sections = {name: body[at : at + size] for name, (at, size) in head["sections"].items()}
+            for name, (at, size) in head["sections"].items():
+                if at + size > len(body):
+                    raise Damaged(f"section {name} is cut short")
+            self.source: dict[str, Any] = head["source"]
+            self.documents = int(head["documents"])
+            self.words = int(head["words"])
+            self.spoken: dict[str, int] = dict(head["spoken"])
+            roles = [str(role) for role in head["speakers"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Damaged(f"its header is damaged: {exc}") from None
+        self.count = n
+        try:
+            self._cast(sections)
+        except TypeError:  # a section whose size is no multiple of its items'
+            raise Damaged("a section has the wrong size") from None
+        self._check(n, terms, sections, roles)
+        self._roles = roles
+        self._speakers = [speaker_words(role) for role in roles]
+        self.texts = _Texts(self)
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._lock = threading.Lock()
+
+    def _cast(self, sections: dict[str, memoryview]) -> None:
+        self._term_at = sections["term_at"].cast("Q")
+        self._terms = sections["terms"]
+        self._post_at = sections["post_at"].cast("Q")
+        self._post_docs = sections["post_docs"].cast("I")
+        self._post_counts = sections["post_counts"].cast("I")
+        self._fwd_at = sections["fwd_at"].cast("Q")
+        self._fwd_terms = sections["fwd_terms"].cast("I")
+        self._fwd_counts = sections["fwd_counts"].cast("I")
+        self.lengths = sections["lengths"].cast("I")
+        self.recallable = sections["recallable"]
+        self.dated = sections["dated"]
+        self.asks = sections["asks"]
+        self._role_ids = sections["roles"].cast("I")
+        self._keys = sections["keys"]
+        self._text_at = sections["text_at"].cast("Q")
+        self._texts = sections["texts"]
+        self._time_at = sections["time_at"].cast("Q")
+        self._times = sections["times"]
+
+    def _check(self, n: int, terms: int, sections: dict[str, memoryview], roles: list[str]) -> None:
+        wide, narrow = 8, 4  # bytes of an offset, of a count or an id
+        sizes = {
+            "term_at": (terms + 1) * wide,
+            "post_at": (terms + 1) * wide,
+            "fwd_at": (n + 1) * wide,
+            "text_at": (n + 1) * wide,
+            "time_at": (n + 1) * wide,
+            "lengths": n * narrow,
+            "roles": n * narrow,
+            "recallable": n,
+            "dated": n,
+            "asks": n,
+            "keys": 16 * n,
+        }
+        for name, size in sizes.items():
+            if sections[name].nbytes != size:
+                raise Damaged(f"section {name} has the wrong size")
+        ends = (
+            (self._term_at, self._terms),
+            (self._post_at, self._post_docs),
+            (self._fwd_at, self._fwd_terms),
+            (self._text_at, self._texts),
+            (self._time_at, self._times),
+        )
+        if (
+            any(at[-1] != len(blob) for at, blob in ends)
+            or len(self._post_docs) != len(self._post_counts)
+            or len(self._fwd_terms) != len(self._fwd_counts)
+        ):
+            raise Damaged("its offsets do not match its sections")
+        if max(self._role_ids, default=-1) >= len(roles):
+            raise Damaged("its speakers do not match its messages")
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _term(self, k: int) -> bytes:
+        return bytes(self._terms[self._term_at[k] : self._term_at[k + 1]])
+
+    def _term_id(self, term: str) -> int | None:
+        wanted = term.encode("utf-8", "surrogatepass")
+        count = len(self._term_at) - 1
+        k = bisect.bisect_left(range(count), wanted, key=self._term)
+        return k if k < count and self._term(k) == wanted else None
+
+    def postings(self, term: str) -> tuple[list[int], list[int]]:
+        """The messages holding ``term`` and how often each does, in message order."""
+        found = self._postings.get(term)
+        if found is None:
+            k = self._term_id(term)
+            if k is None:
+                found = ([], [])
+            else:
+                start, end = self._post_at[k], self._post_at[k + 1]
+                found = (self._post_docs[start:end].tolist(), self._post_counts[start:end].tolist())
+            with self._lock:
+                if len(self._postings) >= _POSTINGS_KEPT:
+                    self._postings.clear()
+                self._postings[term] = found
+        return found
+
+    def frequency(self, term: str) -> int:
+        return len(self.postings(term)[0])
+
+    def asked(self, i: int, terms: Collection[str]) -> dict[str, int]:
+        """How often each of ``terms`` is in message ``i`` (those it holds)."""
+        start, end = self._fwd_at[i], self._fwd_at[i + 1]
+        held = dict(
+            zip(
+                self._fwd_terms[start:end].tolist(),
+                self._fwd_counts[start:end].tolist(),
+                strict=True,
+            )
+        )
+        found = {}
+        for term in terms:
+            k = self._term_id(term)
+            if k is not None and k in held:
+                found[term] = held[k]
+        return found
+
+    def distinct(self, i: int) -> int:
+        """How many different words message ``i`` holds (0 if recall never returns it)."""
+        return self._fwd_at[i + 1] - self._fwd_at[i]
+
+    def is_recallable(self, i: int) -> bool:
+        return bool(self.recallable[i])
+
+    def speaker(self, i: int) -> frozenset[str]:
+        return self._speakers[self._role_ids[i]]
+
+    def role(self, i: int) -> str:
+        return self._roles[self._role_ids[i]]
+
+    def timestamp(self, i: int) -> str:
+        return bytes(self._times[self._time_at[i] : self._time_at[i + 1]]).decode(
+            "utf-8", "surrogatepass"
+        )
+
+    def text(self, i: int) -> str | None:
+        if not self.recallable[i]:
+            return None
+        data = bytes(self._texts[self._text_at[i] : self._text_at[i + 1]])
+        return data.decode("utf-8", "surrogatepass")
+
+    def keys(self) -> list[bytes | None]:
+        """The key of each message's vector (``None`` for what recall never returns)."""
+        keys = self._keys
+        return [
+            bytes(keys[16 * i : 16 * i + 16]) if self.recallable[i] else None
+            for i in range(self.count)
+        ]
+
+
+class _Texts(Sequence[str | None]):
+    """An index's texts, decoded when asked for."""
+
+    def __init__(self, index: StoredIndex) -> None:
+        self.index = index
+
+    def __len__(self) -> int:
+        return self.index.count
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.index.text(k) for k in range(*i.indices(self.index.count))]
+        if i < 0:
+            i += self.index.count
+        if not 0 <= i < self.index.count:
+            raise IndexError(i)
+        return self.index.text(i)
+
+    def __iter__(self) -> Iterator[str | None]:
+        return (self.index.text(i) for i in range(self.index.count))
+
+
+# ----------------------------------------------------------------------------------------------
+# Where indexes are kept
+
+
+def index_name(archive: Path) -> str:
+    """The name of an archive's index (a file in ``.recall-index/``, a row on a database)."""
+    return f"{archive.name}.idx"
+
+
+def _file_source(path: Path, st: os.stat_result, digest: str | None = None) -> dict[str, Any]:
+    return {
+        "name": path.name,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "inode": st.st_ino,
+        **({"digest": digest} if digest is not None else {}),
+    }
+
+
+def file_digest(path: Path) -> str:
+    """The BLAKE2b digest of a file's bytes."""
+    digest = hashlib.blake2b(digest_size=16)
+    with open(open_regular(path), "rb") as file:
+        while chunk := file.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+_kept: dict[str, tuple[Any, StoredIndex]] = {}
+"""Indexes read in this process, by archive, with what they were checked against."""
+_kept_lock = threading.Lock()
+
+
+def archive_index(
+    docs: AgentDocs,
+    archive: Path,
+    build: Callable[[], Built | None],
+    speaker_words: Callable[[str], frozenset[str]],
+) -> StoredIndex | None:
+    """The index of one of agent ``docs``'s archives: kept in this process, else read from
+    beside the memory, else made by ``build()`` (``None``: the archive is gone) and kept."""
+    if docs.is_database:
+        stamp = docs.stamp(archive)
+        if stamp is None:
+            return None
+        source: dict[str, Any] = {"name": archive.name, "version": stamp[0], "size": stamp[1]}
+        check: Any = tuple(stamp)
+    else:
+        try:
+            st = os.lstat(archive)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        source = _file_source(archive, st)
+        check = (st.st_size, st.st_mtime_ns, st.st_ino)
+    key = f"{docs!r}\n{archive}"
+    with _kept_lock:
+        kept = _kept.get(key)
+    if kept is not None and kept[0] == check:
+        return kept[1]
+    found = _read(docs, archive, source, speaker_words)
+    if found is None:
+        built = build()
+        if built is None:
+            return None
+        if not docs.is_database:
+            source["digest"] = file_digest(archive)
+        data = encode(built, source)
+        _write(docs, archive, data)
+        found = StoredIndex(data, speaker_words)
+    with _kept_lock:
+        _kept[key] = (check, found)
+    return found
+
+
+def _trusted(docs: AgentDocs, archive: Path, kept: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether an index made for ``kept`` is one of the archive as it is now (``now``)."""
+    if docs.is_database:
+        return kept == now
+    if kept.get("name") != now["name"] or kept.get("size") != now["size"]:
+        return False
+    if all(kept.get(field) == now[field] for field in ("mtime_ns", "inode")):
+        return True
+    try:  # copied or restored: the same bytes?
+        return kept.get("digest") == file_digest(archive)
+    except OSError:
+        return False
+
+
+def _read(
+    docs: AgentDocs,
+    archive: Path,
+    source: dict[str, Any],
+    speaker_words: Callable[[str], frozenset[str]],
+) -> StoredIndex | None:
+    """The kept index of ``archive``, if there is one that can be trusted."""
+    try:
+        if docs.is_database:
+            data = docs.db.recall_index(docs.name, index_name(archive))  # type: ignore[attr-defined]
+            if data is None:
+                return None
+        else:
+            path = docs.folder / RECALL_INDEX_DIR / index_name(archive)
+            with open(open_regular(path), "rb") as file:
+                size = os.fstat(file.fileno()).st_size
+                if not size:
+                    return None
+                data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        found = StoredIndex(data, speaker_words)
+    except (OSError, StoreError, Damaged):
+        return None
+    return found if _trusted(docs, archive, found.source, source) else None
+
+
+def _write(docs: AgentDocs, archive: Path, data: bytes) -> None:
+    """Keep an index (a failure only costs the next process a rebuild)."""
+    try:
+        if docs.is_database:
+            docs.db.put_recall_index(docs.name, index_name(archive), data)  # type: ignore[attr-defined]
+        else:
+            docs.write(f"{RECALL_INDEX_DIR}/{index_name(archive)}", data, durable=False)
+    except (OSError, StoreError):
+        pass
+
+
+def index_size(docs: AgentDocs) -> int:
+    """Bytes of recall's indexes of an agent (its archives' indexes and its vectors), for the
+    views; nothing is read but sizes."""
+    from nbmemory.workspace import EMBEDDINGS_DIR
+
+    if docs.is_database:
+        return docs.db.recall_index_size(docs.name)  # type: ignore[attr-defined]
+    total = 0
+    for folder in (RECALL_INDEX_DIR, EMBEDDINGS_DIR):
+        try:
+            with os.scandir(docs.folder / folder) as entries:
+                for entry in entries:
+                    if entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return total
