@@ -26,7 +26,17 @@ LAYERS = {
         "export",
     ],
     "memory": ["swarms_conversation", "conversation"],
-    "agent": ["llm", "embeddings", "recall_index", "recall", "offline", "tools", "compressor", "agent", "demo"],
+    "agent": [
+        "llm",
+        "embeddings",
+        "recall_index",
+        "recall",
+        "offline",
+        "tools",
+        "compressor",
+        "agent",
+        "demo",
+    ],
     "read model": ["wording", "read_model", "report"],
     "front ends": ["cli", "__main__", "mcp_server", "jupyter"],
 }
