@@ -107,11 +107,13 @@ MIGRATIONS: dict[int, list[str]] = {
         )""",
     ],
     # Recall's index of each archive (``recall_index``): rebuilt when missing or stale, so no
-    # version is bumped either. Stored uncompressed: it is binary and read whole.
+    # version is bumped either. Stored uncompressed, so that a part of it is read alone: a query
+    # reads its ``head`` bytes (the postings), then only the texts of its passages.
     3: [
         """CREATE TABLE nbmemory_recall_index (
             agent text NOT NULL REFERENCES nbmemory_agents (name) ON DELETE CASCADE,
             source text NOT NULL,
+            head integer NOT NULL,
             data bytea NOT NULL,
             PRIMARY KEY (agent, source)
         )""",
@@ -790,23 +792,38 @@ class PgStore:
     # Recall's archive indexes
 
     def recall_index(self, name: str, source: str) -> bytes | None:
-        """The index recall keeps of one of the agent's archives (``source``), or ``None``."""
+        """The first bytes (its ``head``) of the index recall keeps of one of the agent's
+        archives (``source``), or ``None``."""
         with self.statement(f"read the recall index of {name}") as conn:
             row = conn.execute(
-                "SELECT data FROM nbmemory_recall_index WHERE agent = %s AND source = %s",
+                "SELECT substring(data FROM 1 FOR head) FROM nbmemory_recall_index "
+                "WHERE agent = %s AND source = %s",
                 (name, source),
+                binary=True,  # bytea as it is, not in hex: half the bytes, nothing to decode
             ).fetchone()
         return bytes(row[0]) if row else None
 
-    def put_recall_index(self, name: str, source: str, data: bytes) -> None:
-        """Keep (or replace) the index of one of the agent's archives; the agent's version is
-        not bumped: an index is not a document."""
+    def recall_index_part(self, name: str, source: str, start: int, length: int) -> bytes:
+        """``length`` bytes of an index from byte ``start`` (``b""`` if it is gone)."""
+        with self.statement(f"read the recall index of {name}") as conn:
+            row = conn.execute(
+                "SELECT substring(data FROM %s FOR %s) FROM nbmemory_recall_index "
+                "WHERE agent = %s AND source = %s",
+                (start + 1, length, name, source),
+                binary=True,
+            ).fetchone()
+        return bytes(row[0]) if row else b""
+
+    def put_recall_index(self, name: str, source: str, data: bytes, head: int) -> None:
+        """Keep (or replace) the index of one of the agent's archives, whose first ``head``
+        bytes every query reads; the agent's version is not bumped: an index is no document."""
         with self.statement(f"write the recall index of {name}") as conn:
             conn.execute(
-                "INSERT INTO nbmemory_recall_index (agent, source, data) "
-                "SELECT %s, %s, %s WHERE EXISTS (SELECT 1 FROM nbmemory_agents WHERE name = %s) "
-                "ON CONFLICT (agent, source) DO UPDATE SET data = excluded.data",
-                (name, source, data, name),
+                "INSERT INTO nbmemory_recall_index (agent, source, head, data) "
+                "SELECT %s, %s, %s, %s WHERE EXISTS "
+                "(SELECT 1 FROM nbmemory_agents WHERE name = %s) ON CONFLICT (agent, source) "
+                "DO UPDATE SET head = excluded.head, data = excluded.data",
+                (name, source, head, data, name),
             )
 
     def recall_index_size(self, name: str) -> int:

@@ -202,6 +202,9 @@ class _FileIndex:
     def is_recallable(self, i: int) -> bool:
         return self.terms[i] is not None
 
+    def chars(self, i: int) -> int:
+        return len(self.texts[i] or "")
+
     def speaker(self, i: int) -> frozenset[str]:
         return self.speakers[i]
 
@@ -258,6 +261,7 @@ class _Index(Protocol):
     def asked(self, i: int, terms: Collection[str]) -> dict[str, int]: ...
     def distinct(self, i: int) -> int: ...
     def is_recallable(self, i: int) -> bool: ...
+    def chars(self, i: int) -> int: ...
     def speaker(self, i: int) -> frozenset[str]: ...
     def role(self, i: int) -> str: ...
     def timestamp(self, i: int) -> str: ...
@@ -277,8 +281,9 @@ def beside(index: _Index, i: int) -> int | None:
     j = i + 1 if index.asks[i] else i - 1
     if not 0 <= j < index.count or (j < i and not index.asks[j]):
         return None
-    first, second = index.text(i), index.text(j)
-    if first is None or second is None or len(first) + len(second) > PASSAGE_CHARS:
+    if not (index.is_recallable(i) and index.is_recallable(j)):
+        return None
+    if index.chars(i) + index.chars(j) > PASSAGE_CHARS:
         return None
     if index.role(i) == index.role(j):
         return None

@@ -85,14 +85,14 @@ def _u64(values: Any) -> bytes:
     return found.tobytes()
 
 
-def _joined(texts: Sequence[str]) -> tuple[bytes, bytes]:
+def _joined(texts: Sequence[str]) -> tuple[bytes, list[int]]:
     """Texts as one UTF-8 blob and the offsets of each (``len(texts) + 1`` of them)."""
     encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
     at, total = [0], 0
     for data in encoded:
         total += len(data)
         at.append(total)
-    return b"".join(encoded), _u64(at)
+    return b"".join(encoded), at
 
 
 def encode(built: Built, source: dict[str, Any]) -> bytes:
@@ -122,28 +122,32 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
     texts_blob, text_at = _joined([text or "" for text in built.texts])
     times_blob, time_at = _joined(built.timestamps)
     sections = {
-        "term_at": term_at,
+        "term_at": _u32(term_at),
         "terms": terms_blob,
-        "post_at": _u64(post_at),
+        "post_at": _u32(post_at),
         "post_docs": _u32(i for docs, _ in postings for i in docs),
         "post_counts": _u32(c for _, counts in postings for c in counts),
-        "fwd_at": _u64(forward_at),
+        "fwd_at": _u32(forward_at),
         "fwd_terms": _u32(forward_terms),
         "fwd_counts": _u32(forward_counts),
         "lengths": _u32(built.lengths),
+        "chars": _u32(len(text or "") for text in built.texts),
         "recallable": bytes(text is not None for text in built.texts),
         "dated": bytes(built.dated),
         "asks": bytes(built.asks),
         "roles": _u32(role_ids[role] for role in built.roles),
+        "text_at": _u64(text_at),
+        "time_at": _u64(time_at),
+        # what a query reads only for its passages (and for vectors): read when asked for
         "keys": b"".join(key or bytes(16) for key in built.keys),
-        "text_at": text_at,
         "texts": texts_blob,
-        "time_at": time_at,
         "times": times_blob,
     }
-    body, places = bytearray(), {}
+    body, places, lazy_from = bytearray(), {}, 0
     for name, data in sections.items():
         body += bytes(-len(body) % 8)  # each section aligned
+        if name == "keys":
+            lazy_from = len(body)
         places[name] = [len(body), len(data)]
         body += data
     head = {
@@ -155,7 +159,9 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
         "speakers": roles,
         "spoken": built.spoken,
         "sections": places,
-        "crc32": zlib.crc32(body),
+        "lazy_from": lazy_from,
+        "crc32": zlib.crc32(body[:lazy_from]),
+        "crc32_rest": zlib.crc32(body[lazy_from:]),
     }
     line = json.dumps(head, ensure_ascii=True).encode() + b"\n"
     line += bytes(-(len(MAGIC) + len(line)) % 8)
@@ -174,7 +180,14 @@ class StoredIndex:
     """One archive's index read from its bytes (a mapped file or a database row), with what
     recall asks of any index (see ``recall._FileIndex``)."""
 
-    def __init__(self, data: Any, speaker_words: Callable[[str], frozenset[str]]) -> None:
+    def __init__(
+        self,
+        data: Any,
+        speaker_words: Callable[[str], frozenset[str]],
+        fetch: Callable[[int, int], bytes] | None = None,
+    ) -> None:
+        """``data``: the index's bytes, or with ``fetch`` only its first :attr:`head_bytes`
+        (``fetch(start, length)`` reads the rest when asked for: the texts, times and keys)."""
         view = memoryview(data)
         if sys.byteorder != "little" or bytes(view[: len(MAGIC)]) != MAGIC:
             raise Damaged("not an index of this format")
@@ -185,14 +198,24 @@ class StoredIndex:
             head = json.loads(bytes(view[len(MAGIC) : len(MAGIC) + end]))
             start = len(MAGIC) + end + 1
             start += -start % 8
+            lazy_from = int(head["lazy_from"])
+            self.head_bytes = start + lazy_from
+            """Bytes a query needs before any passage: the header and the postings."""
             body = view[start:]
-            if zlib.crc32(body) != head["crc32"]:
+            if len(body) < lazy_from or zlib.crc32(body[:lazy_from]) != head["crc32"]:
+                raise Damaged("its checksum does not match")
+            if fetch is None and zlib.crc32(body[lazy_from:]) != head["crc32_rest"]:
                 raise Damaged("its checksum does not match")
             n, terms = int(head["messages"]), int(head["terms"])
-            sections = {name: body[at : at + size] for name, (at, size) in head["sections"].items()}
+            sections: dict[str, Any] = {}
             for name, (at, size) in head["sections"].items():
-                if at + size > len(body):
+                straddles = at < lazy_from < at + size
+                if straddles or (fetch is None and at + size > len(body)):
                     raise Damaged(f"section {name} is cut short")
+                if at >= lazy_from and fetch is not None:
+                    sections[name] = _Fetched(fetch, start + at, size)
+                else:
+                    sections[name] = body[at : at + size]
             self.source: dict[str, Any] = head["source"]
             self.documents = int(head["documents"])
             self.words = int(head["words"])
@@ -212,36 +235,37 @@ class StoredIndex:
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
         self._lock = threading.Lock()
 
-    def _cast(self, sections: dict[str, memoryview]) -> None:
-        self._term_at = sections["term_at"].cast("Q")
+    def _cast(self, sections: dict[str, Any]) -> None:
+        self._term_at = sections["term_at"].cast("I")
         self._terms = sections["terms"]
-        self._post_at = sections["post_at"].cast("Q")
+        self._post_at = sections["post_at"].cast("I")
         self._post_docs = sections["post_docs"].cast("I")
         self._post_counts = sections["post_counts"].cast("I")
-        self._fwd_at = sections["fwd_at"].cast("Q")
+        self._fwd_at = sections["fwd_at"].cast("I")
         self._fwd_terms = sections["fwd_terms"].cast("I")
         self._fwd_counts = sections["fwd_counts"].cast("I")
         self.lengths = sections["lengths"].cast("I")
+        self._chars = sections["chars"].cast("I")
         self.recallable = sections["recallable"]
         self.dated = sections["dated"]
         self.asks = sections["asks"]
         self._role_ids = sections["roles"].cast("I")
-        self._keys = sections["keys"]
         self._text_at = sections["text_at"].cast("Q")
-        self._texts = sections["texts"]
         self._time_at = sections["time_at"].cast("Q")
+        self._keys = sections["keys"]
+        self._texts = sections["texts"]
         self._times = sections["times"]
 
-    def _check(self, n: int, terms: int, sections: dict[str, memoryview], roles: list[str]) -> None:
-        wide, narrow = 8, 4  # bytes of an offset, of a count or an id
+    def _check(self, n: int, terms: int, sections: dict[str, Any], roles: list[str]) -> None:
         sizes = {
-            "term_at": (terms + 1) * wide,
-            "post_at": (terms + 1) * wide,
-            "fwd_at": (n + 1) * wide,
-            "text_at": (n + 1) * wide,
-            "time_at": (n + 1) * wide,
-            "lengths": n * narrow,
-            "roles": n * narrow,
+            "term_at": (terms + 1) * 4,
+            "post_at": (terms + 1) * 4,
+            "fwd_at": (n + 1) * 4,
+            "text_at": (n + 1) * 8,
+            "time_at": (n + 1) * 8,
+            "lengths": n * 4,
+            "chars": n * 4,
+            "roles": n * 4,
             "recallable": n,
             "dated": n,
             "asks": n,
@@ -321,6 +345,10 @@ class StoredIndex:
     def is_recallable(self, i: int) -> bool:
         return bool(self.recallable[i])
 
+    def chars(self, i: int) -> int:
+        """The length of message ``i``'s text, in characters."""
+        return self._chars[i]
+
     def speaker(self, i: int) -> frozenset[str]:
         return self._speakers[self._role_ids[i]]
 
@@ -340,11 +368,25 @@ class StoredIndex:
 
     def keys(self) -> list[bytes | None]:
         """The key of each message's vector (``None`` for what recall never returns)."""
-        keys = self._keys
+        keys = bytes(self._keys[:])
         return [
             bytes(keys[16 * i : 16 * i + 16]) if self.recallable[i] else None
             for i in range(self.count)
         ]
+
+
+class _Fetched:
+    """A section of an index kept in a database, read when a part of it is asked for."""
+
+    def __init__(self, fetch: Callable[[int, int], bytes], start: int, size: int) -> None:
+        self.fetch, self.start, self.nbytes = fetch, start, size
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    def __getitem__(self, part: slice) -> bytes:
+        first, end, _ = part.indices(self.nbytes)
+        return self.fetch(self.start + first, max(0, end - first)) if end > first else b""
 
 
 class _Texts(Sequence[str | None]):
@@ -438,8 +480,8 @@ def archive_index(
         if not docs.is_database:
             source["digest"] = file_digest(archive)
         data = encode(built, source)
-        _write(docs, archive, data)
         found = StoredIndex(data, speaker_words)
+        _write(docs, archive, data, found.head_bytes)
     with _kept_lock:
         _kept[key] = (check, found)
     return found
@@ -468,9 +510,15 @@ def _read(
     """The kept index of ``archive``, if there is one that can be trusted."""
     try:
         if docs.is_database:
-            data = docs.db.recall_index(docs.name, index_name(archive))  # type: ignore[attr-defined]
+            db, name, source_name = docs.db, docs.name, index_name(archive)  # type: ignore[attr-defined]
+            data = db.recall_index(name, source_name)
             if data is None:
                 return None
+            found = StoredIndex(
+                data,
+                speaker_words,
+                lambda start, length: db.recall_index_part(name, source_name, start, length),
+            )
         else:
             path = docs.folder / RECALL_INDEX_DIR / index_name(archive)
             with open(open_regular(path), "rb") as file:
@@ -478,17 +526,17 @@ def _read(
                 if not size:
                     return None
                 data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        found = StoredIndex(data, speaker_words)
+            found = StoredIndex(data, speaker_words)
     except (OSError, StoreError, Damaged):
         return None
     return found if _trusted(docs, archive, found.source, source) else None
 
 
-def _write(docs: AgentDocs, archive: Path, data: bytes) -> None:
+def _write(docs: AgentDocs, archive: Path, data: bytes, head: int) -> None:
     """Keep an index (a failure only costs the next process a rebuild)."""
     try:
         if docs.is_database:
-            docs.db.put_recall_index(docs.name, index_name(archive), data)  # type: ignore[attr-defined]
+            docs.db.put_recall_index(docs.name, index_name(archive), data, head)  # type: ignore[attr-defined]
         else:
             docs.write(f"{RECALL_INDEX_DIR}/{index_name(archive)}", data, durable=False)
     except (OSError, StoreError):
