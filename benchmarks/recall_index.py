@@ -1,4 +1,4 @@
-"""Recall after a restart: cold and warm recall over 100,000 archived messages, files and PostgreSQL.
+"""Recall after a restart: cold and warm, over 100,000 archived messages, files and PostgreSQL.
 
     python benchmarks/recall_index.py [--runs 5] [--postgres URL]
 
@@ -127,7 +127,8 @@ def main() -> None:
     ]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     print(
-        f"{ARCHIVES * MESSAGES:,} archived messages in {ARCHIVES} archives; medians of {args.runs} new processes\n"
+        f"{ARCHIVES * MESSAGES:,} archived messages in {ARCHIVES} archives; "
+        f"medians of {args.runs} new processes\n"
     )
     for row in [header, ["-" * w for w in widths], *rows]:
         print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
