@@ -25,6 +25,7 @@ from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.notes import TOOL_NAME as NOTES_TOOL
 from nbmemory.notes import Notes, notes_tool
+from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.recall import TOOL_NAME as RECALL_TOOL
 from nbmemory.recall import recall_tool
@@ -68,7 +69,7 @@ class Agent:
     default ``$NBMEMORY_EMBEDDING_MODEL``; ``""`` for none) makes recall rank by meaning too:
     messages are embedded when recall runs, with ``embedding_options`` (``api_base``,
     ``api_key``, ``timeout``…) passed to ``litellm.embedding``, and their vectors kept beside
-    the memory.
+    the memory. ``recall_budget`` caps the tokens of recall's answer (its model's tokenizer).
 
     ``workspace`` (a :class:`Workspace`: a folder, on files or on a database) says where the
     memory is kept; without one, ``$WORKSPACE_DIR`` (or ``workspace_dir``) on
@@ -106,6 +107,7 @@ class Agent:
         workspace_dir: str | os.PathLike[str] | None = None,
         workspace: Workspace | None = None,
         recall: bool = True,
+        recall_budget: int = RECALL_BUDGET,
         embedding_model: str | None = None,
         embedding_options: Mapping[str, Any] | None = None,
         pinned_notes: bool = True,
@@ -161,6 +163,11 @@ class Agent:
         )
         """The embedding model recall ranks by meaning with (any litellm name), or ``None``."""
         self.embedding_options = dict(embedding_options or {})
+        if not isinstance(recall_budget, int) or recall_budget < 1:
+            raise ValueError(f"recall_budget must be a positive int, not {recall_budget!r}")
+        self.recall_budget = recall_budget
+        """Tokens recall's answer takes at most: the passages that fit, then where the others
+        found are kept and how many more matched."""
         self._semantic: Any = None
         docs = self.workspace.agent(agent_name) if persistent_memory else None
         path = docs.path(MEMORY_FILE) if docs is not None else None
@@ -300,7 +307,17 @@ class Agent:
 
     def set_tools(self, tools: Sequence[Callable[..., Any] | Tool]) -> None:
         """Replace the tools the model may call (the memory tools stay, when they are on)."""
-        builtin = [recall_tool(self._memory_folder, self.semantic_index)] if self.recall else []
+        builtin = []
+        if self.recall:
+            counter = TokenCounter(self.model_name)
+            builtin.append(
+                recall_tool(
+                    self._memory_folder,
+                    self.semantic_index,
+                    lambda: self.recall_budget,
+                    lambda text: counter.count(text),
+                )
+            )
         if self.pinned_notes:
             builtin.append(notes_tool(lambda: self.notes, self.approval_now, self._note_author))
         self.tools = ToolBox([*tools, *builtin])

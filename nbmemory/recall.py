@@ -37,6 +37,7 @@ from nbmemory.follow import FollowedFile, follow
 from nbmemory.search import content_text
 from nbmemory.store import AgentDocs
 from nbmemory.terms import bm25_term, idf, words
+from nbmemory.tokens import TokenCounter
 from nbmemory.workspace import MEMORY_FILE
 
 TOOL_NAME = "recall_memory"
@@ -325,6 +326,15 @@ def sources(docs: AgentDocs) -> list[Path]:
     return [*docs.archives(), docs.path(MEMORY_FILE)]
 
 
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """What a recall found: its best passages, and how many messages matched the query in all
+    (the passages' among them)."""
+
+    passages: list[Passage]
+    matched: int
+
+
 def recall(
     docs: AgentDocs,
     query: str,
@@ -344,15 +354,26 @@ def recall(
     are fused (reciprocal rank fusion, ``FUSION_K``), so a question in other words than the
     fact finds it; if the embedding provider fails, the ranking by words alone (one warning).
     """
+    return find(docs, query, limit, semantic).passages
+
+
+def find(
+    docs: AgentDocs,
+    query: str,
+    limit: int = DEFAULT_PASSAGES,
+    semantic: SemanticIndex | None = None,
+) -> Found:
+    """:func:`recall`'s passages, and how many messages matched in all."""
     indexes = _indexes(docs)
     if not sum(index.documents for _, index in indexes):
-        return []
+        return Found([], 0)
     asked = set(query_terms(query))
-    ranked = _lexical(indexes, query, asked, limit)
+    ranked, matched = _lexical(indexes, query, asked, limit)
     if semantic is not None:
         by_meaning = _by_meaning(semantic, indexes, query, asked, limit)
         if by_meaning is not None:
             ranked = _fused(indexes, ranked, by_meaning)
+            matched = max(matched, len(ranked))
     # Newer files and messages win ties. A message kept word for word across a compaction is
     # in two files, and a question and its answer may each be found: each is returned once
     # (but a question asked twice, answered differently, is two passages).
@@ -365,10 +386,11 @@ def recall(
             best.append(item)
             if len(best) == limit:
                 break
-    return [
+    passages = [
         _passage(path, index, i, score, () if j is None else (_passage(path, index, j, 0.0),))
         for score, _, i, path, index, j, _ in best
     ]
+    return Found(passages, max(matched, len(passages)))
 
 
 def _indexes(docs: AgentDocs) -> list[tuple[Path, _Index]]:
@@ -401,12 +423,12 @@ def _build(docs: AgentDocs, path: Path) -> recall_index.Built | None:
 
 def _lexical(
     indexes: list[tuple[Path, _Index]], query: str, asked: set[str], limit: int
-) -> list[tuple[Any, ...]]:
+) -> tuple[list[tuple[Any, ...]], int]:
     """The best matches by words, best first: ``(score, file rank, message, path, index,
-    message beside it or None, what it says)``."""
+    message beside it or None, what it says)``; and how many messages matched."""
     documents = sum(index.documents for _, index in indexes)
     if not asked:
-        return []
+        return [], 0
     average = sum(index.words for _, index in indexes) / documents
     frequency = {t: sum(index.frequency(t) for _, index in indexes) for t in asked}
     # A name counts as said by each message its person says, so that it weighs what it tells.
@@ -489,7 +511,7 @@ def _lexical(
     for same, n in latest.items():
         if sum(weights[t] for t in same[0]) >= topic / 2 and ranked[n][0] >= best_of[same] / 2:
             ranked[n] = (best_of[same], *ranked[n][1:])
-    return sorted(ranked, key=lambda item: item[:3], reverse=True)
+    return sorted(ranked, key=lambda item: item[:3], reverse=True), len(scored)
 
 
 def _by_meaning(
@@ -586,32 +608,85 @@ class _Joined(Sequence[str | None]):
         return self.parts[part][n - self.starts[part]]
 
 
-def describe(query: str, passages: list[Passage]) -> str:
+DEFAULT_BUDGET = 800
+"""Tokens the tool's answer takes at most, by default (``Agent(recall_budget=...)``)."""
+LISTED = 5
+"""Passages the tool asks for: those that fit the budget are shown (at most
+``DEFAULT_PASSAGES``), the others are listed by where they are kept."""
+_SHORTEST = 80
+"""Characters a passage is cut to, at the least, to fit a small budget."""
+
+
+def describe(
+    query: str,
+    passages: list[Passage],
+    *,
+    matched: int | None = None,
+    budget: int | None = None,
+    count: Callable[[str], int] | None = None,
+    shown: int = DEFAULT_PASSAGES,
+) -> str:
     """Passages as the tool's answer to the model: who said what, when, and where it is kept;
-    a message a passage carries (``beside``) comes in the order said, marked ``[n+]``."""
+    a message a passage carries (``beside``) comes in the order said, marked ``[n+]``.
+
+    With a ``budget`` (tokens, as ``count`` counts them), the answer stays within it: at most
+    ``shown`` passages, as many as fit (their texts cut shorter if even one does not), then
+    where the others found are kept (file, message, time) and how many more messages matched
+    (``matched``, all of them)."""
     if not passages:
         return f"Nothing said in this agent's memory or archives matches {query!r}."
-    lines = [
-        f"{len(passages)} passage(s) from this agent's memory and archives, best first "
-        "([n+]: the question or answer that goes with passage n):"
-    ]
-    for n, passage in enumerate(passages, 1):
+    if budget is None or count is None:
+        return _described(passages, passages, matched, PASSAGE_CHARS)
+    chars = PASSAGE_CHARS
+    for n in range(min(shown, len(passages)), -1, -1):
+        while True:
+            answer = _described(passages, passages[:n], matched, chars)
+            if count(answer) <= budget or n != 1 or chars <= _SHORTEST:
+                break
+            chars = max(_SHORTEST, chars // 2)  # one passage, shorter
+        if count(answer) <= budget:
+            return answer
+    return answer
+
+
+def _described(
+    passages: list[Passage], shown: list[Passage], matched: int | None, chars: int
+) -> str:
+    lines = []
+    if shown:
+        lines.append(
+            f"{len(shown)} passage(s) from this agent's memory and archives, best first "
+            "([n+]: the question or answer that goes with passage n):"
+        )
+    for n, passage in enumerate(shown, 1):
         said = sorted(
             [(passage, ""), *((p, "+") for p in passage.beside)], key=lambda x: x[0].index
         )
-        for shown, mark in said:
-            text = shown.text
-            if len(text) > PASSAGE_CHARS:
-                text = text[:PASSAGE_CHARS] + f"… ({len(shown.text):,} characters in all)"
-            where = f"{shown.source}, message {shown.index}"
-            lines.append(f"[{n}{mark}] {shown.role} at {shown.timestamp} ({where}):\n{text}")
+        for part, mark in said:
+            text = part.text
+            if len(text) > chars:
+                text = text[:chars] + f"… ({len(part.text):,} characters in all)"
+            where = f"{part.source}, message {part.index}"
+            lines.append(f"[{n}{mark}] {part.role} at {part.timestamp} ({where}):\n{text}")
+    held = sum(1 + len(p.beside) for p in shown)
+    more = max(0, (matched if matched is not None else len(passages)) - held)
+    if more:
+        rest = passages[len(shown) :]
+        listed = "".join(
+            f"\n- {p.source}, message {p.index}, {p.role} at {p.timestamp}" for p in rest
+        )
+        lines.append(
+            f"{more:,} more message(s) matched"
+            + (" (ask in other words to narrow them down); next best:" if rest else ".")
+            + listed
+        )
     return "\n\n".join(lines)
 
 
 _DESCRIBED = re.compile(
     r"^\[(?P<n>\d+)(?P<beside>\+?)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*), "
     r"message (?P<index>\d+)\):\n(?P<text>.*?)"
-    r"(?=\n\n\[\d+\+?\] [^\n]+? at \S* \([^\n]*, message \d+\):\n|\Z)",
+    r"(?=\n\n\[\d+\+?\] [^\n]+? at \S* \([^\n]*, message \d+\):\n|\n\n[\d,]+ more message|\Z)",
     re.MULTILINE | re.DOTALL,
 )
 
@@ -645,9 +720,15 @@ def described(answer: str) -> list[Passage]:
 def recall_tool(
     folder: Callable[[], AgentDocs | None],
     semantic: Callable[[], SemanticIndex | None] = lambda: None,
+    budget: Callable[[], int] = lambda: DEFAULT_BUDGET,
+    count: Callable[[str], int] | None = None,
 ) -> Callable[[str], str]:
     """The recall tool for the agent whose documents ``folder()`` returns (``None``: no
-    memory), ranking by meaning too when ``semantic()`` gives its embeddings."""
+    memory), ranking by meaning too when ``semantic()`` gives its embeddings; its answer takes
+    at most ``budget()`` tokens as ``count`` counts them (default: the ``cl100k_base``
+    encoding, as ``tokens.TokenCounter`` counts for an unknown model)."""
+    if count is None:
+        count = TokenCounter().count
 
     def recall_memory(query: str) -> str:
         """Search everything said in this agent's earlier sessions, archived ones included.
@@ -663,7 +744,8 @@ def recall_tool(
         where = folder()
         if where is None:
             return "This agent keeps no memory on disk: there is nothing earlier to search."
-        return describe(query, recall(where, query, semantic=semantic()))
+        found = find(where, query, LISTED, semantic())
+        return describe(query, found.passages, matched=found.matched, budget=budget(), count=count)
 
     recall_memory.__name__ = TOOL_NAME
     return recall_memory

@@ -2,7 +2,7 @@
 
 Load with ``%load_ext nbmemory``. Defaults come from ``%config NbMemoryMagics.<name> = ...``
 (``default_model``, ``api_base``, ``persistent``, ``workspace``, ``stream``, ``recall``,
-``embedding_model``, ``embedding_api_base``);
+``recall_budget``, ``embedding_model``, ``embedding_api_base``);
 ``%config NbMemoryMagics`` lists them. Each magic's help is its docstring: ``%%agent?``,
 ``%memory?``, ``%compact?``.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, TraitError, Unicode, observe, validate
+from traitlets import Bool, Int, TraitError, Unicode, observe, validate
 
 from nbmemory import llm, workspace
 from nbmemory import store as memory_store
@@ -34,6 +34,7 @@ from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
+from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
 from nbmemory.store import Workspace
 from nbmemory.wording import counted
@@ -84,6 +85,11 @@ class NbMemoryMagics(Magics):
     recall = Bool(
         True, help="Let agents search their own memory and archives (the recall_memory tool)."
     ).tag(config=True)
+    recall_budget = Int(
+        RECALL_BUDGET,
+        help="""Tokens an agent's recall_memory answer takes at most: the passages that fit,
+        then where the others found are kept and how many more matched.""",
+    ).tag(config=True)
     embedding_model = Unicode(
         "",
         help="""Embedding model recall also ranks by meaning with (any litellm embedding model:
@@ -119,6 +125,12 @@ class NbMemoryMagics(Magics):
         embedding = self.embedding_model or llm.default_embedding_model()
         if not llm.is_offline(self._model(None)) or embedding:
             llm.import_in_background()
+
+    @validate("recall_budget")
+    def _check_recall_budget(self, proposal: dict[str, Any]) -> int:
+        if proposal["value"] < 1:
+            raise TraitError(f"recall_budget must be a positive number, not {proposal['value']}")
+        return proposal["value"]
 
     @validate("store")
     def _check_store(self, proposal: dict[str, Any]) -> str:
@@ -183,6 +195,7 @@ class NbMemoryMagics(Magics):
             )
             self.agents[name] = agent
         agent.embedding_model, agent.embedding_options = embedding, options
+        agent.recall_budget = self.recall_budget
         agent.notes_approval = self.notes_approval or None
         if args.max_loops is not None:
             agent.max_loops = _max_loops(args.max_loops)
