@@ -264,6 +264,8 @@ class _Agent:
     stamp: tuple[int, int]
     listed: bool
     documents: dict[str, tuple[int, int]] = field(default_factory=dict)
+    index_bytes: int = 0
+    """Bytes of its archive indexes (``nbmemory_recall_index``)."""
 
 
 class PgStore:
@@ -528,7 +530,7 @@ class PgStore:
         try:
             yield
         finally:
-            self._local.listing = self._local.small = self._local.index_sizes = None
+            self._local.listing = self._local.small = None
 
     def _listing(self) -> dict[str, _Agent] | None:
         return getattr(self._local, "listing", None)
@@ -536,16 +538,19 @@ class PgStore:
     def _overview(self) -> dict[str, _Agent]:
         with self.statement("list the agents") as conn:
             rows = conn.execute(
+                "WITH sizes AS (SELECT agent, sum(octet_length(data)) AS size "
+                "FROM nbmemory_recall_index GROUP BY agent) "
                 "SELECT a.name, a.epoch, a.version, "
                 "EXISTS (SELECT 1 FROM nbmemory_memory m WHERE m.agent = a.name), "
-                "d.name, d.version, length(d.data) FROM nbmemory_agents a "
-                'LEFT JOIN nbmemory_documents d ON d.agent = a.name ORDER BY a.name COLLATE "C"'
+                "d.name, d.version, length(d.data), coalesce(s.size, 0) FROM nbmemory_agents a "
+                "LEFT JOIN nbmemory_documents d ON d.agent = a.name "
+                'LEFT JOIN sizes s ON s.agent = a.name ORDER BY a.name COLLATE "C"'
             ).fetchall()
         listing: dict[str, _Agent] = {}
-        for name, epoch, version, memory, doc, doc_version, size in rows:
+        for name, epoch, version, memory, doc, doc_version, size, indexed in rows:
             agent = listing.get(name)
             if agent is None:
-                agent = listing[name] = _Agent((epoch, version), memory)
+                agent = listing[name] = _Agent((epoch, version), memory, index_bytes=int(indexed))
             if doc is not None:
                 agent.documents[doc] = (doc_version, size)
                 agent.listed = agent.listed or doc.startswith(f"{ARCHIVE_DIR}/")
@@ -827,28 +832,17 @@ class PgStore:
             )
 
     def recall_index_size(self, name: str) -> int:
-        """Bytes of recall's indexes of the agent: its archives' indexes and its vectors (in a
-        snapshot, every agent's from one query)."""
+        """Bytes of the agent's archive indexes (in a snapshot, from its one query)."""
         listing = self._listing()
-        if listing is not None:
-            sizes = getattr(self._local, "index_sizes", None)
-            if sizes is None:
-                sizes = self._local.index_sizes = self._index_sizes(None)
-            return sizes.get(name, 0)
-        return self._index_sizes(name).get(name, 0)
-
-    def _index_sizes(self, name: str | None) -> dict[str, int]:
-        with self.statement("read the sizes of the recall indexes") as conn:
-            rows = conn.execute(
-                "SELECT agent, sum(size) FROM ("
-                "SELECT agent, octet_length(data) AS size FROM nbmemory_recall_index "
-                "WHERE %(name)s::text IS NULL OR agent = %(name)s UNION ALL "
-                "SELECT agent, octet_length(hash) + octet_length(vector) FROM "
-                "nbmemory_embeddings WHERE %(name)s::text IS NULL OR agent = %(name)s"
-                ") AS sizes GROUP BY agent",
-                {"name": name},
-            ).fetchall()
-        return {agent: int(size) for agent, size in rows}
+        if listing is not None and name in listing:
+            return listing[name].index_bytes
+        with self.statement(f"read the size of the recall index of {name}") as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(octet_length(data)), 0) FROM nbmemory_recall_index "
+                "WHERE agent = %s",
+                (name,),
+            ).fetchone()
+        return int(row[0])
 
     # ------------------------------------------------------------------------------------------
     # Whole agents, for import and export

@@ -34,6 +34,7 @@ from nbmemory.follow import EMPTY, FollowedFile, follow, follow_memories
 from nbmemory.memory_file import archive_time
 from nbmemory.note_history import HISTORY_FILE, Change
 from nbmemory.notes import NOTES_FILE, Notes
+from nbmemory.recall_index import index_size
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import content_text, followed_index
 from nbmemory.store import AgentDocs, Workspace, as_workspace
@@ -118,6 +119,9 @@ class AgentInfo:
     last_activity: str | None
     usage: Usage
     problems: tuple[str, ...] = ()
+    index_bytes: int = 0
+    """Bytes of the index recall keeps of the agent's archives beside the memory (rebuilt
+    when removed)."""
 
     def to_json(self) -> dict[str, Any]:
         """The agent's figures with its usage's (``Usage.to_json``) at the same level; ``counts``
@@ -660,6 +664,7 @@ class ReadModel:
             last_activity=last or None,
             usage=self._usage(docs, followed),
             problems=tuple(followed.problems) if followed is not None else (),
+            index_bytes=index_size(docs),
         )
 
     def agents(self) -> list[AgentInfo]:

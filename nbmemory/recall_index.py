@@ -544,19 +544,16 @@ def _write(docs: AgentDocs, archive: Path, data: bytes, head: int) -> None:
 
 
 def index_size(docs: AgentDocs) -> int:
-    """Bytes of recall's indexes of an agent (its archives' indexes and its vectors), for the
-    views; nothing is read but sizes."""
-    from nbmemory.workspace import EMBEDDINGS_DIR
-
+    """Bytes of the indexes kept of an agent's archives, for the views (only sizes are read;
+    the vectors of ``embeddings`` are not counted)."""
     if docs.is_database:
         return docs.db.recall_index_size(docs.name)  # type: ignore[attr-defined]
     total = 0
-    for folder in (RECALL_INDEX_DIR, EMBEDDINGS_DIR):
-        try:
-            with os.scandir(docs.folder / folder) as entries:
-                for entry in entries:
-                    if entry.is_file(follow_symlinks=False):
-                        total += entry.stat(follow_symlinks=False).st_size
-        except (FileNotFoundError, NotADirectoryError):
-            continue
+    try:
+        with os.scandir(docs.folder / RECALL_INDEX_DIR) as entries:
+            for entry in entries:
+                if entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+    except (FileNotFoundError, NotADirectoryError):
+        pass
     return total

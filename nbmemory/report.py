@@ -11,7 +11,15 @@ from collections.abc import Iterable
 
 from nbmemory.compressor import CompactionPlan
 from nbmemory.read_model import AgentInfo, CompactionInfo, Item, Usage
-from nbmemory.wording import LABELS, counted, message_number, preview_words, reveal, usage_words
+from nbmemory.wording import (
+    LABELS,
+    byte_size,
+    counted,
+    message_number,
+    preview_words,
+    reveal,
+    usage_words,
+)
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&~]|:(?=//))")
 
@@ -122,7 +130,16 @@ class MessageList:
 class AgentTable:
     """One row per agent of the workspace, with the same figures every view shows."""
 
-    HEADERS = ("agent", "messages", "tokens", "window", "threshold", "archives", "last activity")
+    HEADERS = (
+        "agent",
+        "messages",
+        "tokens",
+        "window",
+        "threshold",
+        "archives",
+        "last activity",
+        "recall index",
+    )
 
     def __init__(self, rows: list[AgentInfo]) -> None:
         self.rows = rows
@@ -137,6 +154,7 @@ class AgentTable:
                 percent(row.usage.threshold),
                 str(row.archives),
                 row.last_activity or "-",
+                byte_size(row.index_bytes),
             )
             for row in self.rows
         ]

@@ -172,6 +172,16 @@ def percent(fraction: float) -> str:
     return f"{fraction:.0%}"
 
 
+def byte_size(value: int) -> str:
+    """A size in bytes for people: ``"-"`` for none, else B, KB, MB or GB (powers of 1,000)."""
+    if value <= 0:
+        return "-"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.1f} {unit}"
+    return f"{value} B"
+
+
 def counted(value: int, word: str) -> str:
     """``1 message``, ``2 messages``."""
     return f"{number(value)} {word}{'' if value == 1 else 's'}"
