@@ -636,29 +636,34 @@ def describe(
     if not passages:
         return f"Nothing said in this agent's memory or archives matches {query!r}."
     if budget is None or count is None:
-        return _described(passages, passages, matched, PASSAGE_CHARS)
-    chars = PASSAGE_CHARS
+        return _described(passages, len(passages), matched, PASSAGE_CHARS, 0)
+    # Rather a passage than where others are; rather a shorter passage than none.
     for n in range(min(shown, len(passages)), -1, -1):
-        while True:
-            answer = _described(passages, passages[:n], matched, chars)
-            if count(answer) <= budget or n != 1 or chars <= _SHORTEST:
-                break
-            chars = max(_SHORTEST, chars // 2)  # one passage, shorter
-        if count(answer) <= budget:
-            return answer
-    return answer
+        for listed in range(len(passages) - n, -1, -1):
+            chars = PASSAGE_CHARS
+            while True:
+                answer = _described(passages, n, matched, chars, listed)
+                if count(answer) <= budget:
+                    return answer
+                if n != 1 or chars <= _SHORTEST:
+                    break
+                chars = max(_SHORTEST, chars // 2)
+    return answer  # not even the count fits: the count
 
 
 def _described(
-    passages: list[Passage], shown: list[Passage], matched: int | None, chars: int
+    passages: list[Passage], n: int, matched: int | None, chars: int, listed: int
 ) -> str:
+    """The first ``n`` passages, their texts cut at ``chars``, then how many more messages
+    matched and where the next ``listed`` passages are kept."""
+    shown = passages[:n]
     lines = []
     if shown:
         lines.append(
             f"{len(shown)} passage(s) from this agent's memory and archives, best first "
             "([n+]: the question or answer that goes with passage n):"
         )
-    for n, passage in enumerate(shown, 1):
+    for k, passage in enumerate(shown, 1):
         said = sorted(
             [(passage, ""), *((p, "+") for p in passage.beside)], key=lambda x: x[0].index
         )
@@ -667,18 +672,15 @@ def _described(
             if len(text) > chars:
                 text = text[:chars] + f"… ({len(part.text):,} characters in all)"
             where = f"{part.source}, message {part.index}"
-            lines.append(f"[{n}{mark}] {part.role} at {part.timestamp} ({where}):\n{text}")
+            lines.append(f"[{k}{mark}] {part.role} at {part.timestamp} ({where}):\n{text}")
     held = sum(1 + len(p.beside) for p in shown)
     more = max(0, (matched if matched is not None else len(passages)) - held)
     if more:
-        rest = passages[len(shown) :]
-        listed = "".join(
-            f"\n- {p.source}, message {p.index}, {p.role} at {p.timestamp}" for p in rest
-        )
+        rest = passages[n : n + listed]
         lines.append(
             f"{more:,} more message(s) matched"
             + (" (ask in other words to narrow them down); next best:" if rest else ".")
-            + listed
+            + "".join(f"\n- {p.source}, message {p.index}, {p.role} at {p.timestamp}" for p in rest)
         )
     return "\n\n".join(lines)
 

@@ -15,8 +15,9 @@ lengths, the keys of the messages' vectors (``recall.text_key``), and the texts 
 recall shows. A query looks its terms up by bisection and touches only their postings, so a
 new process answers without loading the whole index; nothing here imports numpy.
 
-An index is trusted only for the archive it was made from: on files its size, mtime and inode,
-else (a copy, a restore) the BLAKE2b digest of its bytes; on a database its version and size.
+An index is trusted only for the archive it was made from: on files its size, inode, mtime and
+ctime (which no one can set back), else (a copy, a restore) the BLAKE2b digest of its bytes; on
+a database its version and size.
 A stale, damaged or unreadable index is rebuilt without a word; an index that cannot be written
 (a read-only folder) is used from RAM. Nothing here changes ``MEMORY.md`` or an archive.
 """
@@ -425,6 +426,7 @@ def _file_source(path: Path, st: os.stat_result, digest: str | None = None) -> d
         "name": path.name,
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
         "inode": st.st_ino,
         **({"digest": digest} if digest is not None else {}),
     }
@@ -466,7 +468,7 @@ def archive_index(
         if not stat.S_ISREG(st.st_mode):
             return None
         source = _file_source(archive, st)
-        check = (st.st_size, st.st_mtime_ns, st.st_ino)
+        check = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     key = f"{docs!r}\n{archive}"
     with _kept_lock:
         kept = _kept.get(key)
@@ -493,7 +495,7 @@ def _trusted(docs: AgentDocs, archive: Path, kept: dict[str, Any], now: dict[str
         return kept == now
     if kept.get("name") != now["name"] or kept.get("size") != now["size"]:
         return False
-    if all(kept.get(field) == now[field] for field in ("mtime_ns", "inode")):
+    if all(kept.get(field) == now[field] for field in ("mtime_ns", "ctime_ns", "inode")):
         return True
     try:  # copied or restored: the same bytes?
         return kept.get("digest") == file_digest(archive)

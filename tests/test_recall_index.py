@@ -1,0 +1,222 @@
+"""Recall's persistent index: each archive indexed once, by the first recall that reads it, and
+kept beside the memory for every later process; rebuilt silently when it cannot be trusted."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+import pytest
+
+from nbmemory import Agent, Conversation, cli, recall_index
+from nbmemory import recall as recall_module
+from nbmemory.recall import described, recall, recall_tool
+from nbmemory.recall_index import index_size
+from nbmemory.store import memory_path
+from nbmemory.tokens import TokenCounter
+from nbmemory.wording import byte_size
+from nbmemory.workspace import RECALL_INDEX_DIR
+from support import agent_docs, run_python
+
+FACT = "The code name of project Falcon is BLUEFIN-7."
+QUERY = "What is the code name of project Falcon?"
+
+RECALL_IN_A_NEW_PROCESS = """
+import json, sys
+from nbmemory import Workspace, recall as module
+built = []
+build = module._build
+module._build = lambda docs, path: built.append(path.name) or build(docs, path)
+found = module.recall(Workspace.from_env().agent("Keeper"), sys.argv[1])
+print(json.dumps({"built": built, "found": [[p.source, p.index, p.text] for p in found]}))
+"""
+
+
+def seed(compactions: int = 3) -> Conversation:
+    """Agent ``Keeper``: the fact, then small talk over ``compactions`` compactions."""
+    convo = Conversation(name="Keeper", memory_md_path=memory_path("Keeper"))
+    convo.add("User", FACT)
+    for n in range(compactions):
+        convo.add("User", f"Session {n}: the weather was mild and lunch ran long.")
+        convo.add("Keeper", f"Noted, session {n}: mild weather, a long lunch.")
+        convo.compact(f"Session {n}: small talk.")
+    convo.add("User", "Anything about project Falcon yet?")
+    return convo
+
+
+def kept() -> dict[str, bytes]:
+    """The archive indexes kept for ``Keeper``, by name, as its store holds them."""
+    docs = agent_docs("Keeper")
+    if docs.is_database:
+        with docs.db.statement("read the indexes") as conn:
+            rows = conn.execute(
+                "SELECT source, data FROM nbmemory_recall_index WHERE agent = %s", (docs.name,)
+            ).fetchall()
+        return {source: bytes(data) for source, data in rows}
+    folder = docs.folder / RECALL_INDEX_DIR
+    return {path.name: path.read_bytes() for path in folder.iterdir()} if folder.exists() else {}
+
+
+def originals() -> dict[str, bytes]:
+    """``Keeper``'s MEMORY.md and archives, byte for byte."""
+    docs = agent_docs("Keeper")
+    return {path.name: docs.read(path) for path in [*docs.archives(), memory_path("Keeper")]}
+
+
+def found(query: str = QUERY) -> list[tuple[str, int, str]]:
+    return [(p.source, p.index, p.text) for p in recall(agent_docs("Keeper"), query)]
+
+
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The archives recall indexes from their text from now on, by name."""
+    built: list[str] = []
+    build = recall_module._build
+    monkeypatch.setattr(
+        recall_module, "_build", lambda docs, path: built.append(path.name) or build(docs, path)
+    )
+    return built
+
+
+def as_new_process() -> None:
+    """Forget the indexes this process read, as a kernel restart does."""
+    recall_index._kept.clear()
+
+
+def test_each_archive_is_indexed_once_and_a_new_process_reads_the_kept_index(on_store):
+    seed()
+    before = originals()
+    assert not kept() and index_size(agent_docs("Keeper")) == 0
+    first = found()
+    assert first[0][2] == FACT and first[0][1] == 0
+    archives = [path.name for path in agent_docs("Keeper").archives()]
+    assert sorted(kept()) == sorted(f"{name}.idx" for name in archives)
+    indexes = kept()
+    answer = json.loads(run_python(RECALL_IN_A_NEW_PROCESS, QUERY).stdout)
+    assert answer["built"] == []  # every archive's index read, none made again
+    assert [tuple(item) for item in answer["found"]] == first
+    assert kept() == indexes and originals() == before
+
+
+def test_a_compaction_indexes_only_the_new_archive_and_an_append_none(on_store, monkeypatch):
+    convo = seed()
+    found()
+    indexes = kept()
+    built = builds(monkeypatch)
+    convo.add("User", "Project Falcon ships in May.")
+    assert found("When does project Falcon ship?")[0][2] == "Project Falcon ships in May."
+    assert built == []  # an append: MEMORY.md's index in RAM is extended
+    convo.compact("Falcon ships in May.")
+    as_new_process()
+    assert found()[0][2] == FACT
+    newest = agent_docs("Keeper").archives()[-1].name
+    assert built == [newest]
+    assert {name: data for name, data in kept().items() if name in indexes} == indexes
+    assert f"{newest}.idx" in kept()
+
+
+def damage(name: str, how: str) -> None:
+    """Damage the index kept as ``name``: ``deleted``, ``flipped`` (a byte in its postings),
+    ``cut`` (its end), or ``stale`` (another archive's index in its place)."""
+    docs = agent_docs("Keeper")
+    indexes = kept()
+    data = indexes[name]
+    if how == "flipped":
+        at = len(data) // 3
+        data = data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :]
+    elif how == "cut":
+        data = data[: len(data) // 2]
+    elif how == "stale":
+        data = next(other for key, other in indexes.items() if key != name)
+    if docs.is_database:
+        with docs.db.statement("damage an index") as conn:
+            if how == "deleted":
+                conn.execute("DELETE FROM nbmemory_recall_index WHERE source = %s", (name,))
+            else:
+                conn.execute(
+                    "UPDATE nbmemory_recall_index SET data = %s WHERE source = %s", (data, name)
+                )
+    elif how == "deleted":
+        (docs.folder / RECALL_INDEX_DIR / name).unlink()
+    else:
+        (docs.folder / RECALL_INDEX_DIR / name).write_bytes(data)
+
+
+@pytest.mark.parametrize("how", ["deleted", "flipped", "cut", "stale"])
+def test_an_index_that_cannot_be_trusted_is_rebuilt_without_a_word(on_store, monkeypatch, how):
+    seed()
+    first = found()
+    before, indexes = originals(), kept()
+    [name] = [key for key in indexes if key.startswith(first[0][0])]
+    damage(name, how)
+    as_new_process()
+    built = builds(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert found() == first
+    assert built == [name.removesuffix(".idx")]
+    assert kept() == indexes  # made again, the same bytes
+    assert originals() == before
+
+
+@pytest.mark.files("an archive changed by hand on disk, its mtime set back")
+def test_an_archive_changed_in_place_is_indexed_again_even_with_its_old_mtime(monkeypatch):
+    seed()
+    found()
+    archive = agent_docs("Keeper").archives()[0]
+    st = os.stat(archive)
+    archive.write_bytes(archive.read_bytes().replace(b"BLUEFIN-7", b"REDFISH-7"))
+    os.utime(archive, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same mtime
+    as_new_process()
+    assert found()[0][2] == FACT.replace("BLUEFIN", "REDFISH")
+
+
+@pytest.mark.files("a copy of a workspace: the files' inodes and times change, not their bytes")
+def test_a_copied_workspace_reuses_the_indexes_it_holds(tmp_path, monkeypatch):
+    import shutil
+
+    seed()
+    first = found()
+    copy = tmp_path / "copy"
+    shutil.copytree(os.environ["WORKSPACE_DIR"], copy)
+    monkeypatch.setenv("WORKSPACE_DIR", str(copy))
+    built = builds(monkeypatch)
+    assert found() == first and built == []
+
+
+def test_nbmemory_ls_shows_the_size_of_the_index(on_store, capsys):
+    seed()
+    assert cli.main(["ls"]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert header.endswith("recall index") and row.endswith(" -")
+    found()
+    size = index_size(agent_docs("Keeper"))
+    assert size == sum(len(data) for data in kept().values()) > 0
+    assert cli.main(["ls"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith(f" {byte_size(size)}")
+
+
+def test_the_tools_answer_stays_within_its_budget_and_says_what_more_matched(on_store):
+    convo = Conversation(name="Keeper", memory_md_path=memory_path("Keeper"))
+    for n in range(40):
+        convo.add("User", f"Falcon note {n}: " + "the falcon flew over the ridge again. " * 12)
+        if n % 10 == 9:
+            convo.compact(f"Falcon notes up to {n}.")
+    counter = TokenCounter("gpt-4o")
+    for budget in (800, 300, 120):
+        tool = recall_tool(
+            lambda: agent_docs("Keeper"), budget=lambda b=budget: b, count=counter.count
+        )
+        answer = tool("ridge")  # in every note, not in the summaries
+        assert counter.count(answer) <= budget, (budget, answer)
+        shown = described(answer)
+        assert "more message(s) matched" in answer
+        matched = int(answer.split(" more message(s) matched")[0].rsplit("\n", 1)[-1])
+        assert matched + len(shown) == 40
+        for passage in shown:  # the list of what was not shown is no passage's text
+            assert "more message(s) matched" not in passage.text
+        if budget == 800:
+            assert len(shown) == 3 and "next best:\n- history_" in answer
+    with pytest.raises(ValueError, match="recall_budget"):
+        Agent(agent_name="Keeper", persistent_memory=True, recall_budget=0)
+    assert Agent(agent_name="Keeper", persistent_memory=True).recall_budget == 800
