@@ -131,7 +131,9 @@ class _FileIndex:
     it, so a reader never waits for an extension, and at worst also sees newer messages.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, start: int = 0) -> None:
+        self.start = start
+        """The first message of the file it indexes (those before are in a kept index)."""
         self.lock = threading.Lock()
         self.messages: list[dict[str, Any]] = []
         self.texts: list[str | None] = []
@@ -157,7 +159,7 @@ class _FileIndex:
     def extend(self, messages: list[dict[str, Any]]) -> None:
         """Index those of ``messages`` (a reading of the file) that are not indexed yet."""
         with self.lock:
-            for message in messages[len(self.messages) :]:
+            for message in messages[self.start + len(self.messages) :]:
                 text = _recallable(message)
                 counts = Counter(words(text)) if text is not None else None
                 speaker = speaker_words(str(message.get("role", "")))
@@ -291,11 +293,133 @@ def beside(index: _Index, i: int) -> int | None:
     return j
 
 
-def _index(followed: FollowedFile) -> _FileIndex:
+def _index(docs: AgentDocs, followed: FollowedFile) -> _FileIndex | _Chained:
+    """``MEMORY.md``'s index, extended with what was appended since it was last asked for.
+    A new process starts from the index kept of its first messages (``recall_index``) when
+    it was made of this memory, and indexes only the messages after them; otherwise it
+    indexes the memory and keeps that index for the next process."""
     with followed.lock:
-        index = followed.grown.setdefault("recall", _FileIndex())
+        index = followed.grown.get("recall")
+        if index is None:
+            index = followed.grown["recall"] = _memory_index(docs, followed)
     index.extend(followed.messages)
     return index
+
+
+def _memory_index(docs: AgentDocs, followed: FollowedFile) -> _FileIndex | _Chained:
+    count = len(followed.messages)
+    kept = recall_index.kept_memory(docs, followed.identity, count, speaker_words)
+    # Kept while the messages after it are fewer than those in it: then made anew and kept, so
+    # that a memory that keeps growing is indexed whole again only each time it doubles.
+    if kept is not None and count - kept.count <= kept.count:
+        return _Chained(kept, _FileIndex(kept.count))
+    index = _FileIndex()
+    index.extend(followed.messages)
+    if followed.end is not None and index.count:
+        recall_index.keep_memory(docs, index.built(), followed.identity, followed.end)
+    return index
+
+
+class _Chained:
+    """``MEMORY.md``'s index as a kept index of its first messages and one of those after
+    them in RAM (``tail``, extended as the memory grows), numbered as one."""
+
+    def __init__(self, kept: recall_index.StoredIndex, tail: _FileIndex) -> None:
+        self.kept, self.tail, self.split = kept, tail, kept.count
+        self.spoken = _Summed(kept.spoken, tail.spoken)
+        self.lengths = _Split(kept.lengths, tail.lengths, self.split)
+        self.dated = _Split(kept.dated, tail.dated, self.split)
+        self.asks = _Split(kept.asks, tail.asks, self.split)
+        self.texts = _Split(kept.texts, tail.texts, self.split)
+
+    def extend(self, messages: list[dict[str, Any]]) -> None:
+        self.tail.extend(messages)
+
+    @property
+    def documents(self) -> int:
+        return self.kept.documents + self.tail.documents
+
+    @property
+    def words(self) -> int:
+        return self.kept.words + self.tail.words
+
+    @property
+    def count(self) -> int:
+        return self.split + self.tail.count
+
+    def _at(self, i: int) -> tuple[Any, int]:
+        return (self.kept, i) if i < self.split else (self.tail, i - self.split)
+
+    def postings(self, term: str) -> tuple[list[int], list[int]]:
+        docs, counts = self.kept.postings(term)
+        more, times = self.tail.postings(term)
+        shared = min(len(more), len(times))  # an extension under way: its whole entries
+        return docs + [i + self.split for i in more[:shared]], counts + times[:shared]
+
+    def frequency(self, term: str) -> int:
+        return self.kept.frequency(term) + self.tail.frequency(term)
+
+    def asked(self, i: int, terms: Collection[str]) -> dict[str, int]:
+        index, k = self._at(i)
+        return index.asked(k, terms)
+
+    def distinct(self, i: int) -> int:
+        index, k = self._at(i)
+        return index.distinct(k)
+
+    def is_recallable(self, i: int) -> bool:
+        index, k = self._at(i)
+        return index.is_recallable(k)
+
+    def chars(self, i: int) -> int:
+        index, k = self._at(i)
+        return index.chars(k)
+
+    def speaker(self, i: int) -> frozenset[str]:
+        index, k = self._at(i)
+        return index.speaker(k)
+
+    def role(self, i: int) -> str:
+        index, k = self._at(i)
+        return index.role(k)
+
+    def timestamp(self, i: int) -> str:
+        index, k = self._at(i)
+        return index.timestamp(k)
+
+    def text(self, i: int) -> str | None:
+        index, k = self._at(i)
+        return index.text(k)
+
+    def keys(self) -> list[bytes | None]:
+        return self.kept.keys() + self.tail.keys()
+
+
+class _Split(Sequence[Any]):
+    """Two sequences as one: ``first`` up to ``split``, then ``second``."""
+
+    def __init__(self, first: Sequence[Any], second: Sequence[Any], split: int) -> None:
+        self.first, self.second, self.split = first, second, split
+
+    def __len__(self) -> int:
+        return self.split + len(self.second)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        return self.first[i] if i < self.split else self.second[i - self.split]
+
+
+class _Summed:
+    """Two counts of speakers' words as one (``get`` only, as recall asks)."""
+
+    def __init__(self, first: Mapping[str, int], second: Mapping[str, int]) -> None:
+        self.first, self.second = first, second
+
+    def get(self, key: str, default: int = 0) -> int:
+        return self.first.get(key, 0) + self.second.get(key, 0) or default
 
 
 EMBEDDED_CHARS = 4_000
@@ -406,7 +530,7 @@ def _indexes(docs: AgentDocs) -> list[tuple[Path, _Index]]:
             found.append((path, stored))
     followed = follow(memory, docs)
     if followed is not None and followed.messages:
-        found.append((memory, _index(followed)))
+        found.append((memory, _index(docs, followed)))
     return found
 
 

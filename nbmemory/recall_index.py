@@ -41,7 +41,7 @@ from typing import Any
 
 from nbmemory.errors import StoreError
 from nbmemory.store import AgentDocs
-from nbmemory.workspace import RECALL_INDEX_DIR, open_regular
+from nbmemory.workspace import MEMORY_FILE, RECALL_INDEX_DIR, open_regular
 
 MAGIC = b"nbmemory recall index 1\n"
 _POSTINGS_KEPT = 256
@@ -483,7 +483,7 @@ def archive_index(
             source["digest"] = file_digest(archive)
         data = encode(built, source)
         found = StoredIndex(data, speaker_words)
-        _write(docs, archive, data, found.head_bytes)
+        _store(docs, index_name(archive), data, found.head_bytes)
     with _kept_lock:
         _kept[key] = (check, found)
     return found
@@ -510,39 +510,103 @@ def _read(
     speaker_words: Callable[[str], frozenset[str]],
 ) -> StoredIndex | None:
     """The kept index of ``archive``, if there is one that can be trusted."""
+    found = _load(docs, index_name(archive), speaker_words)
+    return found if found is not None and _trusted(docs, archive, found.source, source) else None
+
+
+def _load(
+    docs: AgentDocs, name: str, speaker_words: Callable[[str], frozenset[str]]
+) -> StoredIndex | None:
+    """The index kept under ``name``, if it is one (whatever it was made of)."""
     try:
         if docs.is_database:
-            db, name, source_name = docs.db, docs.name, index_name(archive)  # type: ignore[attr-defined]
-            data = db.recall_index(name, source_name)
+            db, agent = docs.db, docs.name  # type: ignore[attr-defined]
+            data = db.recall_index(agent, name)
             if data is None:
                 return None
-            found = StoredIndex(
+            return StoredIndex(
                 data,
                 speaker_words,
-                lambda start, length: db.recall_index_part(name, source_name, start, length),
+                lambda start, length: db.recall_index_part(agent, name, start, length),
             )
-        else:
-            path = docs.folder / RECALL_INDEX_DIR / index_name(archive)
-            with open(open_regular(path), "rb") as file:
-                size = os.fstat(file.fileno()).st_size
-                if not size:
-                    return None
-                data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-            found = StoredIndex(data, speaker_words)
+        path = docs.folder / RECALL_INDEX_DIR / name
+        with open(open_regular(path), "rb") as file:
+            if not os.fstat(file.fileno()).st_size:
+                return None
+            data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        return StoredIndex(data, speaker_words)
     except (OSError, StoreError, Damaged):
         return None
-    return found if _trusted(docs, archive, found.source, source) else None
 
 
-def _write(docs: AgentDocs, archive: Path, data: bytes, head: int) -> None:
-    """Keep an index (a failure only costs the next process a rebuild)."""
+def _store(docs: AgentDocs, name: str, data: bytes, head: int) -> None:
+    """Keep an index under ``name`` (a failure only costs the next process a rebuild)."""
     try:
         if docs.is_database:
-            docs.db.put_recall_index(docs.name, index_name(archive), data, head)  # type: ignore[attr-defined]
+            docs.db.put_recall_index(docs.name, name, data, head)  # type: ignore[attr-defined]
         else:
-            docs.write(f"{RECALL_INDEX_DIR}/{index_name(archive)}", data, durable=False)
+            docs.write(f"{RECALL_INDEX_DIR}/{name}", data, durable=False)
     except (OSError, StoreError):
         pass
+
+
+MEMORY_INDEX = "MEMORY.md.idx"
+"""The name of the index kept of ``MEMORY.md``'s first messages."""
+
+
+def _memory_bytes(docs: AgentDocs, size: int) -> bytes:
+    """The first ``size`` bytes of ``MEMORY.md``."""
+    if docs.is_database:
+        return docs.read(MEMORY_FILE)[:size]
+    with open(open_regular(docs.path(MEMORY_FILE)), "rb") as file:
+        return file.read(size)
+
+
+def kept_memory(
+    docs: AgentDocs,
+    identity: tuple[int, int],
+    messages: int,
+    speaker_words: Callable[[str], frozenset[str]],
+) -> StoredIndex | None:
+    """The index kept of ``MEMORY.md``'s first messages, if it was made of the memory as it is
+    now (``identity``: its inode, or its compaction count on a database; ``messages``: how
+    many it holds now): the same memory, whose first bytes have the digest it was made of."""
+    found = _load(docs, MEMORY_INDEX, speaker_words)
+    if found is None:
+        return None
+    source = found.source
+    try:
+        if source.get("name") != MEMORY_FILE or source.get("identity") != list(identity):
+            return None
+        if found.count > messages:
+            return None
+        size = int(source["bytes"])
+        data = _memory_bytes(docs, size)
+    except (OSError, StoreError, KeyError, TypeError, ValueError):
+        return None
+    if len(data) != size or hashlib.blake2b(data, digest_size=16).hexdigest() != source.get(
+        "digest"
+    ):
+        return None
+    return found
+
+
+def keep_memory(docs: AgentDocs, built: Built, identity: tuple[int, int], size: int) -> None:
+    """Keep the index of ``MEMORY.md``'s messages ``built`` from its first ``size`` bytes."""
+    try:
+        data = _memory_bytes(docs, size)
+    except (OSError, StoreError):
+        return
+    if len(data) != size:
+        return
+    source = {
+        "name": MEMORY_FILE,
+        "identity": list(identity),
+        "bytes": size,
+        "digest": hashlib.blake2b(data, digest_size=16).hexdigest(),
+    }
+    encoded = encode(built, source)
+    _store(docs, MEMORY_INDEX, encoded, StoredIndex(encoded, lambda role: frozenset()).head_bytes)
 
 
 def index_size(docs: AgentDocs) -> int:

@@ -9,10 +9,10 @@ import warnings
 
 import pytest
 
-from nbmemory import Agent, Conversation, cli, recall_index
+from nbmemory import Agent, Conversation, cli, follow, recall_index
 from nbmemory import recall as recall_module
 from nbmemory.recall import described, recall, recall_tool
-from nbmemory.recall_index import index_size
+from nbmemory.recall_index import MEMORY_INDEX, index_size
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
 from nbmemory.wording import byte_size
@@ -25,11 +25,20 @@ QUERY = "What is the code name of project Falcon?"
 RECALL_IN_A_NEW_PROCESS = """
 import json, sys
 from nbmemory import Workspace, recall as module
-built = []
-build = module._build
+from nbmemory.follow import follow
+built, kept = [], []
+build, keep = module._build, module.recall_index.keep_memory
 module._build = lambda docs, path: built.append(path.name) or build(docs, path)
-found = module.recall(Workspace.from_env().agent("Keeper"), sys.argv[1])
-print(json.dumps({"built": built, "found": [[p.source, p.index, p.text] for p in found]}))
+module.recall_index.keep_memory = lambda *args: kept.append(1) or keep(*args)
+docs = Workspace.from_env().agent("Keeper")
+found = module.recall(docs, sys.argv[1])
+index = follow(docs.path("MEMORY.md"), docs).grown["recall"]
+print(json.dumps({
+    "built": built,
+    "memory kept again": bool(kept),
+    "memory indexed": len(index.tail.messages) if hasattr(index, "tail") else None,
+    "found": [[p.source, p.index, p.text] for p in found],
+}))
 """
 
 
@@ -79,8 +88,9 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def as_new_process() -> None:
-    """Forget the indexes this process read, as a kernel restart does."""
+    """Forget the indexes this process read and the memory it followed, as a restart does."""
     recall_index._kept.clear()
+    follow._followed.clear()
 
 
 def test_each_archive_is_indexed_once_and_a_new_process_reads_the_kept_index(on_store):
@@ -90,12 +100,30 @@ def test_each_archive_is_indexed_once_and_a_new_process_reads_the_kept_index(on_
     first = found()
     assert first[0][2] == FACT and first[0][1] == 0
     archives = [path.name for path in agent_docs("Keeper").archives()]
-    assert sorted(kept()) == sorted(f"{name}.idx" for name in archives)
+    assert sorted(kept()) == sorted([MEMORY_INDEX, *(f"{name}.idx" for name in archives)])
     indexes = kept()
     answer = json.loads(run_python(RECALL_IN_A_NEW_PROCESS, QUERY).stdout)
     assert answer["built"] == []  # every archive's index read, none made again
+    assert not answer["memory kept again"] and answer["memory indexed"] == 0
     assert [tuple(item) for item in answer["found"]] == first
     assert kept() == indexes and originals() == before
+
+
+def test_a_new_process_indexes_only_what_was_appended_to_the_memory_since(on_store):
+    convo = seed()
+    found()
+    indexes = kept()
+    convo.add("User", "Project Falcon ships in May.")
+    convo.add("Keeper", "Noted: Falcon ships in May.")
+    answer = json.loads(run_python(RECALL_IN_A_NEW_PROCESS, "When does Falcon ship?").stdout)
+    assert answer["built"] == [] and not answer["memory kept again"]
+    assert answer["memory indexed"] == 2  # the two messages appended, alone
+    assert kept() == indexes
+    damage(MEMORY_INDEX, "deleted")
+    as_new_process()
+    whole = found("When does Falcon ship?")  # the memory indexed whole: the same ranking
+    assert [tuple(item) for item in answer["found"]] == whole
+    assert "Falcon ships in May." in whole[0][2]
 
 
 def test_a_compaction_indexes_only_the_new_archive_and_an_append_none(on_store, monkeypatch):
@@ -111,8 +139,10 @@ def test_a_compaction_indexes_only_the_new_archive_and_an_append_none(on_store, 
     assert found()[0][2] == FACT
     newest = agent_docs("Keeper").archives()[-1].name
     assert built == [newest]
-    assert {name: data for name, data in kept().items() if name in indexes} == indexes
+    archived = {name: data for name, data in indexes.items() if name != MEMORY_INDEX}
+    assert {name: data for name, data in kept().items() if name in archived} == archived
     assert f"{newest}.idx" in kept()
+    assert kept()[MEMORY_INDEX] != indexes[MEMORY_INDEX]  # the new memory's
 
 
 def damage(name: str, how: str) -> None:
@@ -142,19 +172,33 @@ def damage(name: str, how: str) -> None:
         (docs.folder / RECALL_INDEX_DIR / name).write_bytes(data)
 
 
-@pytest.mark.parametrize("how", ["deleted", "flipped", "cut", "stale"])
-def test_an_index_that_cannot_be_trusted_is_rebuilt_without_a_word(on_store, monkeypatch, how):
+@pytest.mark.parametrize(
+    ("which", "how"),
+    [
+        ("archive", "deleted"),
+        ("archive", "flipped"),
+        ("archive", "cut"),
+        ("archive", "stale"),
+        ("memory", "flipped"),
+        ("memory", "stale"),
+    ],
+)
+def test_an_index_that_cannot_be_trusted_is_rebuilt_without_a_word(
+    on_store, monkeypatch, which, how
+):
     seed()
     first = found()
     before, indexes = originals(), kept()
     [name] = [key for key in indexes if key.startswith(first[0][0])]
+    if which == "memory":
+        name = MEMORY_INDEX
     damage(name, how)
     as_new_process()
     built = builds(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert found() == first
-    assert built == [name.removesuffix(".idx")]
+    assert built == ([name.removesuffix(".idx")] if which == "archive" else [])
     assert kept() == indexes  # made again, the same bytes
     assert originals() == before
 
