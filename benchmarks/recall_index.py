@@ -25,10 +25,14 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
-from workloads import memory_file_text  # noqa: E402
+from workloads import memory_file_text, text  # noqa: E402
+
+from nbmemory.memory_file import format_block  # noqa: E402
 
 ARCHIVES = 10
 MESSAGES = 10_000
+MEMORY_MESSAGES = 1_000
+"""A memory of about 60,000 tokens: a large context window's worth."""
 QUERY = "which budgets mention a zeppelin?"
 GOALS = {
     "first recall ever: archives indexed (s)": "once per archive",
@@ -58,7 +62,7 @@ print(json.dumps({"cold": cold, "warm": statistics.median(warm)}))
 
 
 def seed(root: Path, store: str) -> None:
-    """The agent ``archived``: ten archives and a MEMORY.md of a few messages."""
+    """The agent ``archived``: ten archives and a MEMORY.md of ``MEMORY_MESSAGES``."""
     from nbmemory.store import Workspace
 
     docs = Workspace(root, store or None).agent("archived")
@@ -67,7 +71,8 @@ def seed(root: Path, store: str) -> None:
         docs.write(f"archive/history_2026-04-20_14-30-{n:02d}.md", chunk)
     memory = docs.open_memory("archived")
     memory.ensure()
-    memory.append("### User — 2026-04-21T09:00:00\n\nWhat did we say about budgets?\n\n---\n\n")
+    for i in range(MEMORY_MESSAGES):
+        memory.append(format_block("User" if i % 2 else "archived", text(i), "2026-04-21T09:00:00"))
 
 
 def measure(root: Path, store: str, runs: int) -> dict[str, float]:

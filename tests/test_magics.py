@@ -161,6 +161,21 @@ def test_config_sets_the_embedding_model(ip, openai_server, monkeypatch):
     assert len(openai_server.embedding_requests) == 1  # off again
 
 
+def test_config_sets_the_recall_budget(ip, caplog):
+    magics = ip.magics_manager.registry["NbMemoryMagics"]
+    agent(ip, "Lena", "My car is red.")
+    assert magics.agents["Lena"].recall_budget == 800
+    ip.run_line_magic("config", "NbMemoryMagics.recall_budget = 300")
+    try:
+        agent(ip, "Lena", "What colour is my car?")
+        assert magics.agents["Lena"].recall_budget == 300
+        ip.run_line_magic("config", "NbMemoryMagics.recall_budget = 0")
+        assert "recall_budget must be a positive number" in caplog.text
+        assert ip.run_line_magic("config", "NbMemoryMagics.recall_budget") == 300
+    finally:
+        ip.run_line_magic("config", "NbMemoryMagics.recall_budget = 800")
+
+
 @pytest.mark.parametrize(("setting", "password", "named"), REFUSED_STORES)
 def test_a_refused_store_never_shows_its_password(ip, setting, password, named, caplog, capsys):
     try:
@@ -272,6 +287,8 @@ def test_memory_lists_the_agents_and_shows_one(ip):
         "archives",
         "last",
         "activity",
+        "recall",
+        "index",
     ]
     assert [line.split()[:2] for line in repr(table).splitlines()[1:]] == [
         ["Scout", "2"],
