@@ -729,6 +729,20 @@ class PgStore:
             ).fetchone()
         return tuple(row) if row else None
 
+    def document_stamps(self, name: str, docs: list[str]) -> dict[str, tuple[int, int]]:
+        """:meth:`document_stamp` of each of ``docs`` that exists, in one query."""
+        listing = self._listing()
+        if listing is not None and name in listing:
+            known = listing[name].documents
+            return {doc: known[doc] for doc in docs if doc in known}
+        with self.statement(f"read the documents of {name}") as conn:
+            rows = conn.execute(
+                "SELECT name, version, length(data) FROM nbmemory_documents "
+                "WHERE agent = %s AND name = ANY(%s)",
+                (name, docs),
+            ).fetchall()
+        return {doc: (version, size) for doc, version, size in rows}
+
     def write(self, name: str, doc: str, data: bytes) -> None:
         """Write a whole document, replacing the old one atomically."""
         with self.transaction(f"write {doc} of {name}") as conn:
@@ -807,6 +821,17 @@ class PgStore:
                 binary=True,  # bytea as it is, not in hex: half the bytes, nothing to decode
             ).fetchone()
         return bytes(row[0]) if row else None
+
+    def recall_index_heads(self, name: str, sources: list[str]) -> dict[str, bytes]:
+        """:meth:`recall_index` of each of ``sources`` that is kept, in one query."""
+        with self.statement(f"read the recall index of {name}") as conn:
+            rows = conn.execute(
+                "SELECT source, substring(data FROM 1 FOR head) FROM nbmemory_recall_index "
+                "WHERE agent = %s AND source = ANY(%s)",
+                (name, sources),
+                binary=True,
+            ).fetchall()
+        return {source: bytes(data) for source, data in rows}
 
     def recall_index_part(self, name: str, source: str, start: int, length: int) -> bytes:
         """``length`` bytes of an index from byte ``start`` (``b""`` if it is gone)."""

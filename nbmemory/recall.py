@@ -522,10 +522,10 @@ def _indexes(docs: AgentDocs) -> list[tuple[Path, _Index]]:
     beside the memory (``recall_index``), ``MEMORY.md``'s in RAM, extended as it grows."""
     found: list[tuple[Path, _Index]] = []
     *archives, memory = sources(docs)
-    for path in archives:
-        stored = recall_index.archive_index(
-            docs, path, lambda path=path: _build(docs, path), speaker_words
-        )
+    kept = recall_index.archive_indexes(
+        docs, archives, lambda path: _build(docs, path), speaker_words
+    )
+    for path, stored in zip(archives, kept, strict=True):
         if stored is not None and stored.count:
             found.append((path, stored))
     followed = follow(memory, docs)

@@ -234,6 +234,7 @@ class StoredIndex:
         self._speakers = [speaker_words(role) for role in roles]
         self.texts = _Texts(self)
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        self._ids: dict[str, int | None] = {}
         self._lock = threading.Lock()
 
     def _cast(self, sections: dict[str, Any]) -> None:
@@ -298,10 +299,21 @@ class StoredIndex:
         return bytes(self._terms[self._term_at[k] : self._term_at[k + 1]])
 
     def _term_id(self, term: str) -> int | None:
+        """The number of ``term`` in the index (``None`` if it holds none), found by bisection
+        and remembered: a query asks it for each message it looks at."""
+        try:
+            return self._ids[term]
+        except KeyError:
+            pass
         wanted = term.encode("utf-8", "surrogatepass")
         count = len(self._term_at) - 1
         k = bisect.bisect_left(range(count), wanted, key=self._term)
-        return k if k < count and self._term(k) == wanted else None
+        found = k if k < count and self._term(k) == wanted else None
+        with self._lock:
+            if len(self._ids) >= _POSTINGS_KEPT:
+                self._ids.clear()
+            self._ids[term] = found
+        return found
 
     def postings(self, term: str) -> tuple[list[int], list[int]]:
         """The messages holding ``term`` and how often each does, in message order."""
@@ -446,16 +458,52 @@ _kept: dict[str, tuple[Any, StoredIndex]] = {}
 _kept_lock = threading.Lock()
 
 
+def archive_indexes(
+    docs: AgentDocs,
+    archives: list[Path],
+    build: Callable[[Path], Built | None],
+    speaker_words: Callable[[str], frozenset[str]],
+) -> list[StoredIndex | None]:
+    """:func:`archive_index` of each of ``archives``; on a database, their stamps and their
+    kept indexes are read in one query each, not one per archive."""
+    if not docs.is_database or not archives:
+        return [archive_index(docs, a, lambda a=a: build(a), speaker_words) for a in archives]
+    db, name = docs.db, docs.name  # type: ignore[attr-defined]
+    stamps = db.document_stamps(name, [docs.doc(archive) for archive in archives])
+    missing = []
+    for archive in archives:
+        with _kept_lock:
+            kept = _kept.get(f"{docs!r}\n{archive}")
+        if kept is None or kept[0] != stamps.get(docs.doc(archive)):
+            missing.append(index_name(archive))
+    heads = db.recall_index_heads(name, missing) if missing else {}
+    return [
+        archive_index(
+            docs,
+            archive,
+            lambda archive=archive: build(archive),
+            speaker_words,
+            stamps.get(docs.doc(archive)) or (),
+            heads.get(index_name(archive)),
+        )
+        for archive in archives
+    ]
+
+
 def archive_index(
     docs: AgentDocs,
     archive: Path,
     build: Callable[[], Built | None],
     speaker_words: Callable[[str], frozenset[str]],
+    stamp: tuple[int, ...] | None = None,
+    head: bytes | None = None,
 ) -> StoredIndex | None:
     """The index of one of agent ``docs``'s archives: kept in this process, else read from
-    beside the memory, else made by ``build()`` (``None``: the archive is gone) and kept."""
+    beside the memory, else made by ``build()`` (``None``: the archive is gone) and kept. On a
+    database, ``stamp`` is the archive's if it was read already (``()``: it is gone), ``head``
+    the start of its kept index."""
     if docs.is_database:
-        stamp = docs.stamp(archive)
+        stamp = docs.stamp(archive) if stamp is None else stamp or None
         if stamp is None:
             return None
         source: dict[str, Any] = {"name": archive.name, "version": stamp[0], "size": stamp[1]}
@@ -474,7 +522,7 @@ def archive_index(
         kept = _kept.get(key)
     if kept is not None and kept[0] == check:
         return kept[1]
-    found = _read(docs, archive, source, speaker_words)
+    found = _read(docs, archive, source, speaker_words, head)
     if found is None:
         built = build()
         if built is None:
@@ -508,20 +556,25 @@ def _read(
     archive: Path,
     source: dict[str, Any],
     speaker_words: Callable[[str], frozenset[str]],
+    head: bytes | None = None,
 ) -> StoredIndex | None:
     """The kept index of ``archive``, if there is one that can be trusted."""
-    found = _load(docs, index_name(archive), speaker_words)
+    found = _load(docs, index_name(archive), speaker_words, head)
     return found if found is not None and _trusted(docs, archive, found.source, source) else None
 
 
 def _load(
-    docs: AgentDocs, name: str, speaker_words: Callable[[str], frozenset[str]]
+    docs: AgentDocs,
+    name: str,
+    speaker_words: Callable[[str], frozenset[str]],
+    head: bytes | None = None,
 ) -> StoredIndex | None:
-    """The index kept under ``name``, if it is one (whatever it was made of)."""
+    """The index kept under ``name``, if it is one (whatever it was made of); on a database,
+    ``head`` is the start of it if it was read already."""
     try:
         if docs.is_database:
             db, agent = docs.db, docs.name  # type: ignore[attr-defined]
-            data = db.recall_index(agent, name)
+            data = head if head is not None else db.recall_index(agent, name)
             if data is None:
                 return None
             return StoredIndex(
