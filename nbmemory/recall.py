@@ -4,15 +4,15 @@ Compaction keeps a memory small, but a summary cannot keep every fact. Every raw
 in ``archive/``, so an agent with persistent memory gets a tool to search them: the passages
 that best match the query (BM25 over MEMORY.md and every archive, words Snowball-stemmed,
 re-ranked by who said it, whether it says when, and which is newer), each with who said it,
-when, and where it is kept, and with the question or answer that goes with it. The index of
-a file is built once and kept while the file is unchanged; a grown MEMORY.md is indexed for
-its new messages only. A query's cost is bounded: only its first ``QUERY_TERMS`` distinct
+when, and where it is kept, and with the question or answer that goes with it. Each archive
+is indexed once and its index kept beside the memory (``recall_index``), as is the index of
+MEMORY.md's messages; in a process, a grown MEMORY.md is indexed for its new messages only. A query's cost is bounded: only its first ``QUERY_TERMS`` distinct
 words (of its first ``QUERY_CHARS`` characters) count, and only its best matches by words are
 re-ranked.
 
 With an agent's embedding model (``embeddings.SemanticIndex``), a second ranking by meaning is
 fused with the ranking by words (reciprocal rank fusion), then passages are made as above; if
-the provider fails, recall is by words alone. Without one, nothing is hashed or embedded.
+the provider fails, recall is by words alone. Without one, nothing is embedded.
 
 Recall's own results are written to memory like any tool result; they are never recalled,
 nor are requests to call tools: what recall returns is only what was said.
