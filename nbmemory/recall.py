@@ -6,9 +6,9 @@ that best match the query (BM25 over MEMORY.md and every archive, words Snowball
 re-ranked by who said it, whether it says when, and which is newer), each with who said it,
 when, and where it is kept, and with the question or answer that goes with it. Each archive
 is indexed once and its index kept beside the memory (``recall_index``), as is the index of
-MEMORY.md's messages; in a process, a grown MEMORY.md is indexed for its new messages only. A query's cost is bounded: only its first ``QUERY_TERMS`` distinct
-words (of its first ``QUERY_CHARS`` characters) count, and only its best matches by words are
-re-ranked.
+MEMORY.md's messages; in a process, a grown MEMORY.md is indexed for its new messages only.
+A query's cost is bounded: only its first ``QUERY_TERMS`` distinct words (of its first
+``QUERY_CHARS`` characters) count, and only its best matches by words are re-ranked.
 
 With an agent's embedding model (``embeddings.SemanticIndex``), a second ranking by meaning is
 fused with the ranking by words (reciprocal rank fusion), then passages are made as above; if
