@@ -135,11 +135,13 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
         return elapsed
 
     def recall(cold: bool) -> float:
+        from nbmemory import recall_index
         from nbmemory.recall import recall as recall_passages
         from nbmemory.store import FileDocs
 
-        if cold:
+        if cold:  # as after a restart: the indexes recall kept beside the memory are read again
             follow._followed.clear()
+            recall_index._kept.clear()
         start = time.perf_counter()
         passages = recall_passages(FileDocs(folder), "which budgets mention a zeppelin?")
         elapsed = time.perf_counter() - start
