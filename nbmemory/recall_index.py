@@ -1,25 +1,26 @@
-"""Recall's persistent index: what recall computed from each archive, kept beside the memory.
+"""Recall's persistent index: what recall computed of an agent's messages, kept beside them.
 
-An archive never changes once written, so its index is built once, by the first recall that
-reads it, and every later process maps it instead of parsing the archive again. On files it
-is ``agents/<name>/.recall-index/<archive name>.idx``; on PostgreSQL a row of
-``nbmemory_recall_index``. ``MEMORY.md`` is not kept here: it is bounded by the context window,
-read by every process that resumes the agent, and recall extends its index in RAM after each
-append (``recall._FileIndex``); after a compaction it is an archive like the others.
+An archive never changes once written, so its index is made once, by the first recall that
+reads it, and every later process maps it instead of parsing the archive again. ``MEMORY.md``
+grows: the index of its messages is kept too, and a new process reads it and indexes only the
+messages appended since (``recall._Chained``); it is kept anew when the memory has doubled or
+was compacted. On files they are ``agents/<name>/.recall-index/<archive name>.idx`` and
+``MEMORY.md.idx``; on PostgreSQL rows of ``nbmemory_recall_index``.
 
-One index is a compact binary: a line naming the format, a JSON line (the archive it was made
-from, figures, speakers, where each section is, a CRC-32 of the sections), then the sections,
-little-endian arrays: the terms (sorted UTF-8), each term's postings (messages, counts), each
-message's terms (for the words of a query found in it), lengths, flags, speakers, text
-lengths, the keys of the messages' vectors (``recall.text_key``), and the texts and times
-recall shows. A query looks its terms up by bisection and touches only their postings, so a
-new process answers without loading the whole index; nothing here imports numpy.
+An index is a compact binary: a line naming the format, a JSON line (what it was made of,
+figures, speakers, where each section is, CRC-32s), then little-endian arrays: the terms
+(sorted UTF-8), each term's postings (messages, counts), each message's terms (the words of a
+query found in it), lengths, text lengths, flags and speakers; then what only passages need,
+read when asked for (on a database, by parts of the row): the keys of the messages' vectors
+(``recall.text_key``), their texts and times. A query looks its terms up by bisection and
+touches only their postings; nothing here imports numpy.
 
-An index is trusted only for the archive it was made from: on files its size, inode, mtime and
-ctime (which no one can set back), else (a copy, a restore) the BLAKE2b digest of its bytes; on
-a database its version and size.
-A stale, damaged or unreadable index is rebuilt without a word; an index that cannot be written
-(a read-only folder) is used from RAM. Nothing here changes ``MEMORY.md`` or an archive.
+An index is trusted only for what it was made of: an archive file's size, inode, mtime and
+ctime (which no one can set back), else (a copy, a restore) the BLAKE2b digest of its bytes;
+an archive row's version and size; the digest of the first bytes of ``MEMORY.md`` it covers,
+and the memory's inode (its compaction count on a database). A stale, damaged or unreadable
+index is rebuilt without a word; one that cannot be written (a read-only folder or role) is
+used from RAM. Nothing here changes ``MEMORY.md`` or an archive.
 """
 
 from __future__ import annotations
