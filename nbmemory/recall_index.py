@@ -236,6 +236,7 @@ class StoredIndex:
         self.texts = _Texts(self)
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
         self._ids: dict[str, int | None] = {}
+        self._read: dict[tuple[str, int], str] = {}
         self._lock = threading.Lock()
 
     def _cast(self, sections: dict[str, Any]) -> None:
@@ -370,15 +371,25 @@ class StoredIndex:
         return self._roles[self._role_ids[i]]
 
     def timestamp(self, i: int) -> str:
-        return bytes(self._times[self._time_at[i] : self._time_at[i + 1]]).decode(
-            "utf-8", "surrogatepass"
-        )
+        return self._said("times", self._times, self._time_at, i)
 
     def text(self, i: int) -> str | None:
         if not self.recallable[i]:
             return None
-        data = bytes(self._texts[self._text_at[i] : self._text_at[i + 1]])
-        return data.decode("utf-8", "surrogatepass")
+        return self._said("texts", self._texts, self._text_at, i)
+
+    def _said(self, kind: str, blob: Any, at: Any, i: int) -> str:
+        """Message ``i``'s text or time, remembered (a few): a query asks for those of its
+        passages more than once, and on a database each is a round trip."""
+        key = (kind, i)
+        found = self._read.get(key)
+        if found is None:
+            found = bytes(blob[at[i] : at[i + 1]]).decode("utf-8", "surrogatepass")
+            with self._lock:
+                if len(self._read) >= _POSTINGS_KEPT:
+                    self._read.clear()
+                self._read[key] = found
+        return found
 
     def keys(self) -> list[bytes | None]:
         """The key of each message's vector (``None`` for what recall never returns)."""
