@@ -32,10 +32,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from nbmemory import provenance
 from nbmemory.follow import FollowedFile, follow
+from nbmemory.provenance import Cell, Lineage
 from nbmemory.search import content_text
 from nbmemory.store import AgentDocs
 from nbmemory.terms import bm25_term, idf, words
+from nbmemory.wording import cell_words, superseded_words
 from nbmemory.workspace import MEMORY_FILE
 
 TOOL_NAME = "recall_memory"
@@ -65,6 +68,9 @@ class Passage:
     text: str
     score: float
     beside: tuple[Passage, ...] = ()
+    cell: str | None = None
+    """The notebook cell that wrote it, worded (``cell [12] of analysis.ipynb``, and
+    ``, superseded by cell [15]`` when a later run of that cell supersedes it), if recorded."""
 
 
 def _recallable(message: dict[str, Any]) -> str | None:
@@ -118,6 +124,9 @@ DATED = 1.0
 """How much more a message that carries a date counts for a "when" question."""
 QUESTION = 0.5
 """What a bare question (one that carries no answer beside it) counts: it asks, it tells less."""
+SUPERSEDED = 0.5
+"""What a message from a cell's earlier run counts once the cell was run again: the later run
+is the current one, and ranks first when both match as well."""
 
 
 class _FileIndex:
@@ -268,6 +277,9 @@ def recall(
         by_meaning = _by_meaning(semantic, indexes, query, asked, limit)
         if by_meaning is not None:
             ranked = _fused(indexes, ranked, by_meaning)
+    lineage = provenance.lineage(docs)
+    if len(lineage):
+        ranked = _current_first(ranked, lineage)
     # Newer files and messages win ties. A message kept word for word across a compaction is
     # in two files, and a question and its answer may each be found: each is returned once
     # (but a question asked twice, answered differently, is two passages).
@@ -281,9 +293,26 @@ def recall(
             if len(best) == limit:
                 break
     return [
-        _passage(path, index, i, score, () if j is None else (_passage(path, index, j, 0.0),))
+        _passage(
+            path,
+            index,
+            i,
+            score,
+            () if j is None else (_passage(path, index, j, 0.0, lineage=lineage),),
+            lineage,
+        )
         for score, _, i, path, index, j, _ in best
     ]
+
+
+def _current_first(ranked: list[tuple[Any, ...]], lineage: Lineage) -> list[tuple[Any, ...]]:
+    """``ranked`` with the messages of superseded runs of a cell counting ``SUPERSEDED``, best
+    first again (ties keep the order of file and message: the newer first)."""
+    weighed = []
+    for item in ranked:
+        cell = lineage.of(item[4].messages[item[2]])
+        weighed.append((item[0] * SUPERSEDED, *item[1:]) if cell and cell.superseded else item)
+    return sorted(weighed, key=lambda item: item[:3], reverse=True)
 
 
 def _lexical(
@@ -437,7 +466,12 @@ def _fused(
 
 
 def _passage(
-    path: Path, index: _FileIndex, i: int, score: float, beside: tuple[Passage, ...] = ()
+    path: Path,
+    index: _FileIndex,
+    i: int,
+    score: float,
+    beside: tuple[Passage, ...] = (),
+    lineage: Lineage = provenance.EMPTY,
 ) -> Passage:
     message = index.messages[i]
     return Passage(
@@ -448,7 +482,16 @@ def _passage(
         text=index.texts[i] or "",
         score=score,
         beside=beside,
+        cell=_cell_label(lineage.of(message)),
     )
+
+
+def _cell_label(cell: Cell | None) -> str | None:
+    if cell is None:
+        return None
+    where = cell.provenance
+    label = cell_words(where.notebook, where.execution_count)
+    return f"{label}, {superseded_words(cell.superseded_by)}" if cell.superseded else label
 
 
 def describe(query: str, passages: list[Passage]) -> str:
@@ -469,14 +512,16 @@ def describe(query: str, passages: list[Passage]) -> str:
             if len(text) > PASSAGE_CHARS:
                 text = text[:PASSAGE_CHARS] + f"… ({len(shown.text):,} characters in all)"
             where = f"{shown.source}, message {shown.index}"
+            if shown.cell:
+                where += f"; {' '.join(shown.cell.split())}"
             lines.append(f"[{n}{mark}] {shown.role} at {shown.timestamp} ({where}):\n{text}")
     return "\n\n".join(lines)
 
 
 _DESCRIBED = re.compile(
-    r"^\[(?P<n>\d+)(?P<beside>\+?)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*), "
-    r"message (?P<index>\d+)\):\n(?P<text>.*?)"
-    r"(?=\n\n\[\d+\+?\] [^\n]+? at \S* \([^\n]*, message \d+\):\n|\Z)",
+    r"^\[(?P<n>\d+)(?P<beside>\+?)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*?), "
+    r"message (?P<index>\d+)(?:; (?P<cell>[^\n]*))?\):\n(?P<text>.*?)"
+    r"(?=\n\n\[\d+\+?\] [^\n]+? at \S* \([^\n]*?, message \d+(?:; [^\n]*)?\):\n|\Z)",
     re.MULTILINE | re.DOTALL,
 )
 
@@ -495,6 +540,7 @@ def described(answer: str) -> list[Passage]:
             timestamp=match["timestamp"],
             text=match["text"],
             score=0.0,
+            cell=match["cell"],
         )
         n = int(match["n"])
         if match["beside"]:

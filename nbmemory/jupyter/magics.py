@@ -9,6 +9,7 @@ Load with ``%load_ext nbmemory``. Defaults come from ``%config NbMemoryMagics.<n
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -33,6 +34,7 @@ from nbmemory.jupyter.render import Answer, safe_bundle
 from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import MaskedUrl
+from nbmemory.provenance import Provenance
 from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
 from nbmemory.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
 from nbmemory.store import Workspace
@@ -106,6 +108,8 @@ class NbMemoryMagics(Magics):
         self.agents: dict[str, Agent] = {}
         self._previews: dict[str, CompactionPlan] = {}
         """The last ``%compact NAME --preview`` of each agent, until it is carried out."""
+        self._cell_id: str | None = None
+        """The id of the cell running now, if the front end sent it (JupyterLab does)."""
         self._import_litellm_early()
 
     @observe("default_model", "embedding_model")
@@ -199,6 +203,30 @@ class NbMemoryMagics(Magics):
         if not callable(value):
             raise UsageError(f"--tools: there is no function named {name!r} in the notebook")
         return value
+
+    def cell_started(self, info: Any) -> None:
+        """IPython's ``pre_run_cell`` event: keep the id of the cell about to run (ipykernel
+        passes on the ``cellId`` of JupyterLab's request; ``None`` from other clients)."""
+        cell_id = getattr(info, "cell_id", None)
+        self._cell_id = cell_id if isinstance(cell_id, str) and cell_id else None
+
+    def _provenance(self) -> Provenance | None:
+        """The cell running now, as this kernel knows it: the notebook the Jupyter server
+        started it for (``$JPY_SESSION_NAME``), the cell's id, its execution count, and the
+        kernel's session (a restart changes it); ``None`` if nothing is known."""
+        count = getattr(self.shell, "execution_count", None)
+        kernel_session = getattr(getattr(self.shell, "kernel", None), "session", None)
+        session = getattr(kernel_session, "session", None)
+        if not session:
+            number = getattr(getattr(self.shell, "history_manager", None), "session_number", None)
+            session = f"ipython-{number}" if number is not None else None
+        found = Provenance(
+            notebook=os.environ.get("JPY_SESSION_NAME") or None,
+            cell_id=self._cell_id,
+            execution_count=count if isinstance(count, int) else None,
+            session=str(session) if session else None,
+        )
+        return found if found.known else None
 
     def _task(self, cell: str, variables: list[str] | None) -> str:
         if not cell.strip():
@@ -340,7 +368,11 @@ class NbMemoryMagics(Magics):
             display(widget._view_bundle(), raw=True)
         try:
             try:
-                text = agent.run(task, streaming_callback=draw.add if stream else None)
+                text = agent.run(
+                    task,
+                    streaming_callback=draw.add if stream else None,
+                    provenance=self._provenance(),
+                )
             except KeyboardInterrupt:
                 draw.finish(draw.text + "\n\n*Interrupted: this unfinished answer was not saved.*")
                 return None
@@ -615,11 +647,14 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(magics)
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)
+    ipython.events.register("pre_run_cell", magics.cell_started)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Forget the magics and close the agents' files (``%unload_ext nbmemory``)."""
     for magics in [m for m in ipython.configurables if isinstance(m, NbMemoryMagics)]:
+        with contextlib.suppress(ValueError):
+            ipython.events.unregister("pre_run_cell", magics.cell_started)
         for agent in magics.agents.values():
             agent.short_memory.close()
         ipython.configurables.remove(magics)
