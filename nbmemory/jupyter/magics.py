@@ -211,22 +211,28 @@ class NbMemoryMagics(Magics):
         self._cell_id = cell_id if isinstance(cell_id, str) and cell_id else None
 
     def _provenance(self) -> Provenance | None:
-        """The cell running now, as this kernel knows it: the notebook the Jupyter server
-        started it for (``$JPY_SESSION_NAME``), the cell's id, its execution count, and the
-        kernel's session (a restart changes it); ``None`` if nothing is known."""
-        count = getattr(self.shell, "execution_count", None)
-        kernel_session = getattr(getattr(self.shell, "kernel", None), "session", None)
-        session = getattr(kernel_session, "session", None)
-        if not session:
-            number = getattr(getattr(self.shell, "history_manager", None), "session_number", None)
-            session = f"ipython-{number}" if number is not None else None
-        found = Provenance(
+        """The cell running now, as its kernel knows it: the notebook the Jupyter server
+        started the kernel for (``$JPY_SESSION_NAME``), the cell's id, its execution count,
+        and the kernel's session (a restart changes it); ``None`` outside a kernel."""
+        kernel = getattr(self.shell, "kernel", None)
+        if kernel is None:
+            return None
+        session = getattr(getattr(kernel, "session", None), "session", None)
+        return Provenance(
             notebook=os.environ.get("JPY_SESSION_NAME") or None,
             cell_id=self._cell_id,
-            execution_count=count if isinstance(count, int) else None,
-            session=str(session) if session else None,
+            execution_count=self._execution_count(),
+            session=session if isinstance(session, str) and session else None,
         )
-        return found if found.known else None
+
+    def _execution_count(self) -> int | None:
+        """The running cell's ``[n]``: the number IPython stored its input under (during the
+        cell, ``shell.execution_count`` is already the next one from IPython 9 on)."""
+        inputs = getattr(getattr(self.shell, "history_manager", None), "input_hist_raw", None)
+        if isinstance(inputs, list) and len(inputs) > 1:
+            return len(inputs) - 1
+        count = getattr(self.shell, "execution_count", None)
+        return count if isinstance(count, int) else None
 
     def _task(self, cell: str, variables: list[str] | None) -> str:
         if not cell.strip():
