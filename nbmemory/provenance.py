@@ -10,7 +10,9 @@ no message knows its cell, and the memory is the same.
 
 A cell run again supersedes its earlier runs: for one notebook and cell id, the run last
 recorded (kernel session and execution count) is current, and the messages of the others
-are :attr:`Cell.superseded_by` it.
+are :attr:`Cell.superseded_by` it. Messages a compaction keeps word for word are added again
+after its summary, with a new time: their lines are copies (``copied``), which keep their cell
+but never make its run current.
 """
 
 from __future__ import annotations
@@ -39,11 +41,14 @@ class Provenance:
     cell_id: str | None = None
     execution_count: int | None = None
     session: str | None = None
+    copied: bool = False
+    """The message is one a compaction kept word for word and added again after its summary:
+    it tells where the message came from, not that its cell ran again."""
 
     @property
     def known(self) -> bool:
         """Whether it says anything at all."""
-        return any(v is not None for v in vars(self).values())
+        return any(v is not None for v in self.to_json().values())
 
     @property
     def cell(self) -> tuple[str, str] | None:
@@ -58,7 +63,7 @@ class Provenance:
         return self.session, self.execution_count
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items() if v is not None}
+        return {k: v for k, v in vars(self).items() if v not in (None, False)}
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> Provenance:
@@ -70,7 +75,7 @@ class Provenance:
         for name, value in texts.items():
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{name} must be a string, not {value!r}")
-        return cls(execution_count=count, **texts)
+        return cls(execution_count=count, copied=entry.get("copied") is True, **texts)
 
 
 def key_of(role: str, content: Any, timestamp: str) -> str:
@@ -113,11 +118,13 @@ class Lineage:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def provenance_of(self, message: dict[str, Any]) -> Provenance | None:
+        """What was recorded for ``message`` (as a memory file holds it), if anything."""
+        return self.entries.get(message_key(message)) if self.entries else None
+
     def of(self, message: dict[str, Any]) -> Cell | None:
         """Where ``message`` (as read from a memory file) came from, or ``None`` if unknown."""
-        if not self.entries:
-            return None
-        found = self.entries.get(message_key(message))
+        found = self.provenance_of(message)
         if found is None:
             return None
         cell = found.cell
@@ -184,7 +191,7 @@ def parse(data: bytes, shown: str = PROVENANCE_FILE) -> Lineage:
             bad += 1
             continue
         entries[key] = provenance
-        if provenance.cell is not None:
+        if provenance.cell is not None and not provenance.copied:
             latest[provenance.cell] = provenance
     if bad:
         warnings.warn(

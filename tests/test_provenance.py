@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -199,3 +200,37 @@ def test_recall_ranks_the_later_run_of_a_cell_first_and_names_the_cells():
     said = describe("warehouse", found)
     assert "(MEMORY.md, message 0; cell [12] of analysis.ipynb, superseded by cell [15]):" in said
     assert [p.cell for p in described(said)] == [found[0].cell, found[1].cell]
+
+
+def test_messages_a_compaction_keeps_keep_their_cell_and_make_no_run_current():
+    agent = analyst()
+    agent.run("Our warehouse is ClickHouse.", provenance=FIRST)
+    agent.run("Dashboards must answer within 200 ms.", provenance=OTHER)
+    agent.run("Our warehouse is Snowflake now.", provenance=AGAIN)
+    memory = agent.short_memory
+    memory.provenance = Provenance(FIRST.notebook, "cell-c", 16, "kernel-1")  # a run going on
+    agent._context_compressor.compress(agent, during_run=True)
+    summary, *kept = cells()
+    assert summary[1] is None
+    assert [label for _, label in kept] == [
+        "cell [13] of analysis.ipynb",
+        "cell [13] of analysis.ipynb",
+        "cell [15] of analysis.ipynb",
+        "cell [15] of analysis.ipynb",
+    ]
+    lines = agent_docs("Analyst").read(PROVENANCE_FILE).splitlines()
+    assert [json.loads(line).get("copied", False) for line in lines] == [False] * 6 + [True] * 4
+    # A copy of an earlier run's message, recorded after the later run, keeps it earlier.
+    old = format_block("User", "Our warehouse is ClickHouse.", "2026-01-01T00:00:00")
+    provenance.append(agent_docs("Analyst"), old, replace(FIRST, copied=True))
+    memory.provenance = None
+    assert cells()[-1][1] == "cell [15] of analysis.ipynb"
+    lineage = provenance.lineage(agent_docs("Analyst"))
+    cell = lineage.of(
+        {
+            "role": "User",
+            "content": "Our warehouse is ClickHouse.",
+            "timestamp": "2026-01-01T00:00:00",
+        }
+    )
+    assert (cell.provenance.execution_count, cell.superseded_by) == (12, 15)
