@@ -318,6 +318,9 @@ class NbMemoryMagics(Magics):
 
         An agent with persistent memory can search everything it was told, archives
         included, with its ``recall_memory`` tool; ``--no-recall`` turns that off for the cell.
+        Each message of the run records the cell it came from (the notebook, the cell's id, its
+        ``[n]`` and the kernel's session) beside MEMORY.md: ``%memory NAME`` and recall name
+        it, and a cell run again marks its earlier run's messages as superseded.
 
         Examples::
 
