@@ -25,6 +25,7 @@ from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.notes import TOOL_NAME as NOTES_TOOL
 from nbmemory.notes import Notes, notes_tool
+from nbmemory.provenance import Provenance
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.recall import TOOL_NAME as RECALL_TOOL
@@ -488,15 +489,31 @@ class Agent:
     # ------------------------------------------------------------------------------------------
     # Running
 
-    def run(self, task: str, streaming_callback: Callable[[str], None] | None = None) -> str:
+    def run(
+        self,
+        task: str,
+        streaming_callback: Callable[[str], None] | None = None,
+        *,
+        provenance: Provenance | None = None,
+    ) -> str:
         """Run ``task`` and return the final answer; text streams to ``streaming_callback``.
 
         Every message (task, answers, tool calls and results) is added to memory as it happens,
         so an interrupted run leaves a memory that holds everything said up to that point.
+        ``provenance`` (the notebook cell that runs the task, as a front end knows it) is
+        recorded beside MEMORY.md for each of them.
         """
         if not isinstance(task, str):
             raise TypeError(f"task must be a string, not {type(task).__name__}")
         self.check_ready()
+        memory = self.short_memory
+        before, memory.provenance = memory.provenance, provenance
+        try:
+            return self._run(task, streaming_callback)
+        finally:
+            memory.provenance = before
+
+    def _run(self, task: str, streaming_callback: Callable[[str], None] | None) -> str:
         self._record_settings()
         on_delta = self._delta_callback(streaming_callback or self.streaming_callback)
         self.short_memory.add(self.user_name, task)

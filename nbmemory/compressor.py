@@ -13,13 +13,15 @@ import json
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from nbmemory import provenance
 from nbmemory.compactions import Compaction, write_record
 from nbmemory.conversation import SUMMARY_MARKER, block_tokens, preloaded_messages
 from nbmemory.errors import CompactionError, ModelError
 from nbmemory.llm import completion
+from nbmemory.provenance import Provenance
 from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.run_settings import DEFAULT_THRESHOLD
 from nbmemory.search import content_text
@@ -189,9 +191,16 @@ class ContextCompressor:
         else:
             plan.check(agent)
         memory = agent.short_memory
+        again = [*plan.kept, *plan.current]
+        origins = _origins(memory, again)
         archive = memory.compact(f"{SUMMARY_MARKER}\n{plan.summary}", record=False)
-        for message in [*plan.kept, *plan.current]:
-            memory.add(message["role"], message["content"])
+        running = memory.provenance
+        try:
+            for message, origin in zip(again, origins, strict=True):
+                memory.provenance = origin
+                memory.add(message["role"], message["content"])
+        finally:
+            memory.provenance = running
         self._failed_at = None
         self.last_compaction = Compaction(
             archive=archive,
@@ -367,6 +376,15 @@ class ContextCompressor:
                 return "\n\n".join(summaries)
             summaries = [self._ask(agent, _MERGE_TEMPLATE, chunk) for chunk in merged]
         return summaries[0]
+
+
+def _origins(memory: Any, messages: list[dict[str, Any]]) -> list[Provenance | None]:
+    """Where each message a compaction keeps came from, as a copy (see
+    ``nbmemory.provenance``): added again after the summary, it keeps its cell."""
+    docs = memory.docs
+    lineage = provenance.lineage(docs) if docs is not None else provenance.EMPTY
+    found = [lineage.provenance_of(message) for message in messages]
+    return [replace(origin, copied=True) if origin else None for origin in found]
 
 
 def _tokens_after(

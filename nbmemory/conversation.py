@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nbmemory import memory_file, search
+from nbmemory import memory_file, provenance, search
 from nbmemory.atomic import write_atomic
 from nbmemory.compactions import Compaction, write_record
-from nbmemory.errors import MemoryFormatError
+from nbmemory.errors import MemoryFormatError, MemoryWarning, NbmemoryError
 from nbmemory.memory_file import format_block, format_header, now_iso
 from nbmemory.notes import Notes
+from nbmemory.provenance import Provenance
 from nbmemory.search import MemoryHit, content_text
 from nbmemory.store import AgentDocs, Workspace, memory_docs
 from nbmemory.swarms_conversation import SwarmsConversation, conversations_folder
@@ -197,6 +198,9 @@ class Conversation(SwarmsConversation):
         self._preloaded: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] = []
         self._preloaded_count = 0  # what _preloaded will parse, while it is a parser
         self.last_archive: Path | None = None
+        self.provenance: Provenance | None = None
+        """Where the messages added now come from (a notebook's cell, as ``Agent.run`` is
+        told): recorded beside MEMORY.md with each, never in it (``nbmemory.provenance``)."""
         self._lock = threading.RLock()
         self._observers: list[Callable[[ChangeEvent], None]] = []
         self._counter = TokenCounter(tokenizer_model_name)
@@ -366,7 +370,13 @@ class Conversation(SwarmsConversation):
             message["message_id"] = uuid.uuid4().hex
         with self._lock:
             if self._memory is not None and not _blank(content):
-                self._memory.append(format_block(role, content, message["timestamp"]))
+                block = format_block(role, content, message["timestamp"])
+                if self.provenance is None or not self.provenance.known:
+                    self._memory.append(block)
+                else:
+                    with self._memory.locked():  # one lock: no other writer comes between
+                        self._memory.append(block)
+                        self._record_provenance(block, self.provenance)
             self.conversation_history.append(message)
         if self.token_count:
             message["token_count"] = self._counter.count(self._format_line(message, False))
@@ -377,6 +387,19 @@ class Conversation(SwarmsConversation):
         if self.autosave:
             self.export()
         return message
+
+    def _record_provenance(self, block: str, where: Provenance) -> None:
+        """Record where the block just appended came from; if that fails, say so and go on:
+        the message is in memory all the same, it only shows no cell."""
+        try:
+            provenance.append(memory_docs(self._memory), block, where)
+        except (OSError, NbmemoryError) as exc:
+            warnings.warn(
+                f"{self.name}: where a message came from ({provenance.PROVENANCE_FILE}) was not "
+                f"recorded: {exc}",
+                MemoryWarning,
+                stacklevel=3,
+            )
 
     def compact(
         self, summary: str, summary_role: str = "System", *, record: bool = True

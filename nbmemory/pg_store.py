@@ -754,6 +754,20 @@ class PgStore:
                 (name, doc, data, version),
             )
 
+    def append_document(self, name: str, doc: str, data: bytes) -> None:
+        """Add ``data`` at the end of a document (created with it if absent); inside
+        :meth:`locked`, a failure undoes this alone (a savepoint), not what came before."""
+        what = f"write {doc} of {name}"
+        with self.transaction(what) as conn, self._errors(what), conn.transaction():
+            version, _ = self._agent(conn, name, create=True)
+            conn.execute(
+                "INSERT INTO nbmemory_documents (agent, name, data, version) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (agent, name) "
+                "DO UPDATE SET data = nbmemory_documents.data || excluded.data, "
+                "version = excluded.version",
+                (name, doc, data, version),
+            )
+
     def remove(self, name: str, doc: str) -> None:
         """Delete a document (nothing happens if it is absent)."""
         with self.transaction(f"remove {doc} of {name}") as conn:

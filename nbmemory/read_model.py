@@ -34,6 +34,9 @@ from nbmemory.follow import EMPTY, FollowedFile, follow, follow_memories
 from nbmemory.memory_file import archive_time
 from nbmemory.note_history import HISTORY_FILE, Change
 from nbmemory.notes import NOTES_FILE, Notes
+from nbmemory.provenance import EMPTY as NO_LINEAGE
+from nbmemory.provenance import PROVENANCE_FILE, Cell, Lineage
+from nbmemory.provenance import lineage as lineage_of
 from nbmemory.recall_index import index_size
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import content_text, followed_index
@@ -41,7 +44,15 @@ from nbmemory.store import AgentDocs, Workspace, as_workspace
 from nbmemory.terms import left_out, salient_terms
 from nbmemory.token_counts import KeptCounts
 from nbmemory.tokens import TokenCounter
-from nbmemory.wording import FOLD_CHARS, PARTS, compaction_words, counts_words, usage_words
+from nbmemory.wording import (
+    FOLD_CHARS,
+    PARTS,
+    cell_words,
+    compaction_words,
+    counts_words,
+    superseded_words,
+    usage_words,
+)
 
 MEMORY_PARTS = ("earlier sessions", "this session")
 """The parts of a request that are the memory (MEMORY.md, or a memory kept in RAM)."""
@@ -151,14 +162,27 @@ class Item:
     text: str
     length: int
     source: str
+    cell: Cell | None = None
+    """The notebook cell that wrote the message, if it was recorded (``nbmemory.provenance``)."""
 
     @property
     def folded(self) -> bool:
         return len(self.text) < self.length
 
+    @property
+    def cell_label(self) -> str | None:
+        """``cell [12] of analysis.ipynb``, with ``, superseded by cell [15]`` if a later run
+        of that cell supersedes it; ``None`` if no cell is known."""
+        found = provenance_json(self.cell)
+        if found is None:
+            return None
+        superseded = found["superseded_label"]
+        return f"{found['label']}, {superseded}" if superseded else found["label"]
+
     def to_json(self, *, sparse: bool = False) -> dict[str, Any]:
-        """The item's fields; ``sparse`` leaves out ``length`` and ``folded`` when the text is
-        whole (the widget's pages: a page of short messages sends a third less)."""
+        """The item's fields (``provenance``: see :func:`provenance_json`); ``sparse`` leaves
+        out ``length`` and ``folded`` when the text is whole, and ``provenance`` when it is
+        ``null`` (the widget's pages: a page of short messages sends a third less)."""
         found = {
             "index": self.index,
             "role": self.role,
@@ -167,10 +191,38 @@ class Item:
             "length": self.length,
             "folded": self.folded,
             "source": self.source,
+            "provenance": provenance_json(self.cell),
         }
         if sparse and not self.folded:
             del found["length"], found["folded"]
+        if sparse and self.cell is None:
+            del found["provenance"]
         return found
+
+
+def provenance_json(cell: Cell | None) -> dict[str, Any] | None:
+    """A message's provenance as every view gets it (``null``: not recorded).
+
+    ``notebook`` is the notebook's path as the Jupyter server names it (relative to its root),
+    ``cell_id`` the cell's id in it (``null`` if the client did not send it), ``execution_count``
+    its ``[n]`` and ``session`` the kernel session that ran it. ``superseded`` says whether a
+    later run of the same cell (same notebook and cell id) was recorded since, and
+    ``superseded_by`` that run's execution count. ``label`` and ``superseded_label`` word them
+    (``cell [12] of analysis.ipynb``, ``superseded by cell [15]`` or ``null``).
+    """
+    if cell is None:
+        return None
+    where = cell.provenance
+    return {
+        "notebook": where.notebook,
+        "cell_id": where.cell_id,
+        "execution_count": where.execution_count,
+        "session": where.session,
+        "superseded": cell.superseded,
+        "superseded_by": cell.superseded_by,
+        "label": cell_words(where.notebook, where.execution_count),
+        "superseded_label": superseded_words(cell.superseded_by) if cell.superseded else None,
+    }
 
 
 @dataclass(frozen=True)
@@ -443,7 +495,13 @@ def readable(content: Any) -> str:
     return json.dumps(_unnested(content), ensure_ascii=False, indent=2)
 
 
-def _item(index: int, message: dict[str, Any], source: str, fold: int | None) -> Item:
+def _item(
+    index: int,
+    message: dict[str, Any],
+    source: str,
+    fold: int | None,
+    lineage: Lineage = NO_LINEAGE,
+) -> Item:
     text = readable(message.get("content"))
     shown = text if fold is None or len(text) <= fold else text[:fold]
     return Item(
@@ -453,6 +511,7 @@ def _item(index: int, message: dict[str, Any], source: str, fold: int | None) ->
         shown,
         len(text),
         source,
+        lineage.of(message),
     )
 
 
@@ -477,9 +536,11 @@ def page_of(
     fold: int | None,
     *,
     role: str | None = None,
+    lineage: Lineage = NO_LINEAGE,
 ) -> Page:
     """A page of ``messages`` kept elsewhere (or of a file's), as views show it; with ``role``,
-    of that role's messages only (``total`` counts those; indexes stay the file's)."""
+    of that role's messages only (``total`` counts those; indexes stay the file's); each item
+    with its cell, if ``lineage`` knows it."""
     indexes: Sequence[int] = range(len(messages))
     if role is not None:
         indexes = [i for i in indexes if has_role(messages[i], role)]
@@ -489,7 +550,7 @@ def page_of(
         chosen = range(total - 1 - offset, max(total - 1 - offset - limit, -1), -1)
     else:
         chosen = range(offset, min(total, offset + limit))
-    items = [_item(indexes[j], messages[indexes[j]], source, fold) for j in chosen]
+    items = [_item(indexes[j], messages[indexes[j]], source, fold, lineage) for j in chosen]
     return Page(total, offset, newest_first, items)
 
 
@@ -699,7 +760,15 @@ class ReadModel:
         ``role``, of that role's messages only (any case)."""
         path, followed = self._memory(name)
         messages = followed.messages if followed is not None else []
-        return page_of(messages, path.name, offset, limit, newest_first, fold, role=role)
+        lineage = self.lineage(name)
+        return page_of(
+            messages, path.name, offset, limit, newest_first, fold, role=role, lineage=lineage
+        )
+
+    def lineage(self, name: str) -> Lineage:
+        """Where agent ``name``'s messages came from (their notebook cells), as recorded;
+        unreadable records are skipped with a ``MemoryWarning`` (see ``nbmemory.provenance``)."""
+        return lineage_of(self._folder(name))
 
     def roles(self, name: str, archive: str | None = None) -> list[tuple[str, int]]:
         """The roles of the memory's (or ``archive``'s) messages and how many each has, in
@@ -744,7 +813,8 @@ class ReadModel:
         messages = self._file(name, archive).messages
         if not 0 <= index < len(messages):
             raise IndexError(f"{name} has no message {index} in {archive or 'MEMORY.md'}")
-        return _item(index, messages[index], archive or workspace.MEMORY_FILE, None)
+        source = archive or workspace.MEMORY_FILE
+        return _item(index, messages[index], source, None, self.lineage(name))
 
     def message_tokens(
         self, name: str, indexes: Iterable[int] | None = None, archive: str | None = None
@@ -867,7 +937,10 @@ class ReadModel:
         """A page of one archive, oldest first unless asked otherwise (``role`` as in
         :meth:`messages`)."""
         followed = self._file(name, archive)
-        return page_of(followed.messages, archive, offset, limit, newest_first, fold, role=role)
+        messages, lineage = followed.messages, self.lineage(name)
+        return page_of(
+            messages, archive, offset, limit, newest_first, fold, role=role, lineage=lineage
+        )
 
     # ------------------------------------------------------------------------------------------
     # Search
@@ -899,7 +972,8 @@ class ReadModel:
                 if has_role(followed.messages[i], role)
             )
         chosen = hits[max(0, offset) : max(0, offset) + limit]
-        items = [_item(i, message, label, fold) for label, i, message in chosen]
+        lineage = self.lineage(name)
+        items = [_item(i, message, label, fold, lineage) for label, i, message in chosen]
         return SearchResults(query, len(hits), max(0, offset), items)
 
     def find(
@@ -957,6 +1031,7 @@ class ReadModel:
                 folder / SETTINGS_FILE,
                 folder / NOTES_FILE,
                 folder / HISTORY_FILE,
+                folder / PROVENANCE_FILE,
             ):
                 try:
                     st = os.stat(path)

@@ -32,12 +32,14 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from nbmemory import memory_file, recall_index
+from nbmemory import memory_file, provenance, recall_index
 from nbmemory.follow import FollowedFile, follow
+from nbmemory.provenance import Cell, Lineage
 from nbmemory.search import content_text
 from nbmemory.store import AgentDocs
 from nbmemory.terms import bm25_term, idf, words
 from nbmemory.tokens import TokenCounter
+from nbmemory.wording import cell_words, superseded_words
 from nbmemory.workspace import MEMORY_FILE
 
 TOOL_NAME = "recall_memory"
@@ -67,6 +69,9 @@ class Passage:
     text: str
     score: float
     beside: tuple[Passage, ...] = ()
+    cell: str | None = None
+    """The notebook cell that wrote it, worded (``cell [12] of analysis.ipynb``, and
+    ``, superseded by cell [15]`` when a later run of that cell supersedes it), if recorded."""
 
 
 def _recallable(message: dict[str, Any]) -> str | None:
@@ -120,6 +125,9 @@ DATED = 1.0
 """How much more a message that carries a date counts for a "when" question."""
 QUESTION = 0.5
 """What a bare question (one that carries no answer beside it) counts: it asks, it tells less."""
+SUPERSEDED = 0.5
+"""What a message from a cell's earlier run counts once the cell was run again: the later run
+is the current one, and ranks first when both match as well."""
 
 
 class _FileIndex:
@@ -220,6 +228,10 @@ class _FileIndex:
     def text(self, i: int) -> str | None:
         return self.texts[i]
 
+    def message_key(self, i: int) -> str:
+        """The key of message ``i``'s block, as cell provenance records it."""
+        return provenance.message_key(self.messages[i])
+
     def keys(self) -> list[bytes | None]:
         """The vector keys of the messages (``None`` for what recall never returns), made when
         recall first ranks by meaning: without an embedding model no message is hashed."""
@@ -240,6 +252,7 @@ class _FileIndex:
             dated=self.dated,
             asks=self.asks,
             keys=self.keys(),
+            blocks=[self.message_key(i) for i in range(self.count)],
             spoken=dict(self.spoken),
             documents=self.documents,
             words=self.words,
@@ -269,6 +282,7 @@ class _Index(Protocol):
     def role(self, i: int) -> str: ...
     def timestamp(self, i: int) -> str: ...
     def text(self, i: int) -> str | None: ...
+    def message_key(self, i: int) -> str: ...
     def keys(self) -> list[bytes | None]: ...
 
 
@@ -391,6 +405,10 @@ class _Chained:
         index, k = self._at(i)
         return index.text(k)
 
+    def message_key(self, i: int) -> str:
+        index, k = self._at(i)
+        return index.message_key(k)
+
     def keys(self) -> list[bytes | None]:
         return self.kept.keys() + self.tail.keys()
 
@@ -498,6 +516,9 @@ def find(
         if by_meaning is not None:
             ranked = _fused(indexes, ranked, by_meaning)
             matched = max(matched, len(ranked))
+    lineage = provenance.lineage(docs)
+    if len(lineage):
+        ranked = _current_first(ranked, lineage)
     # Newer files and messages win ties. A message kept word for word across a compaction is
     # in two files, and a question and its answer may each be found: each is returned once
     # (but a question asked twice, answered differently, is two passages).
@@ -511,7 +532,14 @@ def find(
             if len(best) == limit:
                 break
     passages = [
-        _passage(path, index, i, score, () if j is None else (_passage(path, index, j, 0.0),))
+        _passage(
+            path,
+            index,
+            i,
+            score,
+            () if j is None else (_passage(path, index, j, 0.0, lineage=lineage),),
+            lineage,
+        )
         for score, _, i, path, index, j, _ in best
     ]
     return Found(passages, max(matched, len(passages)))
@@ -543,6 +571,16 @@ def _build(docs: AgentDocs, path: Path) -> recall_index.Built | None:
     index = _FileIndex()
     index.extend(memory_file.parse(data).messages)
     return index.built()
+
+
+def _current_first(ranked: list[tuple[Any, ...]], lineage: Lineage) -> list[tuple[Any, ...]]:
+    """``ranked`` with the messages of superseded runs of a cell counting ``SUPERSEDED``, best
+    first again (ties keep the order of file and message: the newer first)."""
+    weighed = []
+    for item in ranked:
+        cell = lineage.of_key(item[4].message_key(item[2]))
+        weighed.append((item[0] * SUPERSEDED, *item[1:]) if cell and cell.superseded else item)
+    return sorted(weighed, key=lambda item: item[:3], reverse=True)
 
 
 def _lexical(
@@ -700,7 +738,12 @@ def _fused(
 
 
 def _passage(
-    path: Path, index: _Index, i: int, score: float, carried: tuple[Passage, ...] = ()
+    path: Path,
+    index: _Index,
+    i: int,
+    score: float,
+    carried: tuple[Passage, ...] = (),
+    lineage: Lineage = provenance.EMPTY,
 ) -> Passage:
     return Passage(
         source=path.name,
@@ -710,7 +753,16 @@ def _passage(
         text=index.text(i) or "",
         score=score,
         beside=carried,
+        cell=_cell_label(lineage.of_key(index.message_key(i))) if len(lineage) else None,
     )
+
+
+def _cell_label(cell: Cell | None) -> str | None:
+    if cell is None:
+        return None
+    where = cell.provenance
+    label = cell_words(where.notebook, where.execution_count)
+    return f"{label}, {superseded_words(cell.superseded_by)}" if cell.superseded else label
 
 
 class _Joined(Sequence[str | None]):
@@ -796,6 +848,8 @@ def _described(
             if len(text) > chars:
                 text = text[:chars] + f"… ({len(part.text):,} characters in all)"
             where = f"{part.source}, message {part.index}"
+            if part.cell:
+                where += f"; {' '.join(part.cell.split())}"
             lines.append(f"[{k}{mark}] {part.role} at {part.timestamp} ({where}):\n{text}")
     held = sum(1 + len(p.beside) for p in shown)
     more = max(0, (matched if matched is not None else len(passages)) - held)
@@ -810,9 +864,10 @@ def _described(
 
 
 _DESCRIBED = re.compile(
-    r"^\[(?P<n>\d+)(?P<beside>\+?)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*), "
-    r"message (?P<index>\d+)\):\n(?P<text>.*?)"
-    r"(?=\n\n\[\d+\+?\] [^\n]+? at \S* \([^\n]*, message \d+\):\n|\n\n[\d,]+ more message|\Z)",
+    r"^\[(?P<n>\d+)(?P<beside>\+?)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*?), "
+    r"message (?P<index>\d+)(?:; (?P<cell>[^\n]*))?\):\n(?P<text>.*?)"
+    r"(?=\n\n\[\d+\+?\] [^\n]+? at \S* \([^\n]*?, message \d+(?:; [^\n]*)?\):\n"
+    r"|\n\n[\d,]+ more message|\Z)",
     re.MULTILINE | re.DOTALL,
 )
 
@@ -831,6 +886,7 @@ def described(answer: str) -> list[Passage]:
             timestamp=match["timestamp"],
             text=match["text"],
             score=0.0,
+            cell=match["cell"],
         )
         n = int(match["n"])
         if match["beside"]:

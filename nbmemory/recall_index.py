@@ -44,7 +44,7 @@ from nbmemory.errors import StoreError
 from nbmemory.store import AgentDocs
 from nbmemory.workspace import MEMORY_FILE, RECALL_INDEX_DIR, open_regular
 
-MAGIC = b"nbmemory recall index 1\n"
+MAGIC = b"nbmemory recall index 2\n"
 _POSTINGS_KEPT = 256
 """Terms whose postings one index keeps decoded (a query has at most ``recall.QUERY_TERMS``)."""
 _HASH_CHUNK = 2**20
@@ -64,6 +64,8 @@ class Built:
     dated: list[bool]
     asks: list[bool]
     keys: list[bytes | None]
+    blocks: list[str]
+    """The key of each message's block (``provenance.message_key``: 32 hex digits)."""
     spoken: dict[str, int]
     documents: int
     words: int
@@ -140,6 +142,7 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
         "roles": _u32(role_ids[role] for role in built.roles),
         "text_at": _u64(text_at),
         "time_at": _u64(time_at),
+        "blocks": b"".join(bytes.fromhex(key) for key in built.blocks),
         # what a query reads only for its passages (and for vectors): read when asked for
         "keys": b"".join(key or bytes(16) for key in built.keys),
         "texts": texts_blob,
@@ -256,6 +259,7 @@ class StoredIndex:
         self._role_ids = sections["roles"].cast("I")
         self._text_at = sections["text_at"].cast("Q")
         self._time_at = sections["time_at"].cast("Q")
+        self._blocks = sections["blocks"]
         self._keys = sections["keys"]
         self._texts = sections["texts"]
         self._times = sections["times"]
@@ -274,6 +278,7 @@ class StoredIndex:
             "dated": n,
             "asks": n,
             "keys": 16 * n,
+            "blocks": 16 * n,
         }
         for name, size in sizes.items():
             if sections[name].nbytes != size:
@@ -390,6 +395,10 @@ class StoredIndex:
                     self._read.clear()
                 self._read[key] = found
         return found
+
+    def message_key(self, i: int) -> str:
+        """The key of message ``i``'s block, as cell provenance records it."""
+        return bytes(self._blocks[16 * i : 16 * i + 16]).hex()
 
     def keys(self) -> list[bytes | None]:
         """The key of each message's vector (``None`` for what recall never returns)."""

@@ -113,6 +113,8 @@ class MessageList:
         parts += [item.timestamp] if item.timestamp else []
         if self.sources:
             parts.append(item.source)
+        if item.cell_label:
+            parts.append(item.cell_label)
         if item.folded:
             parts.append(f"first {len(item.text):,} of {item.length:,} characters")
         return " · ".join(parts)

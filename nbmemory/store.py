@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nbmemory import memory_file
-from nbmemory.atomic import write_atomic
+from nbmemory.atomic import write_all, write_atomic
 from nbmemory.errors import InvalidAgentNameError, MemoryWarning
 from nbmemory.memory_file import (
     MemoryFile,
@@ -37,6 +37,7 @@ from nbmemory.workspace import (
     check_folder,
     holds_memory,
     make_private_dir,
+    open_regular,
     read_regular,
     validate_agent_name,
 )
@@ -95,6 +96,7 @@ class AgentDocs(Protocol):
     def write(
         self, doc: str | os.PathLike[str], data: bytes | str, *, durable: bool = True
     ) -> Path: ...
+    def append(self, doc: str | os.PathLike[str], data: bytes) -> None: ...
     def remove(self, doc: str | os.PathLike[str]) -> None: ...
     def stamp(self, doc: str | os.PathLike[str]) -> tuple[int, ...] | None: ...
     def folder_stamp(self) -> tuple[int, ...] | None: ...
@@ -168,6 +170,20 @@ class FileDocs(_Docs):
         make_private_dir(path.parent)
         return write_atomic(path, data, durable=durable)
 
+    def append(self, doc: str | os.PathLike[str], data: bytes) -> None:
+        """Add ``data`` at the end of a document of lines (created if absent), on a line of its
+        own even if a crash left the last one unfinished; call under :meth:`locked`."""
+        path = self.path(doc)
+        check_folder(self.folder)
+        make_private_dir(path.parent)
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        try:
+            size = os.fstat(fd).st_size
+            torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+            write_all(fd, b"\n" + data if torn else data)
+        finally:
+            os.close(fd)
+
     def remove(self, doc: str | os.PathLike[str]) -> None:
         self.path(doc).unlink(missing_ok=True)
 
@@ -217,6 +233,10 @@ class DatabaseDocs(_Docs):
     ) -> Path:
         self.db.write(self.name, self.doc(doc), data.encode() if isinstance(data, str) else data)
         return self.path(doc)
+
+    def append(self, doc: str | os.PathLike[str], data: bytes) -> None:
+        """Add ``data`` at the end of a document (created if absent)."""
+        self.db.append_document(self.name, self.doc(doc), data)
 
     def remove(self, doc: str | os.PathLike[str]) -> None:
         self.db.remove(self.name, self.doc(doc))

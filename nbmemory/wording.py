@@ -192,6 +192,21 @@ def message_number(index: int) -> str:
     return f"#{index + FIRST_NUMBER}"
 
 
+def cell_words(notebook: str | None, execution_count: int | None) -> str:
+    """The cell that wrote a message, as people know it: ``cell [12] of analysis.ipynb`` (the
+    notebook by its file name; ``[ ]`` when the count is unknown, no notebook when it is)."""
+    said = f"cell [{execution_count if execution_count is not None else ' '}]"
+    name = notebook.replace("\\", "/").rsplit("/", 1)[-1] if notebook else ""
+    return f"{said} of {name}" if name else said
+
+
+def superseded_words(execution_count: int | None) -> str:
+    """That a later run of the same cell supersedes a message: ``superseded by cell [15]``."""
+    if execution_count is None:
+        return "superseded by a later run of its cell"
+    return f"superseded by cell [{execution_count}]"
+
+
 def threshold_tokens(threshold: float | None, context_length: int) -> int | None:
     """The tokens at which compaction starts, or ``None`` when compression is off."""
     return None if threshold is None else math.ceil(threshold * context_length)

@@ -14,6 +14,7 @@ from nbmemory import Conversation
 from nbmemory.cli import main
 from nbmemory.memory_file import parse
 from nbmemory.pg_store import PgStore
+from nbmemory.provenance import Provenance
 from nbmemory.read_model import ReadModel
 from nbmemory.store import memory_path
 from support import (
@@ -74,6 +75,21 @@ def test_ls_leaves_out_a_bad_stored_name_with_one_line_and_lists_the_others(on_s
     assert result.stderr.count("left out") == len(bad)
     assert "'esc\\x1b]0;title\\x07' left out" in result.stderr
     assert not any(c in result.stderr for c in "\x07\x1b\x85")
+
+
+def test_show_names_the_notebook_cell_of_each_message():
+    convo = Conversation(name="Noted", memory_md_path=memory_path("Noted"))
+    for count in (12, 15):
+        convo.provenance = Provenance("reports/analysis.ipynb", "cell-a", count, "kernel-1")
+        convo.add("User", f"run {count}")
+    convo.provenance = None
+    convo.add("User", "typed in Python")
+    heads = [line for line in nbmemory("show", "Noted").stdout.splitlines() if line[:3] == "---"]
+    assert [head.split(" · ")[3:] for head in heads] == [
+        ["cell [12] of analysis.ipynb, superseded by cell [15]"],
+        ["cell [15] of analysis.ipynb"],
+        [],
+    ]
 
 
 def test_show_prints_the_memory_and_archives(prepared):

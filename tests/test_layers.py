@@ -10,7 +10,7 @@ from support import ROOT
 
 PACKAGE = ROOT / "nbmemory"
 LAYERS = {
-    "base": ["errors", "workspace", "atomic", "reply", "tokens", "terms"],
+    "base": ["errors", "workspace", "atomic", "reply", "tokens", "terms", "wording"],
     "storage": [
         "memory_file",
         "pg_store",
@@ -21,6 +21,7 @@ LAYERS = {
         "compactions",
         "note_history",
         "notes",
+        "provenance",
         "token_counts",
         "search",
         "export",
@@ -37,7 +38,7 @@ LAYERS = {
         "agent",
         "demo",
     ],
-    "read model": ["wording", "read_model", "report"],
+    "read model": ["read_model", "report"],
     "front ends": ["cli", "__main__", "mcp_server", "jupyter"],
 }
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}

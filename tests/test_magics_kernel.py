@@ -5,11 +5,15 @@ import os
 import threading
 import time
 
+import nbformat
 import pytest
 from jupyter_client.manager import start_new_kernel
+from nbclient import NotebookClient
+from nbclient.util import run_sync
 
 from nbmemory.memory_file import parse
-from support import ROOT, leaks, stored_messages
+from nbmemory.read_model import ReadModel
+from support import ROOT, leaks, stored, stored_messages
 
 
 @pytest.fixture
@@ -331,3 +335,91 @@ def test_litellm_waits_for_a_provider_and_is_then_imported_quietly_ahead(
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+class LabClient(NotebookClient):
+    """nbclient running cells as JupyterLab does: each execute_request carries the id of the
+    cell in its metadata (``cellId``), which nbclient alone does not send."""
+
+    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+        kc = self.kc
+
+        def execute(code, store_history=True, stop_on_error=True, **_):
+            content = {
+                "code": code,
+                "silent": False,
+                "store_history": store_history,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": stop_on_error,
+            }
+            request = kc.session.msg("execute_request", content, metadata={"cellId": cell.id})
+            kc.shell_channel.send(request)
+            return request["header"]["msg_id"]
+
+        kc.execute = execute
+        try:
+            return await super().async_execute_cell(
+                cell, cell_index, execution_count, store_history
+            )
+        finally:
+            del kc.execute
+
+    execute_cell = run_sync(async_execute_cell)
+
+
+def shown_text(cell) -> str:
+    return "\n".join(
+        output.get("text") or output.get("data", {}).get("text/plain", "")
+        for output in cell.outputs
+    )
+
+
+def test_a_saved_notebook_records_the_cell_of_each_agent_message(kernel_env, tmp_path):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell("%load_ext nbmemory", id="setup"),
+        nbformat.v4.new_code_cell("%%agent Analyst\nOur warehouse is ClickHouse.", id="warehouse"),
+        nbformat.v4.new_code_cell(
+            "%%agent Analyst\nDashboards answer within 200 ms.", id="latency"
+        ),
+        nbformat.v4.new_code_cell("%memory Analyst", id="inspect"),
+        nbformat.v4.new_code_cell("%compact Analyst --summary 'ClickHouse; 200 ms.'", id="compact"),
+    ]
+    path = tmp_path / "analysis.ipynb"
+    nbformat.write(notebook, path)
+    saved = nbformat.read(path, as_version=4)
+    env = {**kernel_env, "JPY_SESSION_NAME": "reports/analysis.ipynb"}
+    env["NBMEMORY_MODEL"] = "nbmemory/offline"
+    client = LabClient(saved, kernel_name="python3", timeout=120, resources={})
+    _, warehouse, _, inspect, compact = saved.cells
+    with client.setup_kernel(env=env, cwd=str(tmp_path)):
+        for index in (0, 1, 2):
+            client.execute_cell(saved.cells[index], index)
+        # The warehouse cell again, as [4]. Its messages say what the first run's said: a
+        # second later, their blocks differ by their time (see nbmemory.provenance).
+        time.sleep(1.05)
+        client.execute_cell(warehouse, 1)
+        client.execute_cell(inspect, 3)
+        first = "cell [2] of analysis.ipynb, superseded by cell [4]"
+        shown = shown_text(inspect)
+        assert shown.count(first) == 2, shown
+        assert shown.count("cell [3] of analysis.ipynb") == 2
+        assert shown.count("cell [4] of analysis.ipynb") == 2
+        client.execute_cell(compact, 4)
+
+    reader = ReadModel()
+    archive = reader.archives("Analyst")[0].name
+    items = reader.archive_messages("Analyst", archive, limit=10).items
+    assert [item.cell_label for item in items] == [first] * 2 + [
+        "cell [3] of analysis.ipynb"
+    ] * 2 + ["cell [4] of analysis.ipynb"] * 2
+    recorded = items[0].to_json()["provenance"]
+    assert recorded["notebook"] == "reports/analysis.ipynb"
+    assert recorded["cell_id"] == "warehouse" and recorded["superseded_by"] == 4
+    assert items[2].to_json()["provenance"]["cell_id"] == "latency"
+    assert len({item.to_json()["provenance"]["session"] for item in items}) == 1
+    assert [item.cell_label for item in reader.messages("Analyst").items] == [None]
+    # MEMORY.md and its archive carry no trace of it: they read as swarms writes them.
+    for doc in ("MEMORY.md", f"archive/{archive}"):
+        assert b"analysis.ipynb" not in stored("Analyst", doc)

@@ -264,3 +264,22 @@ def test_the_tools_answer_stays_within_its_budget_and_says_what_more_matched(on_
     with pytest.raises(ValueError, match="recall_budget"):
         Agent(agent_name="Keeper", persistent_memory=True, recall_budget=0)
     assert Agent(agent_name="Keeper", persistent_memory=True).recall_budget == 800
+
+
+def test_archived_passages_keep_their_cell_through_the_kept_index(on_store):
+    from nbmemory.provenance import Provenance
+
+    convo = Conversation(name="Keeper", memory_md_path=memory_path("Keeper"))
+    convo.provenance = Provenance("work/analysis.ipynb", "cell-a", 12, "kernel-1")
+    convo.add("User", "Dashboards warehouse: ClickHouse, latency target 200 ms, region eu.")
+    convo.provenance = Provenance("work/analysis.ipynb", "cell-a", 15, "kernel-1")
+    convo.add("User", "Dashboards warehouse: Snowflake.")
+    before = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=2)
+    convo.provenance = None
+    convo.compact("Warehouses were discussed.")
+    as_new_process()
+    found()  # the archive indexed and kept
+    as_new_process()
+    after = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=2)
+    assert [(p.text, p.cell) for p in after] == [(p.text, p.cell) for p in before]
+    assert after[0].cell == "cell [15] of analysis.ipynb" and after[0].source.startswith("history_")

@@ -19,6 +19,7 @@ from nbmemory import Agent, Conversation, Workspace
 from nbmemory.jupyter.server import NbMemoryServer
 from nbmemory.note_history import Author
 from nbmemory.notes import Notes
+from nbmemory.provenance import Provenance
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
@@ -170,6 +171,38 @@ def test_messages_come_a_page_at_a_time(lab, agents):
     assert (page["total"], page["offset"], page["newest_first"]) == (30, 10, False)
     _, page = call(lab, "/agents/Scout?limit=100000")
     assert page["limit"] == 200
+
+
+def test_messages_carry_the_notebook_cell_they_came_from(lab, agents):
+    noted = Conversation(name="Noted", memory_md_path=memory_path("Noted"))
+    noted.provenance = Provenance("reports/analysis.ipynb", "cell-a", 12, "kernel-1")
+    noted.add("User", "Our warehouse is ClickHouse.")
+    archive = noted.compact("ClickHouse.")
+    noted.provenance = Provenance("reports/analysis.ipynb", "cell-a", 15, "kernel-1")
+    noted.add("User", "Our warehouse is Snowflake.")
+    _, page = call(lab, "/agents/Noted?newest_first=0")
+    assert [item["provenance"] for item in page["items"]] == [
+        None,
+        {
+            "notebook": "reports/analysis.ipynb",
+            "cell_id": "cell-a",
+            "execution_count": 15,
+            "session": "kernel-1",
+            "superseded": False,
+            "superseded_by": None,
+            "label": "cell [15] of analysis.ipynb",
+            "superseded_label": None,
+        },
+    ]
+    earlier = {"superseded_by": 15, "superseded_label": "superseded by cell [15]"}
+    for path in (
+        f"/agents/Noted/archives/{archive.name}",
+        "/agents/Noted/search?q=clickhouse&archives=1",
+    ):
+        _, found = call(lab, path)
+        assert earlier.items() <= found["items"][0]["provenance"].items(), path
+    _, whole = call(lab, f"/agents/Noted/messages/0?archive={archive.name}")
+    assert whole["provenance"]["label"] == "cell [12] of analysis.ipynb"
 
 
 def test_long_messages_come_folded_and_whole_on_request(lab, agents):

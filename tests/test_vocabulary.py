@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from nbmemory import Conversation
+from nbmemory.provenance import Cell, Provenance
 from nbmemory.read_model import (
     ArchiveInfo,
     CompactionInfo,
@@ -14,6 +15,7 @@ from nbmemory.read_model import (
     MessageTokens,
     ReadModel,
     Usage,
+    provenance_json,
 )
 from nbmemory.store import memory_path
 from nbmemory.wording import (
@@ -60,6 +62,7 @@ def test_the_panels_types_name_exactly_what_the_read_model_serializes(workspace)
     assert types["IPart"] == set(USAGE.to_json()["parts"][0])
     assert types["ICompaction"] == set(COMPACTION.to_json())
     assert types["IItem"] == set(Item(0, "User", "", "t", 1, "MEMORY.md").to_json())
+    assert types["IProvenance"] == set(provenance_json(Cell(Provenance("a.ipynb"))))
     assert types["IArchive"] == set(ArchiveInfo("a.md", 1, 2, "t").to_json())
     assert types["IMessageTokens"] == set(MessageTokens("e", 1, 2, {}).to_json())
     assert types["IFound"] == set(Found("t", "a.md", 3, 0, 20).to_json())

@@ -88,6 +88,19 @@ export interface IItem {
   length: number;
   folded: boolean;
   source: string;
+  provenance: IProvenance | null;
+}
+
+/** The notebook cell that wrote a message (see read_model.provenance_json). */
+export interface IProvenance {
+  notebook: string | null;
+  cell_id: string | null;
+  execution_count: number | null;
+  session: string | null;
+  superseded: boolean;
+  superseded_by: number | null;
+  label: string;
+  superseded_label: string | null;
 }
 
 export interface IPage {

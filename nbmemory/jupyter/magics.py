@@ -9,6 +9,7 @@ Load with ``%load_ext nbmemory``. Defaults come from ``%config NbMemoryMagics.<n
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -33,6 +34,7 @@ from nbmemory.jupyter.render import Answer, safe_bundle
 from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import MaskedUrl
+from nbmemory.provenance import Provenance
 from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
@@ -112,6 +114,8 @@ class NbMemoryMagics(Magics):
         self.agents: dict[str, Agent] = {}
         self._previews: dict[str, CompactionPlan] = {}
         """The last ``%compact NAME --preview`` of each agent, until it is carried out."""
+        self._cell_id: str | None = None
+        """The id of the cell running now, if the front end sent it (JupyterLab does)."""
         self._import_litellm_early()
 
     @observe("default_model", "embedding_model")
@@ -213,6 +217,36 @@ class NbMemoryMagics(Magics):
             raise UsageError(f"--tools: there is no function named {name!r} in the notebook")
         return value
 
+    def cell_started(self, info: Any) -> None:
+        """IPython's ``pre_run_cell`` event: keep the id of the cell about to run (ipykernel
+        passes on the ``cellId`` of JupyterLab's request; ``None`` from other clients)."""
+        cell_id = getattr(info, "cell_id", None)
+        self._cell_id = cell_id if isinstance(cell_id, str) and cell_id else None
+
+    def _provenance(self) -> Provenance | None:
+        """The cell running now, as its kernel knows it: the notebook the Jupyter server
+        started the kernel for (``$JPY_SESSION_NAME``), the cell's id, its execution count,
+        and the kernel's session (a restart changes it); ``None`` outside a kernel."""
+        kernel = getattr(self.shell, "kernel", None)
+        if kernel is None:
+            return None
+        session = getattr(getattr(kernel, "session", None), "session", None)
+        return Provenance(
+            notebook=os.environ.get("JPY_SESSION_NAME") or None,
+            cell_id=self._cell_id,
+            execution_count=self._execution_count(),
+            session=session if isinstance(session, str) and session else None,
+        )
+
+    def _execution_count(self) -> int | None:
+        """The running cell's ``[n]``: the number IPython stored its input under (during the
+        cell, ``shell.execution_count`` is already the next one from IPython 9 on)."""
+        inputs = getattr(getattr(self.shell, "history_manager", None), "input_hist_raw", None)
+        if isinstance(inputs, list) and len(inputs) > 1:
+            return len(inputs) - 1
+        count = getattr(self.shell, "execution_count", None)
+        return count if isinstance(count, int) else None
+
     def _task(self, cell: str, variables: list[str] | None) -> str:
         if not cell.strip():
             raise UsageError("%%agent: the cell is empty; write the task below the %%agent line")
@@ -297,6 +331,9 @@ class NbMemoryMagics(Magics):
 
         An agent with persistent memory can search everything it was told, archives
         included, with its ``recall_memory`` tool; ``--no-recall`` turns that off for the cell.
+        Each message of the run records the cell it came from (the notebook, the cell's id, its
+        ``[n]`` and the kernel's session) beside MEMORY.md: ``%memory NAME`` and recall name
+        it, and a cell run again marks its earlier run's messages as superseded.
 
         Examples::
 
@@ -353,7 +390,11 @@ class NbMemoryMagics(Magics):
             display(widget._view_bundle(), raw=True)
         try:
             try:
-                text = agent.run(task, streaming_callback=draw.add if stream else None)
+                text = agent.run(
+                    task,
+                    streaming_callback=draw.add if stream else None,
+                    provenance=self._provenance(),
+                )
             except KeyboardInterrupt:
                 draw.finish(draw.text + "\n\n*Interrupted: this unfinished answer was not saved.*")
                 return None
@@ -628,11 +669,14 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(magics)
     if magics not in ipython.configurables:
         ipython.configurables.append(magics)
+    ipython.events.register("pre_run_cell", magics.cell_started)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Forget the magics and close the agents' files (``%unload_ext nbmemory``)."""
     for magics in [m for m in ipython.configurables if isinstance(m, NbMemoryMagics)]:
+        with contextlib.suppress(ValueError):
+            ipython.events.unregister("pre_run_cell", magics.cell_started)
         for agent in magics.agents.values():
             agent.short_memory.close()
         ipython.configurables.remove(magics)

@@ -1,0 +1,99 @@
+"""What recording each message's notebook cell costs: ``add()`` with and without provenance,
+on files and on PostgreSQL, and the read model's newest page of a memory whose every message
+has one.
+
+    python benchmarks/provenance.py [--repeats N]
+
+Starts a private PostgreSQL server as benchmarks/store.py does. Prints a table of medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+
+from pg_server import new_database, postgres_server  # noqa: E402
+from run import print_table  # noqa: E402
+from workloads import median_of, text  # noqa: E402
+
+ADDS = 1_000
+
+
+def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
+    """The workloads on a workspace in ``root``, on the database at ``url`` (else files)."""
+    from nbmemory import Conversation, Workspace
+    from nbmemory.provenance import Provenance
+    from nbmemory.read_model import ReadModel
+
+    workspace = Workspace(root / "workspace", url)
+    where = Provenance("reports/analysis.ipynb", "0b6c3f5e-cell", 12, "4f1c-kernel-session")
+    names: dict[bool, str] = {}
+
+    def add_per_message(recorded: bool) -> float:
+        name = f"add-{time.perf_counter_ns()}"
+        names[recorded] = name
+        convo = Conversation(
+            name=name, memory_md_path=workspace.memory_path(name), workspace=workspace
+        )
+        convo.provenance = where if recorded else None
+        contents = [text(i) for i in range(ADDS)]
+        start = time.perf_counter()
+        for content in contents:
+            convo.add("User", content)
+        return (time.perf_counter() - start) / ADDS
+
+    results = {
+        "add, per message, no provenance": median_of(repeats, lambda: add_per_message(False)),
+        "add, per message, with provenance": median_of(repeats, lambda: add_per_message(True)),
+    }
+    reader = ReadModel(workspace)
+
+    def newest_page(recorded: bool) -> float:
+        start = time.perf_counter()
+        page = reader.messages(names[recorded], 0, 20)
+        elapsed = time.perf_counter() - start
+        assert (page.items[0].cell is not None) == recorded
+        return elapsed
+
+    for recorded, said in ((False, "no provenance"), (True, "with provenance")):
+        newest_page(recorded)  # the first reading: the page is read and followed
+        results[f"read model: newest page of {ADDS:,}, {said}, warm"] = median_of(
+            repeats * 4, lambda recorded=recorded: newest_page(recorded)
+        )
+    return results
+
+
+def show(value: float, name: str) -> str:
+    if "per message" in name:
+        return f"{value * 1e6:,.0f} us"
+    return f"{value * 1e3:,.2f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-provenance-") as tmp:
+        on_files = measure(Path(tmp) / "files", None, args.repeats)
+        with postgres_server() as server:
+            url = new_database(server, "bench_provenance")
+            try:
+                on_database = measure(Path(tmp) / "database", url, args.repeats)
+            finally:
+                from nbmemory import store
+
+                store.database_at(url).close()
+    rows = [["workload", "files", "PostgreSQL"]]
+    for name, value in on_files.items():
+        rows.append([name, show(value, name), show(on_database[name], name)])
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

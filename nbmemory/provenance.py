@@ -1,0 +1,206 @@
+"""Where each message came from: the notebook, cell and run of the kernel that wrote it.
+
+Kept beside the memory in ``PROVENANCE.jsonl``, one JSON line per message, so ``MEMORY.md``
+reads exactly as before to swarms and to people. A line is keyed by a hash of the message's
+block (role, timestamp, content as MEMORY.md holds them): a compaction archives MEMORY.md byte
+for byte and keeps blocks word for word, so an archived message still finds its line. Lines
+are only appended, under the agent's lock, with the message they describe (see
+``Conversation.add``). A damaged line is skipped with a ``MemoryWarning``; without the file,
+no message knows its cell, and the memory is the same.
+
+A cell run again supersedes its earlier runs: for one notebook and cell id, the run last
+recorded (kernel session and execution count) is current, and the messages of the others
+are :attr:`Cell.superseded_by` it. Messages a compaction keeps word for word are added again
+after its summary, with a new time: their lines are copies (``copied``), which keep their cell
+but never make its run current.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from nbmemory.errors import MemoryWarning
+from nbmemory.memory_file import format_block
+from nbmemory.store import AgentDocs
+from nbmemory.token_counts import digest
+
+PROVENANCE_FILE = "PROVENANCE.jsonl"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What the kernel knew of the cell that wrote a message: the notebook's path (as the
+    Jupyter server names it, relative to its root), the cell's id, its execution count and the
+    kernel's session (which a restart changes). Any of them may be unknown (``None``)."""
+
+    notebook: str | None = None
+    cell_id: str | None = None
+    execution_count: int | None = None
+    session: str | None = None
+    copied: bool = False
+    """The message is one a compaction kept word for word and added again after its summary:
+    it tells where the message came from, not that its cell ran again."""
+
+    @property
+    def known(self) -> bool:
+        """Whether it says anything at all."""
+        return any(v is not None for v in self.to_json().values())
+
+    @property
+    def cell(self) -> tuple[str, str] | None:
+        """``(notebook, cell id)``: what runs of one cell share; ``None`` if either is unknown."""
+        if self.notebook is None or self.cell_id is None:
+            return None
+        return self.notebook, self.cell_id
+
+    @property
+    def run(self) -> tuple[str | None, int | None]:
+        """What tells two runs of a cell apart: the kernel session and the execution count."""
+        return self.session, self.execution_count
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if v not in (None, False)}
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> Provenance:
+        """A recorded entry read back; ``ValueError`` or ``TypeError`` if it is not one."""
+        count = entry.get("execution_count")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+            raise TypeError(f"execution_count must be an integer, not {count!r}")
+        texts = {k: entry.get(k) for k in ("notebook", "cell_id", "session")}
+        for name, value in texts.items():
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a string, not {value!r}")
+        return cls(execution_count=count, copied=entry.get("copied") is True, **texts)
+
+
+def key_of(role: str, content: Any, timestamp: str) -> str:
+    """The key of a message: the hash of its block as MEMORY.md (or an archive) holds it."""
+    return digest(format_block(role, content, timestamp))
+
+
+def message_key(message: dict[str, Any]) -> str:
+    """:func:`key_of` for a message read from a memory file."""
+    return key_of(str(message.get("role", "")), message["content"], message.get("timestamp", ""))
+
+
+def append(docs: AgentDocs, block: str, provenance: Provenance) -> None:
+    """Record that the message MEMORY.md holds as ``block`` came from ``provenance`` (call
+    under the agent's lock, right after the block is appended)."""
+    line = json.dumps({"key": digest(block), **provenance.to_json()}, ensure_ascii=False)
+    docs.append(PROVENANCE_FILE, f"{line}\n".encode())
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A message's provenance as views show it: the cell that wrote it and, if that cell was
+    run again later, the execution count of the run that supersedes it."""
+
+    provenance: Provenance
+    superseded_by: int | None = None
+    superseded: bool = False
+    """Whether a later run of the cell supersedes it (``superseded_by`` may still be ``None``
+    if that run's execution count is unknown)."""
+
+
+class Lineage:
+    """The recorded provenance of an agent's messages, and which runs are current."""
+
+    def __init__(self, entries: dict[str, Provenance], latest: dict[tuple[str, str], Provenance]):
+        self.entries = entries
+        self.latest = latest
+        """The last recorded run of each ``(notebook, cell id)``."""
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def provenance_of(self, message: dict[str, Any]) -> Provenance | None:
+        """What was recorded for ``message`` (as a memory file holds it), if anything."""
+        return self.entries.get(message_key(message)) if self.entries else None
+
+    def of(self, message: dict[str, Any]) -> Cell | None:
+        """Where ``message`` (as read from a memory file) came from, or ``None`` if unknown."""
+        return self.of_key(message_key(message)) if self.entries else None
+
+    def of_key(self, key: str) -> Cell | None:
+        """:meth:`of` the message whose key (:func:`message_key`) is ``key``."""
+        found = self.entries.get(key)
+        if found is None:
+            return None
+        cell = found.cell
+        latest = self.latest.get(cell) if cell is not None else None
+        if latest is None or latest.run == found.run:
+            return Cell(found)
+        return Cell(found, latest.execution_count, superseded=True)
+
+
+EMPTY = Lineage({}, {})
+_cache: dict[tuple[Any, ...], tuple[Any, Lineage]] = {}
+_cache_lock = threading.Lock()
+_CACHED = 64
+
+
+def lineage(docs: AgentDocs) -> Lineage:
+    """The provenance recorded for agent ``docs``; read again only when the file changed.
+
+    A line that cannot be read is skipped, with one ``MemoryWarning`` per reading of the file
+    (the memory is never affected); a missing file is :data:`EMPTY`.
+    """
+    try:
+        stamp = docs.stamp(PROVENANCE_FILE)
+    except OSError:
+        stamp = None
+    if stamp is None:
+        return EMPTY
+    where = (type(docs), str(docs.path(PROVENANCE_FILE)), getattr(docs, "db", None))
+    with _cache_lock:
+        cached = _cache.get(where)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        data = docs.read(PROVENANCE_FILE)
+    except (FileNotFoundError, NotADirectoryError):
+        return EMPTY
+    except OSError as exc:
+        warnings.warn(f"{docs.path(PROVENANCE_FILE)}: not read ({exc})", MemoryWarning, 2)
+        return EMPTY
+    found = parse(data, str(docs.path(PROVENANCE_FILE)))
+    with _cache_lock:
+        if len(_cache) >= _CACHED:
+            _cache.clear()
+        _cache[where] = (stamp, found)
+    return found
+
+
+def parse(data: bytes, shown: str = PROVENANCE_FILE) -> Lineage:
+    """The lineage a ``PROVENANCE.jsonl`` holds; unreadable lines are skipped with a warning
+    naming ``shown`` and how many there were."""
+    entries: dict[str, Provenance] = {}
+    latest: dict[tuple[str, str], Provenance] = {}
+    bad = 0
+    for line in data.decode("utf-8", "replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            key = entry["key"]
+            if not isinstance(key, str):
+                raise TypeError("key")
+            provenance = Provenance.from_json(entry)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            bad += 1
+            continue
+        entries[key] = provenance
+        if provenance.cell is not None and not provenance.copied:
+            latest[provenance.cell] = provenance
+    if bad:
+        warnings.warn(
+            f"{shown}: {bad} damaged line(s) skipped; those messages show no cell",
+            MemoryWarning,
+            stacklevel=3,
+        )
+    return Lineage(entries, latest)
