@@ -870,6 +870,14 @@ class PgStore:
                 (name, source, head, data, name),
             )
 
+    def remove_recall_index(self, name: str, source: str) -> None:
+        """Remove one of the agent's recall indexes (found damaged: it is rebuilt)."""
+        with self.statement(f"remove a recall index of {name}") as conn:
+            conn.execute(
+                "DELETE FROM nbmemory_recall_index WHERE agent = %s AND source = %s",
+                (name, source),
+            )
+
     def recall_index_size(self, name: str) -> int:
         """Bytes of the agent's archive indexes (in a snapshot, from its one query)."""
         listing = self._listing()

@@ -506,6 +506,18 @@ def find(
     semantic: SemanticIndex | None = None,
 ) -> Found:
     """:func:`recall`'s passages, and how many messages matched in all."""
+    try:
+        return _find(docs, query, limit, semantic)
+    except recall_index.Damaged as exc:  # a kept index's texts, found damaged: made again
+        recall_index.discard(docs, exc.name)
+        followed = follow(docs.path(MEMORY_FILE), docs)
+        if followed is not None:
+            with followed.lock:
+                followed.grown.pop("recall", None)
+        return _find(docs, query, limit, semantic)
+
+
+def _find(docs: AgentDocs, query: str, limit: int, semantic: SemanticIndex | None) -> Found:
     indexes = _indexes(docs)
     if not sum(index.documents for _, index in indexes):
         return Found([], 0)

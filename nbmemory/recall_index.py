@@ -1,7 +1,7 @@
 """Recall's persistent index: what recall computed of an agent's messages, kept beside them.
 
 An archive never changes once written, so its index is made once, by the first recall that
-reads it, and every later process maps it instead of parsing the archive again. ``MEMORY.md``
+reads it, and every later process reads it instead of parsing the archive again. ``MEMORY.md``
 grows: the index of its messages is kept too, and a new process reads it and indexes only the
 messages appended since (``recall._Chained``); it is kept anew when the memory has doubled or
 was compacted. On files they are ``agents/<name>/.recall-index/<archive name>.idx`` and
@@ -28,7 +28,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-import mmap
 import os
 import stat
 import sys
@@ -178,21 +177,30 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
 
 
 class Damaged(ValueError):
-    """An index that cannot be trusted: rebuilt."""
+    """An index that cannot be trusted: rebuilt. ``name`` is the index's, when it was found
+    damaged during a query (see :func:`discard`)."""
+
+    def __init__(self, message: str, name: str = "") -> None:
+        super().__init__(message)
+        self.name = name
 
 
 class StoredIndex:
-    """One archive's index read from its bytes (a mapped file or a database row), with what
-    recall asks of any index (see ``recall._FileIndex``)."""
+    """An index read from its bytes (a file read whole, or the head of a database row), with
+    what recall asks of any index (see ``recall._FileIndex``)."""
 
     def __init__(
         self,
         data: Any,
         speaker_words: Callable[[str], frozenset[str]],
         fetch: Callable[[int, int], bytes] | None = None,
+        name: str = "",
     ) -> None:
-        """``data``: the index's bytes, or with ``fetch`` only its first :attr:`head_bytes`
-        (``fetch(start, length)`` reads the rest when asked for: the texts, times and keys)."""
+        """``data``: the index's bytes, or with ``fetch`` only its first :attr:`head_bytes`:
+        ``fetch(start, length)`` reads the rest (the texts, times and keys) when asked for, in
+        parts on a database, else whole, at once, and checked (``Damaged``, naming ``name``,
+        if it is not what was written)."""
+        self.name = name
         view = memoryview(data)
         if sys.byteorder != "little" or bytes(view[: len(MAGIC)]) != MAGIC:
             raise Damaged("not an index of this format")
@@ -213,11 +221,16 @@ class StoredIndex:
                 raise Damaged("its checksum does not match")
             n, terms = int(head["messages"]), int(head["terms"])
             sections: dict[str, Any] = {}
+            rest = None
+            if fetch is not None and not getattr(fetch, "in_parts", False):
+                rest = _Rest(fetch, self.head_bytes, int(head["crc32_rest"]), name)
             for name, (at, size) in head["sections"].items():
                 straddles = at < lazy_from < at + size
                 if straddles or (fetch is None and at + size > len(body)):
                     raise Damaged(f"section {name} is cut short")
-                if at >= lazy_from and fetch is not None:
+                if at >= lazy_from and rest is not None:
+                    sections[name] = _Fetched(rest.read, at - lazy_from, size)
+                elif at >= lazy_from and fetch is not None:
                     sections[name] = _Fetched(fetch, start + at, size)
                 else:
                     sections[name] = body[at : at + size]
@@ -389,7 +402,11 @@ class StoredIndex:
         key = (kind, i)
         found = self._read.get(key)
         if found is None:
-            found = bytes(blob[at[i] : at[i + 1]]).decode("utf-8", "surrogatepass")
+            data = bytes(blob[at[i] : at[i + 1]])
+            try:
+                found = data.decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError:  # the part no checksum covers, damaged
+                found = data.decode("utf-8", "replace")
             with self._lock:
                 if len(self._read) >= _POSTINGS_KEPT:
                     self._read.clear()
@@ -409,6 +426,35 @@ class StoredIndex:
         ]
 
 
+class _InParts:
+    """Reads parts of an index kept in a database, each when asked for."""
+
+    in_parts = True
+
+    def __init__(self, db: Any, agent: str, name: str) -> None:
+        self.db, self.agent, self.name = db, agent, name
+
+    def __call__(self, start: int, length: int) -> bytes:
+        return self.db.recall_index_part(self.agent, self.name, start, length)
+
+
+class _Rest:
+    """What a query reads of a file's index only for passages, read whole when first asked
+    for and checked: what no checksum covered is never shown."""
+
+    def __init__(self, fetch: Callable[[int, int], bytes], start: int, crc: int, name: str):
+        self.fetch, self.start, self.crc, self.name = fetch, start, crc, name
+        self.data: bytes | None = None
+
+    def read(self, start: int, size: int) -> bytes:
+        if self.data is None:
+            data = self.fetch(self.start, 2**62)
+            if zlib.crc32(data) != self.crc:
+                raise Damaged(f"{self.name}: its checksum does not match", self.name)
+            self.data = data
+        return self.data[start : start + size]
+
+
 class _Fetched:
     """A section of an index kept in a database, read when a part of it is asked for."""
 
@@ -420,7 +466,12 @@ class _Fetched:
 
     def __getitem__(self, part: slice) -> bytes:
         first, end, _ = part.indices(self.nbytes)
-        return self.fetch(self.start + first, max(0, end - first)) if end > first else b""
+        if end <= first:
+            return b""
+        try:
+            return self.fetch(self.start + first, end - first)
+        except (OSError, StoreError):  # gone since: the text is missing, the query goes on
+            return b""
 
 
 class _Texts(Sequence[str | None]):
@@ -598,19 +649,62 @@ def _load(
             data = head if head is not None else db.recall_index(agent, name)
             if data is None:
                 return None
-            return StoredIndex(
-                data,
-                speaker_words,
-                lambda start, length: db.recall_index_part(agent, name, start, length),
-            )
+            return StoredIndex(data, speaker_words, _InParts(db, agent, name), name)
+        # The postings now, the texts when a passage needs them; no file kept open: a
+        # process may follow thousands of archives.
         path = docs.folder / RECALL_INDEX_DIR / name
         with open(open_regular(path), "rb") as file:
-            if not os.fstat(file.fileno()).st_size:
+            data = file.read(_FIRST_READ)
+            head = head_size(data)
+            if head is None:
                 return None
-            data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        return StoredIndex(data, speaker_words)
+            if head > len(data):
+                data += file.read(head - len(data))
+        return StoredIndex(
+            data[:head], speaker_words, lambda start, size: _pread(path, start, size), name
+        )
     except (OSError, StoreError, Damaged):
         return None
+
+
+_FIRST_READ = 2**20
+"""Bytes of an index file read at once: a header, and the postings of a small archive."""
+
+
+def head_size(data: bytes) -> int | None:
+    """How many bytes of an index a query needs (see :attr:`StoredIndex.head_bytes`), from
+    its first bytes; ``None`` if they are not an index's."""
+    end = data.find(b"\n", len(MAGIC))
+    if not data.startswith(MAGIC) or end < 0:
+        return None
+    try:
+        lazy_from = int(json.loads(data[len(MAGIC) : end])["lazy_from"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    start = end + 1
+    return start + -start % 8 + lazy_from
+
+
+def _pread(path: Path, start: int, size: int) -> bytes:
+    """Bytes of a file from ``start``, as many as there are up to ``size``."""
+    with open(open_regular(path), "rb") as file:
+        file.seek(start)
+        return file.read(size if size < 2**40 else -1)
+
+
+def discard(docs: AgentDocs, name: str) -> None:
+    """Forget the indexes of agent ``docs`` read in this process and remove the one kept as
+    ``name``, found damaged during a query: the next query rebuilds it."""
+    with _kept_lock:
+        for key in [key for key in _kept if key.startswith(f"{docs!r}\n")]:
+            del _kept[key]
+    try:
+        if docs.is_database:
+            docs.db.remove_recall_index(docs.name, name)  # type: ignore[attr-defined]
+        else:
+            (docs.folder / RECALL_INDEX_DIR / name).unlink(missing_ok=True)
+    except (OSError, StoreError):
+        pass
 
 
 def _store(docs: AgentDocs, name: str, data: bytes, head: int) -> None:

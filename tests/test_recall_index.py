@@ -283,3 +283,21 @@ def test_archived_passages_keep_their_cell_through_the_kept_index(on_store):
     after = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=2)
     assert [(p.text, p.cell) for p in after] == [(p.text, p.cell) for p in before]
     assert after[0].cell == "cell [15] of analysis.ipynb" and after[0].source.startswith("history_")
+
+
+@pytest.mark.files("the texts of a file's index are checked when a query first reads them")
+def test_damaged_texts_are_found_when_read_and_the_index_rebuilt(monkeypatch):
+    seed()
+    first = found()
+    indexes = kept()
+    [name] = [key for key in indexes if key.startswith(first[0][0])]
+    path = agent_docs("Keeper").folder / RECALL_INDEX_DIR / name
+    data = bytearray(indexes[name])
+    data[-len(FACT)] ^= 0x01  # in the texts and times, read only for passages
+    path.write_bytes(bytes(data))
+    as_new_process()
+    built = builds(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert found() == first
+    assert built == [name.removesuffix(".idx")] and kept() == indexes
