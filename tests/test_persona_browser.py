@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -89,5 +90,16 @@ def test_the_persona_remembers_across_chats_and_restarts_and_shows_text(
             shown = f"{usage['tokens']:,} of {usage['context_length']:,} tokens"
             expect(figure).to_have_attribute("title", shown)
             assert usage["words"]["usage"].startswith(shown)  # the widget's and the panel's words
+            page.keyboard.press("Escape")
+
+            # /compact through the chat input and Jupyter AI's router: the panel's figures.
+            compacted = ask(page, box, "/compact", 2)
+            done = ReadModel().compactions("chat")
+            assert len(done) == 1
+            expect(compacted).to_contain_text(f"Compacted chat: {done[0].figures}")
+            after = ReadModel().agent("chat").to_json()
+            expect(chip).to_have_attribute(
+                "title", re.compile(rf"\({math.floor(after['fraction'] * 100 + 0.5)}%\)")
+            )
             screenshot(page, "persona-chat.png")
     assert tracker.hits == []
