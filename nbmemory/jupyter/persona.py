@@ -227,10 +227,14 @@ class NbMemoryPersona(BasePersona):
 
     def usage(self) -> Usage | None:
         """The agent's next request against its window, as every view reads it (``None``
-        before the agent has a memory)."""
+        before the agent has a memory, or when it cannot be read: the gauge keeps what it
+        showed, and the log says why)."""
         try:
             return self.reader.usage(self.agent_name)
-        except (AgentNotFoundError, InvalidAgentNameError):
+        except AgentNotFoundError:
+            return None
+        except NbmemoryError as exc:
+            self.log.warning("nbmemory: no usage for %s: %s", self.agent_name, exc)
             return None
 
     async def report_agent_usage(self) -> None:
