@@ -5,6 +5,7 @@ finding the persona through its entry point, and messages routed to it by their 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import mistune
 import pytest
+from IPython import get_ipython
+from IPython.testing.globalipapp import start_ipython
 from jupyter_ai_persona_manager.persona_manager import PersonaManager
 from jupyterlab_chat.models import Message
 from jupyterlab_chat.websocket_model import WsChatModel
@@ -103,20 +106,45 @@ def test_a_fact_from_an_earlier_chat_is_answered_after_a_restart(lab, workspace)
     assert said[0].text == "Our warehouse project is code-named BLUEFIN-7."  # %memory chat
 
 
-def test_the_chats_agent_is_the_notebooks_and_the_read_models(lab, workspace):
-    async def main() -> tuple[str, str]:
+def test_the_chats_agent_is_the_notebooks_agent(lab, workspace, monkeypatch):
+    monkeypatch.delenv("NBMEMORY_MODEL", raising=False)
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "nbmemory")
+
+    async def main() -> str:
         chat = Chat(lab, "a.chat")
         await chat.say("The budget is 40000 EUR.")
-        Agent(agent_name="chat", persistent_memory=True).run("The deadline is 2026-03-01.")
-        answer = await chat.say("When is the deadline?")  # a notebook's %%agent chat wrote it
+        ip.run_cell_magic("agent", "chat", "The deadline is 2026-03-01.")  # a notebook cell
+        answer = await chat.say("When is the deadline?")  # the same persona, told since
         await chat.close()
-        return answer, chat.model.get_messages()[-1].sender
+        return answer
 
-    answer, sender = asyncio.run(main())
-    assert "2026-03-01" in answer and sender == PERSONA_ID
+    try:
+        assert "2026-03-01" in asyncio.run(main())
+        shown = repr(ip.run_line_magic("memory", "chat"))  # %memory chat
+        continued = ip.run_cell_magic("agent", "chat", "What is the budget?")
+    finally:
+        ip.run_line_magic("unload_ext", "nbmemory")
+    assert "The budget is 40000 EUR." in shown and "When is the deadline?" in shown
+    assert "40000 EUR" in continued  # %%agent chat continues the chat
     page = ReadModel().messages("chat", newest_first=False)
     assert [item.text for item in page.items][:1] == ["The budget is 40000 EUR."]
-    assert page.items[-2].text == "When is the deadline?"
+
+
+def test_each_answer_starts_from_all_of_the_memory(lab, openai_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    config = {"NbMemoryPersona": {"model": "openai/fake-model", "api_base": openai_server.url}}
+
+    async def main() -> None:
+        chat = Chat(lab, "a.chat", config)
+        await chat.say("The budget is 40000 EUR.")
+        Agent(agent_name="chat", persistent_memory=True).run("The deadline is 2026-03-01.")
+        await chat.say("When is the deadline?")  # the same persona: its agent is built again
+        await chat.close()
+
+    asyncio.run(main())
+    sent = json.dumps(openai_server.requests[-1]["messages"])
+    assert "The deadline is 2026-03-01." in sent and "The budget is 40000 EUR." in sent
 
 
 def test_the_gauge_gets_the_widgets_figure(lab, workspace):
