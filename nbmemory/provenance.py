@@ -18,6 +18,7 @@ but never make its run current.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import warnings
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ from nbmemory.store import AgentDocs
 from nbmemory.token_counts import digest
 
 PROVENANCE_FILE = "PROVENANCE.jsonl"
+SERVER_ROOT_ENV = "NBMEMORY_SERVER_ROOT"
+"""The Jupyter server's root folder, which the nbmemory server extension exports to its kernels
+so that they record notebooks by their paths under it (see :func:`notebook_path`)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,21 @@ class Provenance:
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{name} must be a string, not {value!r}")
         return cls(execution_count=count, copied=entry.get("copied") is True, **texts)
+
+
+def notebook_path(session_name: str | None, server_root: str | None) -> str | None:
+    """The notebook a kernel runs for, as the Jupyter server names it: ``session_name`` (the
+    server's ``$JPY_SESSION_NAME``, an absolute path in JupyterLab's kernels) relative to
+    ``server_root`` when it lies under it, so a record still names the notebook after the
+    server's folder moves; else as given (``None`` if empty)."""
+    if not session_name:
+        return None
+    if server_root and os.path.isabs(session_name):
+        root = os.path.abspath(server_root)
+        path = os.path.abspath(session_name)
+        if os.path.commonpath([root, path]) == root and path != root:
+            return os.path.relpath(path, root).replace(os.sep, "/")
+    return session_name
 
 
 def key_of(role: str, content: Any, timestamp: str) -> str:

@@ -126,6 +126,9 @@ PHRASES = {
     ),
     "dropped listed": "; the first {listed} are listed",
     "image": "image: {alt}",
+    "cell gone": "cell [{count}] is gone from {notebook}",
+    "notebook missing": "{notebook} is not among the server's files (moved, renamed or deleted)",
+    "cell unknown": "{cell}: its notebook or cell id was not recorded",
 }
 """Sentences with ``{slots}`` that the views fill in (counts already worded, as :func:`counted`
 words them): each view fills the same sentence, so it reads the same."""

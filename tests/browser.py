@@ -234,6 +234,7 @@ def jupyter_lab(
             *("--ip", "127.0.0.1", "--port", str(port), "--ServerApp.port_retries=0"),
             f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={root_dir}",
+            "--MCPExtensionApp.mcp_port=0",  # Jupyter AI's MCP server, if installed: a free port
             "--JupyterNotebookApp.expose_app_in_browser=True"
             if app == "notebook"
             else "--LabApp.expose_app_in_browser=True",

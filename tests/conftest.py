@@ -32,10 +32,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def no_store_left_behind() -> Iterator[None]:
-    """After each test (and after its monkeypatches are undone), no store in the environment:
-    ``nbmemory --store URL server`` sets it for the server's kernels, unpatched."""
+    """After each test (and after its monkeypatches are undone), no store and no server root
+    in the environment: a server extension started in the test's process exports both for its
+    kernels, unpatched."""
     yield
     os.environ.pop("NBMEMORY_STORE", None)
+    os.environ.pop("NBMEMORY_SERVER_ROOT", None)
 
 
 @pytest.fixture(autouse=True)

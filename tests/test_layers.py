@@ -48,6 +48,9 @@ MCP_ONLY = ("mcp",)
 MCP_FRONT_ENDS = ("nbmemory.mcp_server", "nbmemory.jupyter.mcp_http", "nbmemory.jupyter.mcp_tools")
 """Any other module imports these inside a function, so nbmemory, its CLI and its Jupyter
 extension work without the SDK."""
+JUPYTER_AI_ONLY = ("jupyter_ai", "jupyter_ai_persona_manager", "jupyterlab_chat")
+"""Jupyter AI (``nbmemory[jupyter-ai]``): its persona alone imports it."""
+PERSONA = "nbmemory.jupyter.persona"
 FILE_READERS = ("memory_file", "follow", "search", "tokens")
 """What a view must not use: it reads through the read model instead."""
 
@@ -141,6 +144,10 @@ def test_optional_libraries_stay_in_their_corner():
                 misplaced.append(f"{module} imports {name}")
             if root in MCP_ONLY and module not in MCP_FRONT_ENDS:
                 misplaced.append(f"{module} imports {name}")
+            if root in JUPYTER_AI_ONLY and module != PERSONA:
+                misplaced.append(f"{module} imports {name}")
+            if name.startswith(PERSONA) and module != PERSONA:
+                misplaced.append(f"{module} imports the persona (Jupyter AI loads it)")
             mcp_module = name.startswith(MCP_FRONT_ENDS)
             if mcp_module and module not in MCP_FRONT_ENDS and not nested:
                 misplaced.append(f"{module} imports {name} at import time")

@@ -106,6 +106,13 @@ def test_the_wheel_holds_the_license_the_labextension_and_its_install_json(wheel
     assert "jupyter-nbmemory = nbmemory.cli:main" in scripts.splitlines()
     tools = scripts.split("[jupyter_server_mcp.tools]\n", 1)[1].split("\n\n")[0]
     assert tools.splitlines() == ["nbmemory = nbmemory.jupyter.mcp_tools:TOOLS"]
+    personas = scripts.split("[jupyter_ai.personas]\n", 1)[1].split("\n\n")[0]
+    assert personas.splitlines() == ["nbmemory = nbmemory.jupyter.persona:NbMemoryPersona"]
+    extra = [r for r in metadata.splitlines() if r.endswith("extra == 'jupyter-ai'")]
+    assert [r.split(";")[0] for r in extra] == [
+        "Requires-Dist: jupyter-ai<3.3,>=3.2",
+        "Requires-Dist: mcp<2,>=1.24",  # nbmemory[mcp], which `nbmemory mcp` needs
+    ]
 
 
 def test_the_sdist_holds_the_license_the_changelog_and_the_sources(tmp_path):
@@ -183,8 +190,25 @@ def test_a_clean_venv_gets_both_extensions_and_jupyter_nbmemory(wheel, tmp_path,
     found = "from importlib.metadata import entry_points as e; print(e(group='{}'))"
     tools = run(bin / "python", "-c", found.format("jupyter_server_mcp.tools")).stdout
     assert "value='nbmemory.jupyter.mcp_tools:TOOLS'" in tools  # as jupyter_server_mcp looks
+    personas = run(bin / "python", "-c", found.format("jupyter_ai.personas")).stdout
+    assert "value='nbmemory.jupyter.persona:NbMemoryPersona'" in personas  # as Jupyter AI looks
     settings = run(bin / "jupyter", "nbmemory", "server", "--help-all")
     assert "--NbMemoryServer.poll_interval=<Float>" in settings.stdout
+
+
+def test_the_extras_install_beside_jupyter_ai_3_2_with_nothing_broken():
+    """The test install is ``nbmemory[test]``, which holds ``nbmemory[jupyter-ai]`` and
+    ``nbmemory[mcp]``: Jupyter AI 3.2 with its MCP server and the MCP SDK, and pip finds every
+    requirement of every package met."""
+    from importlib.metadata import version
+
+    assert version("jupyter-ai").startswith("3.2.")
+    for package in ("jupyter-server-mcp", "mcp", "jupyter-ai-persona-manager"):
+        version(package)  # PackageNotFoundError if the extra did not bring it
+    checked = subprocess.run(
+        [sys.executable, "-m", "pip", "check"], capture_output=True, text=True, timeout=120
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_jupyter_labextension_develop_links_the_built_extension(tmp_path):

@@ -91,6 +91,18 @@ def test_an_unknown_cell_or_notebook_is_worded_with_what_is_known():
     assert len(agent_docs("Bare").read(PROVENANCE_FILE).splitlines()) == 2
 
 
+def test_a_notebook_is_named_by_its_path_under_the_servers_root(tmp_path):
+    root = tmp_path / "lab"
+    # JupyterLab's kernels know their notebook by its absolute path.
+    assert provenance.notebook_path(str(root / "reports/a.ipynb"), str(root)) == "reports/a.ipynb"
+    # Outside the root, or with no root exported, or already relative: as given.
+    assert provenance.notebook_path("/elsewhere/a.ipynb", str(root)) == "/elsewhere/a.ipynb"
+    assert provenance.notebook_path(str(root) + "-2/a.ipynb", str(root)) == str(root) + "-2/a.ipynb"
+    assert provenance.notebook_path("/x/a.ipynb", None) == "/x/a.ipynb"
+    assert provenance.notebook_path("reports/a.ipynb", str(root)) == "reports/a.ipynb"
+    assert provenance.notebook_path("", str(root)) is None
+
+
 def test_compaction_keeps_where_archived_messages_came_from():
     agent = analyst()
     agent.run("Our warehouse is ClickHouse.", provenance=FIRST)

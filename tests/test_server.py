@@ -295,8 +295,12 @@ def test_a_memory_in_a_hidden_folder_under_the_root_has_no_path_from_it_unless_a
     scout.compact("Summarized.")
     scout.add("User", "after the compaction")
     archive = ReadModel(root / ".agents" / "workspace").archives("Scout")[0].name
+    # nbmemory on; Jupyter AI's persona manager, which sets allow_hidden = True, off
+    config = tmp_path / "extensions.json"
+    extensions = {"nbmemory": True, "jupyter_ai_persona_manager": False}
+    config.write_text(json.dumps({"ServerApp": {"jpserver_extensions": extensions}}))
     args = (
-        server_extension_on(tmp_path),
+        f"--config={config}",
         "--NbMemoryServer.workspace=.agents/workspace",
         f"--ContentsManager.allow_hidden={allow_hidden}",
     )

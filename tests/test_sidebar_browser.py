@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,8 @@ from browser import (
     open_notebook,
     require,
     run_all_cells,
+    run_cells,
+    save_notebook,
     screenshot,
     write_notebook,
 )
@@ -612,5 +615,140 @@ def test_compact_from_the_sidebar_previews_the_models_summary_first(
         (written,) = ReadModel(workspace).records("Squeeze")
         assert written["content"] == shown + "\nChecked by a person."
         expect(panel.get_by_test_id("nbmemory-compaction")).to_have_count(1, timeout=WAIT_MS)
+        expect(panel.locator("img")).to_have_count(0)
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+
+FILLER = "".join(f"# line {n} of a cell that only takes room\n" for n in range(12))
+HOSTILE_NOTEBOOK = '<img src=x onerror="window.__pwned=1">.ipynb'
+
+_CELL_SHOWN = """([path, id]) => {
+    const widget = window.jupyterapp.shell.currentWidget;
+    if (!widget || !widget.context || widget.context.path !== path) return false;
+    const notebook = widget.content;
+    const cell = notebook.activeCell;
+    if (!cell || cell.model.id !== id) return false;
+    const box = cell.node.getBoundingClientRect();
+    const view = notebook.outerNode.getBoundingClientRect();
+    return box.height > 0 && box.top >= view.top && box.bottom <= view.bottom;
+}"""
+
+
+def analysis_notebook(path: Path) -> None:
+    """A notebook long enough to scroll: filler cells, then three ``%%agent`` cells with known
+    ids (``warehouse``, ``scratch``, ``latency``) between more filler."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    notebook.cells = [
+        cell("%load_ext nbmemory", id="setup"),
+        *(cell(FILLER, id=f"filler-{n}") for n in range(20)),
+        cell("%%agent Analyst\nOur warehouse is ClickHouse.", id="warehouse"),
+        *(cell(FILLER, id=f"more-{n}") for n in range(20)),
+        cell("%%agent Analyst\nScratch: the cluster is on fire.", id="scratch"),
+        cell("%%agent Analyst\nDashboards answer within 200 ms.", id="latency"),
+    ]
+    nbformat.write(notebook, path)
+
+
+def test_choosing_a_messages_cell_opens_its_notebook_at_that_cell(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Provenance recorded the real way: JupyterLab runs the notebook's ``%%agent`` cells in a
+    kernel (its requests carry each cell's id). The panel shows each message's cell, marks the
+    runs a later run superseded, opens the notebook scrolled to a chosen cell, and says when the
+    cell or the notebook is gone; a hostile notebook path (written through the engine) is text."""
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    from nbmemory.provenance import Provenance
+
+    root = tmp_path / "lab"
+    (root / "reports").mkdir(parents=True)
+    path = "reports/analysis.ipynb"
+    analysis_notebook(root / path)
+    hostile_cell = Provenance(HOSTILE_NOTEBOOK, "cell-x", 7, "kernel-x")
+    convo = Conversation(name="Hostile", memory_md_path=memory_path("Hostile"))
+    convo.provenance = hostile_cell
+    convo.add("User", "Written from a notebook with a hostile name.")
+    args = lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5")
+    cell_index = {"setup": 0, "warehouse": 21, "scratch": 42, "latency": 43}
+
+    with jupyter_lab(root, extra_args=args) as server, open_notebook(server, path) as page:
+        run_cells(page, *(cell_index[c] for c in ("setup", "warehouse", "scratch", "latency")))
+        time.sleep(1.05)  # the run again writes blocks with another time (nbmemory.provenance)
+        run_cells(page, cell_index["warehouse"])
+        # The scratch cell is deleted from the notebook, which is saved and closed.
+        page.evaluate(
+            """() => {
+                const notebook = window.jupyterapp.shell.currentWidget.content;
+                const at = notebook.widgets.findIndex((cell) => cell.model.id === "scratch");
+                notebook.model.sharedModel.deleteCell(at);
+            }"""
+        )
+        save_notebook(page)
+        page.evaluate("() => window.jupyterapp.shell.currentWidget.close()")
+        page.wait_for_function(
+            "(path) => !window.jupyterapp.shell.widgets('main').some("
+            "(w) => w.context && w.context.path === path)",
+            arg=path,
+        )
+
+        page.locator('.jp-SideBar [data-id="nbmemory-panel"]').click()
+        panel = page.get_by_test_id("nbmemory-panel")
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Analyst").click()
+        messages = panel.get_by_test_id("nbmemory-message")
+        expect(messages).to_have_count(8, timeout=WAIT_MS)
+        # Each card shows the read model's label; the first run's two are marked superseded.
+        items = ReadModel(workspace).messages("Analyst", limit=8, newest_first=True).items
+        cells = [item.to_json()["provenance"] for item in items]
+        assert [c["cell_id"] for c in cells] == ["warehouse"] * 2 + ["latency"] * 2 + [
+            "scratch"
+        ] * 2 + ["warehouse"] * 2
+        # The kernel knows its notebook by the absolute path JupyterLab gave it
+        # ($JPY_SESSION_NAME); it records the path under the server's root.
+        assert cells[0]["notebook"] == path, cells[0]
+        for card, cell in zip(messages.all(), cells, strict=True):
+            expect(card.get_by_test_id("nbmemory-cell-link")).to_have_text(cell["label"])
+        first_run, again = cells[-1]["execution_count"], cells[0]["execution_count"]
+        assert cells[-1]["label"] == f"cell [{first_run}] of analysis.ipynb"
+        superseded = panel.get_by_test_id("nbmemory-superseded")
+        expect(superseded).to_have_count(2)
+        expect(superseded.first).to_have_text(f"superseded by cell [{again}]")
+        expect(messages.last.locator(".jp-nbmemory-superseded")).to_have_count(1)
+        expect(messages.first.locator(".jp-nbmemory-superseded")).to_have_count(0)
+        screenshot(panel, "sidebar-cells.png")
+
+        # The first run's cell: the notebook opens, scrolled to it, and it is the active cell.
+        messages.last.get_by_test_id("nbmemory-cell-link").click()
+        page.wait_for_function(_CELL_SHOWN, arg=[path, "warehouse"], timeout=WAIT_MS)
+        scrolled = "() => window.jupyterapp.shell.currentWidget.content.outerNode.scrollTop"
+        assert page.evaluate(scrolled) > 0  # it was far down: the notebook had to scroll
+        expect(messages.last.get_by_test_id("nbmemory-cell-problem")).to_have_text("")
+        screenshot(page, "sidebar-cell-opened.png")
+
+        # The latency cell, with the notebook open: it scrolls there.
+        messages.nth(2).get_by_test_id("nbmemory-cell-link").click()
+        page.wait_for_function(_CELL_SHOWN, arg=[path, "latency"], timeout=WAIT_MS)
+
+        # The deleted cell: the card says it is gone; the notebook stays where it was.
+        scratch = messages.nth(4)
+        scratch.get_by_test_id("nbmemory-cell-link").click()
+        expect(scratch.get_by_test_id("nbmemory-cell-problem")).to_have_text(
+            f"cell [{cells[4]['execution_count']}] is gone from analysis.ipynb"
+        )
+        page.wait_for_function(_CELL_SHOWN, arg=[path, "latency"])
+
+        # A hostile notebook path stays text; the notebook is not there: the card says so.
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Hostile").click()
+        expect(messages).to_have_count(1, timeout=WAIT_MS)
+        link = messages.first.get_by_test_id("nbmemory-cell-link")
+        expect(link).to_have_text(f"cell [7] of {HOSTILE_NOTEBOOK}")
+        link.click()
+        expect(messages.first.get_by_test_id("nbmemory-cell-problem")).to_have_text(
+            f"{HOSTILE_NOTEBOOK} is not among the server's files (moved, renamed or deleted)"
+        )
         expect(panel.locator("img")).to_have_count(0)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"

@@ -271,3 +271,20 @@ def test_a_search_is_worded_once():
     assert search_words("x", 0, 0, 0, False, None) == (
         "No results for “x” in MEMORY.md. Tick “archives too” to look in the archives."
     )
+
+
+def test_the_panels_sentences_are_the_vocabularys():
+    # The panel fills sentences of the vocabulary by key: each key it names is one the server
+    # sends (a missing one would show as an empty line), the cell's among them.
+    from nbmemory.wording import PHRASES
+
+    named = {
+        key
+        for path in (ROOT / "labextension" / "src").glob("*.ts")
+        for key in re.findall(r"\bphrase(?:Around)?\(\s*'([^']+)'", path.read_text())
+    }
+    assert {"cell gone", "notebook missing", "cell unknown", "folded", "page"} <= named
+    assert named <= set(PHRASES), named - set(PHRASES)
+    assert PHRASES["cell gone"].format(count=12, notebook="analysis.ipynb") == (
+        "cell [12] is gone from analysis.ipynb"
+    )

@@ -20,6 +20,7 @@ from nbmemory import Agent, Conversation
 from nbmemory.jupyter.widget import PAGE_SIZE, RAM_SOURCE, MemoryWidget
 from nbmemory.note_history import Author
 from nbmemory.notes import Notes
+from nbmemory.provenance import Provenance
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.store import memory_path
 from support import ROOT, agent_docs, http_agent, run_python, stored, stored_messages
@@ -246,6 +247,32 @@ def test_folded_messages_and_their_full_text(widgets):
     convo.compact("Long output seen.")
     archive = widget.archives[0]["name"]
     assert widget.full_text(0, archive).length == FOLD_CHARS * 3
+
+
+def test_each_message_carries_its_cell_and_the_superseded_mark(widgets):
+    # What widget.js shows under a message: the label of its cell, and the superseded mark.
+    first = Provenance("work/analysis.ipynb", "cell-a", 12, "kernel-1")
+    again = Provenance("work/analysis.ipynb", "cell-a", 15, "kernel-1")
+    agent = Agent("Analyst", model_name="nbmemory/offline", persistent_memory=True)
+    agent.run("Our warehouse is ClickHouse.", provenance=first)
+    agent.run("Not from a notebook.")
+    widget = settled(MemoryWidget("Analyst"))
+    widgets.append(widget)
+    agent.run("Our warehouse is Snowflake now.", provenance=again)
+    eventually(lambda: len(widget.messages) == 6, "the run again")
+    cells = [message.get("provenance") for message in widget.messages]  # newest first
+    assert [c and (c["label"], c["superseded_label"]) for c in cells] == [
+        ("cell [15] of analysis.ipynb", None),
+        ("cell [15] of analysis.ipynb", None),
+        None,
+        None,
+        ("cell [12] of analysis.ipynb", "superseded by cell [15]"),
+        ("cell [12] of analysis.ipynb", "superseded by cell [15]"),
+    ]
+    assert cells[4]["superseded"] and cells[4]["superseded_by"] == 15
+    assert "provenance" not in widget.messages[2]  # sparse: no key where nothing was recorded
+    page = ReadModel().messages("Analyst", 0, PAGE_SIZE)
+    assert widget.messages == [item.to_json(sparse=True) for item in page.items]
 
 
 def test_a_long_history_sends_a_page_not_the_history(widgets):

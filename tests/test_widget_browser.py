@@ -4,6 +4,7 @@ fetched or run, Markdown renders, and the view follows an agent written by anoth
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from browser import (
     open_notebook,
     require,
     run_all_cells,
+    run_cells,
     screenshot,
     write_notebook,
 )
@@ -358,5 +360,56 @@ def test_compact_previews_keeps_terms_and_writes_only_what_is_confirmed(tmp_path
         expect(preview).to_be_hidden()
         (written,) = stored_messages("Squeeze")
         assert written["content"] == shown + "\nChecked by a person."
+        expect(widget.locator("img")).to_have_count(0)
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+
+def test_each_message_shows_its_cell_and_a_superseded_run_is_marked(tmp_path: Path) -> None:
+    """A cell run twice in JupyterLab (its requests carry the cell's id): the widget shows each
+    message's cell as the read model words it and marks the first run's messages superseded;
+    a hostile notebook path (written through the engine) is text."""
+    require("jupyterlab", "playwright", "nbformat")
+    import nbformat
+    from playwright.sync_api import expect
+
+    from nbmemory.provenance import Provenance
+    from nbmemory.read_model import ReadModel
+
+    hostile_name = '<img src=x onerror="window.__pwned=1">.ipynb'
+    convo = write_memory("Analyst")
+    convo.provenance = Provenance(hostile_name, "cell-x", 7, "kernel-x")
+    convo.add("User", "Written from a notebook with a hostile name.")
+    root = tmp_path / "lab"
+    root.mkdir()
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    notebook.cells = [
+        nbformat.v4.new_code_cell("%load_ext nbmemory", id="setup"),
+        nbformat.v4.new_code_cell("%%agent Analyst\nOur warehouse is ClickHouse.", id="warehouse"),
+        nbformat.v4.new_code_cell(f'{IMPORT}\nMemoryWidget("Analyst")', id="widget"),
+    ]
+    nbformat.write(notebook, root / "cells.ipynb")
+    with jupyter_lab(root) as server, open_notebook(server, "cells.ipynb", height=1400) as page:
+        run_cells(page, 0, 1)
+        time.sleep(1.05)  # the run again writes blocks with another time (nbmemory.provenance)
+        run_cells(page, 1, 2)
+        widget = page.locator('[data-testid="nbmemory-widget"]')
+        messages = widget.locator('[data-testid="messages"] [data-testid="message"]')
+        expect(messages).to_have_count(5, timeout=WAIT_MS)
+        items = ReadModel().messages("Analyst", limit=5, newest_first=True).items
+        labels = [item.cell_label for item in items]
+        assert labels == [
+            "cell [3] of cells.ipynb",
+            "cell [3] of cells.ipynb",
+            "cell [2] of cells.ipynb, superseded by cell [3]",
+            "cell [2] of cells.ipynb, superseded by cell [3]",
+            f"cell [7] of {hostile_name}",
+        ]
+        for message, label in zip(messages.all(), labels, strict=True):
+            expect(message.get_by_test_id("cell")).to_have_text(label)
+        expect(widget.locator(".cell.superseded")).to_have_count(2)
+        expect(messages.nth(2).locator(".cell")).to_have_class("cell superseded")
+        expect(messages.first.locator(".cell")).to_have_class("cell")
+        screenshot(widget, "widget-cells.png")
         expect(widget.locator("img")).to_have_count(0)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"

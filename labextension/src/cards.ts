@@ -6,6 +6,7 @@
  * its page.
  */
 import { Api, IItem, IMessageTokens, agentPath, query, reason } from './api';
+import { CellOpener, cellLine } from './cells';
 import { anyCase, el, foldNote, listMove, markText, plural } from './dom';
 import { IPagerOptions, PAGE_SIZE, keepingFocus, pager } from './pager';
 import { TextRenderer } from './render';
@@ -23,6 +24,8 @@ export interface ICardsOptions {
   exactChanged: () => void;
   /** "Tokens per message" was ticked or cleared. */
   tokensChanged: () => void;
+  /** Goes to the notebook cell a message came from (none: its label is plain text). */
+  openCell: CellOpener | null;
 }
 
 /** A list of cards to fill: the list, its items, and the search matches to mark (or null). */
@@ -218,7 +221,11 @@ export class MessageCards {
     const body = el('div', 'jp-nbmemory-message-body', undefined, {
       'data-testid': 'nbmemory-message-body'
     });
-    card.append(meta, body);
+    card.append(meta);
+    if (item.provenance) {
+      card.append(cellLine(item.provenance, this.options.openCell));
+    }
+    card.append(body);
     const full = this.full.get(this.fullKey(item.source, item.index));
     const text = full ?? item.text;
     if (item.folded && full === undefined) {

@@ -13,6 +13,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IMarkdownParser } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { cellOpener } from './cells';
 import { addCommands } from './commands';
 import { DEFAULT_SETTINGS, IPanelSettings, MemoryPanel, PANEL_ID } from './panel';
 import { MessageSanitizer, TextRenderer } from './render';
@@ -63,7 +64,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       new MessageSanitizer(sanitizer ?? new Sanitizer()),
       markdownParser
     );
-    const panel = new MemoryPanel({ renderer, shell: app.shell });
+    const panel = new MemoryPanel({ renderer, shell: app.shell, openCell: cellOpener(app) });
     addCommands(app, panel, palette, notebooks);
     app.shell.add(panel, 'left', { rank: 600 });
     restorer?.add(panel, PANEL_ID);

@@ -23,6 +23,7 @@ import { Api, IAgent, IAgents, ICompaction, INotes, IPage, agentPath, query, rea
 import { label, setVocabulary } from './vocabulary';
 import { AgentList } from './agents';
 import { MessageCards } from './cards';
+import { CellOpener } from './cells';
 import { CompactionViews } from './compactions';
 import { el } from './dom';
 import { IRolePage, MessageList } from './messages';
@@ -59,6 +60,8 @@ export const DEFAULT_SETTINGS: IPanelSettings = {
 
 export interface IPanelOptions {
   renderer: TextRenderer;
+  /** Goes to the notebook cell a message came from (none: a card's cell is plain text). */
+  openCell?: CellOpener;
   /** Where compaction views open (the main area; in Notebook 7, the area under it). */
   shell: JupyterFrontEnd.IShell;
 }
@@ -310,6 +313,7 @@ export class MemoryPanel extends Panel {
         void this.renderAllMessages();
         void this.notes.render();
       },
+      openCell: options.openCell ?? null,
       tokensChanged: () => {
         void this.cards.renderTokens(this.messages.list);
         void this.cards.renderTokens(this.search.list);

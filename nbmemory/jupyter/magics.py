@@ -34,7 +34,7 @@ from nbmemory.jupyter.render import Answer, safe_bundle
 from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import MaskedUrl
-from nbmemory.provenance import Provenance
+from nbmemory.provenance import SERVER_ROOT_ENV, Provenance, notebook_path
 from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
@@ -225,14 +225,17 @@ class NbMemoryMagics(Magics):
 
     def _provenance(self) -> Provenance | None:
         """The cell running now, as its kernel knows it: the notebook the Jupyter server
-        started the kernel for (``$JPY_SESSION_NAME``), the cell's id, its execution count,
+        started the kernel for (``$JPY_SESSION_NAME``, under the root the nbmemory server
+        extension exports as ``$NBMEMORY_SERVER_ROOT``), the cell's id, its execution count,
         and the kernel's session (a restart changes it); ``None`` outside a kernel."""
         kernel = getattr(self.shell, "kernel", None)
         if kernel is None:
             return None
         session = getattr(getattr(kernel, "session", None), "session", None)
         return Provenance(
-            notebook=os.environ.get("JPY_SESSION_NAME") or None,
+            notebook=notebook_path(
+                os.environ.get("JPY_SESSION_NAME"), os.environ.get(SERVER_ROOT_ENV)
+            ),
             cell_id=self._cell_id,
             execution_count=self._execution_count(),
             session=session if isinstance(session, str) and session else None,

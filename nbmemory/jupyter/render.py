@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import html
 import re
+import string
 from typing import Any
 
 import mistune
@@ -19,6 +20,14 @@ from mistune.renderers.html import HTMLRenderer
 
 from nbmemory.report import visible
 
+_FENCE_OPEN = re.compile(r"^ {0,3}(?P<run>`{3,}(?=[^`]*$)|~{3,})")
+_PUNCTUATION = frozenset(string.punctuation)
+_RUN = re.compile(r"`+")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+"""A line and its end, as Markdown renderers split lines (a lone ``\\r`` ends one too)."""
+_PLAIN = {"&": "&amp;", "<": "&lt;", "`": "\\`", "[": "\\["}
+"""What a Markdown renderer with raw HTML on could read as a tag, an entity, a code span, or a
+link or image, each written so that it shows as itself."""
 _LIVE_LINK = re.compile(r"(?:https?:|mailto:)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x20\x7f]+")
 
@@ -86,3 +95,66 @@ class Answer(str):
 
     def _repr_html_(self) -> Any:
         return markdown_html(str(self))
+
+
+def chat_markdown(text: str) -> str:
+    """Untrusted Markdown for a renderer that lets raw HTML through (Jupyter AI's chat): the same
+    Markdown with every ``<`` and ``&`` written so that it shows as itself, links and images
+    shown as their text (a bare web address is still linked), and fenced code blocks and
+    one-line code spans left as they are, since a renderer escapes code itself.
+
+    Each code region is one that a CommonMark renderer finds whatever it makes of the rest: a
+    fence opens only where it would open one and closes at any line that might close it, and
+    every backtick outside the code spans chosen here is escaped, so no renderer pairs them
+    otherwise. Where it is unsure, it escapes: the text then shows an ``&lt;`` in code, never
+    a tag."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in _LINE.findall(text):
+        if fence is not None:
+            out.append(line)
+            if line.lstrip(" \t>").startswith(fence):
+                fence = None
+            continue
+        opened = _FENCE_OPEN.match(line.rstrip("\r\n"))
+        if opened:
+            fence = opened["run"]
+            out.append(line)
+            continue
+        out.append(_inline(line))
+    return "".join(out)
+
+
+def _inline(line: str) -> str:
+    """One line outside a fenced block: its code spans as they are, the rest escaped."""
+    out: list[str] = []
+    at = 0
+    while at < len(line):
+        ch = line[at]
+        if ch == "\\" and at + 1 < len(line) and line[at + 1] in _PUNCTUATION:
+            out.append(line[at : at + 2])  # an escape already: it shows as itself
+            at += 2
+            continue
+        if ch == "`":
+            opener = _RUN.match(line, at)
+            assert opener is not None
+            closer = _closer(line, opener.end(), len(opener[0]))
+            if closer is not None and "|" not in line[opener.end() : closer]:
+                end = closer + len(opener[0])
+                out.append(line[at:end])
+                at = end
+                continue
+            out.append(_PLAIN["`"] * len(opener[0]))
+            at = opener.end()
+            continue
+        out.append(_PLAIN.get(ch, ch))
+        at += 1
+    return "".join(out)
+
+
+def _closer(line: str, start: int, length: int) -> int | None:
+    """Where the first run of exactly ``length`` backticks after ``start`` begins, if any."""
+    for run in _RUN.finditer(line, start):
+        if len(run[0]) == length:
+            return run.start()
+    return None

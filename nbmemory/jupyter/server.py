@@ -99,6 +99,7 @@ from nbmemory.export import FORMATS, export_text
 from nbmemory.note_history import Author
 from nbmemory.notes import Notes
 from nbmemory.pg_store import MaskedUrl
+from nbmemory.provenance import SERVER_ROOT_ENV
 from nbmemory.read_model import FOLD_CHARS, Item, ReadModel
 from nbmemory.wording import preview_words, vocabulary
 
@@ -226,11 +227,13 @@ class NbMemoryServer(ExtensionApp):
         return Path(os.path.abspath(path))
 
     def export_workspace(self) -> Path:
-        """Resolve the workspace and export it to the kernels to come: $WORKSPACE_DIR, and
-        $NBMEMORY_STORE when ``store`` is set."""
+        """Resolve the workspace and export it to the kernels to come: $WORKSPACE_DIR,
+        $NBMEMORY_STORE when ``store`` is set, and the server's root (for the notebook paths
+        that cell provenance records)."""
         assert self.serverapp is not None
         root = self.resolve_workspace(self.serverapp.root_dir)
         os.environ[memory_store.WORKSPACE_ENV] = str(root)
+        os.environ[SERVER_ROOT_ENV] = os.path.abspath(Path(self.serverapp.root_dir).expanduser())
         if self.store:
             os.environ[memory_store.ENV] = self.store
         self.resolved_workspace = root

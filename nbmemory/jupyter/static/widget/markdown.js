@@ -33,12 +33,14 @@ const markdown = new Marked({
   breaks: false,
   renderer: {
     html({ text }) {
-      return escapeHtml(text); // raw HTML, block or inline, is shown as text
+      // raw HTML, block or inline, is shown as text
+      return escapeHtml(text);
     },
     image({ href, title, text }) {
       const label = escapeHtml(text ? phrase("image", { alt: text }) : vocabulary().labels.image);
       const url = liveUrl(href);
-      return url ? anchor(url, title, label) : label; // never an <img>: nothing is fetched
+      // never an <img>: nothing is fetched
+      return url ? anchor(url, title, label) : label;
     },
     link({ href, title, tokens }) {
       const inner = this.parser.parseInline(tokens);
@@ -88,13 +90,15 @@ function markdownHtml(source) {
 
 // Untrusted Markdown as a DOM fragment that cannot run or fetch anything.
 function renderMarkdown(source) {
-  const template = document.createElement("template"); // inert: nothing in it runs or loads
+  // inert: nothing in it runs or loads
+  const template = document.createElement("template");
   template.innerHTML = markdownHtml(source);
   sanitize(template.content);
   return template.content;
 }
 
-const REGEXP_SPECIAL = /[.*+?^${}()|[\]\\/]/g; // what a "u" regular expression lets be escaped
+// what a "u" regular expression lets be escaped
+const REGEXP_SPECIAL = /[.*+?^${}()|[\]\\/]/g;
 
 // Wrap each occurrence of `terms` (any case) inside the text nodes of `root` in a <mark> of
 // `className`. Only text nodes are split and only elements made here are added: the text

@@ -1,5 +1,6 @@
 // The message list: the memory, an archive or search results, a page at a time. Each message
-// shows its role, time and place (and its tokens, if asked), its text rendered or exact, a Copy
+// shows its role, time and place (and its tokens, if asked), the notebook cell it came from (if
+// recorded; marked when that cell ran again), its text rendered or exact, a Copy
 // button, and "Show full text" when it came folded; search hits and an archive's dropped terms
 // are marked in it.
 import { el, number, phrase, vocabulary } from "./dom.js";
@@ -44,7 +45,14 @@ function messageNode(s, item, current) {
   }, "Copy");
   copy.onclick = () => copyMessage(s, item);
   meta.append(copy);
-  node.append(meta, content);
+  node.append(meta);
+  // its notebook cell; "superseded" when that cell ran again since
+  const cell = item.provenance;
+  if (cell) {
+    node.append(el("div", { class: cell.superseded ? "cell superseded" : "cell", "data-testid": "cell" },
+      [cell.label, cell.superseded_label].filter(Boolean).join(", ")));
+  }
+  node.append(content);
   if (item.folded && !whole.has(keyOf(item))) {
     const fold = el("div", { class: "fold", "data-testid": "fold" });
     const more = el("button", { type: "button", class: "more", "data-testid": "full-text" },
@@ -131,7 +139,8 @@ function copyMessage(s, item) {
     copyText(s, label, s.whole.has(key) ? s.whole.get(key) : item.text);
     return;
   }
-  if (!s.ctx.live) { // the whole text is the kernel's to give
+  // the whole text is the kernel's to give
+  if (!s.ctx.live) {
     copyText(s, `the first ${number(item.text.length)} characters of ${label} (no kernel for the rest)`, item.text);
     return;
   }

@@ -101,7 +101,8 @@ function pinNote(s) {
 // Python's answer to a pin or unpin: the buttons work again; a pinned note leaves the field.
 function onAnswer(s, content) {
   s.pending = false;
-  if (content.command === "pin" && content.ok) s.pinInput.value = ""; // kept when refused
+  // kept when refused
+  if (content.command === "pin" && content.ok) s.pinInput.value = "";
   drawNotes(s);
 }
 
