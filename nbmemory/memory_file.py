@@ -323,6 +323,21 @@ def read_messages(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 # Locking
 
 
+if hasattr(threading.RLock(), "_recursion_count"):  # CPython 3.11 and later
+    _new_rlock = threading.RLock
+
+    def _held(lock: Any) -> int:
+        """How many times the calling thread holds the RLock ``lock`` (0: not at all)."""
+        return int(lock._recursion_count())
+
+else:  # Python 3.10: the Python RLock, whose count can be read
+    _new_rlock = threading._PyRLock  # type: ignore[attr-defined]
+
+    def _held(lock: Any) -> int:
+        """How many times the calling thread holds the RLock ``lock`` (0: not at all)."""
+        return int(lock._count) if lock._owner == threading.get_ident() else 0
+
+
 class _FolderLock:
     """An exclusive lock on one agent folder, shared by threads and processes.
 
@@ -339,12 +354,12 @@ class _FolderLock:
         self._parent: int | None = None
         self._identity = (0, 0)
         self._fallback: Any = None
-        self.thread_lock = threading.RLock()
+        self.thread_lock = _new_rlock()
         """Held as deep as the lock is: its count is the one truth about nesting."""
 
     def __enter__(self) -> None:
         self.thread_lock.acquire()
-        if self.thread_lock._recursion_count() == 1:  # type: ignore[attr-defined]
+        if _held(self.thread_lock) == 1:
             try:
                 self._acquire()
             except BaseException:  # an interrupt may come after flock() took the lock
@@ -357,7 +372,7 @@ class _FolderLock:
 
     def __exit__(self, *exc_info: object) -> None:
         # No call before the flock is let go: an interrupt at a call's return comes after it.
-        if self.thread_lock._recursion_count() == 1:  # type: ignore[attr-defined]
+        if _held(self.thread_lock) == 1:
             try:
                 self._release()
             finally:
@@ -367,7 +382,7 @@ class _FolderLock:
 
     def depth(self) -> int:
         """How many times the calling thread holds the lock now (0: it does not hold it)."""
-        return self.thread_lock._recursion_count()  # type: ignore[attr-defined,no-any-return]
+        return _held(self.thread_lock)
 
     def settle(self, depth: int) -> None:
         """After an exception: let go of what the calling thread holds beyond ``depth``.
