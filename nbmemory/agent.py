@@ -517,7 +517,19 @@ class Agent:
         self._record_settings()
         on_delta = self._delta_callback(streaming_callback or self.streaming_callback)
         self.short_memory.add(self.user_name, task)
-        self._run_task = task[:80]
+        try:
+            self._run_task = task[:80]
+            answer = self._run_loops(on_delta)
+        finally:
+            self._run_task = None  # a note taken later is not this run's
+        if self.autosave:
+            self.save()
+        if self.print_on:
+            print(f"{self.agent_name}: {answer}")
+        return answer
+
+    def _run_loops(self, on_delta: Callable[[str], None] | None) -> str:
+        """The model's turns of one run, tools called between them; returns the answer."""
         loops = AUTO_LOOP_LIMIT if self.max_loops == "auto" else self.max_loops
         answer = ""
         done = extra = 0
@@ -550,10 +562,6 @@ class Agent:
             done += 1
             if self.max_loops == "auto":
                 break
-        if self.autosave:
-            self.save()
-        if self.print_on:
-            print(f"{self.agent_name}: {answer}")
         return answer
 
     def add_memory(self, message: str) -> dict[str, Any]:

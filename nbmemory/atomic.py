@@ -49,8 +49,8 @@ def write_atomic(
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     tmp = temporary_name(target)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE, dir_fd=dir_fd)
-    try:
+    try:  # opened inside: an interrupt as the file is made still removes it
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE, dir_fd=dir_fd)
         try:
             write_all(fd, payload)
             if durable:
@@ -58,9 +58,10 @@ def write_atomic(
         finally:
             os.close(fd)
         os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
+    except BaseException as exc:
+        if not isinstance(exc, FileExistsError):  # else the name is another's
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
         raise
     if durable:
         if dir_fd is not None:

@@ -423,15 +423,17 @@ class Conversation(SwarmsConversation):
         message = self._message(summary_role, summary)
         with self._lock:
             archive = None
-            if self._memory is not None:
-                block = format_block(summary_role, summary, message["timestamp"])
-                archive = self._memory.compact(block)
-            self.conversation_history = [*self.static_messages(), message]
-            self._session_start = len(self.conversation_history) - 1
-            self.preloaded_messages = []
-            self._header = format_header(self.name) if self._memory is not None else ""
-            self._reset_counts()
-            self.last_archive = archive
+            try:
+                if self._memory is not None:
+                    block = format_block(summary_role, summary, message["timestamp"])
+                    archive = self._memory.compact(block)
+                self._compacted(message, archive)
+            except BaseException:
+                # An interrupt can come after the memory was compacted on disk: what is in
+                # memory then follows the disk, whichever of the two the interrupt came between.
+                if self._memory is not None and self._compacted_on_disk(message):
+                    self._compacted(message, archive)
+                raise
         if record and archive is not None:
             try:
                 write_record(self.docs, archive, self._compaction(archive, summary))
@@ -570,6 +572,25 @@ class Conversation(SwarmsConversation):
             for name, index in sources
             for i in index.search(query, case_sensitive=case_sensitive)
         ]
+
+    def _compacted(self, summary: dict[str, Any], archive: Path | None) -> None:
+        """Make the history the summary alone after the static messages (run again, it
+        finishes what an interrupted run began)."""
+        history = [*self.static_messages(), summary]
+        header = format_header(self.name) if self._memory is not None else ""
+        self.conversation_history = history
+        self._session_start = len(history) - 1
+        self._preloaded = []
+        self._header = header
+        self._reset_counts()
+        self.last_archive = archive
+
+    def _compacted_on_disk(self, summary: dict[str, Any]) -> bool:
+        """Whether the memory holds ``summary`` alone, as a compaction to it leaves it."""
+        messages = memory_file.parse(self._memory.read_bytes()).messages
+        return len(messages) == 1 and all(
+            messages[0].get(key) == summary[key] for key in ("role", "content", "timestamp")
+        )
 
     # ------------------------------------------------------------------------------------------
     # Tokens

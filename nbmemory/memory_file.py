@@ -323,6 +323,21 @@ def read_messages(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 # Locking
 
 
+if hasattr(threading.RLock(), "_recursion_count"):  # CPython 3.11 and later
+    _new_rlock = threading.RLock
+
+    def _held(lock: Any) -> int:
+        """How many times the calling thread holds the RLock ``lock`` (0: not at all)."""
+        return int(lock._recursion_count())
+
+else:  # Python 3.10: the Python RLock, whose count can be read
+    _new_rlock = threading._PyRLock  # type: ignore[attr-defined]
+
+    def _held(lock: Any) -> int:
+        """How many times the calling thread holds the RLock ``lock`` (0: not at all)."""
+        return int(lock._count) if lock._owner == threading.get_ident() else 0
+
+
 class _FolderLock:
     """An exclusive lock on one agent folder, shared by threads and processes.
 
@@ -339,17 +354,15 @@ class _FolderLock:
         self._parent: int | None = None
         self._identity = (0, 0)
         self._fallback: Any = None
-        self._depth = 0
-        self.thread_lock = threading.RLock()
+        self.thread_lock = _new_rlock()
+        """Held as deep as the lock is: its count is the one truth about nesting."""
 
     def __enter__(self) -> None:
         self.thread_lock.acquire()
-        self._depth += 1
-        if self._depth == 1:
+        if _held(self.thread_lock) == 1:
             try:
                 self._acquire()
             except BaseException:  # an interrupt may come after flock() took the lock
-                self._depth -= 1
                 try:
                     with contextlib.suppress(OSError):
                         self._release()
@@ -358,12 +371,35 @@ class _FolderLock:
                 raise
 
     def __exit__(self, *exc_info: object) -> None:
-        self._depth -= 1
-        try:
-            if self._depth == 0:
+        # No call before the flock is let go: an interrupt at a call's return comes after it.
+        if _held(self.thread_lock) == 1:
+            try:
                 self._release()
-        finally:
+            finally:
+                self.thread_lock.release()
+        else:
             self.thread_lock.release()
+
+    def depth(self) -> int:
+        """How many times the calling thread holds the lock now (0: it does not hold it)."""
+        return _held(self.thread_lock)
+
+    def settle(self, depth: int) -> None:
+        """After an exception: let go of what the calling thread holds beyond ``depth``.
+
+        An interrupt can come where no ``finally`` of ours can see it: at the very start of
+        ``__exit__`` (before its first line), or as ``__enter__``'s ``acquire`` returns. A
+        caller that noted :meth:`depth` before its ``with`` calls this when the block raised,
+        so that neither this process's threads nor other processes wait for the lock for ever.
+        """
+        while self.depth() > depth:
+            self.__exit__()
+        if depth == 0 and self.fd is not None and self.thread_lock.acquire(blocking=False):
+            try:  # no thread holds it: nor may the folder's flock be held
+                with contextlib.suppress(OSError):
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)
+            finally:
+                self.thread_lock.release()
 
     def _acquire(self) -> None:
         if fcntl is None:
@@ -424,7 +460,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
             lock.renew()
             yield
     finally:
-        lock.close()
+        lock.close()  # closing the folder's descriptor lets go of its flock in any case
 
 
 # ----------------------------------------------------------------------------------------------
@@ -532,9 +568,14 @@ class MemoryFile:
     def locked(self) -> Iterator[None]:
         """Hold the agent folder's lock while reading or changing its files (the folder now at
         the path: one deleted or replaced since is locked afresh)."""
-        with self._lock:
-            self._lock.renew()
-            yield
+        depth = self._lock.depth()
+        try:
+            with self._lock:
+                self._lock.renew()
+                yield
+        except BaseException:
+            self._lock.settle(depth)
+            raise
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -598,6 +639,14 @@ class MemoryFile:
         (and reported) rather than merged.
         """
         data = encoded(block, "message")
+        depth = self._lock.depth()
+        try:
+            self._append(data)
+        except BaseException:
+            self._lock.settle(depth)
+            raise
+
+    def _append(self, data: bytes) -> None:
         with self._lock:
             while True:
                 self._open()
@@ -780,14 +829,17 @@ class MemoryFile:
             self._quarantine_debris()
             self._cut_torn_tail()
             old = self._read(self.path.name, self.path)
-            archive = self._write_archive(old) if has_messages(old) else None
             try:
+                archive = self._write_archive(old) if has_messages(old) else None
                 write_atomic(self._name(self.path.name), new, dir_fd=self._lock.fd)
             except BaseException:
-                # An interrupt can come after the new file took MEMORY.md's place: the archive
-                # then holds the only copy of the old messages, and stays.
-                if archive is not None and _starts_with(self.path, archive):
-                    archive.unlink(missing_ok=True)
+                # Until the new file takes MEMORY.md's place, what this compaction wrote of its
+                # archive (all, a part, or an empty file that an interrupt left as it was
+                # made) begins MEMORY.md: removed here, so that nobody is warned of it later.
+                # After, the archive holds the only copy of the old messages, and stays.
+                begun = unfinished_archive(self.folder)
+                if begun is not None:
+                    begun.unlink(missing_ok=True)
                     fsync_dir(self.archive_dir)
                 raise
             self._drop_fd()

@@ -336,8 +336,8 @@ class PgStore:
         try:
             yield
             return
-        except StoreError:
-            raise
+        except (StoreError, GeneratorExit):
+            raise  # GeneratorExit: a consumer stopped reading; the block gave back its connection
         except (errors.InsufficientPrivilege, errors.ReadOnlySqlTransaction) as exc:
             failure: StoreError = StorePermissionError(
                 f"{self.shown}: could not {what}: {self._said(exc)}. Use a role that may "
@@ -370,8 +370,8 @@ class PgStore:
         _raise(failure)
 
     def _abandon_pool(self) -> None:
-        """After an interrupt (``KeyboardInterrupt``, ``SystemExit``, or the ``GeneratorExit`` of
-        a block that one cut short) anywhere in psycopg_pool's bookkeeping: the pool may have
+        """After an interrupt (``KeyboardInterrupt``, ``SystemExit``) anywhere in psycopg_pool's
+        bookkeeping: the pool may have
         lost a connection for good (it counts it as lent, and after ``max_size`` such losses
         every call would wait ``CONNECT_TIMEOUT`` and fail), so it is closed, waiting at most
         a moment for its threads, and the next call makes a new one."""
@@ -648,17 +648,23 @@ class PgStore:
                 "WHERE (a.epoch, a.version) <> (k.epoch, k.since) ORDER BY a.name, m.seq",
                 (names, epochs, versions),
             )
-            for name, group in itertools.groupby(rows, key=lambda row: row[0]):
-                chunks, stamp = [], None
-                for _, epoch, version, data in group:
-                    stamp = (epoch, version)
-                    if data is not None:
-                        chunks.append(data)
-                assert stamp is not None
-                appended = known[name] is not None and known[name][0] == stamp[0]
-                data = b"".join(chunks) if appended or chunks else None
-                del chunks
-                yield name, stamp, appended, data
+            try:
+                for name, group in itertools.groupby(rows, key=lambda row: row[0]):
+                    chunks, stamp = [], None
+                    for _, epoch, version, data in group:
+                        stamp = (epoch, version)
+                        if data is not None:
+                            chunks.append(data)
+                    assert stamp is not None
+                    appended = known[name] is not None and known[name][0] == stamp[0]
+                    data = b"".join(chunks) if appended or chunks else None
+                    del chunks
+                    yield name, stamp, appended, data
+            finally:
+                # A consumer that stops early: the query still running is cancelled and its
+                # rows drained here, so the connection goes back to the pool idle (left
+                # running, it would make the pool's rollback wait for ever).
+                rows.close()
 
     def compact(self, name: str, new: bytes, keep: Callable[[bytes], bool]) -> str | None:
         """Archive the memory and replace it with ``new``, in one transaction.

@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import re
 import threading
 import types
 import warnings
@@ -147,7 +148,24 @@ class TokenCounter:
             return math.ceil(len(text) / 4)
         if len(text) <= _PIECE * 2:
             return len(self._encoding.encode_ordinary(text))
+        total = start = 0
+        for run in _LONG_RUN.finditer(text):
+            total += self._exact(text[start : run.start()]) + self._estimate(run[0])
+            start = run.end()
+        return total + self._exact(text[start:])
+
+    def _exact(self, text: str) -> int:
         return sum(len(self._encoding.encode_ordinary(piece)) for piece in _pieces(text))
+
+    def _estimate(self, run: str) -> int:
+        """Tokens of a run without whitespace longer than ``_LONG_RUN_CHARS``, estimated from
+        three samples (its start, middle and end) counted exactly: tiktoken takes time that
+        grows faster than the length on such runs (3 s for 10 MiB), this a few milliseconds.
+        Within 2% of the exact count for runs as uniform as encoded data or repeated text."""
+        middle = (len(run) - _SAMPLE) // 2
+        samples = (run[:_SAMPLE], run[middle : middle + _SAMPLE], run[-_SAMPLE:])
+        counted = sum(len(self._encoding.encode_ordinary(sample)) for sample in samples)
+        return math.ceil(counted * len(run) / (3 * _SAMPLE))
 
     def fit(self, text: str, budget: int, *, tail: bool = False) -> str:
         """The longest start (or, with ``tail``, end) of ``text`` that counts at most ``budget``
@@ -165,6 +183,10 @@ class TokenCounter:
 
 
 _PIECE = 4096
+_LONG_RUN_CHARS = 32768
+_LONG_RUN = re.compile(rf"\S{{{_LONG_RUN_CHARS + 1},}}")
+"""A run without whitespace whose tokens are estimated, not counted (see ``_estimate``)."""
+_SAMPLE = 8192
 
 
 def _pieces(text: str) -> Iterator[str]:

@@ -9,9 +9,12 @@ a signal handler at exactly these points; a blocking call that a signal interrup
 call's return too). Library code counts: psycopg's and psycopg_pool's points are N's like ours.
 
 After each N it checks what the issue asks for: the memory parses without damage, every message
-whose ``add()`` returned is in MEMORY.md or an archive (once), and a next ``add()`` works. It
-prints one JSON line per N, then exits, interrupted once more on its way out if asked
-(``--exit-interrupted``): the test times that exit.
+whose ``add()`` returned is in MEMORY.md or an archive (once), and a next ``add()`` works. And
+what a person would meet next: the folder's lock free for another process, after a compaction
+the conversation's messages the ones on disk, and no warning when the memory is next opened or
+added to (what its own interrupt left, it cleared up itself). It prints one JSON line per N,
+then exits, interrupted once more on its way out if asked (``--exit-interrupted``): the test
+times that exit.
 
 The seam is ``sys.settrace``, enabled only in this process and only around OP: nbmemory itself
 holds no hook, so it costs nothing when not tested. N is deterministic: the same code path gives
@@ -22,7 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import dis
+import fcntl
 import json
+import os
 import shutil
 import sys
 import time
@@ -96,15 +101,59 @@ class Interrupter:
         sys.settrace(None)
 
 
+_set_aside: list[str] = []
+"""The tags of archives taken out of the agent's folder (see :func:`set_archives_aside`)."""
+
+
 def stored_tags(workspace: Workspace) -> tuple[list[str], list[str]]:
-    """The first lines of the memory's and archives' messages, and any damage found."""
+    """The first lines of the memory's and archives' messages (those set aside included), and
+    any damage found."""
     docs = workspace.agent(NAME)
-    tags, problems = [], []
+    tags, problems = list(_set_aside), []
     for path in [*docs.archives(), docs.path("MEMORY.md")]:
         parsed = parse(docs.read(path))
         problems += [f"{path.name}: {p}" for p in parsed.problems]
         tags += [str(m["content"]).split("\n", 1)[0] for m in parsed.messages]
     return tags, problems
+
+
+def set_archives_aside(workspace: Workspace) -> None:
+    """Move a memory file's archives out of its folder, keeping their tags: each archive
+    costs a compaction points of its own, so without this every compaction that an interrupt
+    let reach the disk would move the later points, and the plan might never reach the end."""
+    docs = workspace.agent(NAME)
+    archives = docs.archives()
+    if workspace.database is None and archives:
+        tags, _ = stored_tags(workspace)
+        _set_aside[:] = tags[: len(tags) - len(parse(docs.read(docs.path("MEMORY.md"))).messages)]
+        aside = workspace.root / "set-aside"
+        aside.mkdir(exist_ok=True)
+        for path in archives:
+            path.rename(aside / f"{len(os.listdir(aside))}-{path.name}")
+
+
+def lock_free(workspace: Workspace) -> bool:
+    """Whether another process could take the agent folder's lock now (files only)."""
+    fd = os.open(workspace.agent(NAME).folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # lets go of the lock too
+    return True
+
+
+def agrees_with_disk(convo: Conversation, workspace: Workspace) -> bool:
+    """Whether the conversation's own messages are the last ones of MEMORY.md, and both or
+    neither begin with the summary of a compaction."""
+    session = [m["content"] for m in convo.conversation_history[convo._session_start or 0 :]]
+    docs = workspace.agent(NAME)
+    disk = [m["content"] for m in parse(docs.read(docs.path("MEMORY.md"))).messages]
+    compacted = [bool(x) and str(x[0]).startswith("summary ") for x in (session, disk)]
+    if any(compacted):
+        return session == disk
+    return disk[len(disk) - len(session) :] == session
 
 
 def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> None:
@@ -133,6 +182,7 @@ def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> N
                 reader.archives(NAME)
 
     add("before")
+    on_files = workspace.database is None
     reader = ReadModel(workspace)
     reader.messages(NAME)
     if op != "add":
@@ -146,11 +196,19 @@ def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> N
             outcome = "interrupted"
         tags, problems = stored_tags(workspace)
         lost = [t for t in acked if t not in tags]
+        free = lock_free(workspace) if on_files else True
+        agrees = agrees_with_disk(convo, workspace) if op == "compact" else True
+        with warnings.catch_warnings(record=True) as warned_on_open:
+            warnings.simplefilter("always", MemoryWarning)
+            if free:  # else it would wait for the lock for ever
+                Conversation(name=NAME, memory_md_path=workspace.memory_path(NAME)).close()
         # What was put aside is kept for people; cleared here so that each N meets the same
         # state (a free name there is looked for one by one, which would add points).
         shutil.rmtree(workspace.agent(NAME).folder / "quarantine", ignore_errors=True)
         begun = time.monotonic()
-        add("after")
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always", MemoryWarning)
+            add("after")
         took = time.monotonic() - begun
         tags_after, _ = stored_tags(workspace)
         print(
@@ -164,12 +222,17 @@ def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> N
                     "twice": sorted({t for t in tags if t.startswith("t") and tags.count(t) > 1}),
                     "next_add_lost": acked[-1] not in tags_after,
                     "next_add_seconds": round(took, 3),
+                    "lock_free": free,
+                    "agrees_with_disk": agrees,
+                    "next_open_warnings": [str(w.message) for w in warned_on_open],
+                    "next_add_warnings": [str(w.message) for w in warned],
                 }
             ),
             flush=True,
         )
         if outcome == "finished":
             break
+        set_archives_aside(workspace)
     if exit_interrupted:
         with contextlib.suppress(KeyboardInterrupt):
             run(Interrupter(max(1, start)))

@@ -60,6 +60,10 @@ def check(results: list[dict]) -> None:
         assert not r["next_add_lost"], where
         # Not a speed figure: a pool that lost its connections makes the next add wait 10 s.
         assert r["next_add_seconds"] < 5, where
+        assert r["lock_free"], where
+        assert r["agrees_with_disk"], where
+        assert r["next_open_warnings"] == [], where
+        assert r["next_add_warnings"] == [], where
 
 
 @pytest.mark.files("a folder's lock, its file descriptors and its archives")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from nbmemory.cli import main
-from nbmemory.errors import NoteChangedError, NoteNotFoundError, NotesFullError
+from nbmemory.errors import NoteChangedError, NoteNotFoundError, NotesFullError, ProviderError
 from nbmemory.note_history import HISTORY_FILE, Author, read
 from nbmemory.notes import NOTES_FILE, TOOL_NAME, Notes, notes_tool
 from support import agent_docs, http_agent, stored
@@ -162,6 +162,19 @@ def test_a_page_fetched_by_a_tool_cannot_pin_its_instruction_unreviewed(openai_s
     history = capsys.readouterr().out.splitlines()
     assert [line.split()[2] for line in history[-3:]] == ["proposed", "accepted", "restored"]
     assert "by person" in history[-1] and "(cli)" in history[-1]
+
+
+def test_a_note_taken_after_a_run_ended_names_no_run(openai_server):
+    """The run an edit is credited to is the one going on, never one that has ended."""
+    openai_server.reply("Noted.")
+    agent = http_agent(openai_server, "After")
+    agent.run("Plan the trip.")
+    openai_server.reply(status=400, error_message="bad request")
+    with pytest.raises(ProviderError):  # a run that fails ends too
+        agent.run("Plan the return.")
+    assert agent.tools.call(TOOL_NAME, {"add": "Office: Lyon."}).startswith("Notes saved (1)")
+    (change,) = agent.notes.history()
+    assert change.author.who == "model" and change.author.run is None
 
 
 def test_without_other_tools_results_the_model_edits_at_once_and_the_setting_overrides(

@@ -876,15 +876,28 @@ def test_the_store_setting_shows_itself_without_its_password():
     assert repr(server.store) == "'postgresql://team:***@db.example:5432/agents'"
 
 
-def test_the_servers_log_names_a_refused_store_without_its_password(tmp_path):
+def test_a_refused_store_stops_the_server_with_one_line_and_no_password(tmp_path):
     """The issue's case, run for real: the setting was in the log twice (the warning and the
-    last line of its traceback), password and all."""
+    last line of its traceback), password and all, and the server then ran on files."""
     setting = "postgresql://u:Qz7Kx9@[::1/agents"
-    args = (server_extension_on(tmp_path), f"--NbMemoryServer.store={setting}")
-    with jupyter_lab(tmp_path, extra_args=args) as server:
-        log = server.log.read_text()
-    assert "NbMemoryServer.store: postgresql://u:***@[::1/agents is not a usable URL" in log
-    assert leaks("Qz7Kx9", log) == []
+    command = [sys.executable, "-m", "jupyter", "server", "--allow-root", "--no-browser"]
+    command += ["--port=0", f"--ServerApp.root_dir={tmp_path}", server_extension_on(tmp_path)]
+    run = subprocess.run(
+        [*command, f"--NbMemoryServer.store={setting}"],
+        env={**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    (line,) = [line for line in run.stderr.splitlines() if "NbMemoryServer.store" in line]
+    assert "[C " in line and line.endswith(
+        "nbmemory: NbMemoryServer.store: postgresql://u:***@[::1/agents is not a usable URL: "
+        'end of string reached when looking for matching "]" in IPv6 host address in URI: '
+        '"postgresql://u:***@[::1/agents"; the server does not start'
+    )
+    assert leaks("Qz7Kx9", run.stdout + run.stderr) == []
+    assert "Traceback" not in run.stderr and "agents' memory in" not in run.stderr
 
 
 @pytest.mark.files("the server names its workspace folder when the agents are files in it")

@@ -1,5 +1,7 @@
+import base64
 import json
 import os
+import random
 
 import pytest
 
@@ -102,6 +104,21 @@ def test_a_long_text_is_counted_in_pieces_as_the_whole_would_be():
     assert counter.count(prose) == len(encoding.encode_ordinary(prose))
     run = "x" * 100_000  # no space to cut before: within a token per piece
     assert abs(counter.count(run) - len(encoding.encode_ordinary(run))) <= 100_000 // 4096 + 1
+
+
+def test_a_10_mib_run_without_spaces_is_estimated_within_two_percent():
+    """tiktoken's time grows faster than the length of such a run: beyond 32 KiB it is
+    estimated from three samples; what is around it is still counted exactly."""
+    counter = TokenCounter("gpt-4")
+    encoding = get_encoding("cl100k_base")
+    run = base64.b64encode(random.Random(7).randbytes(15 << 19)).decode()  # 10 MiB
+    assert len(run) == 10 << 20
+    exact = len(encoding.encode_ordinary(run))
+    around = "An attachment follows. "
+    counted = counter.count(around + run + " " + around)
+    assert abs(counted - exact - 2 * len(encoding.encode_ordinary(around))) <= exact * 0.02
+    short = run[:32768]  # no longer than that: counted in pieces, within a token a piece
+    assert abs(counter.count(short) - len(encoding.encode_ordinary(short))) <= 32768 // 4096
 
 
 @pytest.mark.parametrize("tail", [False, True])

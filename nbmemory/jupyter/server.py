@@ -244,7 +244,14 @@ class NbMemoryServer(ExtensionApp):
     memory_workspace: memory_store.Workspace | None = None
 
     def _link_jupyter_server_extension(self, serverapp: Any) -> None:
-        super()._link_jupyter_server_extension(serverapp)
+        try:
+            super()._link_jupyter_server_extension(serverapp)
+        except TraitError as exc:
+            # Not a warning and a server on files: the team's agents would seem to be gone,
+            # and what is written meanwhile would be in the wrong place. The message names the
+            # database without its password (see ``_check_store``).
+            serverapp.log.critical("nbmemory: %s; the server does not start", exc)
+            raise SystemExit(2) from None
         self.export_workspace()
 
     def initialize_settings(self) -> None:
