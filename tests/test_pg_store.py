@@ -563,3 +563,16 @@ def test_a_database_of_schema_3_keeps_its_documents_and_appends_as_rows(database
     with psycopg.connect(database) as conn:
         versions = conn.execute("SELECT version FROM nbmemory_schema ORDER BY version").fetchall()
     assert versions == [(n,) for n in range(1, SCHEMA_VERSION + 1)]
+
+
+def test_an_export_writes_an_appended_document_whole(database: str, tmp_path: Path):
+    from nbmemory.layout import export_layout
+
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hi")
+    docs = stored("Scout")
+    docs.write("PROVENANCE.jsonl", b"written\n")
+    docs.append("PROVENANCE.jsonl", b"appended\n")
+    assert export_layout(tmp_path, Workspace.from_env()) == ["Scout"]
+    exported = tmp_path / "agents" / "Scout" / "PROVENANCE.jsonl"
+    assert exported.read_bytes() == b"written\nappended\n"
+    assert export_layout(tmp_path, Workspace.from_env()) == ["Scout"]  # the same files: done
