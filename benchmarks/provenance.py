@@ -1,15 +1,18 @@
 """What recording each message's notebook cell costs: ``add()`` with and without provenance,
 on files and on PostgreSQL, and the read model's newest page of a memory whose every message
-has one.
+has one; then ``add()`` with provenance after 100 and after 10,000 earlier provenance lines
+(written whole, or appended one by one), which should cost the same: an append adds a line,
+it does not rewrite the others.
 
     python benchmarks/provenance.py [--repeats N]
 
-Starts a private PostgreSQL server as benchmarks/store.py does. Prints a table of medians.
+Starts a private PostgreSQL server as benchmarks/store.py does. Prints tables of medians.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -23,6 +26,9 @@ from run import print_table  # noqa: E402
 from workloads import median_of, text  # noqa: E402
 
 ADDS = 1_000
+EARLIER = (100, 10_000)
+"""How many provenance lines an agent has before the adds that :func:`measure_growth` times."""
+GROWTH_ADDS = 200
 
 
 def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
@@ -69,6 +75,49 @@ def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
     return results
 
 
+def measure_growth(root: Path, url: str | None, repeats: int) -> dict[tuple[str, int], float]:
+    """Seconds per ``add()`` with provenance for an agent with each of :data:`EARLIER` earlier
+    provenance lines, keyed by how they were written ("whole": one write, as an older store or
+    an import leaves them; "appended": one append each, as messages add them)."""
+    from nbmemory import Conversation, Workspace
+    from nbmemory.provenance import PROVENANCE_FILE, Provenance
+
+    workspace = Workspace(root / "workspace", url)
+    where = Provenance("reports/analysis.ipynb", "0b6c3f5e-cell", 12, "4f1c-kernel-session")
+    line = json.dumps({"key": "0" * 32, **where.to_json()}).encode() + b"\n"
+
+    def seeded(earlier: int, how: str) -> Conversation:
+        name = f"grown-{how}-{earlier}-{time.perf_counter_ns()}"
+        convo = Conversation(
+            name=name, memory_md_path=workspace.memory_path(name), workspace=workspace
+        )
+        convo.add("User", "first")
+        docs = workspace.agent(name)
+        if how == "whole":
+            docs.write(PROVENANCE_FILE, line * earlier)
+        else:
+            for _ in range(earlier):
+                docs.append(PROVENANCE_FILE, line)
+        convo.provenance = where
+        return convo
+
+    results: dict[tuple[str, int], float] = {}
+    for how in ("whole", "appended"):
+        for earlier in EARLIER:
+            convos = [seeded(earlier, how) for _ in range(repeats)]
+
+            def per_add(convos: list[Conversation] = convos) -> float:
+                convo = convos.pop()
+                contents = [text(i) for i in range(GROWTH_ADDS)]
+                start = time.perf_counter()
+                for content in contents:
+                    convo.add("User", content)
+                return (time.perf_counter() - start) / GROWTH_ADDS
+
+            results[(how, earlier)] = median_of(repeats, per_add)
+    return results
+
+
 def show(value: float, name: str) -> str:
     if "per message" in name:
         return f"{value * 1e6:,.0f} us"
@@ -81,10 +130,12 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-provenance-") as tmp:
         on_files = measure(Path(tmp) / "files", None, args.repeats)
+        grown_files = measure_growth(Path(tmp) / "files-grown", None, args.repeats)
         with postgres_server() as server:
             url = new_database(server, "bench_provenance")
             try:
                 on_database = measure(Path(tmp) / "database", url, args.repeats)
+                grown_database = measure_growth(Path(tmp) / "database-grown", url, args.repeats)
             finally:
                 from nbmemory import store
 
@@ -92,6 +143,13 @@ def main() -> None:
     rows = [["workload", "files", "PostgreSQL"]]
     for name, value in on_files.items():
         rows.append([name, show(value, name), show(on_database[name], name)])
+    print_table(rows)
+    print()
+    rows = [["add with provenance, per message, after", "files", "PostgreSQL"]]
+    for key, value in grown_files.items():
+        how, earlier = key
+        name = f"{earlier:,} earlier lines, {how}"
+        rows.append([name, f"{value * 1e6:,.0f} us", f"{grown_database[key] * 1e6:,.0f} us"])
     print_table(rows)
 
 

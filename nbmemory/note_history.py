@@ -150,12 +150,15 @@ def with_outside(changes: list[Change], notes: list[str]) -> list[Change]:
 def record(docs: AgentDocs, notes_before: list[str], change: Change) -> Change:
     """Add ``change`` to the record (under the agent's lock, which the caller holds), after an
     "outside" entry if the notes before it are not those the record last left; returns it
-    numbered."""
-    changes = with_outside(read(docs), notes_before)
+    numbered. Its lines are appended: the record is never rewritten, so a change costs the
+    same however long the record has grown."""
+    recorded = read(docs)
+    changes = with_outside(recorded, notes_before)
     n = changes[-1].n + 1 if changes else 1
     numbered = replace(change, n=n)
-    lines = [json.dumps(c.to_json(), ensure_ascii=False) for c in [*changes, numbered]]
-    docs.write(HISTORY_FILE, "\n".join(lines) + "\n")
+    new = [*changes[len(recorded) :], numbered]
+    lines = "".join(json.dumps(c.to_json(), ensure_ascii=False) + "\n" for c in new)
+    docs.append(HISTORY_FILE, lines.encode())
     return numbered
 
 

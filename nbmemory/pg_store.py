@@ -1,4 +1,4 @@
-"""Agents' memories in a PostgreSQL database: the documents of the file layout, in three tables
+"""Agents' memories in a PostgreSQL database: the documents of the file layout, in four tables
 (and recall's vectors and archive indexes in ``nbmemory_embeddings`` and
 ``nbmemory_recall_index``, indexes recall rebuilds).
 
@@ -6,8 +6,11 @@ An agent's folder holds ``MEMORY.md``, ``NOTES.md``, ``settings.json`` and ``arc
 ``nbmemory_agents`` has one row per agent with a change counter (``version``) and a compaction
 counter (``epoch``); ``nbmemory_memory`` holds ``MEMORY.md`` as its header and one row per
 appended block, so an append is an insert and never rewrites anything; ``nbmemory_documents``
-holds every other file under its path in the folder. Concatenating an agent's memory rows gives
-the bytes its ``MEMORY.md`` would have, which is what keeps export and import lossless.
+holds every other file under its path in the folder, and ``nbmemory_appends`` what was appended
+to one of them since it was last written whole (``PROVENANCE.jsonl``'s lines), one row per
+append, so that an append costs what it adds, not the document's size. Concatenating an agent's
+memory rows gives the bytes its ``MEMORY.md`` would have (and a document's data and appends, the
+bytes of its file), which is what keeps export and import lossless.
 
 Every change is one transaction and takes the agent's row lock first, so appends of many
 processes and hosts are serialised per agent (block order is commit order) and a compaction
@@ -46,7 +49,7 @@ from nbmemory.memory_file import archive_name
 from nbmemory.workspace import ARCHIVE_DIR, COUNTS_FILE, validate_agent_name
 
 SCHEMES = ("postgresql", "postgres")
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         """CREATE TABLE nbmemory_agents (
@@ -118,6 +121,21 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (agent, source)
         )""",
         "ALTER TABLE nbmemory_recall_index ALTER COLUMN data SET STORAGE EXTERNAL",
+    ],
+    # Appends to a document as rows of their own (``seq`` is the agent's version they made),
+    # read after its ``data``; ``appended`` counts their bytes, for the document's size. A
+    # write of the whole document deletes them, and they go with the document.
+    4: [
+        "ALTER TABLE nbmemory_documents ADD COLUMN appended bigint NOT NULL DEFAULT 0",
+        """CREATE TABLE nbmemory_appends (
+            agent text NOT NULL,
+            name text NOT NULL,
+            seq bigint NOT NULL,
+            data bytea NOT NULL,
+            PRIMARY KEY (agent, name, seq),
+            FOREIGN KEY (agent, name) REFERENCES nbmemory_documents (agent, name)
+                ON DELETE CASCADE ON UPDATE CASCADE
+        )""",
     ],
 }
 _SCHEMA_LOCK = 0x6E626D656D  # the advisory lock held while the schema is created or migrated
@@ -542,8 +560,8 @@ class PgStore:
                 "FROM nbmemory_recall_index GROUP BY agent) "
                 "SELECT a.name, a.epoch, a.version, "
                 "EXISTS (SELECT 1 FROM nbmemory_memory m WHERE m.agent = a.name), "
-                "d.name, d.version, length(d.data), coalesce(s.size, 0) FROM nbmemory_agents a "
-                "LEFT JOIN nbmemory_documents d ON d.agent = a.name "
+                "d.name, d.version, length(d.data) + d.appended, coalesce(s.size, 0) "
+                "FROM nbmemory_agents a LEFT JOIN nbmemory_documents d ON d.agent = a.name "
                 'LEFT JOIN sizes s ON s.agent = a.name ORDER BY a.name COLLATE "C"'
             ).fetchall()
         listing: dict[str, _Agent] = {}
@@ -558,13 +576,13 @@ class PgStore:
 
     def _snapshot_read(self, listing: dict[str, _Agent], name: str, doc: str) -> bytes | None:
         """A small document of the snapshot: the first asked for reads every agent's (those of
-        at most ``SMALL_BYTES``)."""
+        at most ``SMALL_BYTES`` and nothing appended); ``None`` if it is not among them."""
         small = getattr(self._local, "small", None)
         if small is None:
             with self.statement("read the agents' settings and notes") as conn:
                 rows = conn.execute(
                     "SELECT agent, name, data FROM nbmemory_documents "
-                    "WHERE name = ANY(%s) AND length(data) <= %s",
+                    "WHERE name = ANY(%s) AND length(data) <= %s AND appended = 0",
                     (list(SMALL_DOCUMENTS), SMALL_BYTES),
                 ).fetchall()
             small = self._local.small = {(agent, doc): bytes(data) for agent, doc, data in rows}
@@ -707,20 +725,25 @@ class PgStore:
     # Other documents
 
     def read(self, name: str, doc: str) -> bytes | None:
-        """A document of the agent (``NOTES.md``, ``archive/…``), or ``None`` if absent."""
+        """A document of the agent (``NOTES.md``, ``archive/…``), or ``None`` if absent: its
+        data and what was appended to it since, in one query."""
         listing = self._listing()
         if listing is not None and name in listing:
             found = listing[name].documents.get(doc)
             if found is None:
                 return None
             if doc in SMALL_DOCUMENTS and found[1] <= SMALL_BYTES:
-                return self._snapshot_read(listing, name, doc)
+                data = self._snapshot_read(listing, name, doc)
+                if data is not None:
+                    return data
         with self.statement(f"read {doc} of {name}") as conn:
-            row = conn.execute(
-                "SELECT data FROM nbmemory_documents WHERE agent = %s AND name = %s",
-                (name, doc),
-            ).fetchone()
-        return bytes(row[0]) if row else None
+            rows = conn.execute(
+                "SELECT 0 AS seq, data FROM nbmemory_documents WHERE agent = %s AND name = %s "
+                "UNION ALL SELECT seq, data FROM nbmemory_appends WHERE agent = %s AND name = %s "
+                "ORDER BY seq",
+                (name, doc, name, doc),
+            ).fetchall()
+        return b"".join(bytes(data) for _, data in rows) if rows else None
 
     def document_stamp(self, name: str, doc: str) -> tuple[int, int] | None:
         """``(version, size)`` of a document, changed by every write; ``None`` if absent."""
@@ -729,7 +752,7 @@ class PgStore:
             return listing[name].documents.get(doc)
         with self.statement(f"read {doc} of {name}") as conn:
             row = conn.execute(
-                "SELECT version, length(data) FROM nbmemory_documents "
+                "SELECT version, length(data) + appended FROM nbmemory_documents "
                 "WHERE agent = %s AND name = %s",
                 (name, doc),
             ).fetchone()
@@ -743,35 +766,42 @@ class PgStore:
             return {doc: known[doc] for doc in docs if doc in known}
         with self.statement(f"read the documents of {name}") as conn:
             rows = conn.execute(
-                "SELECT name, version, length(data) FROM nbmemory_documents "
+                "SELECT name, version, length(data) + appended FROM nbmemory_documents "
                 "WHERE agent = %s AND name = ANY(%s)",
                 (name, docs),
             ).fetchall()
         return {doc: (version, size) for doc, version, size in rows}
 
     def write(self, name: str, doc: str, data: bytes) -> None:
-        """Write a whole document, replacing the old one atomically."""
+        """Write a whole document, replacing the old one (and what was appended to it)
+        atomically."""
         with self.transaction(f"write {doc} of {name}") as conn:
             version, _ = self._agent(conn, name, create=True)
             conn.execute(
                 "INSERT INTO nbmemory_documents (agent, name, data, version) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT (agent, name) "
-                "DO UPDATE SET data = excluded.data, version = excluded.version",
+                "DO UPDATE SET data = excluded.data, version = excluded.version, appended = 0",
                 (name, doc, data, version),
             )
+            conn.execute("DELETE FROM nbmemory_appends WHERE agent = %s AND name = %s", (name, doc))
 
     def append_document(self, name: str, doc: str, data: bytes) -> None:
         """Add ``data`` at the end of a document (created with it if absent); inside
-        :meth:`locked`, a failure undoes this alone (a savepoint), not what came before."""
+        :meth:`locked`, a failure undoes this alone (a savepoint), not what came before.
+
+        ``data`` becomes a row of ``nbmemory_appends``, and the document's row only gets its new
+        version and size: the cost is that of ``data``, however long the document is."""
         what = f"write {doc} of {name}"
         with self.transaction(what) as conn, self._errors(what), conn.transaction():
             version, _ = self._agent(conn, name, create=True)
             conn.execute(
-                "INSERT INTO nbmemory_documents (agent, name, data, version) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (agent, name) "
-                "DO UPDATE SET data = nbmemory_documents.data || excluded.data, "
-                "version = excluded.version",
-                (name, doc, data, version),
+                "WITH doc AS (INSERT INTO nbmemory_documents (agent, name, data, version, "
+                "appended) VALUES (%(agent)s, %(doc)s, '', %(version)s, %(size)s) "
+                "ON CONFLICT (agent, name) DO UPDATE SET version = excluded.version, "
+                "appended = nbmemory_documents.appended + excluded.appended RETURNING 1) "
+                "INSERT INTO nbmemory_appends (agent, name, seq, data) "
+                "SELECT %(agent)s, %(doc)s, %(version)s, %(data)s FROM doc",
+                {"agent": name, "doc": doc, "version": version, "size": len(data), "data": data},
             )
 
     def remove(self, name: str, doc: str) -> None:

@@ -205,6 +205,22 @@ def test_the_record_is_plain_json_lines_a_person_can_read(docs):
     assert [c.n for c in read(docs)] == [1], "lines that cannot be read are left out"
 
 
+def test_each_change_is_appended_to_the_record_which_is_never_rewritten(docs):
+    person = Author("person", "cli", user="ada")
+    Notes(docs).add("Budget: 40k EUR.", by=person)
+    docs.append(HISTORY_FILE, b"a line someone added\n")
+    before = stored("Keeper", HISTORY_FILE)
+    Notes(docs).add("Deadline: Friday.", by=person)
+    after = stored("Keeper", HISTORY_FILE)
+    assert after.startswith(before)  # the unreadable line stays where it was
+    assert json.loads(after[len(before) :])["added"] == "Deadline: Friday."
+    assert [c.n for c in read(docs)] == [1, 2]
+    if docs.is_database:  # one row per change, the first document untouched
+        with docs.db.statement("count") as conn:
+            rows = conn.execute("SELECT count(*) FROM nbmemory_appends").fetchone()[0]
+        assert rows == 3
+
+
 def test_a_person_sets_how_the_models_edits_are_taken_and_the_agent_follows(openai_server, capsys):
     openai_server.reply(tool_calls=[{"name": TOOL_NAME, "arguments": {"add": "Office: Lyon."}}])
     openai_server.reply("Asked.")

@@ -7,9 +7,13 @@ Every test gets a fresh database on a private server started for the session
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import os
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -25,6 +29,7 @@ from nbmemory.errors import (
     InvalidAgentNameError,
     MemoryWarning,
     StoreConfigError,
+    StoreError,
     StorePermissionError,
     StoreSchemaError,
     StoreUnavailableError,
@@ -34,7 +39,7 @@ from nbmemory.notes import Notes
 from nbmemory.pg_store import SCHEMA_VERSION, MaskedUrl, PgStore
 from nbmemory.read_model import ReadModel
 from nbmemory.store import Workspace, memory_path, workspace_dir
-from support import FIXTURES, REFUSED_STORES, UNREACHABLE_STORES, leaks, start_writer
+from support import FIXTURES, REFUSED_STORES, ROOT, UNREACHABLE_STORES, leaks, start_writer
 
 
 def stored(name: str) -> Any:
@@ -467,3 +472,127 @@ def test_a_memory_path_outside_an_agent_folder_stays_a_file(database: str, tmp_p
     convo.add("User", "on disk")
     assert parse(path.read_bytes()).messages[0]["content"] == "on disk"
     assert Workspace.from_env().agents() == []
+
+
+def appended_rows(database: str, name: str) -> int:
+    with psycopg.connect(database) as conn:
+        query = "SELECT count(*) FROM nbmemory_appends WHERE agent = %s"
+        return conn.execute(query, (name,)).fetchone()[0]
+
+
+def test_appends_are_rows_of_their_own_read_back_as_one_document(database: str):
+    docs = stored("Scout")
+    stamps = [(docs.stamp("PROVENANCE.jsonl"), docs.folder_stamp())]
+    for n in range(3):
+        docs.append("PROVENANCE.jsonl", f"line {n}\n".encode())
+        stamps.append((docs.stamp("PROVENANCE.jsonl"), docs.folder_stamp()))
+    for before, after in itertools.pairwise(stamps):  # each append changes both
+        assert before[0] != after[0] and before[1] != after[1]
+    assert docs.read("PROVENANCE.jsonl") == b"line 0\nline 1\nline 2\n"
+    assert docs.stamp("PROVENANCE.jsonl")[1] == len(b"line 0\nline 1\nline 2\n")
+    assert appended_rows(database, "Scout") == 3
+    assert docs.documents() == ["PROVENANCE.jsonl"]
+    with docs.db.snapshot():  # a listing reads the same stamps, and the same document
+        assert docs.stamp("PROVENANCE.jsonl") == docs.db.document_stamp("Scout", "PROVENANCE.jsonl")
+        assert docs.read("PROVENANCE.jsonl") == b"line 0\nline 1\nline 2\n"
+
+    docs.write("PROVENANCE.jsonl", b"whole\n")  # a write replaces the appends too
+    assert appended_rows(database, "Scout") == 0
+    docs.append("PROVENANCE.jsonl", b"after\n")
+    assert docs.read("PROVENANCE.jsonl") == b"whole\nafter\n"
+    docs.remove("PROVENANCE.jsonl")
+    assert appended_rows(database, "Scout") == 0
+    with pytest.raises(FileNotFoundError):
+        docs.read("PROVENANCE.jsonl")
+
+
+def test_an_appended_small_document_is_read_whole_in_a_snapshot(database: str):
+    docs = stored("Scout")
+    docs.write("NOTES.md", b"- one\n")
+    docs.append("NOTES.md", b"- two\n")
+    with docs.db.snapshot():
+        assert docs.read("NOTES.md") == b"- one\n- two\n"
+
+
+def test_a_failing_append_inside_a_locked_block_undoes_only_itself(database: str):
+    docs = stored("Scout")
+    docs.append("PROVENANCE.jsonl", b"before\n")
+    with psycopg.connect(database) as conn:  # a refusal from the server itself
+        conn.execute("ALTER TABLE nbmemory_appends ADD CHECK (data <> 'refused'::bytea)")
+    with docs.locked():
+        docs.append("PROVENANCE.jsonl", b"first\n")
+        with pytest.raises(StoreError, match="check constraint"):
+            docs.append("PROVENANCE.jsonl", b"refused")
+        docs.append("PROVENANCE.jsonl", b"second\n")
+    assert docs.read("PROVENANCE.jsonl") == b"before\nfirst\nsecond\n"
+    assert docs.stamp("PROVENANCE.jsonl")[1] == len(b"before\nfirst\nsecond\n")
+
+
+APPENDER = """
+import sys, time
+from nbmemory.store import Workspace
+tag, count, start_at = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+docs = Workspace.from_env().agent("Shared")
+time.sleep(max(0.0, start_at - time.time()))
+for i in range(count):
+    docs.append("PROVENANCE.jsonl", f"{tag}-{i}\\n".encode())
+"""
+
+
+def test_processes_appending_at_once_lose_nothing(database: str):
+    start_at = time.time() + 2
+    appenders = [
+        subprocess.Popen(
+            [sys.executable, "-c", APPENDER, tag, "300", str(start_at)],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        for tag in ("a", "b", "c")
+    ]
+    for appender in appenders:
+        assert appender.wait(timeout=300) == 0
+    lines = stored("Shared").read("PROVENANCE.jsonl").decode().splitlines()
+    assert len(lines) == 900
+    for tag in ("a", "b", "c"):  # all of each, in its own order
+        assert [line for line in lines if line.startswith(f"{tag}-")] == [
+            f"{tag}-{i}" for i in range(300)
+        ]
+    assert len({line[0] for line in lines[:300]}) > 1, "the appenders did not overlap"
+
+
+def test_a_database_of_schema_3_keeps_its_documents_and_appends_as_rows(database: str):
+    from nbmemory.pg_store import MIGRATIONS
+
+    with psycopg.connect(database) as conn:
+        conn.execute(
+            "CREATE TABLE nbmemory_schema (version integer PRIMARY KEY, applied timestamptz)"
+        )
+        for number in (1, 2, 3):
+            for statement in MIGRATIONS[number]:
+                conn.execute(statement)
+            conn.execute("INSERT INTO nbmemory_schema (version) VALUES (%s)", (number,))
+        conn.execute("INSERT INTO nbmemory_agents (name, version) VALUES ('Scout', 1)")
+        conn.execute(
+            "INSERT INTO nbmemory_documents (agent, name, data, version) "
+            "VALUES ('Scout', 'PROVENANCE.jsonl', 'old\n', 1)"
+        )
+    docs = stored("Scout")
+    assert docs.stamp("PROVENANCE.jsonl") == (1, 4)
+    docs.append("PROVENANCE.jsonl", b"new\n")
+    assert docs.read("PROVENANCE.jsonl") == b"old\nnew\n"
+    assert appended_rows(database, "Scout") == 1
+    with psycopg.connect(database) as conn:
+        versions = conn.execute("SELECT version FROM nbmemory_schema ORDER BY version").fetchall()
+    assert versions == [(n,) for n in range(1, SCHEMA_VERSION + 1)]
+
+
+def test_an_export_writes_an_appended_document_whole(database: str, tmp_path: Path):
+    from nbmemory.layout import export_layout
+
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hi")
+    docs = stored("Scout")
+    docs.write("PROVENANCE.jsonl", b"written\n")
+    docs.append("PROVENANCE.jsonl", b"appended\n")
+    assert export_layout(tmp_path, Workspace.from_env()) == ["Scout"]
+    exported = tmp_path / "agents" / "Scout" / "PROVENANCE.jsonl"
+    assert exported.read_bytes() == b"written\nappended\n"
+    assert export_layout(tmp_path, Workspace.from_env()) == ["Scout"]  # the same files: done
