@@ -158,7 +158,7 @@ def record(docs: AgentDocs, notes_before: list[str], change: Change) -> Change:
     numbered = replace(change, n=n)
     new = [*changes[len(recorded) :], numbered]
     lines = "".join(json.dumps(c.to_json(), ensure_ascii=False) + "\n" for c in new)
-    docs.append(HISTORY_FILE, lines.encode())
+    docs.append(HISTORY_FILE, lines.encode(), durable=True)
     return numbered
 
 

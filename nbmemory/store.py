@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nbmemory import memory_file
-from nbmemory.atomic import write_all, write_atomic
+from nbmemory.atomic import fsync_dir, write_all, write_atomic
 from nbmemory.errors import InvalidAgentNameError, MemoryWarning
 from nbmemory.memory_file import (
     MemoryFile,
@@ -96,7 +96,9 @@ class AgentDocs(Protocol):
     def write(
         self, doc: str | os.PathLike[str], data: bytes | str, *, durable: bool = True
     ) -> Path: ...
-    def append(self, doc: str | os.PathLike[str], data: bytes) -> None: ...
+    def append(
+        self, doc: str | os.PathLike[str], data: bytes, *, durable: bool = False
+    ) -> None: ...
     def remove(self, doc: str | os.PathLike[str]) -> None: ...
     def stamp(self, doc: str | os.PathLike[str]) -> tuple[int, ...] | None: ...
     def folder_stamp(self) -> tuple[int, ...] | None: ...
@@ -170,9 +172,11 @@ class FileDocs(_Docs):
         make_private_dir(path.parent)
         return write_atomic(path, data, durable=durable)
 
-    def append(self, doc: str | os.PathLike[str], data: bytes) -> None:
+    def append(self, doc: str | os.PathLike[str], data: bytes, *, durable: bool = False) -> None:
         """Add ``data`` at the end of a document of lines (created if absent), on a line of its
-        own even if a crash left the last one unfinished; call under :meth:`locked`."""
+        own even if a crash left the last one unfinished; call under :meth:`locked`.
+        ``durable``: on disk (fsync) before this returns, for a record that must outlive a
+        crash of the machine."""
         path = self.path(doc)
         check_folder(self.folder)
         make_private_dir(path.parent)
@@ -181,8 +185,12 @@ class FileDocs(_Docs):
             size = os.fstat(fd).st_size
             torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
             write_all(fd, b"\n" + data if torn else data)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
+        if durable and size == 0:
+            fsync_dir(path.parent)
 
     def remove(self, doc: str | os.PathLike[str]) -> None:
         self.path(doc).unlink(missing_ok=True)
@@ -234,8 +242,9 @@ class DatabaseDocs(_Docs):
         self.db.write(self.name, self.doc(doc), data.encode() if isinstance(data, str) else data)
         return self.path(doc)
 
-    def append(self, doc: str | os.PathLike[str], data: bytes) -> None:
-        """Add ``data`` at the end of a document (created if absent)."""
+    def append(self, doc: str | os.PathLike[str], data: bytes, *, durable: bool = False) -> None:
+        """Add ``data`` at the end of a document (created if absent); a database write is
+        durable when it commits, whatever ``durable`` says."""
         self.db.append_document(self.name, self.doc(doc), data)
 
     def remove(self, doc: str | os.PathLike[str]) -> None:
