@@ -747,16 +747,7 @@ class PgStore:
 
     def document_stamp(self, name: str, doc: str) -> tuple[int, int] | None:
         """``(version, size)`` of a document, changed by every write; ``None`` if absent."""
-        listing = self._listing()
-        if listing is not None and name in listing:
-            return listing[name].documents.get(doc)
-        with self.statement(f"read {doc} of {name}") as conn:
-            row = conn.execute(
-                "SELECT version, length(data) + appended FROM nbmemory_documents "
-                "WHERE agent = %s AND name = %s",
-                (name, doc),
-            ).fetchone()
-        return tuple(row) if row else None
+        return self.document_stamps(name, [doc]).get(doc)
 
     def document_stamps(self, name: str, docs: list[str]) -> dict[str, tuple[int, int]]:
         """:meth:`document_stamp` of each of ``docs`` that exists, in one query."""
