@@ -20,7 +20,7 @@ from jupyterlab_chat.models import Message
 from jupyterlab_chat.websocket_model import WsChatModel
 
 from nbmemory import Agent
-from nbmemory.jupyter.persona import COMPACT, NbMemoryPersona
+from nbmemory.jupyter.persona import COMPACT, NO_TEXT, NbMemoryPersona
 from nbmemory.jupyter.widget import MemoryWidget
 from nbmemory.read_model import ReadModel
 from test_render import Tags
@@ -219,6 +219,20 @@ def test_hostile_model_output_reaches_the_chat_as_text(lab, openai_server, monke
     assert "&lt;img src=x onerror=" in html and "<code>&lt;b&gt;code&lt;/b&gt;</code>" in html
     said = ReadModel().messages("chat", newest_first=False).items[-1].text
     assert said == f"Here: {HOSTILE} and `<b>code</b>`"  # the memory keeps the model's text
+
+
+def test_an_empty_answer_is_said_in_the_chat_not_posted_empty(lab, openai_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    openai_server.reply("")
+    config = {"NbMemoryPersona": {"model": "openai/fake-model", "api_base": openai_server.url}}
+
+    async def main() -> str:
+        chat = Chat(lab, "a.chat", config)
+        answer = await chat.say("Say nothing")
+        await chat.close()
+        return answer
+
+    assert asyncio.run(main()) == NO_TEXT
 
 
 def test_a_model_without_its_key_is_one_line_in_the_chat(lab, monkeypatch):

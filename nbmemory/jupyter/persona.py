@@ -44,6 +44,8 @@ COMMANDS = [
         "goes to its archive",
     )
 ]
+NO_TEXT = "(The model answered with no text.)"
+"""Shown for an empty answer, which the chat would show as an empty message."""
 UPDATE_EVERY = 0.1
 """Seconds between two updates of a streaming answer (each one rewrites the chat file)."""
 
@@ -174,10 +176,11 @@ class NbMemoryPersona(BasePersona):
                 if stream_id is not None:
                     self._show(stream_id, text)
                 raise
+            shown = answer if answer.strip() else NO_TEXT
             if stream_id is None:
-                self.send_message(chat_markdown(answer))
+                self.send_message(chat_markdown(shown))
             else:
-                self._show(stream_id, answer)
+                self._show(stream_id, shown)
         finally:
             self.clear_status()
 
