@@ -20,7 +20,7 @@ from jupyterlab_chat.models import Message
 from jupyterlab_chat.websocket_model import WsChatModel
 
 from nbmemory import Agent
-from nbmemory.jupyter.persona import COMPACT, NO_TEXT, NbMemoryPersona
+from nbmemory.jupyter.persona import COMPACT, NO_TEXT, STOPPED, NbMemoryPersona
 from nbmemory.jupyter.widget import MemoryWidget
 from nbmemory.read_model import ReadModel
 from test_render import Tags
@@ -47,6 +47,12 @@ class Chat:
 
     async def say(self, text: str) -> str:
         """Send ``text`` to the persona as the chat input does; the persona's reply."""
+        before = self.send(text)
+        await until(lambda: not self.persona.processing and len(self.model.get_messages()) > before)
+        return self.model.get_messages()[-1].body
+
+    def send(self, text: str) -> int:
+        """Send ``text`` without waiting for the reply; how many messages the chat had."""
         before = len(self.model.get_messages())
         message = Message(
             body=text,
@@ -56,8 +62,7 @@ class Chat:
             metadata={PersonaManager.TO_PERSONA_METADATA_KEY: PERSONA_ID},
         )
         self.manager.on_chat_message(self.model.get_id(), message)
-        await until(lambda: not self.persona.processing and len(self.model.get_messages()) > before)
-        return self.model.get_messages()[-1].body
+        return before
 
     async def close(self) -> None:
         await self.manager.shutdown_personas()
@@ -233,6 +238,26 @@ def test_an_empty_answer_is_said_in_the_chat_not_posted_empty(lab, openai_server
         return answer
 
     assert asyncio.run(main()) == NO_TEXT
+
+
+def test_the_stop_button_ends_the_answer_and_none_of_it_is_saved(lab, openai_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    openai_server.reply("A long answer nobody waited for.", delay=3)
+    config = {"NbMemoryPersona": {"model": "openai/fake-model", "api_base": openai_server.url}}
+
+    async def main() -> str:
+        chat = Chat(lab, "a.chat", config)
+        before = chat.send("Tell me everything")
+        await until(lambda: chat.persona.processing)
+        await chat.persona.cancel_response()  # what the chat's stop button calls
+        await until(lambda: not chat.persona.processing and len(chat.model.get_messages()) > before)
+        reply = chat.model.get_messages()[-1].body
+        await chat.close()
+        return reply
+
+    assert asyncio.run(main()) == STOPPED
+    said = [item.text for item in ReadModel().messages("chat", newest_first=False).items]
+    assert said == ["Tell me everything"]  # the task is kept, the unfinished answer is not
 
 
 def test_a_model_without_its_key_is_one_line_in_the_chat(lab, monkeypatch):

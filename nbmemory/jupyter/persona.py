@@ -17,6 +17,7 @@ read model, to the usage gauge of Jupyter AI's chat input: the widget's and the 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +45,9 @@ COMMANDS = [
         "goes to its archive",
     )
 ]
+STOPPED = "*Stopped: this unfinished answer was not saved.*"
+"""Added under what had streamed when the chat's stop button ended an answer (as an
+interrupted ``%%agent`` cell says)."""
 NO_TEXT = "(The model answered with no text.)"
 """Shown for an empty answer, which the chat would show as an empty message."""
 UPDATE_EVERY = 0.1
@@ -84,6 +88,7 @@ class NbMemoryPersona(BasePersona):
         self.reader = ReadModel(self.workspace)
         self._agent: Agent | None = None
         self._seen: str | None = None
+        self._stop = threading.Event()
 
     @property
     def defaults(self) -> PersonaDefaults:
@@ -141,11 +146,12 @@ class NbMemoryPersona(BasePersona):
         """Run ``task`` in a worker thread, streaming the answer into the chat as it comes."""
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue[str | None] = asyncio.Queue()
+        self._stop = stop = threading.Event()
 
         def run() -> str:
             agent = self.agent()
             try:
-                return agent.run(task, streaming_callback=_on_loop(loop, pieces.put_nowait))
+                return agent.run(task, streaming_callback=_on_loop(loop, pieces.put_nowait, stop))
             finally:
                 self._done()
                 loop.call_soon_threadsafe(pieces.put_nowait, None)
@@ -172,6 +178,13 @@ class NbMemoryPersona(BasePersona):
                     shown_at = time.monotonic()
             try:
                 answer = await running
+            except _Stopped:
+                stopped = f"{text}\n\n{STOPPED}" if text else STOPPED
+                if stream_id is None:
+                    self.send_message(chat_markdown(stopped))
+                else:
+                    self._show(stream_id, stopped)
+                return
             except Exception:
                 if stream_id is not None:
                     self._show(stream_id, text)
@@ -192,6 +205,11 @@ class NbMemoryPersona(BasePersona):
             append=False,
             trigger_actions=[],
         )
+
+    async def cancel_response(self) -> None:
+        """The chat's stop button: the answer streaming now ends at its next piece, and is
+        not saved (the task is: memory holds what was asked)."""
+        self._stop.set()
 
     async def compact(self, extra: str) -> None:
         """``/compact``: the model's summary replaces the memory; the figures as every view
@@ -254,10 +272,20 @@ class NbMemoryPersona(BasePersona):
             self._agent.short_memory.close()
 
 
-def _on_loop(loop: asyncio.AbstractEventLoop, put: Callable[[str], None]) -> Callable[[str], None]:
-    """A streaming callback for a worker thread that hands each piece to ``loop``."""
+class _Stopped(BaseException):
+    """Raised in the worker thread by the first piece streamed after the stop button: like
+    ``KeyboardInterrupt``, it passes every handler of an error and ends the run."""
+
+
+def _on_loop(
+    loop: asyncio.AbstractEventLoop, put: Callable[[str], None], stop: threading.Event
+) -> Callable[[str], None]:
+    """A streaming callback for a worker thread that hands each piece to ``loop``, until
+    ``stop`` is set."""
 
     def callback(piece: str) -> None:
+        if stop.is_set():
+            raise _Stopped
         loop.call_soon_threadsafe(put, piece)
 
     return callback
