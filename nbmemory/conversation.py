@@ -74,7 +74,8 @@ def preload_texts(header: str) -> tuple[str, str]:
 def preload_tokens(counter: TokenCounter, header: str, kept: KeptCounts | None = None) -> int:
     """Tokens of :func:`preload_texts`, ``kept`` ones taken as they are."""
     if kept is not None:
-        return sum(kept.tokens(text) for text in preload_texts(header))
+        head, header = preload_texts(header)
+        return kept.tokens(head, lambda: _head_tokens(kept.counter)) + kept.tokens(header)
     return _head_tokens(counter) + counter.count(header)
 
 

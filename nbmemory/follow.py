@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from nbmemory import memory_file
 from nbmemory.memory_file import BLOCK_END
 from nbmemory.store import AgentDocs, DatabaseDocs
-from nbmemory.workspace import MEMORY_FILE, open_regular
+from nbmemory.workspace import MEMORY_FILE, as_path, open_regular
 
 if TYPE_CHECKING:
     from nbmemory.pg_store import PgStore
@@ -232,7 +232,7 @@ def _extended(old: FollowedFile, new: bytes, mtime_ns: int) -> FollowedFile:
 def follow(path: str | os.PathLike[str], docs: AgentDocs | None = None) -> FollowedFile | None:
     """The messages of the file at ``path`` (or of that document of ``docs``, an agent's
     documents) as they are now, read as little as possible; ``None`` if absent."""
-    path = Path(path)
+    path = as_path(path)
     if docs is not None and docs.is_database:
         return _follow_database(path, docs)
     st = _stat(path)

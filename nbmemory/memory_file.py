@@ -47,6 +47,7 @@ from nbmemory.workspace import (
     FILE_MODE,
     MEMORY_FILE,
     QUARANTINE_DIR,
+    as_path,
     make_private_dir,
     open_child,
     open_folder,
@@ -514,7 +515,8 @@ def unfinished_archive(folder: str | os.PathLike[str]) -> Path | None:
 
 def _archives(folder: str | os.PathLike[str]) -> tuple[list[Path], bool]:
     """Every archive file, oldest first, and whether the newest is an unfinished one."""
-    where = Path(folder) / ARCHIVE_DIR
+    folder = as_path(folder)
+    where = folder / ARCHIVE_DIR
     if os.path.islink(where):
         return [], False  # not ours: it could lead outside the workspace
     try:
@@ -525,7 +527,7 @@ def _archives(folder: str | os.PathLike[str]) -> tuple[list[Path], bool]:
         (p for p in entries if p.name.startswith("history_") and p.suffix == ".md"),
         key=archive_sort_key,
     )
-    return found, bool(found) and _starts_with(Path(folder) / MEMORY_FILE, found[-1])
+    return found, bool(found) and _starts_with(folder / MEMORY_FILE, found[-1])
 
 
 def _starts_with(path: Path, prefix: Path, chunk: int = 1 << 16) -> bool:

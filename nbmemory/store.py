@@ -12,6 +12,7 @@ workspace names a row, any other path is a file. Nothing here reads the environm
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import warnings
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from nbmemory.workspace import (
     DEFAULT_WORKSPACE,
     MEMORY_FILE,
     agents_root,
+    as_path,
     check_folder,
     holds_memory,
     make_private_dir,
@@ -107,6 +109,13 @@ class AgentDocs(Protocol):
     def open_memory(self, conversation_name: str, doc: str = MEMORY_FILE) -> Any: ...
 
 
+@functools.lru_cache(maxsize=2**15)
+def _child(folder: Path, name: str) -> Path:
+    """``folder / name``, made once: a listing of thousands of agents names each document of
+    each several times, and joining paths is most of what that costs."""
+    return folder / name
+
+
 class _Docs:
     """What both stores' handles share: naming documents, and reading them as messages."""
 
@@ -135,6 +144,8 @@ class _Docs:
 
     def path(self, doc: str | os.PathLike[str]) -> Path:
         """The path that names a document, for people and for keys."""
+        if isinstance(doc, str) and "/" not in doc:
+            return _child(self.folder, doc)
         return self.folder / self.doc(doc)
 
     def exists(self, doc: str | os.PathLike[str]) -> bool:
@@ -157,7 +168,7 @@ class FileDocs(_Docs):
     is_database = False
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.folder = Path(folder)
+        self.folder = as_path(folder)
         self.name = self.folder.name
 
     def read(self, doc: str | os.PathLike[str]) -> bytes:
@@ -224,7 +235,7 @@ class DatabaseDocs(_Docs):
     def __init__(self, db: PgStore, name: str, folder: str | os.PathLike[str]) -> None:
         self.db = db
         self.name = name
-        self.folder = Path(folder)
+        self.folder = as_path(folder)
 
     def __repr__(self) -> str:
         return f"DatabaseDocs({self.db.shown!r}, {self.name!r})"

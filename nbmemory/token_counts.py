@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nbmemory.errors import StoreError
@@ -87,15 +87,16 @@ class KeptCounts:
         self.counted = 0
         """How many texts were counted: not found among the kept counts."""
 
-    def tokens(self, text: str) -> int:
-        """The tokens of ``text``: kept, else counted."""
+    def tokens(self, text: str, count: Callable[[], int] | None = None) -> int:
+        """The tokens of ``text``: kept, else counted (by ``count``, when given: a count of
+        ``text`` made once for many agents)."""
         if self._counts is None:
             encoding = self.counter.encoding_name
             self._counts = read_counts(self.docs, encoding) if self.docs is not None else {}
         found = self._counts.get(digest(text)) if self._counts else None
         if found is None:
             self.counted += 1
-            return self.counter.count(text)
+            return count() if count is not None else self.counter.count(text)
         return found
 
     def each(self, texts: Iterable[str]) -> list[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 import unicodedata
@@ -89,6 +90,13 @@ def validate_document_name(doc: object) -> str:
     return doc
 
 
+def as_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a ``Path``, made only if it is not one: a listing of thousands of agents
+    passes the same paths down several calls, and making one costs more than using it."""
+    return path if isinstance(path, Path) else Path(path)
+
+
+@functools.lru_cache(maxsize=64)  # asked once per agent by listings of thousands
 def agents_root(workspace: str | os.PathLike[str]) -> Path:
     """The folder of a workspace that holds one sub-folder per agent."""
     return Path(workspace) / "agents"
@@ -182,8 +190,9 @@ def check_folder(folder: str | os.PathLike[str]) -> Path:
     For code that reaches an agent's files by path: a link planted there could lead outside
     the workspace (``UnsafeFileError``). A folder that does not exist yet is fine.
     """
-    folder = Path(folder)
-    for path in (folder.parent, folder) if folder.parent.name == "agents" else (folder,):
+    folder = as_path(folder)
+    parent = folder.parent
+    for path in (parent, folder) if parent.name == "agents" else (folder,):
         try:
             st = os.lstat(path)
         except FileNotFoundError:

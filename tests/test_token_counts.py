@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from nbmemory import Conversation, cli, follow, token_counts
+from nbmemory import Conversation, cli, conversation, follow, token_counts
 from nbmemory.atomic import write_atomic
 from nbmemory.layout import export_layout
 from nbmemory.memory_file import format_block
@@ -78,6 +78,23 @@ def test_a_writer_keeps_counts_that_readers_take_as_they_are(on_store, counts_ma
     counts_made.clear()
     assert figures() == expected
     assert counts_made == []  # nothing counted: every block, the preload, the notes were kept
+
+
+def test_a_listing_counts_the_preloads_head_once_for_all_its_agents(on_store, counts_made):
+    names = ["Keeper", "Other", "Third"]
+    for name in names:
+        written(name, 2)
+    follow._followed.clear()
+    from_kept = [info.to_json() for info in ReadModel().agents()]
+    for name in names:
+        agent_docs(name).remove(COUNTS_FILE)
+    follow._followed.clear()
+    conversation._head_tokens.cache_clear()
+    counts_made.clear()
+    assert [info.to_json() for info in ReadModel().agents()] == from_kept
+    head = conversation.preload_texts("")[0]
+    assert counts_made.count(head) == 1  # the same for every agent: counted once
+    assert len(counts_made) == 1 + 3 * (2 + 1)  # the head, then each agent's blocks and header
 
 
 def test_a_resumed_conversation_takes_the_kept_counts(on_store, counts_made):

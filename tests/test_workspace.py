@@ -5,7 +5,7 @@ import pytest
 from nbmemory import Conversation, InvalidAgentNameError, list_agents, workspace_dir
 from nbmemory.errors import InvalidDocumentNameError
 from nbmemory.store import agent_dir, memory_path
-from nbmemory.workspace import validate_agent_name, validate_document_name
+from nbmemory.workspace import as_path, validate_agent_name, validate_document_name
 
 BAD_NAMES = {
     "": "empty",
@@ -24,6 +24,11 @@ BAD_NAMES = {
     "é" * 200: "255 bytes",
     "bad\udcff": "lone surrogate",
 }
+
+
+def test_a_path_is_passed_on_as_it_is_and_a_name_made_a_path(tmp_path):
+    assert as_path(tmp_path) is tmp_path
+    assert as_path(str(tmp_path)) == tmp_path
 
 
 def test_workspace_is_read_from_the_environment_on_every_call(monkeypatch, tmp_path):
