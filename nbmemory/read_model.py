@@ -173,11 +173,13 @@ class Item:
     def cell_label(self) -> str | None:
         """``cell [12] of analysis.ipynb``, with ``, superseded by cell [15]`` if a later run
         of that cell supersedes it; ``None`` if no cell is known."""
-        found = provenance_json(self.cell)
-        if found is None:
+        if self.cell is None:
             return None
-        superseded = found["superseded_label"]
-        return f"{found['label']}, {superseded}" if superseded else found["label"]
+        where = self.cell.provenance
+        label = cell_words(where.notebook, where.execution_count)
+        if not self.cell.superseded:
+            return label
+        return f"{label}, {superseded_words(self.cell.superseded_by)}"
 
     def to_json(self, *, sparse: bool = False) -> dict[str, Any]:
         """The item's fields (``provenance``: see :func:`provenance_json`); ``sparse`` leaves
