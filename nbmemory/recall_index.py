@@ -516,6 +516,11 @@ def _file_source(path: Path, st: os.stat_result, digest: str | None = None) -> d
     }
 
 
+def _digest(data: bytes) -> str:
+    """The BLAKE2b digest of ``data``, as :func:`file_digest` gives a file's."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def file_digest(path: Path) -> str:
     """The BLAKE2b digest of a file's bytes."""
     digest = hashlib.blake2b(digest_size=16)
@@ -752,9 +757,7 @@ def kept_memory(
         data = _memory_bytes(docs, size)
     except (OSError, StoreError, KeyError, TypeError, ValueError):
         return None
-    if len(data) != size or hashlib.blake2b(data, digest_size=16).hexdigest() != source.get(
-        "digest"
-    ):
+    if len(data) != size or _digest(data) != source.get("digest"):
         return None
     return found
 
@@ -771,7 +774,7 @@ def keep_memory(docs: AgentDocs, built: Built, identity: tuple[int, int], size: 
         "name": MEMORY_FILE,
         "identity": list(identity),
         "bytes": size,
-        "digest": hashlib.blake2b(data, digest_size=16).hexdigest(),
+        "digest": _digest(data),
     }
     encoded = encode(built, source)
     _store(docs, MEMORY_INDEX, encoded, StoredIndex(encoded, lambda role: frozenset()).head_bytes)
