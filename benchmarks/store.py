@@ -106,6 +106,33 @@ def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
     return results
 
 
+def floor(url: str, repeats: int) -> dict[str, float]:
+    """What any durable change costs on this server, whatever nbmemory does: the median of a
+    bare round trip and of a one-row INSERT committed durably, on one warm connection."""
+    import statistics
+
+    import psycopg
+
+    results: dict[str, float] = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET synchronous_commit TO on")
+        conn.execute("CREATE TABLE floor (data bytea)")  # not TEMPORARY: those skip the WAL
+        row = text(0).encode()
+        work = {
+            "SELECT 1": lambda: conn.execute("SELECT 1"),
+            "INSERT, durable": lambda: conn.execute("INSERT INTO floor VALUES (%s)", (row,)),
+        }
+        for name, run in work.items():
+            times = []
+            for _ in range(ADDS * repeats // 10):
+                start = time.perf_counter()
+                run()
+                times.append(time.perf_counter() - start)
+            results[name] = statistics.median(times)
+        conn.execute("DROP TABLE floor")
+    return results
+
+
 def show(value: float, name: str) -> str:
     if "per message" in name:
         return f"{value * 1e6:,.0f} us"
@@ -122,6 +149,7 @@ def main() -> None:
             url = new_database(server, "bench")
             try:
                 on_database = measure(Path(tmp) / "database", url, args.repeats)
+                bare = floor(url, args.repeats)
             finally:
                 from nbmemory import store
 
@@ -149,6 +177,10 @@ def main() -> None:
             ]
         )
     print_table(rows)
+    print(
+        "PostgreSQL floor on this machine (median, one warm connection): "
+        + ", ".join(f"{name} {value * 1e6:,.0f} us" for name, value in bare.items())
+    )
 
 
 if __name__ == "__main__":

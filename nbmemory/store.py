@@ -456,6 +456,7 @@ class DatabaseMemory:
         self.path = docs.folder / MEMORY_FILE
         self.archive_dir = self.folder / ARCHIVE_DIR
         self.conversation_name = conversation_name
+        self._header_bytes = format_header(conversation_name).encode("utf-8")
 
     def __repr__(self) -> str:
         return f"DatabaseMemory({self.db.shown!r}, {self.agent!r})"
@@ -466,14 +467,11 @@ class DatabaseMemory:
     def close(self) -> None:
         """Nothing to release: connections belong to the store's pool."""
 
-    def _header(self) -> bytes:
-        return format_header(self.conversation_name).encode("utf-8")
-
     def ensure(self) -> None:
-        self.db.ensure(self.agent, self._header())
+        self.db.ensure(self.agent, self._header_bytes)
 
     def append(self, block: str) -> None:
-        self.db.append(self.agent, self._header(), memory_file.encoded(block, "message"))
+        self.db.append(self.agent, self._header_bytes, memory_file.encoded(block, "message"))
 
     def read_bytes(self) -> bytes:
         return self.db.memory(self.agent) or b""
