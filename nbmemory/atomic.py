@@ -7,18 +7,19 @@ import os
 import sys
 from pathlib import Path
 
-from nbmemory.workspace import FILE_MODE
+from nbmemory.workspace import open_into
 
 
 def fsync_dir(folder: Path) -> None:
     """Make a rename or a new file in ``folder`` durable (a no-op on Windows)."""
     if sys.platform == "win32":
         return
-    fd = os.open(folder, os.O_RDONLY)
+    into: list[int] = []
     try:
-        os.fsync(fd)
+        os.fsync(open_into(into, folder, os.O_RDONLY))
     finally:
-        os.close(fd)
+        for held in into:
+            os.close(held)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -49,14 +50,16 @@ def write_atomic(
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     tmp = temporary_name(target)
+    into: list[int] = []
     try:  # opened inside: an interrupt as the file is made still removes it
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE, dir_fd=dir_fd)
         try:
+            fd = open_into(into, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, dir_fd=dir_fd)
             write_all(fd, payload)
             if durable:
                 os.fsync(fd)
         finally:
-            os.close(fd)
+            for held in into:
+                os.close(held)
         os.replace(tmp, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException as exc:
         if not isinstance(exc, FileExistsError):  # else the name is another's

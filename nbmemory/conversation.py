@@ -372,12 +372,20 @@ class Conversation(SwarmsConversation):
         with self._lock:
             if self._memory is not None and not _blank(content):
                 block = format_block(role, content, message["timestamp"])
-                if self.provenance is None or not self.provenance.known:
-                    self._memory.append(block)
-                else:
-                    with self._memory.locked():  # one lock: no other writer comes between
+                appends = self._memory.appends
+                try:
+                    if self.provenance is None or not self.provenance.known:
                         self._memory.append(block)
-                        self._record_provenance(block, self.provenance)
+                    else:
+                        with self._memory.locked():  # one lock: no other writer comes between
+                            self._memory.append(block)
+                            self._record_provenance(block, self.provenance)
+                except BaseException as exc:
+                    # An interrupt once the block is stored: the message is in the history
+                    # too, so that this process and the memory agree (errors store nothing).
+                    if not isinstance(exc, Exception) and self._memory.holds(block, appends):
+                        self.conversation_history.append(message)
+                    raise
             self.conversation_history.append(message)
         if self.token_count:
             message["token_count"] = self._counter.count(self._format_line(message, False))

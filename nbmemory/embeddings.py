@@ -41,7 +41,7 @@ from nbmemory import llm
 from nbmemory.errors import MemoryWarning, ModelError, StoreError
 from nbmemory.recall import EMBEDDED_CHARS, text_key
 from nbmemory.store import AgentDocs
-from nbmemory.workspace import EMBEDDINGS_DIR, make_private_dir
+from nbmemory.workspace import EMBEDDINGS_DIR, make_private_dir, open_file
 
 BATCH = 128
 """Texts per embedding request (providers cap a request; OpenAI at 2,048 inputs)."""
@@ -128,8 +128,7 @@ class _FileVectors:
         """The records written since the last load (all of them the first time, or when the
         file was replaced), or ``None`` if there are none or the file is not usable."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            with os.fdopen(fd, "rb") as file:
+            with open_file(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, "rb") as file:
                 inode = os.fstat(file.fileno()).st_ino
                 head = file.read(4096)
                 parsed = self._parse_header(head)
@@ -158,10 +157,9 @@ class _FileVectors:
         ``table`` (the ones just made among them), so a deleted index is rebuilt from RAM."""
         make_private_dir(self.path.parent)
         dimensions = vectors.shape[1]
-        fd = os.open(
-            self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
-        with os.fdopen(fd, "r+b", buffering=0) as file:
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        with open_file(self.path, flags, "r+b", buffering=0) as file:
+            fd = file.fileno()
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
             parsed = self._parse_header(os.pread(fd, 4096, 0)) if size else None

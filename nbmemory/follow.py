@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from nbmemory import memory_file
 from nbmemory.memory_file import BLOCK_END
 from nbmemory.store import AgentDocs, DatabaseDocs
-from nbmemory.workspace import MEMORY_FILE, as_path, open_regular
+from nbmemory.workspace import MEMORY_FILE, as_path, open_reader
 
 if TYPE_CHECKING:
     from nbmemory.pg_store import PgStore
@@ -81,7 +81,7 @@ def _refused(path: Path) -> FollowedFile:
 
 def _open(path: Path, st: os.stat_result) -> Any:
     """The file opened without following a link, if it is still the one ``st`` describes."""
-    handle = open(open_regular(path), "rb")  # noqa: SIM115 (returned to a with)
+    handle = open_reader(path)
     now = os.fstat(handle.fileno())
     if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(now.st_mode):
         handle.close()

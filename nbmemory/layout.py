@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+from nbmemory.atomic import write_all
 from nbmemory.errors import (
     AgentNotFoundError,
     ExportIncompleteError,
@@ -33,8 +34,11 @@ from nbmemory.workspace import (
     MEMORY_FILE,
     RECALL_INDEX_DIR,
     agents_root,
+    close_from,
     make_private_dir,
     open_child,
+    open_into,
+    open_reader,
     open_regular,
     read_regular,
     validate_agent_name,
@@ -78,12 +82,11 @@ def export_layout(
     chosen = [name for name in (known if names is None else names) if _valid_name(name)]
     root = Path(target) / "agents"
     make_private_dir(Path(target))
-    top = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    into: list[int] = []
     try:
-        agents_fd = open_child(top, "agents", root, create=True)
-    finally:
-        os.close(top)
-    try:
+        top = open_into(into, target, os.O_RDONLY | os.O_DIRECTORY)
+        agents_fd = open_child(top, "agents", root, create=True, into=into)
+        close_from(into, top)
         taken = [name for name in chosen if _present(agents_fd, name, root)]
         differ = [n for n in taken if _files(root / n) != _documents(workspace.agent(n))]
         if differ:
@@ -105,7 +108,8 @@ def export_layout(
                 ) from exc
             done.append(name)
     finally:
-        os.close(agents_fd)
+        for held in into:
+            os.close(held)
     return chosen
 
 
@@ -121,10 +125,14 @@ def _valid_name(name: str) -> bool:
 
 def _present(agents_fd: int, name: str, root: Path) -> bool:
     """Whether ``agents/<name>`` exists (as a real folder: a link there is refused)."""
+    into: list[int] = []
     try:
-        os.close(open_child(agents_fd, name, root / name, create=False))
+        open_child(agents_fd, name, root / name, create=False, into=into)
     except FileNotFoundError:
         return False
+    finally:
+        for held in into:
+            os.close(held)
     return True
 
 
@@ -132,25 +140,25 @@ def _write_agent(agents_fd: int, name: str, docs: dict[str, bytes], root: Path) 
     """Write one agent's documents in a partial folder, then rename it to ``name``."""
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(_PARTIAL, dir_fd=agents_fd)  # left by an export that was interrupted
-    folder = open_child(agents_fd, _PARTIAL, root / _PARTIAL, create=True)
+    into: list[int] = []
     try:
+        folder = open_child(agents_fd, _PARTIAL, root / _PARTIAL, create=True, into=into)
         for doc, data in docs.items():
             *parents, filename = doc.split("/")
-            fd = os.dup(folder)
+            opened: list[int] = []
             try:
+                fd = folder
                 for part in parents:
-                    child = open_child(fd, part, root / name / part, create=True)
-                    os.close(fd)
-                    fd = child
+                    fd = open_child(fd, part, root / name / part, create=True, into=opened)
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                with open(
-                    open_regular(filename, flags, dir_fd=fd, shown=root / name / doc), "wb"
-                ) as out:
-                    out.write(data)
+                shown = root / name / doc
+                write_all(open_regular(filename, flags, into=opened, dir_fd=fd, shown=shown), data)
             finally:
-                os.close(fd)
+                for held in opened:
+                    os.close(held)
     finally:
-        os.close(folder)
+        for held in into:
+            os.close(held)
     os.rename(_PARTIAL, name, src_dir_fd=agents_fd, dst_dir_fd=agents_fd)
 
 
@@ -206,7 +214,7 @@ def _paths(folder: Path) -> dict[str, tuple[Path, int]]:
 def _pieces(path: Path) -> Iterator[bytes]:
     """A file's bytes a piece at a time (one empty piece for an empty file), opened as
     :func:`read_regular` opens it."""
-    with open(open_regular(path), "rb") as file:
+    with open_reader(path) as file:
         piece = file.read(PIECE_BYTES)
         yield piece
         while piece:

@@ -44,13 +44,15 @@ except ImportError:  # Windows: filelock takes over.
 from nbmemory.workspace import (
     ARCHIVE_DIR,
     DIR_MODE,
-    FILE_MODE,
     MEMORY_FILE,
     QUARANTINE_DIR,
     as_path,
+    file_of,
     make_private_dir,
     open_child,
     open_folder,
+    open_into,
+    open_reader,
     open_regular,
 )
 
@@ -412,10 +414,17 @@ class _FolderLock:
             self._fallback.acquire()
             return
         if self.fd is None:
-            self.fd = open_folder(self._folder)
-            held = os.fstat(self.fd)
+            opened: list[int] = []
+            try:
+                open_folder(self._folder, into=opened)
+                open_into(opened, self._folder.parent, os.O_RDONLY | _DIRECTORY)
+                held = os.fstat(opened[0])
+            except BaseException:
+                for held in opened:
+                    os.close(held)
+                raise
+            self.fd, self._parent = opened
             self._identity = (held.st_dev, held.st_ino)
-            self._parent = os.open(self._folder.parent, os.O_RDONLY | _DIRECTORY)
         fcntl.flock(self.fd, fcntl.LOCK_EX)
 
     def current(self) -> bool:
@@ -533,7 +542,7 @@ def _archives(folder: str | os.PathLike[str]) -> tuple[list[Path], bool]:
 def _starts_with(path: Path, prefix: Path, chunk: int = 1 << 16) -> bool:
     """Whether the regular file ``path`` begins with every byte of the regular file ``prefix``."""
     try:
-        with open(open_regular(path), "rb") as whole, open(open_regular(prefix), "rb") as start:
+        with open_reader(path) as whole, open_reader(prefix) as start:
             if os.fstat(start.fileno()).st_size > os.fstat(whole.fileno()).st_size:
                 return False
             while piece := start.read(chunk):
@@ -562,6 +571,8 @@ class MemoryFile:
         self._lock = _FolderLock(self.folder)
         self._fd: int | None = None
         self._expected_size = -1
+        self.appends = 0
+        """Blocks this object wrote: see :meth:`holds`."""
 
     def __repr__(self) -> str:
         return f"MemoryFile({str(self.path)!r})"
@@ -600,9 +611,21 @@ class MemoryFile:
         """``name`` as the ``os`` calls given ``dir_fd=self._lock.fd`` want it."""
         return name if self._lock.fd is not None else str(self.folder / name)
 
-    def _open_file(self, name: str, flags: int, shown: Path) -> int:
-        """Open a regular file of the folder, refusing anything else; call under the lock."""
-        return open_regular(self._name(name), flags, dir_fd=self._lock.fd, shown=shown)
+    def _open_file(self, name: str, flags: int, shown: Path, into: list[int]) -> int:
+        """Open a regular file of the folder, refusing anything else, into ``into`` (see
+        ``open_into``); call under the lock."""
+        return open_regular(self._name(name), flags, into=into, dir_fd=self._lock.fd, shown=shown)
+
+    def _open_memory(self, flags: int) -> None:
+        """Open MEMORY.md as ``_fd``, kept open (``FileNotFoundError`` if it is not there)."""
+        opened: list[int] = []
+        try:
+            self._open_file(self.path.name, flags, self.path, opened)
+        except BaseException:
+            for held in opened:
+                os.close(held)
+            raise
+        (self._fd,) = opened
 
     def _open(self) -> None:
         """Open MEMORY.md for appending (creating it with its header); call under the lock.
@@ -617,7 +640,7 @@ class MemoryFile:
             self._lock.renew()
             self._quarantine_debris()
             try:
-                self._fd = self._open_file(self.path.name, flags, self.path)
+                self._open_memory(flags)
             except FileNotFoundError:
                 if self._lock.current():
                     raise
@@ -662,8 +685,11 @@ class MemoryFile:
                 try:
                     write_all(self._fd, written)
                 except BaseException as exc:
-                    with contextlib.suppress(OSError):
+                    # not contextlib.suppress: its call would be a point for an interrupt
+                    try:  # noqa: SIM105
                         os.ftruncate(self._fd, size)
+                    except OSError:
+                        pass
                     if isinstance(exc, OSError):
                         raise MemoryWriteError(
                             exc.errno,
@@ -671,10 +697,18 @@ class MemoryFile:
                             "the file is as it was",
                         ) from exc
                     raise
+                self.appends += 1  # no call between the write and this: see holds()
                 if os.fstat(self._fd).st_nlink > 0:
                     self._expected_size = size + len(written)
                     return
+                self.appends -= 1
                 self._drop_fd()  # the file, or its whole folder, was deleted or replaced
+
+    def holds(self, block: str, appends: int) -> bool:
+        """Whether ``block`` is in the file after an :meth:`append` that raised (an interrupt
+        can come once it is written), ``appends`` being :attr:`appends` before it: a write
+        that is not cut back counts, at once."""
+        return self.appends != appends
 
     def _joint(self, size: int) -> bytes:
         """What goes before the next block: the header in an empty file (one that an interrupt
@@ -732,11 +766,16 @@ class MemoryFile:
             return self._read(self.path.name, self.path)
 
     def _read(self, name: str, shown: Path) -> bytes:
+        opened: list[int] = []
         try:
-            fd = self._open_file(name, os.O_RDONLY, shown)
+            self._open_file(name, os.O_RDONLY, shown, opened)
+            file = file_of(opened, "rb")
         except FileNotFoundError:
             return b""
-        with open(fd, "rb") as file:
+        finally:
+            for held in opened:
+                os.close(held)
+        with file:
             return file.read()
 
     def read(self) -> ParsedMemory:
@@ -784,32 +823,37 @@ class MemoryFile:
 
     def _write_archive(self, data: bytes) -> Path:
         """Write ``data`` to a new archive under a name no other archive has, and fsync it."""
-        if self._lock.fd is None:
-            folder = None
-            make_private_dir(self.archive_dir)
-        else:
-            folder = open_child(self._lock.fd, ARCHIVE_DIR, self.archive_dir, create=True)
+        into: list[int] = []
         try:
+            if self._lock.fd is None:
+                folder = None
+                make_private_dir(self.archive_dir)
+            else:
+                folder = open_child(
+                    self._lock.fd, ARCHIVE_DIR, self.archive_dir, create=True, into=into
+                )
             moment = datetime.datetime.now()
             n = 1
             while True:
                 name = archive_name(moment, n)
                 where = name if folder is not None else str(self.archive_dir / name)
-                try:
-                    fd = os.open(
-                        where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE, dir_fd=folder
-                    )
-                except FileExistsError:
-                    n += 1
-                    continue
+                written: list[int] = []
                 try:
                     try:
+                        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                        fd = open_into(written, where, flags, dir_fd=folder)
                         write_all(fd, data)
                         os.fsync(fd)
                     finally:
-                        os.close(fd)
+                        made = written != []  # no call: no point for an interrupt
+                        for held in written:
+                            os.close(held)
+                except FileExistsError:
+                    n += 1
+                    continue
                 except BaseException:
-                    os.unlink(where, dir_fd=folder)
+                    if made:
+                        os.unlink(where, dir_fd=folder)
                     raise
                 if folder is None:
                     fsync_dir(self.archive_dir)
@@ -817,8 +861,8 @@ class MemoryFile:
                     os.fsync(folder)
                 return self.archive_dir / name
         finally:
-            if folder is not None:
-                os.close(folder)
+            for held in into:
+                os.close(held)
 
     def compact(self, blocks: str) -> Path | None:
         """Archive the current file, then replace it with a new header followed by ``blocks``.
@@ -852,7 +896,7 @@ class MemoryFile:
         :meth:`_put_aside_torn_tail`), so that it is not archived as text."""
         self._drop_fd()
         try:
-            self._fd = self._open_file(self.path.name, os.O_RDWR | os.O_APPEND, self.path)
+            self._open_memory(os.O_RDWR | os.O_APPEND)
         except FileNotFoundError:
             return
         self._put_aside_torn_tail(os.fstat(self._fd).st_size)

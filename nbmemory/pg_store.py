@@ -625,6 +625,24 @@ class PgStore:
         with self.statement(f"add a message to {name}") as conn:
             conn.execute("SELECT nbmemory_append(%s, %s, %s)", (name, header, data))
 
+    def ends_with(self, name: str, data: bytes) -> bool:
+        """Whether one of the agent's last memory rows ends with ``data``: after an interrupt
+        cut :meth:`append` short, whether its block was committed. On a connection of its own
+        with short timeouts (the pool may have been given up, and the server may be what did
+        not answer): ``False`` if the server does not answer at once."""
+        import psycopg
+
+        try:
+            with psycopg.connect(self.url, connect_timeout=2, autocommit=True) as conn:
+                conn.execute("SET statement_timeout TO 2000")
+                rows = conn.execute(
+                    "SELECT data FROM nbmemory_memory WHERE agent = %s ORDER BY seq DESC LIMIT 8",
+                    (name,),
+                ).fetchall()
+        except psycopg.Error:
+            return False
+        return any(bytes(row).endswith(data) for (row,) in rows)
+
     def memory(self, name: str) -> bytes | None:
         """The agent's ``MEMORY.md`` as bytes, or ``None`` if it has none."""
         return self.memory_since(name, None)[2]

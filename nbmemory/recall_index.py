@@ -41,7 +41,7 @@ from typing import Any
 
 from nbmemory.errors import StoreError
 from nbmemory.store import AgentDocs
-from nbmemory.workspace import MEMORY_FILE, RECALL_INDEX_DIR, open_regular
+from nbmemory.workspace import MEMORY_FILE, RECALL_INDEX_DIR, open_reader
 
 MAGIC = b"nbmemory recall index 2\n"
 _POSTINGS_KEPT = 256
@@ -524,7 +524,7 @@ def _digest(data: bytes) -> str:
 def file_digest(path: Path) -> str:
     """The BLAKE2b digest of a file's bytes."""
     digest = hashlib.blake2b(digest_size=16)
-    with open(open_regular(path), "rb") as file:
+    with open_reader(path) as file:
         while chunk := file.read(_HASH_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -658,7 +658,7 @@ def _load(
         # The postings now, the texts when a passage needs them; no file kept open: a
         # process may follow thousands of archives.
         path = docs.folder / RECALL_INDEX_DIR / name
-        with open(open_regular(path), "rb") as file:
+        with open_reader(path) as file:
             data = file.read(_FIRST_READ)
             head = head_size(data)
             if head is None:
@@ -692,7 +692,7 @@ def head_size(data: bytes) -> int | None:
 
 def _pread(path: Path, start: int, size: int) -> bytes:
     """Bytes of a file from ``start``, as many as there are up to ``size``."""
-    with open(open_regular(path), "rb") as file:
+    with open_reader(path) as file:
         file.seek(start)
         return file.read(size if size < 2**40 else -1)
 
@@ -731,7 +731,7 @@ def _memory_bytes(docs: AgentDocs, size: int) -> bytes:
     """The first ``size`` bytes of ``MEMORY.md``."""
     if docs.is_database:
         return docs.read(MEMORY_FILE)[:size]
-    with open(open_regular(docs.path(MEMORY_FILE)), "rb") as file:
+    with open_reader(docs.path(MEMORY_FILE)) as file:
         return file.read(size)
 
 

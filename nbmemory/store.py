@@ -191,15 +191,17 @@ class FileDocs(_Docs):
         path = self.path(doc)
         check_folder(self.folder)
         make_private_dir(path.parent)
-        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        into: list[int] = []
         try:
+            fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, into=into)
             size = os.fstat(fd).st_size
             torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
             write_all(fd, b"\n" + data if torn else data)
             if durable:
                 os.fsync(fd)
         finally:
-            os.close(fd)
+            for held in into:
+                os.close(held)
         if durable and size == 0:
             fsync_dir(path.parent)
 
@@ -456,6 +458,7 @@ class DatabaseMemory:
         self.path = docs.folder / MEMORY_FILE
         self.archive_dir = self.folder / ARCHIVE_DIR
         self.conversation_name = conversation_name
+        self.appends = 0  # MemoryFile's counter: here holds() asks the database
         self._header_bytes = format_header(conversation_name).encode("utf-8")
 
     def __repr__(self) -> str:
@@ -472,6 +475,12 @@ class DatabaseMemory:
 
     def append(self, block: str) -> None:
         self.db.append(self.agent, self._header_bytes, memory_file.encoded(block, "message"))
+
+    def holds(self, block: str, appends: int) -> bool:
+        """Whether ``block`` was committed by an :meth:`append` that an interrupt cut short
+        (the database alone can say: the interrupt may have come while the server committed).
+        ``appends`` is for :class:`MemoryFile`'s signature."""
+        return self.db.ends_with(self.agent, memory_file.encoded(block, "message"))
 
     def read_bytes(self) -> bytes:
         return self.db.memory(self.agent) or b""

@@ -21,7 +21,7 @@ from typing import Any
 
 from nbmemory.errors import StoreError
 from nbmemory.tokens import TokenCounter
-from nbmemory.workspace import COUNTS_FILE, open_regular
+from nbmemory.workspace import COUNTS_FILE, open_reader
 
 FORMAT = "nbmemory token counts 1"
 MAX_BYTES = 32 * 2**20
@@ -42,7 +42,7 @@ def _data(docs: Any) -> bytes | None:
         if stamp is None or stamp[1] > MAX_BYTES:
             return None
         return docs.db.read(docs.name, COUNTS_FILE)
-    with open(open_regular(os.path.join(docs.folder, COUNTS_FILE)), "rb") as file:
+    with open_reader(os.path.join(docs.folder, COUNTS_FILE)) as file:
         data = file.read(MAX_BYTES + 1)
     return data if len(data) <= MAX_BYTES else None
 

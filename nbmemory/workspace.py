@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import errno
 import functools
 import os
@@ -9,6 +10,7 @@ import stat
 import unicodedata
 import warnings
 from pathlib import Path
+from typing import BinaryIO
 
 from nbmemory.errors import (
     InvalidAgentNameError,
@@ -134,11 +136,38 @@ def make_private_dir(path: Path) -> Path:
     return path
 
 
-def open_child(parent: int, name: str, shown: Path, create: bool) -> int:
-    """A descriptor of folder ``name`` in the folder open as ``parent``, never through a link."""
+# A KeyboardInterrupt can come at every point where Python may run a signal handler: as a
+# function starts and after each call returns. So a descriptor is never left in a variable
+# between os.open() and the ``try`` that closes it: it goes into a list its caller holds
+# (``into``), by C code that runs no handler between the system call and the list, and the
+# holder closes what the list holds in an ``except`` or ``finally`` (with os.close() itself:
+# a function of ours would be one more point, before it closed anything), or hands it on.
+
+
+def open_into(
+    into: list[int],
+    path: str | os.PathLike[str],
+    flags: int,
+    mode: int = FILE_MODE,
+    *,
+    dir_fd: int | None = None,
+) -> int:
+    """``os.open``, its descriptor appended to ``into`` before an interrupt can come."""
+    into.extend(map(functools.partial(os.open, dir_fd=dir_fd), (path,), (flags,), (mode,)))
+    return into[-1]
+
+
+def close_from(into: list[int], fd: int) -> None:
+    """Close ``fd`` and take it out of ``into``: both or neither, whatever interrupts."""
+    collections.deque(map(os.close, map(into.pop, (into.index(fd),))), maxlen=0)
+
+
+def open_child(parent: int, name: str, shown: Path, create: bool, *, into: list[int]) -> int:
+    """A descriptor of folder ``name`` in the folder open as ``parent``, never through a link;
+    kept in ``into``, whose holder closes it."""
     flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW
     try:
-        return os.open(name, flags, dir_fd=parent)
+        return open_into(into, name, flags, dir_fd=parent)
     except FileNotFoundError:
         if not create:
             raise
@@ -151,14 +180,15 @@ def open_child(parent: int, name: str, shown: Path, create: bool) -> int:
     try:
         os.mkdir(name, DIR_MODE, dir_fd=parent)
     except FileExistsError:
-        return open_child(parent, name, shown, create=False)
-    fd = os.open(name, flags, dir_fd=parent)
+        return open_child(parent, name, shown, create=False, into=into)
+    fd = open_into(into, name, flags, dir_fd=parent)
     os.fchmod(fd, DIR_MODE)
     return fd
 
 
-def open_folder(folder: str | os.PathLike[str], *, create: bool = True) -> int:
-    """A descriptor of an agent folder, to read and write its files by name (``dir_fd``).
+def open_folder(folder: str | os.PathLike[str], *, into: list[int], create: bool = True) -> int:
+    """A descriptor of an agent folder, to read and write its files by name (``dir_fd``),
+    kept in ``into``, whose holder closes it.
 
     Neither the folder nor, in a workspace, the ``agents`` folder above it is opened through a
     link: one planted there could lead outside the workspace (``UnsafeFileError``). With
@@ -169,18 +199,21 @@ def open_folder(folder: str | os.PathLike[str], *, create: bool = True) -> int:
     base = folder.parents[len(guarded) - 1]
     if create:
         make_private_dir(base)
-    fd = os.open(base, os.O_RDONLY | _DIRECTORY)
-    shown = base
+    opened: list[int] = []
     try:
+        fd = open_into(opened, base, os.O_RDONLY | _DIRECTORY)
+        shown = base
         for name in guarded:
             shown = shown / name
-            child = open_child(fd, name, shown, create)
-            os.close(fd)
+            child = open_child(fd, name, shown, create, into=opened)
+            close_from(opened, fd)
             fd = child
             _warn_if_shared(fd, shown)
     except BaseException:
-        os.close(fd)
+        for held in opened:
+            os.close(held)
         raise
+    into.extend(opened)  # one descriptor, handed on in C
     return fd
 
 
@@ -208,34 +241,72 @@ def open_regular(
     path: str | os.PathLike[str],
     flags: int = os.O_RDONLY,
     *,
+    into: list[int],
     dir_fd: int | None = None,
     shown: str | os.PathLike[str] | None = None,
 ) -> int:
     """A descriptor of a regular file (created ``0600`` with ``O_CREAT``), opened without
-    following a link and without waiting on a FIFO.
+    following a link and without waiting on a FIFO; kept in ``into``, whose holder closes it.
 
     A link, folder, FIFO or device is refused with ``UnsafeFileError``, named as ``shown``,
     before anything is read or written; ``FileNotFoundError`` if there is nothing there.
     """
-    refused = UnsafeFileError(
-        f"{shown or path} is not a regular file (a link, a folder, a FIFO or a device); "
-        "nbmemory neither reads nor writes through it: move it away and try again"
-    )
     try:
-        fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK, FILE_MODE, dir_fd=dir_fd)
+        fd = open_into(into, path, flags | _NOFOLLOW | _NONBLOCK, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (*_REFUSED, errno.EISDIR, errno.ENXIO):
-            raise refused from None
+            raise _not_regular(shown or path) from None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise refused
+        close_from(into, fd)
+        raise _not_regular(shown or path)
     return fd
+
+
+def open_reader(path: str | os.PathLike[str]) -> BinaryIO:
+    """A regular file opened to read as :func:`open_regular` opens it, as a file object: it
+    owns the descriptor, so one that an interrupt drops is closed with it."""
+    into: list[int] = []
+    try:
+        open_regular(path, into=into)
+        return file_of(into, "rb")
+    finally:
+        for held in into:
+            os.close(held)
+
+
+def open_file(
+    path: str | os.PathLike[str], flags: int, mode: str, *, buffering: int = -1
+) -> BinaryIO:
+    """``os.open(path, flags)`` (created ``0600``) as a file object of ``mode``, which owns
+    the descriptor as soon as it is made."""
+    into: list[int] = []
+    try:
+        open_into(into, path, flags)
+        return file_of(into, mode, buffering)
+    finally:
+        for held in into:
+            os.close(held)
+
+
+def file_of(into: list[int], mode: str, buffering: int = -1) -> BinaryIO:
+    """The one descriptor of ``into`` as a file object, which then owns it alone: no call
+    comes between the two, so no interrupt."""
+    (file,) = map(functools.partial(open, mode=mode, buffering=buffering), into)
+    into.clear()
+    return file
+
+
+def _not_regular(shown: str | os.PathLike[str]) -> UnsafeFileError:
+    return UnsafeFileError(
+        f"{shown} is not a regular file (a link, a folder, a FIFO or a device); "
+        "nbmemory neither reads nor writes through it: move it away and try again"
+    )
 
 
 def read_regular(path: str | os.PathLike[str]) -> bytes:
     """The bytes of a regular file, read as :func:`open_regular` opens it."""
-    with open(open_regular(path), "rb") as file:
+    with open_reader(path) as file:
         return file.read()
 
 

@@ -10,8 +10,9 @@ call's return too). Library code counts: psycopg's and psycopg_pool's points are
 
 After each N it checks what the issue asks for: the memory parses without damage, every message
 whose ``add()`` returned is in MEMORY.md or an archive (once), and a next ``add()`` works. And
-what a person would meet next: the folder's lock free for another process, after a compaction
-the conversation's messages the ones on disk, and no warning when the memory is next opened or
+what a person would meet next: the folder's lock free for another process, the conversation's
+messages the ones stored (an interrupted ``add()`` whose block was stored has its message in the
+history too), no file or folder left open, and no warning when the memory is next opened or
 added to (what its own interrupt left, it cleared up itself). It prints one JSON line per N,
 then exits, interrupted once more on its way out if asked (``--exit-interrupted``): the test
 times that exit.
@@ -144,6 +145,16 @@ def lock_free(workspace: Workspace) -> bool:
     return True
 
 
+def open_files() -> int:
+    """How many files and folders this process holds open (sockets, pipes and the like
+    aside: a database pool opens and closes its connections as it goes)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor, gone now
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith("/")
+    return count
+
+
 def agrees_with_disk(convo: Conversation, workspace: Workspace) -> bool:
     """Whether the conversation's own messages are the last ones of MEMORY.md, and both or
     neither begin with the summary of a compaction."""
@@ -187,6 +198,7 @@ def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> N
     reader.messages(NAME)
     if op != "add":
         add("to be compacted")
+    held = open_files()
     for n in range(start, stop, step):
         interrupter = Interrupter(n)
         try:
@@ -197,7 +209,7 @@ def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> N
         tags, problems = stored_tags(workspace)
         lost = [t for t in acked if t not in tags]
         free = lock_free(workspace) if on_files else True
-        agrees = agrees_with_disk(convo, workspace) if op == "compact" else True
+        agrees = agrees_with_disk(convo, workspace)
         with warnings.catch_warnings(record=True) as warned_on_open:
             warnings.simplefilter("always", MemoryWarning)
             if free:  # else it would wait for the lock for ever
@@ -211,6 +223,7 @@ def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> N
             add("after")
         took = time.monotonic() - begun
         tags_after, _ = stored_tags(workspace)
+        left_open = open_files() - held  # the conversation's own are open again after an add
         print(
             json.dumps(
                 {
@@ -224,6 +237,7 @@ def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> N
                     "next_add_seconds": round(took, 3),
                     "lock_free": free,
                     "agrees_with_disk": agrees,
+                    "left_open": left_open,
                     "next_open_warnings": [str(w.message) for w in warned_on_open],
                     "next_add_warnings": [str(w.message) for w in warned],
                 }

@@ -62,6 +62,7 @@ def check(results: list[dict]) -> None:
         assert r["next_add_seconds"] < 5, where
         assert r["lock_free"], where
         assert r["agrees_with_disk"], where
+        assert r["left_open"] == 0, where
         assert r["next_open_warnings"] == [], where
         assert r["next_add_warnings"] == [], where
 

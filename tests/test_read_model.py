@@ -564,9 +564,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
     counting(store.Workspace, "agents", "listings")
     counting(pg_store.PgStore, "statement", "statements")
-    counting(follow, "open_regular", "opens")
+    counting(follow, "open_reader", "opens")
     counting(store, "read_regular", "opens")
-    counting(token_counts, "open_regular", "opens")
+    counting(token_counts, "open_reader", "opens")
     counting(read_model, "block_text", "counted")
     return counts
 
