@@ -145,14 +145,24 @@ def _write_agent(agents_fd: int, name: str, docs: dict[str, bytes], root: Path) 
         folder = open_child(agents_fd, _PARTIAL, root / _PARTIAL, create=True, into=into)
         for doc, data in docs.items():
             *parents, filename = doc.split("/")
-            opened: list[int] = []
+            opened: list[int] = []  # the folder the document goes in, if not ``folder``
             try:
                 fd = folder
                 for part in parents:
-                    fd = open_child(fd, part, root / name / part, create=True, into=opened)
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                shown = root / name / doc
-                write_all(open_regular(filename, flags, into=opened, dir_fd=fd, shown=shown), data)
+                    child = open_child(fd, part, root / name / part, create=True, into=opened)
+                    if fd != folder:
+                        close_from(opened, fd)
+                    fd = child
+                written: list[int] = []
+                try:
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                    shown = root / name / doc
+                    write_all(
+                        open_regular(filename, flags, into=written, dir_fd=fd, shown=shown), data
+                    )
+                finally:
+                    for held in written:
+                        os.close(held)
             finally:
                 for held in opened:
                     os.close(held)

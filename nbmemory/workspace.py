@@ -141,7 +141,9 @@ def make_private_dir(path: Path) -> Path:
 # between os.open() and the ``try`` that closes it: it goes into a list its caller holds
 # (``into``), by C code that runs no handler between the system call and the list, and the
 # holder closes what the list holds in an ``except`` or ``finally`` (with os.close() itself:
-# a function of ours would be one more point, before it closed anything), or hands it on.
+# a function of ours would be one more point, before it closed anything), or hands it on. A
+# list that a ``finally`` closes holds one descriptor when all goes well: a loop closing two
+# has a point between them.
 
 
 def open_into(

@@ -238,3 +238,55 @@ def test_everything_created_is_private_whatever_the_umask(workspace, tmp_path):
     made = modes([workspace, *workspace.rglob("*")])
     assert {p: m for p, m in made.items() if m not in (0o700, 0o600)} == {}
     assert made[str(workspace / "agents" / "Open" / "NOTES.md")] == 0o600
+
+
+@pytest.mark.files("file descriptors")
+def test_an_interrupt_anywhere_in_an_open_leaves_no_descriptor_open(tmp_path):
+    """The descriptors of ``open_folder``, ``open_regular`` and ``open_reader`` are held, from
+    the system call on, by what closes them: Ctrl-C at any point leaves none open."""
+    import contextlib
+    import itertools
+    import os
+
+    from interrupting import Interrupter
+
+    from nbmemory.workspace import open_folder, open_reader, open_regular
+
+    folder = tmp_path / "agents" / "Scout"
+    folder.mkdir(parents=True)
+    (folder / "MEMORY.md").write_bytes(b"# Scout\n")
+
+    def read_both() -> bytes:
+        into: list[int] = []  # one descriptor a list: a loop closing two has a point between
+        try:
+            fd = open_folder(folder, into=into, create=False)
+            opened: list[int] = []
+            try:
+                os.read(open_regular("MEMORY.md", into=opened, dir_fd=fd), 10)
+            finally:
+                for held in opened:
+                    os.close(held)
+        finally:
+            for held in into:
+                os.close(held)
+        with open_reader(folder / "MEMORY.md") as file:
+            return file.read()
+
+    def open_here() -> list[str]:
+        links = []
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):  # the listing's own descriptor, gone now
+                links.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return [link for link in links if link.startswith(str(tmp_path))]
+
+    for n in itertools.count(1):
+        interrupter = Interrupter(n)
+        try:
+            with interrupter:
+                read_both()
+        except KeyboardInterrupt:
+            pass  # what was dropped is closed once the traceback goes, after this block
+        else:
+            break
+        assert open_here() == [], f"interrupted at point {n}: {interrupter.where}"
+    assert n > 20  # every point of the three was tried
