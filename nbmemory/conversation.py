@@ -358,7 +358,8 @@ class Conversation(SwarmsConversation):
         or blank text and ``None``, which swarms keeps out of MEMORY.md too).
 
         Raises ``ValueError`` for a bad role and ``OSError`` if the disk write fails, in which
-        case the message is not added.
+        case the message is not added. A ``KeyboardInterrupt`` once the message is stored
+        leaves it in the history too: the history and the memory agree.
         """
         message = self._message(_check_role(role), content)
         if metadata:

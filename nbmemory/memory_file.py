@@ -454,10 +454,13 @@ class _FolderLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        fds, self.fd, self._parent = (self.fd, self._parent), None, None  # see _drop_fd
-        for fd in fds:
+        fd, parent, self.fd, self._parent = self.fd, self._parent, None, None  # see _drop_fd
+        try:
             if fd is not None:
                 os.close(fd)  # the folder's: also lets go of the flock
+        finally:  # not a loop: an interrupt after the first close would leave the second open
+            if parent is not None:
+                os.close(parent)
 
 
 @contextlib.contextmanager

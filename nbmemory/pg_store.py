@@ -32,6 +32,7 @@ import os
 import re
 import select
 import threading
+import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -623,7 +624,9 @@ class PgStore:
             validate_agent_name(name)
             self._valid_names.add(name)
         with self.statement(f"add a message to {name}") as conn:
+            self._local.sent_by = conn.info.backend_pid  # see ends_with()
             conn.execute("SELECT nbmemory_append(%s, %s, %s)", (name, header, data))
+            self._local.sent_by = None
 
     def ends_with(self, name: str, data: bytes) -> bool:
         """Whether one of the agent's last memory rows ends with ``data``: after an interrupt
@@ -632,9 +635,22 @@ class PgStore:
         not answer): ``False`` if the server does not answer at once."""
         import psycopg
 
+        sent_by, self._local.sent_by = getattr(self._local, "sent_by", None), None
         try:
             with psycopg.connect(self.url, connect_timeout=2, autocommit=True) as conn:
                 conn.execute("SET statement_timeout TO 2000")
+                # An interrupt after psycopg sent the append, before its answer: the server
+                # runs it all the same, on a connection given up since (the pool closes it).
+                # Its backend leaves once it has read and run what was sent, so it is waited
+                # for (at most two seconds), and then the memory tells.
+                deadline = time.monotonic() + 2
+                while sent_by is not None and time.monotonic() < deadline:
+                    alive = conn.execute(
+                        "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (sent_by,)
+                    ).fetchone()
+                    if alive is None:
+                        break
+                    time.sleep(0.005)
                 rows = conn.execute(
                     "SELECT data FROM nbmemory_memory WHERE agent = %s ORDER BY seq DESC LIMIT 8",
                     (name,),
