@@ -111,7 +111,9 @@ def bench(library: str, repeats: int) -> dict[str, float | None]:
         results.update(widget_figures(repeats))
         results.update(first_token_figure(repeats))
 
-    results[f"import {library}"] = median_of(repeats, lambda: import_time(library))
+    with tempfile.TemporaryDirectory() as pycache:
+        import_time(library, pycache)
+        results[f"import {library}"] = median_of(repeats, lambda: import_time(library, pycache))
     return results
 
 
@@ -305,10 +307,15 @@ def first_token_figure(repeats: int) -> dict[str, float]:
     }
 
 
-def import_time(library: str) -> float:
-    """Seconds to import the library in a fresh interpreter, measured inside it."""
+def import_time(library: str, pycache: str) -> float:
+    """Seconds to import the library in a fresh interpreter, measured inside it, with bytecode
+    in ``pycache`` (``PYTHONPYCACHEPREFIX``) as an installed package has it: a first import
+    there writes it, whatever ``PYTHONDONTWRITEBYTECODE`` says, so both libraries are timed
+    alike (an editable checkout otherwise compiles every module on each import)."""
     module = "swarms" if library == "swarms" else "nbmemory"
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": pycache}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory() as cwd:
         out = subprocess.run(
             [sys.executable, "-c", code],
@@ -316,7 +323,7 @@ def import_time(library: str) -> float:
             capture_output=True,
             text=True,
             check=True,
-            env={**os.environ, "WORKSPACE_DIR": cwd},
+            env={**env, "WORKSPACE_DIR": cwd},
         )
     return float(out.stdout.strip().splitlines()[-1])
 
