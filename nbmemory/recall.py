@@ -631,15 +631,15 @@ def _ranked(
 
 def _after(ranked: list[tuple[Any, ...]], widened: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """``ranked`` with what only ``widened`` (the ranking of the query widened by feedback)
-    found, each score as a share of its ranking's best, the widened one counting
-    ``WIDENED``: feedback reorders nothing the query matched, it finds what was said in
-    other words and places it among them."""
+    found, scored ``WIDENED`` of ``ranked``'s best as its own best is: feedback reorders
+    nothing the query matched, it finds what was said in other words and places it among
+    them."""
     matched = {(item[1], item[2]) for item in ranked}
     top = ranked[0][0] if ranked and ranked[0][0] > 0 else 1.0
     best = widened[0][0] if widened and widened[0][0] > 0 else 1.0
-    found = [(item[0] / top, *item[1:]) for item in ranked]
+    found = list(ranked)
     found += [
-        (WIDENED * item[0] / best, *item[1:])
+        (WIDENED * top * item[0] / best, *item[1:])
         for item in widened[:_POOL]
         if (item[1], item[2]) not in matched
     ]
