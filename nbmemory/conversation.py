@@ -640,7 +640,9 @@ class Conversation(SwarmsConversation):
         total is asked for after it was added; after that a total costs constant time.
         """
         with self._lock:
-            history = self.conversation_history
+            if self._pending is not None:
+                self._decode_preload()
+            history = self._history  # not the property: it would cost a budget check a tenth more
             if len(self._counts) > len(history):
                 self._reset_counts()
             for message in history[len(self._counts) :]:
