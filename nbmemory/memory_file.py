@@ -784,8 +784,8 @@ class MemoryFile:
         """The whole file as :meth:`read_bytes` reads it, and :func:`read_whole` of it.
 
         What was found whole is noted on the file (an extended attribute, where the system has
-        them): the next check reads only what was appended since. The note is a cache that
-        vouches for nothing: it is used only while the bytes it names are unchanged.
+        them): the next check reads only what was appended since. The note is only a cache,
+        used while the bytes it names are unchanged; any other change is checked whole.
         """
         with contextlib.ExitStack() as stack:
             with self.locked():
