@@ -478,6 +478,11 @@ class DatabaseMemory:
     def read_bytes(self) -> bytes:
         return self.db.memory(self.agent) or b""
 
+    def read_whole(self) -> tuple[bytes, memory_file.Whole | None]:
+        """The memory, and :func:`memory_file.read_whole` of it (checked whole each time)."""
+        data = self.read_bytes()
+        return data, memory_file.read_whole(data)
+
     def read(self) -> ParsedMemory:
         return parse(self.read_bytes())
 
