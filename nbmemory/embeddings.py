@@ -223,18 +223,6 @@ class _DatabaseVectors:
         vectors = np.frombuffer(b"".join(v for _, v in rows), dtype="<f4").reshape(len(rows), -1)
         return [key for key, _ in rows], vectors.astype(np.float32)
 
-    @contextlib.contextmanager
-    def _locked(self, fd: int) -> Iterator[None]:
-        """The file, open as ``fd``, locked against other writers (processes included)."""
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # released when the file is closed
-            yield
-            return
-        import filelock
-
-        with filelock.FileLock(f"{self.path}.lock"):
-            yield
-
     def append(self, keys: Sequence[bytes], vectors: np.ndarray, table: _Table) -> None:
         little = np.ascontiguousarray(vectors, dtype="<f4")
         rows = [(key, row.tobytes()) for key, row in zip(keys, little, strict=True)]
