@@ -13,7 +13,7 @@ from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import Workspace, memory_path
 from nbmemory.tokens import TokenCounter
 from nbmemory.workspace import COUNTS_FILE
-from support import agent_docs, snapshot
+from support import agent_docs, plant_agent, snapshot
 
 MODEL = "gpt-4o"
 TEXTS = [
@@ -101,14 +101,12 @@ def test_a_listing_counts_the_preloads_head_once_for_all_its_agents(on_store, co
     assert len(counts_made) == len(set(counts_made)) >= 1 + 3 * 2  # each header, each reply
 
 
-def test_a_message_many_memories_hold_is_counted_once(counts_made):
+def test_a_message_many_memories_hold_is_counted_once(on_store, counts_made):
     """A listing of agents that kept no counts counts a text they all hold (a message every
     agent of a team was given) once, not once per agent: the same figures for less work."""
     given = format_block("User", "Plan the launch of 2027-03-14.", "2026-04-20T18:35:04")
-    for name in ("Ann", "Bob", "Cid"):
-        path = memory_path(name)
-        path.parent.mkdir(parents=True)
-        path.write_text(format_header(name, "2026-04-20T18:33:12") + given, encoding="utf-8")
+    for name in ("Ann", "Bob", "Cid"):  # written by another program: no counts kept
+        plant_agent(name, (format_header(name, "2026-04-20T18:33:12") + given).encode())
     token_counts._remembered.clear()
     assert [info.messages for info in ReadModel().agents()] == [1, 1, 1]
     assert counts_made.count(given) == 1
