@@ -27,8 +27,12 @@ import re
 import threading
 import time
 import warnings
+<<<<<<< HEAD
 import zlib
 from collections.abc import Iterator
+=======
+from collections.abc import Callable, Iterator
+>>>>>>> scale
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -340,6 +344,38 @@ def _noted(data: bytes, note: bytes) -> tuple[int, int, int] | None:
     if zlib.crc32(memoryview(data)[:size]) != crc or data[size - len(_END) : size] != _END:
         return None
     return size, messages, crc
+
+
+_CUT = re.compile(rb"\n\n---\n\n(?=### [^\n]+? \xe2\x80\x94 [!-~]+[ \t]*\n)")
+"""The end of a block that a whole heading line in the strict shape follows."""
+
+
+def parse_pieces(
+    reader: Callable[[int], bytes], piece: int, *, header: bool = True
+) -> Iterator[ParsedMemory]:
+    """:func:`parse` of what ``reader(piece)`` gives until it gives nothing, a piece at a time:
+    each piece is cut after the last block that a heading in the strict shape follows, so
+    the pieces' messages are the whole file's and only a piece (and the message that spans
+    it) is in memory at once. When no piece has a problem, they are what ``parse`` of the
+    whole finds; a piece with one is read on its own, so its problems can differ from the
+    whole's (a reader that must report them parses the whole). ``header``: as ``parse``'s,
+    for the first piece."""
+    buffer = b""
+    while True:
+        # an end of block not taken yet can only be one whose heading line was not whole
+        start = max(0, buffer.rfind(b"\n") - len(_END))
+        data = reader(piece)
+        buffer = buffer + data if buffer else data
+        if not data:
+            if buffer or header:
+                yield parse(buffer, header=header)
+            return
+        cut = -1
+        for found in _CUT.finditer(buffer, start):
+            cut = found.end()
+        if cut > 0:
+            yield parse(buffer[:cut], header=header)
+            header, buffer = False, buffer[cut:]
 
 
 def has_messages(data: bytes) -> bool:

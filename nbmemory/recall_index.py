@@ -786,6 +786,8 @@ def index_size(docs: AgentDocs) -> int:
     if docs.is_database:
         return docs.db.recall_index_size(docs.name)  # type: ignore[attr-defined]
     total = 0
+    if docs.missing(RECALL_INDEX_DIR):
+        return 0
     try:
         with os.scandir(docs.folder / RECALL_INDEX_DIR) as entries:
             for entry in entries:
