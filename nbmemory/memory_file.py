@@ -27,12 +27,8 @@ import re
 import threading
 import time
 import warnings
-<<<<<<< HEAD
 import zlib
-from collections.abc import Iterator
-=======
 from collections.abc import Callable, Iterator
->>>>>>> scale
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
