@@ -43,7 +43,7 @@ sys.path[:0] = [str(ROOT), str(HERE), str(HERE.parent / "tests")]
 from pg_server import new_database, postgres_server  # noqa: E402
 from run import print_table  # noqa: E402
 from server import AGENTS, get, jupyter_server  # noqa: E402
-from workloads import memory_file_text  # noqa: E402
+from workloads import memory_file_text, with_bytecode  # noqa: E402
 
 GOAL = "<= 1 s"
 PEAK = (  # VmHWM: ru_maxrss would count the memory of this process, which the child forked from
@@ -229,6 +229,7 @@ def main() -> None:
         "--no-kept-counts", action="store_true", help="measure memories with no counts kept"
     )
     args = parser.parse_args()
+    with_bytecode()
     from nbmemory import Workspace, store
     from nbmemory.layout import import_layout
 

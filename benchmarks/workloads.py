@@ -42,6 +42,8 @@ def median_of(repeats: int, run) -> float:
 
 
 def bench(library: str, repeats: int) -> dict[str, float | None]:
+    if library == "nbmemory":
+        with_bytecode()
     if library == "swarms":
         from swarms.structs.conversation import Conversation
     else:
@@ -111,9 +113,7 @@ def bench(library: str, repeats: int) -> dict[str, float | None]:
         results.update(widget_figures(repeats))
         results.update(first_token_figure(repeats))
 
-    with tempfile.TemporaryDirectory() as pycache:
-        import_time(library, pycache)
-        results[f"import {library}"] = median_of(repeats, lambda: import_time(library, pycache))
+    results[f"import {library}"] = median_of(repeats, lambda: import_time(library))
     return results
 
 
@@ -307,15 +307,10 @@ def first_token_figure(repeats: int) -> dict[str, float]:
     }
 
 
-def import_time(library: str, pycache: str) -> float:
-    """Seconds to import the library in a fresh interpreter, measured inside it, with bytecode
-    in ``pycache`` (``PYTHONPYCACHEPREFIX``) as an installed package has it: a first import
-    there writes it, whatever ``PYTHONDONTWRITEBYTECODE`` says, so both libraries are timed
-    alike (an editable checkout otherwise compiles every module on each import)."""
+def import_time(library: str) -> float:
+    """Seconds to import the library in a fresh interpreter, measured inside it."""
     module = "swarms" if library == "swarms" else "nbmemory"
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-    env = {**os.environ, "PYTHONPYCACHEPREFIX": pycache}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory() as cwd:
         out = subprocess.run(
             [sys.executable, "-c", code],
@@ -323,9 +318,18 @@ def import_time(library: str, pycache: str) -> float:
             capture_output=True,
             text=True,
             check=True,
-            env={**env, "WORKSPACE_DIR": cwd},
+            env={**os.environ, "WORKSPACE_DIR": cwd},
         )
     return float(out.stdout.strip().splitlines()[-1])
+
+
+def with_bytecode() -> None:
+    """Compile nbmemory's modules, as installing a package does: new processes then load
+    bytecode, as swarms' do from its install (a checkout under ``PYTHONDONTWRITEBYTECODE``
+    would compile every module in every new process)."""
+    import compileall
+
+    compileall.compile_dir(Path(__file__).resolve().parent.parent / "nbmemory", quiet=1)
 
 
 if __name__ == "__main__":
