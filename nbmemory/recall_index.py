@@ -8,7 +8,8 @@ was compacted. On files they are ``agents/<name>/.recall-index/<archive name>.id
 ``MEMORY.md.idx``; on PostgreSQL rows of ``nbmemory_recall_index``.
 
 An index is a compact binary: a line naming the format, a JSON line (what it was made of,
-figures, speakers, where each section is, CRC-32s), then little-endian arrays: the terms
+figures, speakers, where each section is and the type of its numbers, CRC-32s), then
+little-endian arrays, each of the narrowest unsigned type that holds its numbers: the terms
 (sorted UTF-8), each term's postings (messages, counts), each message's terms (the words of a
 query found in it), lengths, text lengths, flags and speakers; then what only passages need,
 read when asked for (on a database, by parts of the row): the keys of the messages' vectors
@@ -43,7 +44,7 @@ from nbmemory.errors import StoreError
 from nbmemory.store import AgentDocs
 from nbmemory.workspace import MEMORY_FILE, RECALL_INDEX_DIR, open_regular
 
-MAGIC = b"nbmemory recall index 2\n"
+MAGIC = b"nbmemory recall index 3\n"
 _POSTINGS_KEPT = 256
 """Terms whose postings one index keeps decoded (a query has at most ``recall.QUERY_TERMS``)."""
 _HASH_CHUNK = 2**20
@@ -74,18 +75,22 @@ class Built:
 # Writing
 
 
-def _u32(values: Any) -> bytes:
-    found = array("I", values)
-    if sys.byteorder != "little":
-        found.byteswap()
-    return found.tobytes()
+_WIDTHS = "BHIQ"
+"""Array type codes an index's numbers are kept in: each section in the narrowest that holds
+its largest number, so that an index is read (from a file, or over a database connection)
+in fewer bytes."""
 
 
-def _u64(values: Any) -> bytes:
-    found = array("Q", values)
+def _packed(values: Any) -> tuple[str, bytes]:
+    """Unsigned numbers as little-endian bytes in the narrowest type that holds them, with
+    its type code."""
+    numbers = array("Q", values)
+    top = max(numbers, default=0)
+    code = next(c for c in _WIDTHS if top < 1 << (8 * array(c).itemsize))
+    found = array(code, numbers)
     if sys.byteorder != "little":
         found.byteswap()
-    return found.tobytes()
+    return code, found.tobytes()
 
 
 def _joined(texts: Sequence[str]) -> tuple[bytes, list[int]]:
@@ -124,23 +129,29 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
     terms_blob, term_at = _joined([t.decode("utf-8", "surrogatepass") for t in encoded])
     texts_blob, text_at = _joined([text or "" for text in built.texts])
     times_blob, time_at = _joined(built.timestamps)
+    types: dict[str, str] = {}
+
+    def packed(name: str, values: Any) -> bytes:
+        types[name], data = _packed(values)
+        return data
+
     sections = {
-        "term_at": _u32(term_at),
+        "term_at": packed("term_at", term_at),
         "terms": terms_blob,
-        "post_at": _u32(post_at),
-        "post_docs": _u32(i for docs, _ in postings for i in docs),
-        "post_counts": _u32(c for _, counts in postings for c in counts),
-        "fwd_at": _u32(forward_at),
-        "fwd_terms": _u32(forward_terms),
-        "fwd_counts": _u32(forward_counts),
-        "lengths": _u32(built.lengths),
-        "chars": _u32(len(text or "") for text in built.texts),
+        "post_at": packed("post_at", post_at),
+        "post_docs": packed("post_docs", (i for docs, _ in postings for i in docs)),
+        "post_counts": packed("post_counts", (c for _, counts in postings for c in counts)),
+        "fwd_at": packed("fwd_at", forward_at),
+        "fwd_terms": packed("fwd_terms", forward_terms),
+        "fwd_counts": packed("fwd_counts", forward_counts),
+        "lengths": packed("lengths", built.lengths),
+        "chars": packed("chars", (len(text or "") for text in built.texts)),
         "recallable": bytes(text is not None for text in built.texts),
         "dated": bytes(built.dated),
         "asks": bytes(built.asks),
-        "roles": _u32(role_ids[role] for role in built.roles),
-        "text_at": _u64(text_at),
-        "time_at": _u64(time_at),
+        "roles": packed("roles", (role_ids[role] for role in built.roles)),
+        "text_at": packed("text_at", text_at),
+        "time_at": packed("time_at", time_at),
         "blocks": b"".join(bytes.fromhex(key) for key in built.blocks),
         # what a query reads only for its passages (and for vectors): read when asked for
         "keys": b"".join(key or bytes(16) for key in built.keys),
@@ -163,6 +174,7 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
         "speakers": roles,
         "spoken": built.spoken,
         "sections": places,
+        "types": types,
         "lazy_from": lazy_from,
         "crc32": zlib.crc32(body[:lazy_from]),
         "crc32_rest": zlib.crc32(body[lazy_from:]),
@@ -174,6 +186,23 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
 
 # ----------------------------------------------------------------------------------------------
 # Reading
+
+
+_NUMBERS = (
+    "term_at",
+    "post_at",
+    "post_docs",
+    "post_counts",
+    "fwd_at",
+    "fwd_terms",
+    "fwd_counts",
+    "lengths",
+    "chars",
+    "roles",
+    "text_at",
+    "time_at",
+)
+"""The sections that hold numbers, each of the type its index's header names."""
 
 
 class Damaged(ValueError):
@@ -239,13 +268,17 @@ class StoredIndex:
             self.words = int(head["words"])
             self.spoken: dict[str, int] = dict(head["spoken"])
             roles = [str(role) for role in head["speakers"]]
+            types = {name: str(head["types"][name]) for name in _NUMBERS}
+            if not set(types.values()) <= set(_WIDTHS):
+                raise ValueError("an unknown type of numbers")
         except (KeyError, TypeError, ValueError) as exc:
             raise Damaged(f"its header is damaged: {exc}") from None
         self.count = n
-        try:
-            self._cast(sections)
-        except TypeError:  # a section whose size is no multiple of its items'
+        try:  # a section whose size is no multiple of its items', or that is no number's
+            sections = {k: v.cast(types[k]) if k in types else v for k, v in sections.items()}
+        except (TypeError, AttributeError):
             raise Damaged("a section has the wrong size") from None
+        self._cast(sections)
         self._check(n, terms, sections, roles)
         self._roles = roles
         self._speakers = [speaker_words(role) for role in roles]
@@ -256,22 +289,22 @@ class StoredIndex:
         self._lock = threading.Lock()
 
     def _cast(self, sections: dict[str, Any]) -> None:
-        self._term_at = sections["term_at"].cast("I")
+        self._term_at = sections["term_at"]
         self._terms = sections["terms"]
-        self._post_at = sections["post_at"].cast("I")
-        self._post_docs = sections["post_docs"].cast("I")
-        self._post_counts = sections["post_counts"].cast("I")
-        self._fwd_at = sections["fwd_at"].cast("I")
-        self._fwd_terms = sections["fwd_terms"].cast("I")
-        self._fwd_counts = sections["fwd_counts"].cast("I")
-        self.lengths = sections["lengths"].cast("I")
-        self._chars = sections["chars"].cast("I")
+        self._post_at = sections["post_at"]
+        self._post_docs = sections["post_docs"]
+        self._post_counts = sections["post_counts"]
+        self._fwd_at = sections["fwd_at"]
+        self._fwd_terms = sections["fwd_terms"]
+        self._fwd_counts = sections["fwd_counts"]
+        self.lengths = sections["lengths"]
+        self._chars = sections["chars"]
         self.recallable = sections["recallable"]
         self.dated = sections["dated"]
         self.asks = sections["asks"]
-        self._role_ids = sections["roles"].cast("I")
-        self._text_at = sections["text_at"].cast("Q")
-        self._time_at = sections["time_at"].cast("Q")
+        self._role_ids = sections["roles"]
+        self._text_at = sections["text_at"]
+        self._time_at = sections["time_at"]
         self._blocks = sections["blocks"]
         self._keys = sections["keys"]
         self._texts = sections["texts"]
@@ -279,14 +312,14 @@ class StoredIndex:
 
     def _check(self, n: int, terms: int, sections: dict[str, Any], roles: list[str]) -> None:
         sizes = {
-            "term_at": (terms + 1) * 4,
-            "post_at": (terms + 1) * 4,
-            "fwd_at": (n + 1) * 4,
-            "text_at": (n + 1) * 8,
-            "time_at": (n + 1) * 8,
-            "lengths": n * 4,
-            "chars": n * 4,
-            "roles": n * 4,
+            "term_at": terms + 1,
+            "post_at": terms + 1,
+            "fwd_at": n + 1,
+            "text_at": n + 1,
+            "time_at": n + 1,
+            "lengths": n,
+            "chars": n,
+            "roles": n,
             "recallable": n,
             "dated": n,
             "asks": n,
@@ -294,7 +327,7 @@ class StoredIndex:
             "blocks": 16 * n,
         }
         for name, size in sizes.items():
-            if sections[name].nbytes != size:
+            if len(sections[name]) != size:
                 raise Damaged(f"section {name} has the wrong size")
         ends = (
             (self._term_at, self._terms),
@@ -352,7 +385,13 @@ class StoredIndex:
         return found
 
     def frequency(self, term: str) -> int:
-        return len(self.postings(term)[0])
+        """How many messages hold ``term``, from where its postings start and end: feedback
+        asks it of many words whose postings it never reads."""
+        found = self._postings.get(term)
+        if found is not None:
+            return len(found[0])
+        k = self._term_id(term)
+        return 0 if k is None else self._post_at[k + 1] - self._post_at[k]
 
     def asked(self, i: int, terms: Collection[str]) -> dict[str, int]:
         """How often each of ``terms`` is in message ``i`` (those it holds)."""
