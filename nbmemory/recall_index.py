@@ -10,8 +10,9 @@ was compacted. On files they are ``agents/<name>/.recall-index/<archive name>.id
 An index is a compact binary: a line naming the format, a JSON line (what it was made of,
 figures, speakers, where each section is and the type of its numbers, CRC-32s), then
 little-endian arrays, each of the narrowest unsigned type that holds its numbers: the terms
-(sorted UTF-8), each term's postings (messages, counts), each message's terms (the words of a
-query found in it), lengths, text lengths, flags and speakers; then what only passages need,
+(sorted UTF-8), each term's postings (messages, counts; how often a message holds a word of
+the query is found there by bisection), each message's number of distinct words, lengths, text
+lengths, flags and speakers; then what only passages need,
 read when asked for (on a database, by parts of the row): the keys of the messages' vectors
 (``recall.text_key``), their texts and times. A query looks its terms up by bisection and
 touches only their postings; nothing here imports numpy.
@@ -111,16 +112,12 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
     encoded = [encoded[n] for n in order]
     ids = {vocabulary[n]: k for k, n in enumerate(order)}
     postings: list[tuple[list[int], list[int]]] = [([], []) for _ in encoded]
-    forward_terms: list[int] = []
-    forward_counts: list[int] = []
-    forward_at = [0]
+    distinct: list[int] = []
     for i, counts in enumerate(built.terms):
         for term_id, count in sorted((ids[t], c) for t, c in (counts or {}).items()):
             postings[term_id][0].append(i)
             postings[term_id][1].append(count)
-            forward_terms.append(term_id)
-            forward_counts.append(count)
-        forward_at.append(len(forward_terms))
+        distinct.append(len(counts or ()))
     post_at = [0]
     for docs, _ in postings:
         post_at.append(post_at[-1] + len(docs))
@@ -141,9 +138,7 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
         "post_at": packed("post_at", post_at),
         "post_docs": packed("post_docs", (i for docs, _ in postings for i in docs)),
         "post_counts": packed("post_counts", (c for _, counts in postings for c in counts)),
-        "fwd_at": packed("fwd_at", forward_at),
-        "fwd_terms": packed("fwd_terms", forward_terms),
-        "fwd_counts": packed("fwd_counts", forward_counts),
+        "distinct": packed("distinct", distinct),
         "lengths": packed("lengths", built.lengths),
         "chars": packed("chars", (len(text or "") for text in built.texts)),
         "recallable": bytes(text is not None for text in built.texts),
@@ -193,9 +188,7 @@ _NUMBERS = (
     "post_at",
     "post_docs",
     "post_counts",
-    "fwd_at",
-    "fwd_terms",
-    "fwd_counts",
+    "distinct",
     "lengths",
     "chars",
     "roles",
@@ -294,9 +287,7 @@ class StoredIndex:
         self._post_at = sections["post_at"]
         self._post_docs = sections["post_docs"]
         self._post_counts = sections["post_counts"]
-        self._fwd_at = sections["fwd_at"]
-        self._fwd_terms = sections["fwd_terms"]
-        self._fwd_counts = sections["fwd_counts"]
+        self._distinct = sections["distinct"]
         self.lengths = sections["lengths"]
         self._chars = sections["chars"]
         self.recallable = sections["recallable"]
@@ -314,7 +305,7 @@ class StoredIndex:
         sizes = {
             "term_at": terms + 1,
             "post_at": terms + 1,
-            "fwd_at": n + 1,
+            "distinct": n,
             "text_at": n + 1,
             "time_at": n + 1,
             "lengths": n,
@@ -332,14 +323,11 @@ class StoredIndex:
         ends = (
             (self._term_at, self._terms),
             (self._post_at, self._post_docs),
-            (self._fwd_at, self._fwd_terms),
             (self._text_at, self._texts),
             (self._time_at, self._times),
         )
-        if (
-            any(at[-1] != len(blob) for at, blob in ends)
-            or len(self._post_docs) != len(self._post_counts)
-            or len(self._fwd_terms) != len(self._fwd_counts)
+        if any(at[-1] != len(blob) for at, blob in ends) or len(self._post_docs) != len(
+            self._post_counts
         ):
             raise Damaged("its offsets do not match its sections")
         if max(self._role_ids, default=-1) >= len(roles):
@@ -394,25 +382,22 @@ class StoredIndex:
         return 0 if k is None else self._post_at[k + 1] - self._post_at[k]
 
     def asked(self, i: int, terms: Collection[str]) -> dict[str, int]:
-        """How often each of ``terms`` is in message ``i`` (those it holds)."""
-        start, end = self._fwd_at[i], self._fwd_at[i + 1]
-        held = dict(
-            zip(
-                self._fwd_terms[start:end].tolist(),
-                self._fwd_counts[start:end].tolist(),
-                strict=True,
-            )
-        )
+        """How often each of ``terms`` is in message ``i`` (those it holds), found in each
+        term's postings by bisection: no list of each message's terms is kept."""
         found = {}
         for term in terms:
             k = self._term_id(term)
-            if k is not None and k in held:
-                found[term] = held[k]
+            if k is None:
+                continue
+            start, end = self._post_at[k], self._post_at[k + 1]
+            at = bisect.bisect_left(self._post_docs, i, start, end)
+            if at < end and self._post_docs[at] == i:
+                found[term] = self._post_counts[at]
         return found
 
     def distinct(self, i: int) -> int:
         """How many different words message ``i`` holds (0 if recall never returns it)."""
-        return self._fwd_at[i + 1] - self._fwd_at[i]
+        return self._distinct[i]
 
     def is_recallable(self, i: int) -> bool:
         return bool(self.recallable[i])
