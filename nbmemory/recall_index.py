@@ -19,8 +19,9 @@ touches only their postings; nothing here imports numpy.
 
 An index is trusted only for what it was made of: an archive file's size, inode, mtime and
 ctime (which no one can set back), else (a copy, a restore) the BLAKE2b digest of its bytes;
-an archive row's version and size; the digest of the first bytes of ``MEMORY.md`` it covers,
-and the memory's inode (its compaction count on a database). A stale, damaged or unreadable
+an archive row's version and size; the digest of the first bytes of ``MEMORY.md`` it covers
+(on a database, computed by the server), and the memory's inode (its compaction count on a
+database). A stale, damaged or unreadable
 index is rebuilt without a word; one that cannot be written (a read-only folder or role) is
 used from RAM. Nothing here changes ``MEMORY.md`` or an archive.
 """
@@ -751,12 +752,14 @@ MEMORY_INDEX = "MEMORY.md.idx"
 """The name of the index kept of ``MEMORY.md``'s first messages."""
 
 
-def _memory_bytes(docs: AgentDocs, size: int) -> bytes:
-    """The first ``size`` bytes of ``MEMORY.md``."""
+def _memory_digest(docs: AgentDocs, size: int) -> str | None:
+    """The digest of the first ``size`` bytes of ``MEMORY.md`` (``None`` if it is shorter):
+    on a database, its SHA-256 computed by the server, the memory not read again."""
     if docs.is_database:
-        return docs.read(MEMORY_FILE)[:size]
+        return docs.db.memory_digest(docs.name, size)  # type: ignore[attr-defined]
     with open(open_regular(docs.path(MEMORY_FILE)), "rb") as file:
-        return file.read(size)
+        data = file.read(size)
+    return _digest(data) if len(data) == size else None
 
 
 def kept_memory(
@@ -777,29 +780,21 @@ def kept_memory(
             return None
         if found.count > messages:
             return None
-        size = int(source["bytes"])
-        data = _memory_bytes(docs, size)
+        digest = _memory_digest(docs, int(source["bytes"]))
     except (OSError, StoreError, KeyError, TypeError, ValueError):
         return None
-    if len(data) != size or _digest(data) != source.get("digest"):
-        return None
-    return found
+    return found if digest is not None and digest == source.get("digest") else None
 
 
 def keep_memory(docs: AgentDocs, built: Built, identity: tuple[int, int], size: int) -> None:
     """Keep the index of ``MEMORY.md``'s messages ``built`` from its first ``size`` bytes."""
     try:
-        data = _memory_bytes(docs, size)
+        digest = _memory_digest(docs, size)
     except (OSError, StoreError):
         return
-    if len(data) != size:
+    if digest is None:
         return
-    source = {
-        "name": MEMORY_FILE,
-        "identity": list(identity),
-        "bytes": size,
-        "digest": _digest(data),
-    }
+    source = {"name": MEMORY_FILE, "identity": list(identity), "bytes": size, "digest": digest}
     encoded = encode(built, source)
     _store(docs, MEMORY_INDEX, encoded, StoredIndex(encoded, lambda role: frozenset()).head_bytes)
 
