@@ -33,6 +33,7 @@ from nbmemory.note_history import APPROVALS, DEFAULT, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
+from nbmemory.recall import DEFAULT_BUDGET
 from nbmemory.report import (
     AgentTable,
     Audit,
@@ -222,7 +223,10 @@ def cmd_mcp(args: argparse.Namespace) -> str:
         raise NbmemoryError(
             f"nbmemory mcp needs the MCP SDK: pip install 'nbmemory[mcp]' ({exc})"
         ) from None
-    serve_stdio(MemoryServer(_workspace(args), args.agent, read_only=args.read_only))
+    server = MemoryServer(
+        _workspace(args), args.agent, read_only=args.read_only, recall_budget=args.recall_budget
+    )
+    serve_stdio(server)
     return ""
 
 
@@ -423,6 +427,13 @@ def parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--agent", metavar="NAME", help="serve this agent only: tools take no agent")
     mcp.add_argument("--read-only", action="store_true", help="offer no tool that writes")
+    mcp.add_argument(
+        "--recall-budget",
+        metavar="TOKENS",
+        type=count,
+        default=DEFAULT_BUDGET,
+        help=f"tokens recall_memory's answer takes at most (default {DEFAULT_BUDGET})",
+    )
     # prefix_chars that no option uses: everything after "server" goes to the Jupyter server as is
     server = commands.add_parser(
         "server",

@@ -195,7 +195,9 @@ class Conversation(SwarmsConversation):
         self.output_metadata = output_metadata
         self.channel = None  # set last: nothing added while constructing is posted
         self.setup_file_path()
-        self.conversation_history: list[dict[str, Any]] = []
+        self._history: list[dict[str, Any]] = []
+        self._pending: tuple[dict[str, Any], bytes] | None = None
+        """The preload's message and the file it is to hold, until the history is first read."""
         self._preloaded: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]] = []
         self._preloaded_count = 0  # what _preloaded will parse, while it is a parser
         self.last_archive: Path | None = None
@@ -217,8 +219,8 @@ class Conversation(SwarmsConversation):
         self._header = ""
         """MEMORY.md's header, which a resumed agent's preload carries."""
 
-        self.conversation_history.extend(self.static_messages())
-        self._session_start: int | None = len(self.conversation_history)
+        self._history.extend(self.static_messages())
+        self._session_start: int | None = len(self._history)
         """Where this session's messages start in the history; ``None`` once it no longer
         mirrors MEMORY.md (after ``clear`` or ``load``)."""
         self.memory_md_path = memory_md_path
@@ -254,13 +256,14 @@ class Conversation(SwarmsConversation):
 
     def _preload(self) -> None:
         assert self._memory is not None
-        data = self._memory.read_bytes()
-        whole = memory_file.read_whole(data, _PRELOAD_HEAD)
-        if whole is not None:  # the usual case: the file as it is, messages parsed on first use
-            text, self._header, count = whole
-            self._preloaded = functools.partial(_parse_preload, text)
-            self._preloaded_count = count
-            self.conversation_history.append(self._message("System", text))
+        data, whole = self._memory.read_whole()
+        if whole is not None:  # the usual case: the file as it is, decoded and parsed when used
+            self._header = whole.header
+            self._preloaded = functools.partial(_parse_preload, data)
+            self._preloaded_count = whole.messages
+            message = self._message("System", None)
+            self._pending = (message, data)
+            self._history.append(message)
             self._session_start += 1
             return
         parsed = memory_file.parse(data)
@@ -275,8 +278,31 @@ class Conversation(SwarmsConversation):
                 for m in parsed.messages
             )
         text = preload_text(parsed.header, blocks)  # the whole file, as the spec says
-        self.conversation_history.append(self._message("System", text))
+        self._history.append(self._message("System", text))
         self._session_start += 1
+
+    @property
+    def conversation_history(self) -> list[dict[str, Any]]:
+        """The messages, as in swarms: the system prompt and rules, the memory preloaded (one
+        system message), then this session's."""
+        if self._pending is not None:
+            self._decode_preload()
+        return self._history
+
+    @conversation_history.setter
+    def conversation_history(self, messages: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._pending = None
+            self._history = messages
+
+    def _decode_preload(self) -> None:
+        """Give the preload's message its text: the file is decoded when the history is first
+        read, not on resuming (most of what reading a big file costs)."""
+        with self._lock:
+            if self._pending is not None:
+                message, data = self._pending
+                message["content"] = (_PRELOAD_HEAD.encode() + data).decode("utf-8")
+                self._pending = None
 
     @property
     def preloaded_messages(self) -> list[dict[str, Any]]:
@@ -385,9 +411,9 @@ class Conversation(SwarmsConversation):
                     # An interrupt once the block is stored: the message is in the history
                     # too, so that this process and the memory agree (errors store nothing).
                     if not isinstance(exc, Exception) and self._memory.holds(block, appends):
-                        self.conversation_history.append(message)
+                        self._history.append(message)
                     raise
-            self.conversation_history.append(message)
+            self._history.append(message)
         if self.token_count:
             message["token_count"] = self._counter.count(self._format_line(message, False))
         if self.channel is not None and content is not None and role.lower() != "system":
@@ -489,7 +515,7 @@ class Conversation(SwarmsConversation):
         self._notify(ChangeEvent(kind, self))
 
     def __len__(self) -> int:
-        return len(self.conversation_history)
+        return len(self._history)
 
     def __repr__(self) -> str:
         where = f", memory_md_path={self.memory_md_path!r}" if self._memory is not None else ""
@@ -623,7 +649,9 @@ class Conversation(SwarmsConversation):
         total is asked for after it was added; after that a total costs constant time.
         """
         with self._lock:
-            history = self.conversation_history
+            if self._pending is not None:
+                self._decode_preload()
+            history = self._history  # not the property: it would cost a budget check a tenth more
             if len(self._counts) > len(history):
                 self._reset_counts()
             for message in history[len(self._counts) :]:
@@ -671,7 +699,7 @@ class Conversation(SwarmsConversation):
         with self._lock:
             if self._memory is None or self._session_start is None:
                 return self.count_history_tokens()
-            remembered = self.preloaded_count + len(self.conversation_history) - self._session_start
+            remembered = self.preloaded_count + len(self._history) - self._session_start
             if len(self._block_counts) < remembered:
                 self._count_blocks()
             memory = sum(self._preload_counts) + self._block_total if remembered else 0
@@ -705,7 +733,7 @@ class Conversation(SwarmsConversation):
         """The messages of MEMORY.md from ``start`` on, as this conversation knows them: those
         preloaded, then this session's (``None`` for one never written: blank text)."""
         preloaded = self.preloaded_messages
-        session = self.conversation_history[self._session_start + max(0, start - len(preloaded)) :]
+        session = self._history[self._session_start + max(0, start - len(preloaded)) :]
         return [*preloaded[start:], *(None if _blank(m["content"]) else m for m in session)]
 
     def keep_counts(self) -> bool:
@@ -820,10 +848,9 @@ class Conversation(SwarmsConversation):
         self._history_edited("load")
 
 
-def _parse_preload(text: str) -> list[dict[str, Any]]:
-    """The messages of a preload that :func:`memory_file.read_whole` read (the file follows
-    the preload's head), parsed as ``memory_file.parse`` parses the file."""
-    return memory_file.parse(text[len(_PRELOAD_HEAD) :]).messages
+def _parse_preload(data: bytes) -> list[dict[str, Any]]:
+    """The messages of a file that :func:`memory_file.read_whole` found whole."""
+    return memory_file.parse(data).messages
 
 
 def _plain_file_name(name: str) -> bool:

@@ -23,7 +23,7 @@ A failing provider (down, an error, a bad model, a timeout) leaves recall lexica
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import hashlib
 import json
 import os
@@ -31,11 +31,16 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # Windows: filelock takes over, as for MEMORY.md (memory_file)
+    fcntl = None  # type: ignore[assignment]
 
 from nbmemory import llm
 from nbmemory.errors import MemoryWarning, ModelError, StoreError
@@ -97,6 +102,11 @@ class _Table:
         return keys, self.matrix[: len(keys)]
 
 
+_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+"""Flags of every open of a vectors file, those the platform has: a link is not followed, a
+child process does not inherit it, and Windows does not translate its bytes."""
+
+
 class _FileVectors:
     """An agent's vectors of one model in ``.embeddings/<model hash>.f32``."""
 
@@ -128,7 +138,7 @@ class _FileVectors:
         """The records written since the last load (all of them the first time, or when the
         file was replaced), or ``None`` if there are none or the file is not usable."""
         try:
-            with open_file(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, "rb") as file:
+            with open_file(self.path, os.O_RDONLY | _FLAGS, "rb") as file:
                 inode = os.fstat(file.fileno()).st_ino
                 head = file.read(4096)
                 parsed = self._parse_header(head)
@@ -152,17 +162,28 @@ class _FileVectors:
         vectors = records[:, _KEY:].copy().view("<f4").astype(np.float32)
         return keys, vectors
 
+    @contextlib.contextmanager
+    def _locked(self, fd: int) -> Iterator[None]:
+        """The file, open as ``fd``, locked against other writers (processes included)."""
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released when the file is closed
+            yield
+            return
+        import filelock
+
+        with filelock.FileLock(f"{self.path}.lock"):
+            yield
+
     def append(self, keys: Sequence[bytes], vectors: np.ndarray, table: _Table) -> None:
         """Append records under the file's lock; a new or unusable file gets every vector of
         ``table`` (the ones just made among them), so a deleted index is rebuilt from RAM."""
         make_private_dir(self.path.parent)
         dimensions = vectors.shape[1]
-        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        with open_file(self.path, flags, "r+b", buffering=0) as file:
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | _FLAGS
+        with open_file(self.path, flags, "r+b", buffering=0) as file, self._locked(file.fileno()):
             fd = file.fileno()
-            fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
-            parsed = self._parse_header(os.pread(fd, 4096, 0)) if size else None
+            parsed = self._parse_header(file.read(4096)) if size else None
             if parsed is None or parsed[1] != dimensions:
                 os.ftruncate(fd, 0)
                 file.write(self._header(dimensions))

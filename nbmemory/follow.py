@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,6 +168,112 @@ def _memory_reading(
         return _extended(old, data or b"", stamp[1])
     whole = data if not appended else db.memory(name)
     return None if whole is None else _parsed(whole, (-2, stamp[0]), stamp[1])
+
+
+LARGE = 16 * 2**20
+"""A memory file this big that was not followed yet is tallied by listings (:func:`tally`),
+not read whole."""
+PIECE = 2**20
+"""Bytes read at a time by :func:`tally`."""
+
+
+class Tallied(Sequence[dict[str, Any]]):
+    """The messages of a tallied file as a listing uses them: how many, and the last one."""
+
+    def __init__(self, count: int, last: dict[str, Any] | None) -> None:
+        self.count, self.last = count, last
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return Tallied(len(range(self.count)[index]), None)
+        if range(self.count)[index] != self.count - 1 or self.last is None:
+            raise IndexError("a tally keeps only its last message")
+        return self.last
+
+
+_tallied: dict[tuple[str, str], FollowedFile] = {}
+
+
+def current(path: Path, st: os.stat_result) -> bool:
+    """Whether :func:`follow` holds a reading of ``path`` that ``st`` says is still the file."""
+    with _lock:
+        old = _followed.get(str(path))
+    return old is not None and (old.identity, old.size, old.mtime_ns) == (
+        (st.st_dev, st.st_ino),
+        st.st_size,
+        st.st_mtime_ns,
+    )
+
+
+def tally(
+    path: Path, key: str, count: Callable[[list[dict[str, Any]]], list[int]]
+) -> FollowedFile | None:
+    """The memory file at ``path`` as a listing shows it, found piece by piece
+    (``memory_file.parse_pieces``) in memory that a piece bounds, not the file: its
+    ``messages`` are :class:`Tallied` (how many, and the last), its ``per_message[key]`` the
+    counts ``count`` gives for each piece's messages. Kept, per ``key``, for the next
+    listing while the file is unchanged; ``None`` when the file is missing, not a regular
+    file, or has a problem (then :func:`follow` reads it whole and tells which)."""
+    st = _stat(path)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return None
+    identity = (st.st_dev, st.st_ino)
+    with _lock:
+        old = _tallied.get((str(path), key))
+    if old is not None and (old.identity, old.size, old.mtime_ns) == (
+        identity,
+        st.st_size,
+        st.st_mtime_ns,
+    ):
+        return old
+    if old is None or old.identity != identity or old.end != old.size or old.size > st.st_size:
+        old = None  # replaced, cut short or rewritten: tallied again from the start
+    start = 0 if old is None else old.size - len(old.tail)
+    counts: list[int] = [] if old is None else old.per_message[key].copy()
+    total, last = (0, None) if old is None else (len(old.messages), old.messages.last)
+    header, tail = ("", b"") if old is None else (old.header, old.tail)
+    try:
+        with _open(path, st) as handle:
+            handle.seek(start)
+            if old is not None and handle.read(len(old.tail)) != old.tail:
+                with _lock:  # rewritten in place
+                    _tallied.pop((str(path), key), None)
+                return tally(path, key, count)
+
+            def read(size: int) -> bytes:
+                nonlocal tail
+                data = handle.read(size)
+                tail = (tail + data)[-_TAIL:] if data else tail
+                return data
+
+            for parsed in memory_file.parse_pieces(read, PIECE, header=old is None):
+                if parsed.problems:
+                    return None
+                header = parsed.header or header
+                counts.extend(count(parsed.messages))
+                total += len(parsed.messages)
+                if parsed.messages:
+                    last = parsed.messages[-1]
+            size = handle.tell()
+    except FileNotFoundError:
+        return None
+    new = FollowedFile(
+        identity=identity,
+        size=size,
+        mtime_ns=st.st_mtime_ns,
+        messages=Tallied(total, last and {"timestamp": last.get("timestamp")}),  # type: ignore[arg-type]
+        problems=[],
+        end=size if tail.endswith(BLOCK_END.encode()) else None,
+        tail=tail,
+        header=header,
+        per_message={key: counts},
+    )
+    with _lock:
+        _tallied[(str(path), key)] = new
+    return new
 
 
 def follow_memories(agents: Sequence[AgentDocs]) -> list[FollowedFile | None]:

@@ -52,9 +52,10 @@ from nbmemory.note_history import Author
 from nbmemory.notes import NOTES_FILE, Notes, listing, review_answer
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import ReadModel
-from nbmemory.recall import DEFAULT_PASSAGES, describe, recall
+from nbmemory.recall import DEFAULT_BUDGET, DEFAULT_PASSAGES, LISTED, describe, find
 from nbmemory.report import AgentTable, parts_line, usage_line
 from nbmemory.store import Workspace
+from nbmemory.tokens import TokenCounter
 from nbmemory.workspace import ARCHIVE_DIR, MEMORY_FILE, validate_agent_name
 
 SCHEME = "memory"
@@ -131,7 +132,8 @@ TOOLS = (
         "recall_memory",
         "Search everything an agent was told, its archived earlier sessions included: the "
         "passages that best match the query, best first, each with who said it, when and "
-        "where it is kept.",
+        "where it is kept, within a token budget (where the others found are kept, and how "
+        "many more matched). Call it once per fact when a question needs several.",
         {
             "query": {**TEXT, "description": "Words to look for: names, numbers, topics."},
             "limit": {
@@ -282,7 +284,8 @@ class MemoryServer:
 
     ``agent`` fixes the agent (validated now): tools take none, and no other agent is shown.
     ``read_only`` offers no tool that writes; a call of one is refused with ``why_read_only``.
-    :meth:`app` wires this to the MCP SDK.
+    ``recall_budget`` caps the tokens of ``recall_memory``'s answer (``cl100k_base`` tokens),
+    as ``Agent(recall_budget=...)`` caps an agent's. :meth:`app` wires this to the MCP SDK.
     """
 
     def __init__(
@@ -292,8 +295,13 @@ class MemoryServer:
         read_only: bool = False,
         poll_seconds: float = POLL_SECONDS,
         why_read_only: str = READ_ONLY,
+        recall_budget: int = DEFAULT_BUDGET,
     ) -> None:
+        if not isinstance(recall_budget, int) or recall_budget < 1:
+            raise ValueError(f"recall_budget must be a positive int, not {recall_budget!r}")
         self.agent = validate_agent_name(agent) if agent is not None else None
+        self.recall_budget = recall_budget
+        self._count = TokenCounter().count
         self.read_only = read_only
         self.why_read_only = why_read_only
         self.poll_seconds = poll_seconds
@@ -334,7 +342,16 @@ class MemoryServer:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PASSAGES:
             raise ToolError(f"limit must be a whole number from 1 to {MAX_PASSAGES}")
         self._existing(name)  # rather than "nothing found"
-        return describe(query, recall(self.workspace.agent(name), query, limit)), None
+        found = find(self.workspace.agent(name), query, max(limit, LISTED))
+        answer = describe(
+            query,
+            found.passages,
+            matched=found.matched,
+            budget=self.recall_budget,
+            count=self._count,
+            shown=limit,
+        )
+        return answer, None
 
     def _existing(self, name: str) -> None:
         """``AgentNotFoundError`` unless agent ``name`` has a memory here."""

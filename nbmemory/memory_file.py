@@ -27,7 +27,8 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -262,15 +263,25 @@ _END = BLOCK_END.encode()
 _FENCE = f"\n{_JSON_OPEN}".encode()
 
 
-def read_whole(data: bytes, prefix: str = "") -> tuple[str, str, int] | None:
-    """``prefix`` followed by the text of a memory file that :func:`parse` reads without a
-    problem, its header and its number of messages, found in a few passes over the bytes
-    without building a message; ``None`` when it cannot tell so (damage, hand edits, no
-    message yet): parse those.
+@dataclass(frozen=True)
+class Whole:
+    """A memory file that :func:`parse` reads without a problem, one message per block."""
 
-    When this answers, ``parse(text[len(prefix):])`` finds no problem, that header and one
-    message per block: a resumed memory is checked at once and its messages parsed when
-    they are first used.
+    header: str
+    messages: int
+    note: bytes
+    """What was found whole: the file's size, the CRC-32 of its bytes and its messages. Kept
+    with the file (see :meth:`MemoryFile.read_whole`), it spares the next check all but what
+    was appended since; bytes that changed in any other way are checked again."""
+
+
+def read_whole(data: bytes, note: bytes | None = None) -> Whole | None:
+    """Whether ``data``, a memory file, is one that :func:`parse` reads without a problem,
+    found in a few passes over the bytes without building a message; ``None`` when it cannot
+    tell so (damage, hand edits, no message yet): parse those.
+
+    ``note`` is the :attr:`Whole.note` of an earlier check of the same file: when its start
+    still has the bytes noted, only what follows them is checked.
     """
     first = data.find(b"\n### ")
     if (
@@ -278,29 +289,91 @@ def read_whole(data: bytes, prefix: str = "") -> tuple[str, str, int] | None:
         or not data.startswith(b"# ")
         or data.startswith(b"# Agent Memory\r\n")
         or not data.endswith(_END)
-        or not _FIRST_HEADING.match(data, first)
     ):
         return None
-    # Besides the first heading and the last separator, every heading follows the end of a
-    # block and every separator ends one: each block is a heading, content and separator.
-    marks = _MARKS.findall(data, first)
+    noted = _noted(data, note) if note else None
+    if noted is not None:
+        # The last separator noted ends a block; what follows it are blocks appended since.
+        size, known, crc = noted
+        start = size - len(_END)
+    elif _FIRST_HEADING.match(data, first):
+        size, known, crc = 0, 1, 0
+        start = first
+    else:
+        return None
+    # Every heading after the first follows the end of a block and every separator ends one:
+    # each block is a heading, content and separator. Marks before ``start`` are the same as
+    # they were when the start was checked: none of them reaches past its last separator.
+    marks = _MARKS.findall(data, start)
     blocks = marks.count(b"-")
-    if len(marks) - blocks != 2:
+    if len(marks) - blocks != (1 if noted is not None else 2):
         return None
     try:
         header = data[: first + 1].decode("utf-8")
-        fence = data.find(_FENCE, first) if data.find(b"`", first) >= 0 else -1
+        fence = data.find(_FENCE, start) if data.find(b"`", start) >= 0 else -1
         while fence >= 0:  # content that parse() decodes as JSON must be JSON
             end = data.find(_END, fence)
             decode_content(data[fence + 1 : end].decode("utf-8"))
             fence = data.find(_FENCE, end)
-        text = (prefix.encode() + data).decode("utf-8")
+        str(data[size:] if size else data, "utf-8")
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
     head = parse(header)
     if head.problems or head.messages or not head.header:
         return None
-    return text, head.header, blocks + 1
+    messages = known + blocks
+    crc = zlib.crc32(memoryview(data)[size:], crc)
+    return Whole(head.header, messages, b"%s %d %d %d" % (_NOTE, len(data), crc, messages))
+
+
+_NOTE = b"whole-1"
+
+
+def _noted(data: bytes, note: bytes) -> tuple[int, int, int] | None:
+    """The size, messages and CRC-32 that ``note`` gives the start of ``data``, if that start
+    still has the bytes noted."""
+    try:
+        form, size, crc, messages = note.split(b" ")
+        size, crc, messages = int(size), int(crc), int(messages)
+    except ValueError:
+        return None
+    if form != _NOTE or not len(_END) < size <= len(data) or messages < 1:
+        return None
+    if zlib.crc32(memoryview(data)[:size]) != crc or data[size - len(_END) : size] != _END:
+        return None
+    return size, messages, crc
+
+
+_CUT = re.compile(rb"\n\n---\n\n(?=### [^\n]+? \xe2\x80\x94 [!-~]+[ \t]*\n)")
+"""The end of a block that a whole heading line in the strict shape follows."""
+
+
+def parse_pieces(
+    reader: Callable[[int], bytes], piece: int, *, header: bool = True
+) -> Iterator[ParsedMemory]:
+    """:func:`parse` of what ``reader(piece)`` gives until it gives nothing, a piece at a time:
+    each piece is cut after the last block that a heading in the strict shape follows, so
+    the pieces' messages are the whole file's and only a piece (and the message that spans
+    it) is in memory at once. When no piece has a problem, they are what ``parse`` of the
+    whole finds; a piece with one is read on its own, so its problems can differ from the
+    whole's (a reader that must report them parses the whole). ``header``: as ``parse``'s,
+    for the first piece."""
+    buffer = b""
+    while True:
+        # an end of block not taken yet can only be one whose heading line was not whole
+        start = max(0, buffer.rfind(b"\n") - len(_END))
+        data = reader(piece)
+        buffer = buffer + data if buffer else data
+        if not data:
+            if buffer or header:
+                yield parse(buffer, header=header)
+            return
+        cut = -1
+        for found in _CUT.finditer(buffer, start):
+            cut = found.end()
+        if cut > 0:
+            yield parse(buffer[:cut], header=header)
+            header, buffer = False, buffer[cut:]
 
 
 def has_messages(data: bytes) -> bool:
@@ -781,6 +854,31 @@ class MemoryFile:
         with file:
             return file.read()
 
+    def read_whole(self) -> tuple[bytes, Whole | None]:
+        """The whole file as :meth:`read_bytes` reads it, and :func:`read_whole` of it.
+
+        What was found whole is noted on the file (an extended attribute, where the system has
+        them): the next check reads only what was appended since. The note is only a cache,
+        used while the bytes it names are unchanged; any other change is checked whole.
+        """
+        with contextlib.ExitStack() as stack:
+            with self.locked():
+                opened: list[int] = []
+                try:
+                    self._open_file(self.path.name, os.O_RDONLY, self.path, opened)
+                    file = stack.enter_context(file_of(opened, "rb"))
+                except FileNotFoundError:
+                    return b"", None
+                finally:
+                    for held in opened:
+                        os.close(held)
+                data = file.read()
+            note = _read_note(file.fileno())
+            whole = read_whole(data, note)
+            if whole is not None and whole.note != note:
+                _write_note(file.fileno(), whole.note)
+        return data, whole
+
     def read(self) -> ParsedMemory:
         """The file parsed into messages (see :func:`parse`)."""
         return parse(self.read_bytes())
@@ -936,6 +1034,26 @@ def encoded(text: str, what: str) -> bytes:
 
 
 _TEMPORARY = re.compile(r"\..+\.(?P<pid>\d+)\.[0-9a-f]+\.tmp")
+
+
+WHOLE_NOTE = "user.nbmemory.whole"
+"""The extended attribute that keeps :attr:`Whole.note` on ``MEMORY.md``: it goes with the
+file's inode, so a memory replaced (compacted, restored) starts without one."""
+
+
+def _read_note(fd: int) -> bytes | None:
+    if not hasattr(os, "getxattr"):  # Linux only
+        return None
+    try:
+        return os.getxattr(fd, WHOLE_NOTE)
+    except OSError:  # none yet, or a file system without extended attributes
+        return None
+
+
+def _write_note(fd: int, note: bytes) -> None:
+    if hasattr(os, "setxattr"):
+        with contextlib.suppress(OSError):  # a cache: without it the next check reads all
+            os.setxattr(fd, WHOLE_NOTE, note)
 
 
 def _stale_temporary_files(folder: Path) -> list[Path]:

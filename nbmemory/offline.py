@@ -23,10 +23,10 @@ from nbmemory.notes import TOOL_NAME as NOTES
 from nbmemory.notes import parse as parse_notes
 from nbmemory.notes import saved_notes
 from nbmemory.recall import TOOL_NAME as RECALL
-from nbmemory.recall import described
+from nbmemory.recall import described, sub_queries
 from nbmemory.reply import Reply, ToolCall
 from nbmemory.search import content_text
-from nbmemory.terms import QUESTION_WORDS, bm25_term, idf, is_question, words
+from nbmemory.terms import bm25_term, idf, is_question, words
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Words that ask for stored knowledge, and the words a retrieval tool describes itself with.
@@ -239,39 +239,6 @@ def respond(
             summarize(text, max(8, int(0.6 * max_tokens)) if max_tokens else 300), [], "stop"
         )
     return Reply(_recall(task, messages[:-1]), [], "stop")
-
-
-_AND = re.compile(r",?\s+and\s+", re.IGNORECASE)
-
-
-def sub_queries(question: str) -> list[str]:
-    """A two-part question as one query per part, else the question alone.
-
-    "What is the budget and when is the deadline?" asks two questions; "What do Maya and Tomas
-    play?" asks one of each person: "What do Maya play?", "What do Tomas play?" (words are
-    what recall looks for). Only the first "and" splits, and only when both parts say
-    something the other does not.
-    """
-    found = _AND.search(question)
-    if found is None:
-        return [question]
-    left, right = question[: found.start()].strip(), question[found.end() :].strip()
-    if right.split(maxsplit=1)[0].lower() in QUESTION_WORDS:  # two questions
-        parts = [left.rstrip("?") + "?", right]
-    else:  # one question about two things: the first words of the right part, or the last
-        # words of the left, stand for each other
-        ahead, behind = left.split(), right.split()
-        last = max((i for i, w in enumerate(ahead) if words(w)), default=None)
-        first = min((i for i, w in enumerate(behind) if words(w)), default=None)
-        if last is None or first is None:
-            return [question]
-        parts = [
-            " ".join(ahead + behind[first + 1 :]),
-            " ".join(ahead[:last] + behind),
-        ]
-    if any(not set(words(p)) - set(words(other)) for p, other in (parts, parts[::-1])):
-        return [question]
-    return parts
 
 
 def _answer_from_tools(messages: list[dict[str, Any]]) -> Reply:

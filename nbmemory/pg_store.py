@@ -692,6 +692,23 @@ class PgStore:
             return stamp, False, None
         return stamp, appended, b"".join(chunks)
 
+    def memory_digest(self, name: str, size: int) -> str | None:
+        """The SHA-256 (hex) of the first ``size`` bytes of the agent's memory, computed here,
+        so that what a client kept of them is checked without reading them; ``None`` if the
+        memory is shorter."""
+        with self.statement(f"read {name}") as conn:
+            row = conn.execute(
+                "SELECT octet_length(head), sha256(head) FROM (SELECT substring(coalesce("
+                "string_agg(data, ''::bytea ORDER BY seq), '') FROM 1 FOR %s) AS head FROM "
+                "(SELECT seq, data, sum(octet_length(data)) OVER (ORDER BY seq) "
+                "- octet_length(data) AS before FROM nbmemory_memory WHERE agent = %s) AS m "
+                "WHERE before < %s) AS prefix",
+                (size, name, size),
+            ).fetchone()
+        if row is None or row[0] != size:
+            return None
+        return bytes(row[1]).hex()
+
     def memories_since(
         self, known: dict[str, tuple[int, int] | None]
     ) -> Iterator[tuple[str, tuple[int, int], bool, bytes | None]]:

@@ -21,6 +21,7 @@ import json
 import os
 import threading
 import warnings
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,10 +130,17 @@ class Cell:
 class Lineage:
     """The recorded provenance of an agent's messages, and which runs are current."""
 
-    def __init__(self, entries: dict[str, Provenance], latest: dict[tuple[str, str], Provenance]):
+    def __init__(
+        self,
+        entries: dict[str, Provenance],
+        latest: dict[tuple[str, str], Provenance],
+        damaged: int = 0,
+    ):
         self.entries = entries
         self.latest = latest
         """The last recorded run of each ``(notebook, cell id)``."""
+        self.damaged = damaged
+        """How many lines could not be read."""
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -158,15 +166,31 @@ class Lineage:
 
 
 EMPTY = Lineage({}, {})
-_cache: dict[tuple[Any, ...], tuple[Any, Lineage]] = {}
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A reading of an agent's records: the lineage of its whole lines, up to byte ``upto``,
+    with a check of those bytes (so that lines appended since are parsed alone), and the
+    lineage with the unfinished last line, if any, as views get it."""
+
+    stamp: Any
+    upto: int
+    check: int
+    whole_lines: Lineage
+    lineage: Lineage
+
+
+_cache: dict[tuple[Any, ...], _Read] = {}
 _cache_lock = threading.Lock()
 _CACHED = 64
 
 
 def lineage(docs: AgentDocs) -> Lineage:
-    """The provenance recorded for agent ``docs``; read again only when the file changed.
+    """The provenance recorded for agent ``docs``; read again only when the file changed, and
+    then only the lines appended since, when the lines read before are unchanged.
 
-    A line that cannot be read is skipped, with one ``MemoryWarning`` per reading of the file
+    Lines that cannot be read are skipped, with one ``MemoryWarning`` per reading of the file
     (the memory is never affected); a missing file is :data:`EMPTY`.
     """
     try:
@@ -178,8 +202,8 @@ def lineage(docs: AgentDocs) -> Lineage:
     where = (type(docs), str(docs.path(PROVENANCE_FILE)), getattr(docs, "db", None))
     with _cache_lock:
         cached = _cache.get(where)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
+    if cached is not None and cached.stamp == stamp:
+        return cached.lineage
     try:
         data = docs.read(PROVENANCE_FILE)
     except (FileNotFoundError, NotADirectoryError):
@@ -187,21 +211,37 @@ def lineage(docs: AgentDocs) -> Lineage:
     except OSError as exc:
         warnings.warn(f"{docs.path(PROVENANCE_FILE)}: not read ({exc})", MemoryWarning, 2)
         return EMPTY
-    found = parse(data, str(docs.path(PROVENANCE_FILE)))
+    view = memoryview(data)
+    start, base = 0, EMPTY
+    if cached is not None and zlib.crc32(view[: cached.upto]) == cached.check:
+        start, base = cached.upto, cached.whole_lines
+    upto = data.rfind(b"\n") + 1
+    whole_lines = _read_lines(view[start:upto], base)
+    found = _read_lines(view[upto:], whole_lines)
+    _warn_damaged(found, str(docs.path(PROVENANCE_FILE)))
     with _cache_lock:
         if len(_cache) >= _CACHED:
             _cache.clear()
-        _cache[where] = (stamp, found)
+        _cache[where] = _Read(stamp, upto, zlib.crc32(view[:upto]), whole_lines, found)
     return found
 
 
 def parse(data: bytes, shown: str = PROVENANCE_FILE) -> Lineage:
     """The lineage a ``PROVENANCE.jsonl`` holds; unreadable lines are skipped with a warning
     naming ``shown`` and how many there were."""
-    entries: dict[str, Provenance] = {}
-    latest: dict[tuple[str, str], Provenance] = {}
-    bad = 0
-    for line in data.decode("utf-8", "replace").splitlines():
+    found = _read_lines(memoryview(data), EMPTY)
+    _warn_damaged(found, shown)
+    return found
+
+
+def _read_lines(data: memoryview, base: Lineage) -> Lineage:
+    """``base`` with the records of the lines in ``data`` added (later lines win)."""
+    if not data:
+        return base
+    entries: dict[str, Provenance] = dict(base.entries)
+    latest: dict[tuple[str, str], Provenance] = dict(base.latest)
+    bad = base.damaged
+    for line in bytes(data).decode("utf-8", "replace").split("\n"):
         if not line.strip():
             continue
         try:
@@ -216,10 +256,13 @@ def parse(data: bytes, shown: str = PROVENANCE_FILE) -> Lineage:
         entries[key] = provenance
         if provenance.cell is not None and not provenance.copied:
             latest[provenance.cell] = provenance
-    if bad:
+    return Lineage(entries, latest, bad)
+
+
+def _warn_damaged(found: Lineage, shown: str) -> None:
+    if found.damaged:
         warnings.warn(
-            f"{shown}: {bad} damaged line(s) skipped; those messages show no cell",
+            f"{shown}: {found.damaged} damaged line(s) skipped; those messages show no cell",
             MemoryWarning,
             stacklevel=3,
         )
-    return Lineage(entries, latest)

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import threading
 import warnings
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nbmemory import follow as follow_module
 from nbmemory import llm, workspace
 from nbmemory.compactions import Compaction, read_record, record_path
 from nbmemory.conversation import block_text, preload_tokens
@@ -40,7 +42,7 @@ from nbmemory.provenance import lineage as lineage_of
 from nbmemory.recall_index import index_size
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
 from nbmemory.search import content_text, followed_index
-from nbmemory.store import AgentDocs, Workspace, as_workspace
+from nbmemory.store import AgentDocs, FileDocs, Workspace, as_workspace
 from nbmemory.terms import left_out, salient_terms
 from nbmemory.token_counts import KeptCounts
 from nbmemory.tokens import TokenCounter
@@ -351,7 +353,7 @@ def _counter(model: str) -> TokenCounter:
 
 @functools.cache  # one per agent and model, as follow keeps one per file
 def _notes(docs: AgentDocs, model: str) -> Notes:
-    return Notes(docs, model=model)
+    return Notes(docs.unlisted(), model=model)  # kept: never one pass's listing
 
 
 def _block_counts(followed: FollowedFile, kept: KeptCounts, first: int | None = None) -> list[int]:
@@ -659,6 +661,13 @@ class ReadModel:
             workspace.check_folder(docs.folder)
         return docs
 
+    def _listed(self, name: str) -> AgentDocs:
+        """Agent ``name``'s documents for one pass over many agents: on files, as one listing
+        of its folder finds them (``FileDocs.listed``, which refuses a link as ``_docs``
+        does)."""
+        docs = self.workspace.agent(name)
+        return docs if docs.is_database else FileDocs.listed(docs.folder)
+
     def _folder(self, name: str) -> AgentDocs:
         docs = self._docs(name)
         if not self.workspace.has_agent(name):
@@ -685,7 +694,7 @@ class ReadModel:
         kept = KeptCounts(docs, counter)  # read only if something is to be counted
         memory = _tokens(followed, kept) if followed is not None else 0
         earlier = _earlier_sessions(followed, kept, settings.session, memory)
-        notes = _notes(docs, settings.model).tokens(kept)
+        notes = 0 if docs.missing(NOTES_FILE) else _notes(docs, settings.model).tokens(kept)
         tools = settings.tool_tokens
         sizes = (
             settings.static_tokens - settings.rules_tokens,
@@ -739,11 +748,35 @@ class ReadModel:
             agents = []
             for name in self.names():
                 try:
-                    agents.append(self._docs(name))
+                    agents.append(self._listed(name))
                 except UnsafeFileError as exc:
                     warnings.warn(f"agent {name!r} left out: {exc}", MemoryWarning, stacklevel=2)
-            memories = follow_memories(agents)
+            tallied = [self._tally(docs) for docs in agents]
+            read = iter(follow_memories([d for d, t in zip(agents, tallied, strict=True) if not t]))
+            memories = [memory or next(read) for memory in tallied]
             return [self._info(docs, memory) for docs, memory in zip(agents, memories, strict=True)]
+
+    def _tally(self, docs: AgentDocs) -> FollowedFile | None:
+        """Agent ``docs``'s ``MEMORY.md`` as a listing shows it, when the file is too big to read
+        whole for that and was not read yet (``follow.tally``: the same figures, in memory that
+        a piece of the file bounds); else ``None``, and the file is followed."""
+        if docs.is_database:
+            return None
+        path = docs.path(workspace.MEMORY_FILE)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        if st.st_size < follow_module.LARGE or not stat.S_ISREG(st.st_mode):
+            return None
+        if follow_module.current(path, st):
+            return None
+        kept = KeptCounts(docs, _counter(_settings(docs)[0].model))
+        return follow_module.tally(
+            path,
+            f"tokens:{kept.counter.encoding_name}",
+            lambda messages: kept.each(block_text(m) for m in messages),
+        )
 
     # ------------------------------------------------------------------------------------------
     # Messages

@@ -3,8 +3,11 @@
 Compaction keeps a memory small, but a summary cannot keep every fact. Every raw transcript is
 in ``archive/``, so an agent with persistent memory gets a tool to search them: the passages
 that best match the query (BM25 over MEMORY.md and every archive, words Snowball-stemmed,
-re-ranked by who said it, whether it says when, and which is newer), each with who said it,
-when, and where it is kept, and with the question or answer that goes with it. Each archive
+re-ranked by who said it, whether it says when, and which is newer, then widened by the words
+its best matches share: pseudo-relevance feedback), each with who said it, when, and where it
+is kept, and with the question or answer that goes with it. A question that asks several
+things ("What do Maya and Tomas play?") is also asked one part at a time, and the passages
+hold the best of each part. Each archive
 is indexed once and its index kept beside the memory (``recall_index``), as is the index of
 MEMORY.md's messages; in a process, a grown MEMORY.md is indexed for its new messages only.
 A query's cost is bounded: only its first ``QUERY_TERMS`` distinct words (of its first
@@ -37,7 +40,7 @@ from nbmemory.follow import FollowedFile, follow
 from nbmemory.provenance import Cell, Lineage
 from nbmemory.search import content_text
 from nbmemory.store import AgentDocs
-from nbmemory.terms import bm25_term, idf, words
+from nbmemory.terms import QUESTION_WORDS, bm25_term, idf, words
 from nbmemory.tokens import TokenCounter
 from nbmemory.wording import cell_words, superseded_words
 from nbmemory.workspace import MEMORY_FILE
@@ -463,6 +466,63 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(words(query[:QUERY_CHARS])))[:QUERY_TERMS]
 
 
+_AND = re.compile(r",?\s+(?:and|or)\s+", re.IGNORECASE)
+_BOTH = re.compile(r"\s*\b(?:both|each|either)\b", re.IGNORECASE)
+_LISTED = re.compile(r"\b\w[\w'-]*(?:\s*,\s*\w[\w'-]*)+,?\s+(?:and|or)\s+\w[\w'-]*")
+MAX_PARTS = 4
+"""Sub-queries a question is split into at most (``sub_queries``)."""
+
+
+def sub_queries(question: str) -> list[str]:
+    """The parts of a question that asks several things, one query each; else the question.
+
+    "What is the budget and when is the deadline?" asks two questions; "What do Maya and Tomas
+    both play?" asks one of each person ("What do Maya play?", "What do Tomas play?": words
+    are what recall looks for), as does "Where did Maya, Tomas and Ines go?" of three. Each
+    part says something the others do not, or the question is not split; at most
+    ``MAX_PARTS`` parts.
+    """
+    asked = _BOTH.sub("", question[:QUERY_CHARS])
+    two = [m for m in _AND.finditer(asked) if _asks(asked[m.end() :])]
+    if two:  # two questions, each perhaps about several things
+        left, right = asked[: two[0].start()].strip().rstrip("?") + "?", asked[two[0].end() :]
+        parts = [*_things(left), *_things(right.strip())]
+    else:
+        parts = _things(asked)
+    parts = parts[:MAX_PARTS]
+    said = [set(words(part)) for part in parts]
+    if len(parts) < 2 or any(
+        not own - set().union(*said[:n], *said[n + 1 :]) for n, own in enumerate(said)
+    ):
+        return [question]
+    return parts
+
+
+def _asks(text: str) -> bool:
+    first = text.split(maxsplit=1)
+    return bool(first) and first[0].lower() in QUESTION_WORDS
+
+
+def _things(question: str) -> list[str]:
+    """One question about several things as one per thing: a list of single words ("Maya,
+    Tomas and Ines"), or the words either side of its first "and" ("the budget and the
+    deadline"), which stand for each other."""
+    listed = _LISTED.search(question)
+    if listed is not None:
+        items = [item for item in re.split(r",?\s+(?:and|or)\s+|\s*,\s*", listed[0]) if item]
+        head, tail = question[: listed.start()], question[listed.end() :]
+        return [head + item + tail for item in items]
+    found = _AND.search(question)
+    if found is None:
+        return [question]
+    ahead, behind = question[: found.start()].split(), question[found.end() :].split()
+    last = max((i for i, w in enumerate(ahead) if words(w)), default=None)
+    first = min((i for i, w in enumerate(behind) if words(w)), default=None)
+    if last is None or first is None:
+        return [question]
+    return [" ".join(ahead + behind[first + 1 :]), " ".join(ahead[:last] + behind)]
+
+
 def sources(docs: AgentDocs) -> list[Path]:
     """The documents recall searches: the agent's archives, oldest first, then MEMORY.md."""
     return [*docs.archives(), docs.path(MEMORY_FILE)]
@@ -490,7 +550,11 @@ def recall(
     (``NAMED``), as does one that says when, for a question asking when (``DATED``); a
     question counts less (``QUESTION``) unless its answer is beside it; of messages that
     match the same words, said by the same, the newest ranks first; and a passage carries the
-    question or answer that goes with its message.
+    question or answer that goes with its message. The rare words the best matches share
+    widen the query (``FEEDBACK``, ``ADDED``): what only the widened query finds is placed
+    among the matches at ``WIDENED`` of its score, so an answer said in other words than the
+    question is reached through what was said around it. A question asking several things
+    (``sub_queries``) is asked whole and one part at a time, the rankings taken in turn.
 
     With ``semantic`` (the agent's embeddings), the ranking by words and the ranking by meaning
     are fused (reciprocal rank fusion, ``FUSION_K``), so a question in other words than the
@@ -521,28 +585,11 @@ def _find(docs: AgentDocs, query: str, limit: int, semantic: SemanticIndex | Non
     indexes = _indexes(docs)
     if not sum(index.documents for _, index in indexes):
         return Found([], 0)
-    asked = set(query_terms(query))
-    ranked, matched = _lexical(indexes, query, asked, limit)
-    if semantic is not None:
-        by_meaning = _by_meaning(semantic, indexes, query, asked, limit)
-        if by_meaning is not None:
-            ranked = _fused(indexes, ranked, by_meaning)
-            matched = max(matched, len(ranked))
     lineage = provenance.lineage(docs)
-    if len(lineage):
-        ranked = _current_first(ranked, lineage)
-    # Newer files and messages win ties. A message kept word for word across a compaction is
-    # in two files, and a question and its answer may each be found: each is returned once
-    # (but a question asked twice, answered differently, is two passages).
-    best, seen = [], set()
-    for item in sorted(ranked, key=lambda item: item[:3], reverse=True):
-        index, held = item[4], [item[2]] if item[5] is None else [item[2], item[5]]
-        said = {index.text(k) for k in held}
-        if not said <= seen:
-            seen |= said
-            best.append(item)
-            if len(best) == limit:
-                break
+    parts = sub_queries(query)
+    asked = [query, *parts] if len(parts) > 1 else [query]
+    rankings = [_ranked(indexes, q, limit, semantic, lineage) for q in asked]
+    matched = max(count for _, count in rankings)
     passages = [
         _passage(
             path,
@@ -552,9 +599,122 @@ def _find(docs: AgentDocs, query: str, limit: int, semantic: SemanticIndex | Non
             () if j is None else (_passage(path, index, j, 0.0, lineage=lineage),),
             lineage,
         )
-        for score, _, i, path, index, j, _ in best
+        for score, _, i, path, index, j, _ in _interleaved([r for r, _ in rankings], limit)
     ]
     return Found(passages, max(matched, len(passages)))
+
+
+def _ranked(
+    indexes: list[tuple[Path, _Index]],
+    query: str,
+    limit: int,
+    semantic: SemanticIndex | None,
+    lineage: Lineage,
+) -> tuple[list[tuple[Any, ...]], int]:
+    """The matches of ``query``, best first (newer files and messages win ties), and how
+    many messages matched."""
+    asked = set(query_terms(query))
+    ranked, matched = _lexical(indexes, query, asked, limit)
+    added = _feedback(ranked, asked, indexes)
+    if added:
+        # What only the widened query finds is offered, not counted as matched.
+        ranked = _after(ranked, _lexical(indexes, query, asked, limit, added)[0])
+    if semantic is not None:
+        by_meaning = _by_meaning(semantic, indexes, query, asked, limit)
+        if by_meaning is not None:
+            ranked = _fused(indexes, ranked, by_meaning)
+            matched = max(matched, len(ranked))
+    if len(lineage):
+        ranked = _current_first(ranked, lineage)
+    return sorted(ranked, key=lambda item: item[:3], reverse=True), matched
+
+
+def _after(ranked: list[tuple[Any, ...]], widened: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``ranked`` with what only ``widened`` (the ranking of the query widened by feedback)
+    found, scored ``WIDENED`` of ``ranked``'s best as its own best is: feedback reorders
+    nothing the query matched, it finds what was said in other words and places it among
+    them."""
+    matched = {(item[1], item[2]) for item in ranked}
+    top = ranked[0][0] if ranked and ranked[0][0] > 0 else 1.0
+    best = widened[0][0] if widened and widened[0][0] > 0 else 1.0
+    found = list(ranked)
+    found += [
+        (WIDENED * top * item[0] / best, *item[1:])
+        for item in widened[:_POOL]
+        if (item[1], item[2]) not in matched
+    ]
+    return sorted(found, key=lambda item: item[:3], reverse=True)
+
+
+WIDENED = 0.5
+"""What the ranking widened by feedback counts for, beside the query's own."""
+FEEDBACK = 5
+"""Best matches whose words widen a query (pseudo-relevance feedback, as RM3 does)."""
+ADDED = 10
+"""Words, at most, that feedback adds to a query."""
+ADDED_WEIGHT = 0.3
+"""What the most telling added word counts for, as a share of a word the query said."""
+
+
+def _feedback(
+    ranked: list[tuple[Any, ...]], asked: set[str], indexes: list[tuple[Path, _Index]]
+) -> dict[str, float]:
+    """Words the best matches share that the query did not say, each with the share of its
+    weight it counts for: a question in other words than its answer reaches the answer
+    through what was said around its best matches (a question's answer, the same topic)."""
+    if not ranked:
+        return {}
+    documents = sum(index.documents for _, index in indexes)
+    top = ranked[0][0] or 1.0
+    weight: Counter[str] = Counter()
+    for score, _, i, _, index, j, _ in ranked[:FEEDBACK]:
+        for k in (i,) if j is None else (i, j):
+            found = Counter(words((index.text(k) or "")[:EMBEDDED_CHARS]))
+            length = sum(found.values()) or 1
+            for term, count in found.items():
+                if term not in asked:
+                    weight[term] += score / top * count / length
+    if not weight:
+        return {}
+    # Rare words only: they tell the topic, and each brings few messages to rank again.
+    common = min(max(2, documents // 20), max(_FEW, documents // 1000))
+    for term in list(weight):
+        n = sum(index.frequency(term) for _, index in indexes)
+        if n > common or n < 1:
+            del weight[term]
+        else:
+            weight[term] *= idf(documents, n)
+    best = weight.most_common(ADDED)
+    if not best:
+        return {}
+    most = best[0][1]
+    return {term: ADDED_WEIGHT * w / most for term, w in best}
+
+
+def _interleaved(rankings: list[list[tuple[Any, ...]]], limit: int) -> list[tuple[Any, ...]]:
+    """The best ``limit`` matches of one ranking, or of several (a question and each of its
+    parts) taken in turn: the best of each comes before the second best of any, so that
+    ``limit`` passages hold what each part asks.
+
+    A message kept word for word across a compaction is in two files, and a question and its
+    answer may each be found: each is returned once (but a question asked twice, answered
+    differently, is two passages)."""
+    best: list[tuple[Any, ...]] = []
+    seen: set[str | None] = set()
+    places = [0] * len(rankings)
+    while len(best) < limit and any(p < len(r) for p, r in zip(places, rankings, strict=True)):
+        for n, ranked in enumerate(rankings):
+            while places[n] < len(ranked) and len(best) < limit:
+                item = ranked[places[n]]
+                places[n] += 1
+                index = item[4]
+                held = [item[2]] if item[5] is None else [item[2], item[5]]
+                said = {index.text(k) for k in held}
+                if not said <= seen:
+                    seen |= said
+                    best.append(item)
+                    break
+    return best
 
 
 def _indexes(docs: AgentDocs) -> list[tuple[Path, _Index]]:
@@ -596,18 +756,28 @@ def _current_first(ranked: list[tuple[Any, ...]], lineage: Lineage) -> list[tupl
 
 
 def _lexical(
-    indexes: list[tuple[Path, _Index]], query: str, asked: set[str], limit: int
+    indexes: list[tuple[Path, _Index]],
+    query: str,
+    asked: set[str],
+    limit: int,
+    added: Mapping[str, float] | None = None,
 ) -> tuple[list[tuple[Any, ...]], int]:
     """The best matches by words, best first: ``(score, file rank, message, path, index,
-    message beside it or None, what it says)``; and how many messages matched."""
+    message beside it or None, what it says)``; and how many messages matched. ``added``:
+    words the query did not say, each with the share of its weight it counts for."""
     documents = sum(index.documents for _, index in indexes)
     if not asked:
         return [], 0
+    said = asked
+    if added:
+        asked = asked | set(added)
     average = sum(index.words for _, index in indexes) / documents
     frequency = {t: sum(index.frequency(t) for _, index in indexes) for t in asked}
     # A name counts as said by each message its person says, so that it weighs what it tells.
     spoken = {t: sum(index.spoken.get(t, 0) for _, index in indexes) for t in asked}
     weights = {t: idf(documents, min(documents, n + spoken[t])) for t, n in frequency.items()}
+    for t, share in (added or {}).items():
+        weights[t] *= share
     named = {t for t, n in spoken.items() if n}
     when = _ASKS_WHEN.match(query[:QUERY_CHARS]) is not None
     # Words rare enough to pick the candidates: then common words are only looked up in them,
@@ -681,7 +851,7 @@ def _lexical(
     best_of: dict[tuple[Any, ...], float] = {}
     for item in ranked:
         best_of[item[6]] = max(best_of.get(item[6], 0.0), item[0])
-    topic = sum(weights[t] for t in asked - named)
+    topic = sum(weights[t] for t in said - named)
     for same, n in latest.items():
         if sum(weights[t] for t in same[0]) >= topic / 2 and ranked[n][0] >= best_of[same] / 2:
             ranked[n] = (best_of[same], *ranked[n][1:])

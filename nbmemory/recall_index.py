@@ -8,17 +8,20 @@ was compacted. On files they are ``agents/<name>/.recall-index/<archive name>.id
 ``MEMORY.md.idx``; on PostgreSQL rows of ``nbmemory_recall_index``.
 
 An index is a compact binary: a line naming the format, a JSON line (what it was made of,
-figures, speakers, where each section is, CRC-32s), then little-endian arrays: the terms
-(sorted UTF-8), each term's postings (messages, counts), each message's terms (the words of a
-query found in it), lengths, text lengths, flags and speakers; then what only passages need,
+figures, speakers, where each section is and the type of its numbers, CRC-32s), then
+little-endian arrays, each of the narrowest unsigned type that holds its numbers: the terms
+(sorted UTF-8), each term's postings (messages, counts; how often a message holds a word of
+the query is found there by bisection), each message's number of distinct words, lengths, text
+lengths, flags and speakers; then what only passages need,
 read when asked for (on a database, by parts of the row): the keys of the messages' vectors
 (``recall.text_key``), their texts and times. A query looks its terms up by bisection and
 touches only their postings; nothing here imports numpy.
 
 An index is trusted only for what it was made of: an archive file's size, inode, mtime and
 ctime (which no one can set back), else (a copy, a restore) the BLAKE2b digest of its bytes;
-an archive row's version and size; the digest of the first bytes of ``MEMORY.md`` it covers,
-and the memory's inode (its compaction count on a database). A stale, damaged or unreadable
+an archive row's version and size; the digest of the first bytes of ``MEMORY.md`` it covers
+(on a database, computed by the server), and the memory's inode (its compaction count on a
+database). A stale, damaged or unreadable
 index is rebuilt without a word; one that cannot be written (a read-only folder or role) is
 used from RAM. Nothing here changes ``MEMORY.md`` or an archive.
 """
@@ -43,7 +46,7 @@ from nbmemory.errors import StoreError
 from nbmemory.store import AgentDocs
 from nbmemory.workspace import MEMORY_FILE, RECALL_INDEX_DIR, open_reader
 
-MAGIC = b"nbmemory recall index 2\n"
+MAGIC = b"nbmemory recall index 3\n"
 _POSTINGS_KEPT = 256
 """Terms whose postings one index keeps decoded (a query has at most ``recall.QUERY_TERMS``)."""
 _HASH_CHUNK = 2**20
@@ -74,18 +77,22 @@ class Built:
 # Writing
 
 
-def _u32(values: Any) -> bytes:
-    found = array("I", values)
-    if sys.byteorder != "little":
-        found.byteswap()
-    return found.tobytes()
+_WIDTHS = "BHIQ"
+"""Array type codes an index's numbers are kept in: each section in the narrowest that holds
+its largest number, so that an index is read (from a file, or over a database connection)
+in fewer bytes."""
 
 
-def _u64(values: Any) -> bytes:
-    found = array("Q", values)
+def _packed(values: Any) -> tuple[str, bytes]:
+    """Unsigned numbers as little-endian bytes in the narrowest type that holds them, with
+    its type code."""
+    numbers = array("Q", values)
+    top = max(numbers, default=0)
+    code = next(c for c in _WIDTHS if top < 1 << (8 * array(c).itemsize))
+    found = array(code, numbers)
     if sys.byteorder != "little":
         found.byteswap()
-    return found.tobytes()
+    return code, found.tobytes()
 
 
 def _joined(texts: Sequence[str]) -> tuple[bytes, list[int]]:
@@ -106,16 +113,12 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
     encoded = [encoded[n] for n in order]
     ids = {vocabulary[n]: k for k, n in enumerate(order)}
     postings: list[tuple[list[int], list[int]]] = [([], []) for _ in encoded]
-    forward_terms: list[int] = []
-    forward_counts: list[int] = []
-    forward_at = [0]
+    distinct: list[int] = []
     for i, counts in enumerate(built.terms):
         for term_id, count in sorted((ids[t], c) for t, c in (counts or {}).items()):
             postings[term_id][0].append(i)
             postings[term_id][1].append(count)
-            forward_terms.append(term_id)
-            forward_counts.append(count)
-        forward_at.append(len(forward_terms))
+        distinct.append(len(counts or ()))
     post_at = [0]
     for docs, _ in postings:
         post_at.append(post_at[-1] + len(docs))
@@ -124,23 +127,27 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
     terms_blob, term_at = _joined([t.decode("utf-8", "surrogatepass") for t in encoded])
     texts_blob, text_at = _joined([text or "" for text in built.texts])
     times_blob, time_at = _joined(built.timestamps)
+    types: dict[str, str] = {}
+
+    def packed(name: str, values: Any) -> bytes:
+        types[name], data = _packed(values)
+        return data
+
     sections = {
-        "term_at": _u32(term_at),
+        "term_at": packed("term_at", term_at),
         "terms": terms_blob,
-        "post_at": _u32(post_at),
-        "post_docs": _u32(i for docs, _ in postings for i in docs),
-        "post_counts": _u32(c for _, counts in postings for c in counts),
-        "fwd_at": _u32(forward_at),
-        "fwd_terms": _u32(forward_terms),
-        "fwd_counts": _u32(forward_counts),
-        "lengths": _u32(built.lengths),
-        "chars": _u32(len(text or "") for text in built.texts),
+        "post_at": packed("post_at", post_at),
+        "post_docs": packed("post_docs", (i for docs, _ in postings for i in docs)),
+        "post_counts": packed("post_counts", (c for _, counts in postings for c in counts)),
+        "distinct": packed("distinct", distinct),
+        "lengths": packed("lengths", built.lengths),
+        "chars": packed("chars", (len(text or "") for text in built.texts)),
         "recallable": bytes(text is not None for text in built.texts),
         "dated": bytes(built.dated),
         "asks": bytes(built.asks),
-        "roles": _u32(role_ids[role] for role in built.roles),
-        "text_at": _u64(text_at),
-        "time_at": _u64(time_at),
+        "roles": packed("roles", (role_ids[role] for role in built.roles)),
+        "text_at": packed("text_at", text_at),
+        "time_at": packed("time_at", time_at),
         "blocks": b"".join(bytes.fromhex(key) for key in built.blocks),
         # what a query reads only for its passages (and for vectors): read when asked for
         "keys": b"".join(key or bytes(16) for key in built.keys),
@@ -163,6 +170,7 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
         "speakers": roles,
         "spoken": built.spoken,
         "sections": places,
+        "types": types,
         "lazy_from": lazy_from,
         "crc32": zlib.crc32(body[:lazy_from]),
         "crc32_rest": zlib.crc32(body[lazy_from:]),
@@ -174,6 +182,21 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
 
 # ----------------------------------------------------------------------------------------------
 # Reading
+
+
+_NUMBERS = (
+    "term_at",
+    "post_at",
+    "post_docs",
+    "post_counts",
+    "distinct",
+    "lengths",
+    "chars",
+    "roles",
+    "text_at",
+    "time_at",
+)
+"""The sections that hold numbers, each of the type its index's header names."""
 
 
 class Damaged(ValueError):
@@ -239,13 +262,17 @@ class StoredIndex:
             self.words = int(head["words"])
             self.spoken: dict[str, int] = dict(head["spoken"])
             roles = [str(role) for role in head["speakers"]]
+            types = {name: str(head["types"][name]) for name in _NUMBERS}
+            if not set(types.values()) <= set(_WIDTHS):
+                raise ValueError("an unknown type of numbers")
         except (KeyError, TypeError, ValueError) as exc:
             raise Damaged(f"its header is damaged: {exc}") from None
         self.count = n
-        try:
-            self._cast(sections)
-        except TypeError:  # a section whose size is no multiple of its items'
+        try:  # a section whose size is no multiple of its items', or that is no number's
+            sections = {k: v.cast(types[k]) if k in types else v for k, v in sections.items()}
+        except (TypeError, AttributeError):
             raise Damaged("a section has the wrong size") from None
+        self._cast(sections)
         self._check(n, terms, sections, roles)
         self._roles = roles
         self._speakers = [speaker_words(role) for role in roles]
@@ -256,22 +283,20 @@ class StoredIndex:
         self._lock = threading.Lock()
 
     def _cast(self, sections: dict[str, Any]) -> None:
-        self._term_at = sections["term_at"].cast("I")
+        self._term_at = sections["term_at"]
         self._terms = sections["terms"]
-        self._post_at = sections["post_at"].cast("I")
-        self._post_docs = sections["post_docs"].cast("I")
-        self._post_counts = sections["post_counts"].cast("I")
-        self._fwd_at = sections["fwd_at"].cast("I")
-        self._fwd_terms = sections["fwd_terms"].cast("I")
-        self._fwd_counts = sections["fwd_counts"].cast("I")
-        self.lengths = sections["lengths"].cast("I")
-        self._chars = sections["chars"].cast("I")
+        self._post_at = sections["post_at"]
+        self._post_docs = sections["post_docs"]
+        self._post_counts = sections["post_counts"]
+        self._distinct = sections["distinct"]
+        self.lengths = sections["lengths"]
+        self._chars = sections["chars"]
         self.recallable = sections["recallable"]
         self.dated = sections["dated"]
         self.asks = sections["asks"]
-        self._role_ids = sections["roles"].cast("I")
-        self._text_at = sections["text_at"].cast("Q")
-        self._time_at = sections["time_at"].cast("Q")
+        self._role_ids = sections["roles"]
+        self._text_at = sections["text_at"]
+        self._time_at = sections["time_at"]
         self._blocks = sections["blocks"]
         self._keys = sections["keys"]
         self._texts = sections["texts"]
@@ -279,14 +304,14 @@ class StoredIndex:
 
     def _check(self, n: int, terms: int, sections: dict[str, Any], roles: list[str]) -> None:
         sizes = {
-            "term_at": (terms + 1) * 4,
-            "post_at": (terms + 1) * 4,
-            "fwd_at": (n + 1) * 4,
-            "text_at": (n + 1) * 8,
-            "time_at": (n + 1) * 8,
-            "lengths": n * 4,
-            "chars": n * 4,
-            "roles": n * 4,
+            "term_at": terms + 1,
+            "post_at": terms + 1,
+            "distinct": n,
+            "text_at": n + 1,
+            "time_at": n + 1,
+            "lengths": n,
+            "chars": n,
+            "roles": n,
             "recallable": n,
             "dated": n,
             "asks": n,
@@ -294,19 +319,16 @@ class StoredIndex:
             "blocks": 16 * n,
         }
         for name, size in sizes.items():
-            if sections[name].nbytes != size:
+            if len(sections[name]) != size:
                 raise Damaged(f"section {name} has the wrong size")
         ends = (
             (self._term_at, self._terms),
             (self._post_at, self._post_docs),
-            (self._fwd_at, self._fwd_terms),
             (self._text_at, self._texts),
             (self._time_at, self._times),
         )
-        if (
-            any(at[-1] != len(blob) for at, blob in ends)
-            or len(self._post_docs) != len(self._post_counts)
-            or len(self._fwd_terms) != len(self._fwd_counts)
+        if any(at[-1] != len(blob) for at, blob in ends) or len(self._post_docs) != len(
+            self._post_counts
         ):
             raise Damaged("its offsets do not match its sections")
         if max(self._role_ids, default=-1) >= len(roles):
@@ -352,28 +374,31 @@ class StoredIndex:
         return found
 
     def frequency(self, term: str) -> int:
-        return len(self.postings(term)[0])
+        """How many messages hold ``term``, from where its postings start and end: feedback
+        asks it of many words whose postings it never reads."""
+        found = self._postings.get(term)
+        if found is not None:
+            return len(found[0])
+        k = self._term_id(term)
+        return 0 if k is None else self._post_at[k + 1] - self._post_at[k]
 
     def asked(self, i: int, terms: Collection[str]) -> dict[str, int]:
-        """How often each of ``terms`` is in message ``i`` (those it holds)."""
-        start, end = self._fwd_at[i], self._fwd_at[i + 1]
-        held = dict(
-            zip(
-                self._fwd_terms[start:end].tolist(),
-                self._fwd_counts[start:end].tolist(),
-                strict=True,
-            )
-        )
+        """How often each of ``terms`` is in message ``i`` (those it holds), found in each
+        term's postings by bisection: no list of each message's terms is kept."""
         found = {}
         for term in terms:
             k = self._term_id(term)
-            if k is not None and k in held:
-                found[term] = held[k]
+            if k is None:
+                continue
+            start, end = self._post_at[k], self._post_at[k + 1]
+            at = bisect.bisect_left(self._post_docs, i, start, end)
+            if at < end and self._post_docs[at] == i:
+                found[term] = self._post_counts[at]
         return found
 
     def distinct(self, i: int) -> int:
         """How many different words message ``i`` holds (0 if recall never returns it)."""
-        return self._fwd_at[i + 1] - self._fwd_at[i]
+        return self._distinct[i]
 
     def is_recallable(self, i: int) -> bool:
         return bool(self.recallable[i])
@@ -727,12 +752,14 @@ MEMORY_INDEX = "MEMORY.md.idx"
 """The name of the index kept of ``MEMORY.md``'s first messages."""
 
 
-def _memory_bytes(docs: AgentDocs, size: int) -> bytes:
-    """The first ``size`` bytes of ``MEMORY.md``."""
+def _memory_digest(docs: AgentDocs, size: int) -> str | None:
+    """The digest of the first ``size`` bytes of ``MEMORY.md`` (``None`` if it is shorter):
+    on a database, its SHA-256 computed by the server, the memory not read again."""
     if docs.is_database:
-        return docs.read(MEMORY_FILE)[:size]
+        return docs.db.memory_digest(docs.name, size)  # type: ignore[attr-defined]
     with open_reader(docs.path(MEMORY_FILE)) as file:
-        return file.read(size)
+        data = file.read(size)
+    return _digest(data) if len(data) == size else None
 
 
 def kept_memory(
@@ -753,29 +780,21 @@ def kept_memory(
             return None
         if found.count > messages:
             return None
-        size = int(source["bytes"])
-        data = _memory_bytes(docs, size)
+        digest = _memory_digest(docs, int(source["bytes"]))
     except (OSError, StoreError, KeyError, TypeError, ValueError):
         return None
-    if len(data) != size or _digest(data) != source.get("digest"):
-        return None
-    return found
+    return found if digest is not None and digest == source.get("digest") else None
 
 
 def keep_memory(docs: AgentDocs, built: Built, identity: tuple[int, int], size: int) -> None:
     """Keep the index of ``MEMORY.md``'s messages ``built`` from its first ``size`` bytes."""
     try:
-        data = _memory_bytes(docs, size)
+        digest = _memory_digest(docs, size)
     except (OSError, StoreError):
         return
-    if len(data) != size:
+    if digest is None:
         return
-    source = {
-        "name": MEMORY_FILE,
-        "identity": list(identity),
-        "bytes": size,
-        "digest": _digest(data),
-    }
+    source = {"name": MEMORY_FILE, "identity": list(identity), "bytes": size, "digest": digest}
     encoded = encode(built, source)
     _store(docs, MEMORY_INDEX, encoded, StoredIndex(encoded, lambda role: frozenset()).head_bytes)
 
@@ -786,6 +805,8 @@ def index_size(docs: AgentDocs) -> int:
     if docs.is_database:
         return docs.db.recall_index_size(docs.name)  # type: ignore[attr-defined]
     total = 0
+    if docs.missing(RECALL_INDEX_DIR):
+        return 0
     try:
         with os.scandir(docs.folder / RECALL_INDEX_DIR) as entries:
             for entry in entries:

@@ -37,6 +37,7 @@ from nbmemory.workspace import (
     agents_root,
     as_path,
     check_folder,
+    folder_entries,
     holds_memory,
     make_private_dir,
     open_regular,
@@ -92,6 +93,8 @@ class AgentDocs(Protocol):
     def doc(self, doc: str | os.PathLike[str]) -> str: ...
     def path(self, doc: str | os.PathLike[str]) -> Path: ...
     def exists(self, doc: str | os.PathLike[str]) -> bool: ...
+    def missing(self, doc: str | os.PathLike[str]) -> bool: ...
+    def unlisted(self) -> AgentDocs: ...
     def identity(self, doc: str | os.PathLike[str] = MEMORY_FILE) -> int | None: ...
     def messages(self, doc: str | os.PathLike[str]) -> list[dict[str, Any]]: ...
     def read(self, doc: str | os.PathLike[str]) -> bytes: ...
@@ -151,6 +154,15 @@ class _Docs:
     def exists(self, doc: str | os.PathLike[str]) -> bool:
         return self.stamp(doc) is not None  # type: ignore[attr-defined]
 
+    def missing(self, doc: str | os.PathLike[str]) -> bool:
+        """Whether ``doc`` is known to be missing without asking the store (see
+        :meth:`FileDocs.listed`); ``False`` means: look."""
+        return False
+
+    def unlisted(self) -> _Docs:
+        """A handle that looks at the store every time, for keeping beyond one pass."""
+        return self
+
     def identity(self, doc: str | os.PathLike[str] = MEMORY_FILE) -> int | None:
         """What a compaction changes about ``MEMORY.md``: its inode (a compaction replaces the
         file), or the database's compaction count; ``None`` if it does not exist."""
@@ -167,11 +179,38 @@ class FileDocs(_Docs):
 
     is_database = False
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, folder: str | os.PathLike[str], entries: frozenset[str] | None = None
+    ) -> None:
         self.folder = as_path(folder)
         self.name = self.folder.name
+        self._entries = entries
+
+    @classmethod
+    def listed(cls, folder: str | os.PathLike[str]) -> FileDocs:
+        """The documents of ``folder`` as one listing of it finds them (``folder_entries``):
+        a document missing then reads as missing without a call to the system, which a
+        listing of thousands of agents, most without notes, settings or archives, spares.
+        For one pass of reading; a handle made by ``FileDocs(folder)`` looks every time."""
+        return cls(folder, folder_entries(folder))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.folder == self.folder  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.folder))
+
+    def missing(self, doc: str | os.PathLike[str]) -> bool:
+        if self._entries is None:
+            return False
+        return self.doc(doc).split("/", 1)[0] not in self._entries
+
+    def unlisted(self) -> FileDocs:
+        return self if self._entries is None else FileDocs(self.folder)
 
     def read(self, doc: str | os.PathLike[str]) -> bytes:
+        if self.missing(doc):
+            raise FileNotFoundError(self.path(doc))
         return read_regular(self.path(doc))
 
     def write(
@@ -209,6 +248,8 @@ class FileDocs(_Docs):
         self.path(doc).unlink(missing_ok=True)
 
     def stamp(self, doc: str | os.PathLike[str]) -> tuple[int, ...] | None:
+        if self.missing(doc):
+            return None
         try:
             st = os.stat(self.path(doc))
         except (FileNotFoundError, NotADirectoryError):
@@ -223,6 +264,8 @@ class FileDocs(_Docs):
         return memory_file.folder_lock(self.folder)
 
     def archives(self) -> list[Path]:
+        if self.missing(ARCHIVE_DIR):
+            return []
         return memory_file.archive_files(self.folder)
 
     def open_memory(self, conversation_name: str, doc: str = MEMORY_FILE) -> MemoryFile:
@@ -484,6 +527,11 @@ class DatabaseMemory:
 
     def read_bytes(self) -> bytes:
         return self.db.memory(self.agent) or b""
+
+    def read_whole(self) -> tuple[bytes, memory_file.Whole | None]:
+        """The memory, and :func:`memory_file.read_whole` of it (checked whole each time)."""
+        data = self.read_bytes()
+        return data, memory_file.read_whole(data)
 
     def read(self) -> ParsedMemory:
         return parse(self.read_bytes())

@@ -28,6 +28,10 @@ MAX_BYTES = 32 * 2**20
 """A larger file is not read: a memory compacts long before its counts take this much."""
 ENOUGH = 4
 """Texts to count before the kept counts are worth reading: fewer are counted at once."""
+REMEMBERED = 2**16
+"""Counts this process remembers by digest (a few MB): see :func:`counted`."""
+
+_remembered: dict[tuple[str, str], int] = {}
 
 
 def digest(text: str) -> str:
@@ -42,6 +46,8 @@ def _data(docs: Any) -> bytes | None:
         if stamp is None or stamp[1] > MAX_BYTES:
             return None
         return docs.db.read(docs.name, COUNTS_FILE)
+    if docs.missing(COUNTS_FILE):
+        return None
     with open_reader(os.path.join(docs.folder, COUNTS_FILE)) as file:
         data = file.read(MAX_BYTES + 1)
     return data if len(data) <= MAX_BYTES else None
@@ -77,6 +83,19 @@ def write_counts(docs: Any, encoding: str, counts: Mapping[str, int]) -> bool:
     return True
 
 
+def counted(counter: TokenCounter, text: str, key: str | None = None) -> int:
+    """The tokens of ``text`` (whose :func:`digest` is ``key``), counted once per process and
+    encoding however many memories hold it: the messages every agent of a team was given, say,
+    in a listing of agents that kept no counts."""
+    remembered = (counter.encoding_name, key or digest(text))
+    found = _remembered.get(remembered)
+    if found is None:
+        if len(_remembered) >= REMEMBERED:
+            _remembered.clear()
+        found = _remembered[remembered] = counter.count(text)
+    return found
+
+
 class KeptCounts:
     """The counts kept for agent ``docs`` in ``counter``'s encoding, read when first needed."""
 
@@ -93,10 +112,11 @@ class KeptCounts:
         if self._counts is None:
             encoding = self.counter.encoding_name
             self._counts = read_counts(self.docs, encoding) if self.docs is not None else {}
-        found = self._counts.get(digest(text)) if self._counts else None
+        key = digest(text)
+        found = self._counts.get(key) if self._counts else None
         if found is None:
             self.counted += 1
-            return count() if count is not None else self.counter.count(text)
+            return count() if count is not None else counted(self.counter, text, key)
         return found
 
     def each(self, texts: Iterable[str]) -> list[int]:
@@ -105,5 +125,5 @@ class KeptCounts:
         texts = list(texts)
         if len(texts) < ENOUGH and self._counts is None:
             self.counted += len(texts)
-            return [self.counter.count(text) for text in texts]
+            return [counted(self.counter, text) for text in texts]
         return [self.tokens(text) for text in texts]

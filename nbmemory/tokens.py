@@ -204,25 +204,55 @@ def _pieces(text: str) -> Iterator[str]:
     yield text[start:]
 
 
+_MODEL_MAP = "model_prices_and_context_window_backup.json"
+_DECODER = json.JSONDecoder()
+
+
+@functools.cache
+def _model_map_text() -> str:
+    folder = _litellm_dir()
+    try:
+        return "" if folder is None else (folder / _MODEL_MAP).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return ""
+
+
 @functools.cache
 def _model_map() -> dict[str, Any]:
-    folder = _litellm_dir()
-    if folder is None:
-        return {}
     try:
-        with open(folder / "model_prices_and_context_window_backup.json", encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        return json.loads(_model_map_text() or "{}")
+    except ValueError:
         return {}
+
+
+@functools.cache
+def _model_entry(key: str) -> dict[str, Any] | None:
+    """litellm's map entry for ``key``, parsing that entry alone where it can be found: the
+    map is megabytes of JSON and a token figure needs one window from it. The whole map is
+    parsed when the text does not show the entry plainly."""
+    text = _model_map_text()
+    quoted = json.dumps(key)
+    at = text.rfind(quoted + ": {") if key.isascii() else -1
+    if at < 0 and key.isascii() and quoted not in text:
+        return None
+    entry: Any = None
+    if at >= 0:
+        try:
+            entry = _DECODER.raw_decode(text, at + len(quoted) + 2)[0]
+        except ValueError:
+            entry = None
+    if not isinstance(entry, dict) or "litellm_provider" not in entry:
+        entry = _model_map().get(key)
+    return entry if isinstance(entry, dict) else None
 
 
 def context_window(model: str | None) -> int:
-    """The input context window of ``model`` in tokens, from litellm's bundled map, else 16000."""
-    if not model:
+    """The input context window of ``model`` in tokens, from litellm's bundled map, else 16000
+    (nbmemory's own models, ``nbmemory/...``, are not in the map)."""
+    if not model or model.startswith("nbmemory/"):
         return DEFAULT_CONTEXT_WINDOW
-    table = _model_map()
     for key in (model, model.split("/", 1)[-1], _bare_model(model)):
-        window = table.get(key, {}).get("max_input_tokens")
+        window = (_model_entry(key) or {}).get("max_input_tokens")
         if isinstance(window, int) and window > 0:
             return window
     return DEFAULT_CONTEXT_WINDOW

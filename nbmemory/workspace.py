@@ -120,6 +120,28 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _REFUSED = (errno.ELOOP, errno.ENOTDIR, errno.EMLINK)
 
 
+def folder_entries(folder: str | os.PathLike[str]) -> frozenset[str]:
+    """The names in agent folder ``folder`` (none if it is missing; ``UnsafeFileError`` if it
+    is a link or not a folder): one listing tells a reader of thousands of agents which
+    documents of each exist, where a stat or an open for each missing one costs more."""
+    into: list[int] = []
+    try:
+        fd = open_into(into, folder, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
+        with os.scandir(fd) as entries:
+            return frozenset(entry.name for entry in entries)
+    except FileNotFoundError:
+        return frozenset()
+    except OSError as exc:
+        if exc.errno in _REFUSED:
+            raise UnsafeFileError(
+                f"{folder} is a link or not a folder; nbmemory does not follow links there"
+            ) from None
+        raise
+    finally:
+        for held in into:
+            os.close(held)
+
+
 def make_private_dir(path: Path) -> Path:
     """Create ``path`` and its missing parents, each with mode 0700 whatever the umask; a
     folder that exists is left as it is."""

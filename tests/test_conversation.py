@@ -223,6 +223,41 @@ def test_a_damaged_memory_still_preloads_with_a_warning():
     ]
 
 
+@pytest.mark.files("what was found whole is noted on the file")
+def test_a_memory_changed_in_place_since_it_was_resumed_is_checked_again():
+    convo = agent_conversation()
+    convo.add("User", "one")
+    convo.add("User", "two")
+    assert agent_conversation().preloaded_count == 2  # found whole, and noted so
+    path = memory_path("ResearchAgent")
+    data = path.read_bytes()
+    with open(path, "r+b") as file:  # the same size: only the bytes tell
+        file.write(data.replace(b"one\n\n---", b"one\n\n-+-"))
+    with pytest.warns(MemoryWarning, match="no closing"):
+        resumed = agent_conversation()
+    assert [m["role"] for m in resumed.preloaded_messages] == ["unparsed", "User"]
+
+
+def test_a_resumed_history_holds_the_file_however_it_is_first_read():
+    convo = agent_conversation(rules="Cite sources.")
+    convo.add("User", "naïve ✓ — 中文")
+    first_reads = [
+        lambda c: c.conversation_history[2]["content"],
+        lambda c: c.to_dict()[2]["content"],
+        lambda c: c.return_history_as_string().split("System: ")[-1].rsplit("\n\nUser: ")[0],
+        lambda c: json.loads(c.to_json())[2]["content"],
+    ]
+    for n, read in enumerate(first_reads):
+        text = stored("ResearchAgent").decode()
+        resumed = agent_conversation(rules="Cite sources.")
+        assert len(resumed) == 3 and resumed.preloaded_count == 1 + n
+        resumed.add("User", "after the resume")  # appending needs not the preload's text
+        assert read(resumed).startswith(PRELOAD_MARKER) and read(resumed).endswith(text)
+    cleared = agent_conversation()
+    cleared.clear()
+    assert cleared.conversation_history == [] and cleared.preloaded_count == 5
+
+
 def test_export_and_load_round_trip(tmp_path):
     convo = Conversation(system_prompt="sys", save_filepath=str(tmp_path / "out" / "convo.json"))
     convo.add("User", "naïve ✓")

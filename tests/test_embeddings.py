@@ -245,3 +245,24 @@ def test_import_leaves_the_vectors_out(openai_server, tmp_path, database, monkey
     assert (tmp_path / "source" / "agents" / "Maya" / EMBEDDINGS_DIR).is_dir()
     assert import_layout(tmp_path / "source", Workspace(tmp_path / "db", database)) == ["Maya"]
     assert store.database_at(database).documents("Maya") == ["settings.json"]
+
+
+@pytest.mark.files("the vectors' file")
+def test_without_fcntl_as_on_windows_the_vectors_file_is_locked_with_filelock(openai_server):
+    """Windows has no ``fcntl``: the module still imports, and writers take a ``filelock``."""
+    seeded(openai_server)
+    code = (
+        "import sys\n"
+        "sys.modules['fcntl'] = None  # what Windows has: no such module\n"
+        "from nbmemory import Agent, embeddings\n"
+        "from nbmemory.recall import recall\n"
+        "assert embeddings.fcntl is None\n"
+        "agent = Agent('Maya', persistent_memory=True, embedding_model='openai/fake-embed',\n"
+        "    embedding_options={'api_base': sys.argv[1], 'api_key': 'k', 'max_retries': 0})\n"
+        "found = recall(agent.short_memory.docs, sys.argv[2], semantic=agent.semantic_index())\n"
+        "assert 'filelock' in sys.modules  # what locked the file it wrote\n"
+        "print(found[0].text)\n"
+    )
+    assert run_python(code, openai_server.url, ASKED).stdout == FACT + "\n"
+    folder = embedder(openai_server).short_memory.docs.folder / EMBEDDINGS_DIR
+    assert [path.suffix for path in folder.iterdir() if path.suffix == ".f32"] == [".f32"]

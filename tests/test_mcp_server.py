@@ -26,7 +26,9 @@ from nbmemory.mcp_server import ROLE, Document, MemoryServer, Watcher
 from nbmemory.note_history import Author
 from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
+from nbmemory.recall import DEFAULT_BUDGET
 from nbmemory.report import AgentTable
+from nbmemory.tokens import TokenCounter
 from support import ROOT, leaks, run_python, stored, stored_messages
 
 HOSTILE = (
@@ -314,6 +316,31 @@ def test_read_only_with_a_fixed_agent_offers_no_writer_and_no_other_agent(tmp_pa
     assert ReadModel(Workspace.from_env()).version() == before  # nothing written
 
 
+def test_recall_answers_within_the_servers_token_budget(tmp_path):
+    """``--recall-budget``, as ``Agent(recall_budget=...)``: the passages that fit, then where
+    the others are kept and how many more matched."""
+    agent = Agent(agent_name="Research", persistent_memory=True)
+    for n in range(8):
+        agent.add_memory(f"Budget review {n}: " + "the quarterly figures were revised. " * 12)
+    asked = {"agent": "Research", "query": "budget review", "limit": 5}
+    count = TokenCounter().count
+    roomy = MemoryServer(Workspace.from_env()).call("recall_memory", asked)[0]
+    assert count(roomy) <= DEFAULT_BUDGET
+    assert MemoryServer(Workspace.from_env()).recall_budget == DEFAULT_BUDGET
+
+    async def scenario() -> str:
+        options = ("--recall-budget", "150")
+        async with command(*options, errlog=tmp_path / "stderr") as session:
+            return answer(await session.call_tool("recall_memory", asked))
+
+    tight = anyio.run(scenario)
+    assert count(tight) <= 150 < count(roomy)
+    assert tight.startswith("1 passage(s)") and "more message(s) matched" in tight
+    assert "- MEMORY.md, message" in tight  # where the next best are kept
+    with pytest.raises(ValueError, match="recall_budget"):
+        MemoryServer(Workspace.from_env(), recall_budget=0)
+
+
 # ----------------------------------------------------------------------------------------------
 # In this process
 
@@ -425,5 +452,6 @@ def test_the_workspace_options_go_before_or_after_mcp(tmp_path):
     assert parse(["--store-file", "f", "mcp", "--agent", "X"]).store_file == "f"
     assert parse(["mcp", "--store-file", "f"]).store_file == "f"
     assert parse(["mcp"]).agent is None and not parse(["mcp"]).read_only
+    assert parse(["mcp", "--recall-budget", "300"]).recall_budget == 300
     with pytest.raises(SystemExit):
         parse(["mcp", "--store", "postgresql://h/db", "--store-file", "f"])

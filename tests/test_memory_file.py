@@ -438,22 +438,45 @@ DAMAGE = [
 ]
 
 
+def damaged(data, damage):
+    for at, piece in damage:
+        at %= len(data) + 1
+        data = data[:at] + piece + data[at:]
+    return data
+
+
+def assert_read_whole_as_parsed(data, whole):
+    if whole is not None:
+        parsed = parse(data)
+        assert parsed.problems == []
+        assert (whole.header, whole.messages) == (parsed.header, len(parsed.messages))
+        assert parsed.header + parsed.log == data.decode()
+
+
 @settings(max_examples=300)
 @given(
     st.lists(st.tuples(roles, text_content | json_content), min_size=1, max_size=4),
     st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(DAMAGE)), max_size=3),
 )
 def test_a_file_read_whole_is_one_that_parses_without_a_problem(messages, damage):
-    data = blocks_file(*messages).encode()
-    for at, piece in damage:
-        at %= len(data) + 1
-        data = data[:at] + piece + data[at:]
-    whole = mf.read_whole(data, "P")
-    if whole is not None:
-        parsed = parse(data)
-        assert parsed.problems == []
-        assert whole == ("P" + data.decode(), parsed.header, len(parsed.messages))
-        assert parsed.header + parsed.log == data.decode()
+    data = damaged(blocks_file(*messages).encode(), damage)
+    assert_read_whole_as_parsed(data, mf.read_whole(data))
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.tuples(roles, text_content | json_content), min_size=1, max_size=3),
+    st.lists(st.tuples(roles, text_content | json_content), max_size=3),
+    st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(DAMAGE)), max_size=2),
+)
+def test_a_note_spares_checking_again_what_it_names_and_nothing_else(first, later, damage):
+    data = blocks_file(*first).encode()
+    note = mf.read_whole(data).note
+    appended = "".join(format_block(r, c, "2026-04-20T18:35:04") for r, c in later).encode()
+    grown = damaged(data + appended, damage)  # damage anywhere, in what was noted too
+    whole = mf.read_whole(grown, note)
+    assert_read_whole_as_parsed(grown, whole)
+    assert whole == mf.read_whole(grown)  # what a check of the whole file finds
 
 
 def test_common_memories_are_read_whole():
@@ -462,7 +485,38 @@ def test_common_memories_are_read_whole():
         ("Agent", {"tool_calls": [{"id": "c1"}]}),
         ("Tool", "naïve ✓ 中文 🙂\n\n- a list\n--- not a separator"),
     ).encode()
-    assert mf.read_whole(data) == (data.decode(), parse(data).header, 3)
+    whole = mf.read_whole(data)
+    assert (whole.header, whole.messages) == (parse(data).header, 3)
     assert mf.read_whole(data.replace(b"\n--- not", b"\n---\nnot")) is None  # a separator
     assert mf.read_whole(data + b"### User \xe2\x80\x94 t\n\ntorn") is None
     assert mf.read_whole(format_header("t").encode()) is None  # no message: parsed at once
+
+
+def test_a_note_names_the_bytes_it_was_made_of():
+    data = blocks_file(("User", "one"), ("Agent", "two")).encode()
+    note = mf.read_whole(data).note
+    same_size = data.replace(b"one", b"0ne")
+    assert mf.read_whole(same_size, note).note == mf.read_whole(same_size).note != note
+    torn = data.replace(b"two\n\n---", b"two\n\n-+-")
+    assert mf.read_whole(torn, note) is None
+    others = [b"", b"whole-1", b"whole-1 x y z", b"\xff", b"whole-1 999 0 2", b"whole-2" + note[7:]]
+    for other in others:  # not notes of this file: it is checked whole
+        assert mf.read_whole(data, other) == mf.read_whole(data)
+
+
+def test_a_resumed_memory_is_noted_and_checked_again_only_where_it_grew(tmp_path):
+    memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    memory.append(format_block("User", "one", "t"))
+    data, whole = memory.read_whole()
+    assert whole.messages == 1 and data == memory.path.read_bytes()
+    assert os.getxattr(memory.path, mf.WHOLE_NOTE) == whole.note
+    memory.append(format_block("Agent", "two", "t"))
+    assert memory.read_whole()[1].messages == 2
+    assert os.getxattr(memory.path, mf.WHOLE_NOTE) == mf.read_whole(memory.path.read_bytes()).note
+    edited = memory.path.read_bytes().replace(b"one", b"One")
+    with open(memory.path, "r+b") as file:  # an edit in place, the size unchanged
+        file.write(edited)
+    assert memory.read_whole() == (edited, mf.read_whole(edited))
+    with open(memory.path, "ab") as file:
+        file.write(b"### User \xe2\x80\x94 t\n\ntorn")
+    assert memory.read_whole()[1] is None

@@ -27,6 +27,7 @@ from browser import (
 )
 from nbmemory import Conversation, Workspace
 from nbmemory.notes import Notes
+from nbmemory.provenance import Provenance
 from nbmemory.read_model import PARTS, ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
@@ -203,7 +204,9 @@ def test_the_timeline_shows_what_each_compaction_forgot(
         convo.add("User" if i % 2 else "Auditor", f"filler {i}: nothing to keep here")
     convo.add("User", "Ticket ACME-42 blocks the release. " + HOSTILE)  # index 22: page 2
     convo.add("Auditor", "Still open: **ACME**-42.")  # reads ACME-42, split by the bold
+    convo.provenance = Provenance("reports/plan.ipynb", "cell-9", 5, "kernel-1")
     convo.add("User", "The launch is on 2027-03-14 and the budget is 40k EUR.")
+    convo.provenance = None
     convo.compact("Launch on 2027-03-14, budget 40k EUR.")  # by hand, recorded: ACME-42 left out
     convo.add("User", "Order PO-7781 ships from Rotterdam.")
     agent = type("Plain", (), {})()
@@ -270,6 +273,15 @@ def test_the_timeline_shows_what_each_compaction_forgot(
         assert pieces.all_inner_texts() == ["ACME", "-42"]
         expect(split.locator("strong > mark")).to_have_text("ACME")
         expect(split).to_have_attribute("data-dropped", "1")
+        # An archived message keeps the cell that wrote it; that notebook is not on the server.
+        launch = view.locator('[data-testid="nbmemory-transcript-message"][data-index="24"]')
+        cell = launch.get_by_test_id("nbmemory-cell-link")
+        expect(cell).to_have_text("cell [5] of plan.ipynb")
+        expect(view.get_by_test_id("nbmemory-cell-link")).to_have_count(1)
+        cell.click()
+        expect(launch.get_by_test_id("nbmemory-cell-problem")).to_contain_text(
+            "reports/plan.ipynb is not among the server's files"
+        )
         view.get_by_label("Exact text").check()
         exact = holder.get_by_test_id("nbmemory-exact-text")
         expect(exact).to_contain_text(HOSTILE)

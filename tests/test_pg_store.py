@@ -7,6 +7,7 @@ Every test gets a fresh database on a private server started for the session
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import logging
 import os
@@ -504,6 +505,19 @@ def test_appends_are_rows_of_their_own_read_back_as_one_document(database: str):
     assert appended_rows(database, "Scout") == 0
     with pytest.raises(FileNotFoundError):
         docs.read("PROVENANCE.jsonl")
+
+
+def test_the_digest_of_the_memorys_first_bytes_is_computed_by_the_server(database: str):
+    # How recall checks the index it kept of a memory's first messages without reading them.
+    convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    for n in range(3):
+        convo.add("User", f"message {n}")
+    db = stored("Scout").db
+    memory = db.memory("Scout")
+    for size in (0, 10, len(memory) // 2, len(memory)):
+        assert db.memory_digest("Scout", size) == hashlib.sha256(memory[:size]).hexdigest()
+    assert db.memory_digest("Scout", len(memory) + 1) is None
+    assert db.memory_digest("Nobody", 1) is None
 
 
 def test_an_appended_small_document_is_read_whole_in_a_snapshot(database: str):

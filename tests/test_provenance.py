@@ -246,3 +246,48 @@ def test_messages_a_compaction_keeps_keep_their_cell_and_make_no_run_current():
         }
     )
     assert (cell.provenance.execution_count, cell.superseded_by) == (12, 15)
+
+
+def test_records_appended_since_the_last_reading_are_read_alone(monkeypatch):
+    convo = Conversation(name="Analyst", memory_md_path=memory_path("Analyst"))
+    convo.provenance = Provenance("analysis.ipynb", "cell-1", 1, "kernel-1")
+    convo.add("User", "First run.")
+    docs = agent_docs("Analyst")
+    assert len(provenance.lineage(docs)) == 1
+    read_before = len(docs.read(PROVENANCE_FILE))
+    parsed: list[int] = []
+    read_lines = provenance._read_lines
+    monkeypatch.setattr(
+        provenance,
+        "_read_lines",
+        lambda data, base: parsed.append(len(data)) or read_lines(data, base),
+    )
+    convo.provenance = Provenance("analysis.ipynb", "cell-1", 2, "kernel-1")
+    convo.add("Analyst", "Second run.")
+    lineage = provenance.lineage(docs)
+    assert len(lineage) == 2
+    assert sum(parsed) == len(docs.read(PROVENANCE_FILE)) - read_before  # the new line alone
+    first = parse(stored("Analyst")).messages[0]
+    assert lineage.of(first).superseded_by == 2
+
+
+def test_records_rewritten_since_the_last_reading_are_read_again():
+    convo = Conversation(name="Analyst", memory_md_path=memory_path("Analyst"))
+    convo.provenance = Provenance("analysis.ipynb", "cell-1", 1, "kernel-1")
+    convo.add("User", "First run.")
+    docs = agent_docs("Analyst")
+    assert provenance.lineage(docs).latest[("analysis.ipynb", "cell-1")].execution_count == 1
+    data = docs.read(PROVENANCE_FILE).replace(b'"execution_count": 1', b'"execution_count": 7')
+    docs.write(PROVENANCE_FILE, data + data.replace(b"cell-1", b"cell-2"))  # longer, changed
+    latest = provenance.lineage(docs).latest
+    assert latest[("analysis.ipynb", "cell-1")].execution_count == 7
+    assert ("analysis.ipynb", "cell-2") in latest
+
+
+def test_a_notebook_path_with_any_line_separator_is_kept_whole():
+    odd = "notes\u2028and\x85more\x1c.ipynb"
+    convo = Conversation(name="Analyst", memory_md_path=memory_path("Analyst"))
+    convo.provenance = Provenance(odd, "cell-1", 1, "kernel-1")
+    convo.add("User", "From an oddly named notebook.")
+    message = parse(stored("Analyst")).messages[0]
+    assert provenance.lineage(agent_docs("Analyst")).of(message).provenance.notebook == odd

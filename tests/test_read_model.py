@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
 
@@ -15,7 +17,8 @@ from nbmemory.errors import (
     MemoryWarning,
 )
 from nbmemory.follow import follow
-from nbmemory.memory_file import format_block
+from nbmemory.memory_file import format_block, format_header
+from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
@@ -602,3 +605,102 @@ def test_listing_reads_each_agent_once_and_nothing_again_when_unchanged(on_store
     if on_store == "postgresql":
         statements = [(cold["statements"], warm["statements"]) for cold, warm in figures.values()]
         assert statements[0] == statements[1] and max(statements[1]) <= 4
+
+
+def written_by_hand(name: str, contents: list) -> None:
+    """An agent's MEMORY.md written as another program would: no counts kept, no settings."""
+    path = memory_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blocks = "".join(
+        format_block("User" if i % 2 else name, content, f"2026-04-20T18:35:{i % 60:02d}")
+        for i, content in enumerate(contents)
+    )
+    path.write_text(format_header(name, "2026-04-20T18:33:12") + blocks, encoding="utf-8")
+
+
+_looking: list[str] | None = None
+
+
+def _audit(event: str, args: tuple) -> None:
+    looked_for = event in ("open", "os.scandir", "os.listdir") and isinstance(args[0], str)
+    if _looking is not None and looked_for:
+        _looking.append(args[0])
+
+
+@pytest.mark.files("folders are listed on files; a database answers for all agents at once")
+def test_a_listing_of_agents_that_never_ran_looks_for_no_file_that_is_missing():
+    """Each agent's folder is listed once; its settings, notes, kept counts, archives and
+    recall index are looked for only when they are there (thousands of agents written by
+    other programs have none of them)."""
+    global _looking
+    sys.addaudithook(_audit)  # stays for the process, but only records inside this test
+    for i in range(5):
+        written_by_hand(f"hand-{i}", [f"message {i}", "a reply"])
+    Notes(agent_docs("hand-0")).add("Budget: 40k EUR.")
+    write_settings(agent_docs("hand-1"), RunSettings("gpt-4o", 3000, 0.75, "o200k_base"))
+    _looking = []
+    try:
+        listed = ReadModel().agents()
+    finally:
+        looked, _looking = _looking, None
+    assert [agent.messages for agent in listed] == [2] * 5
+    assert [agent.usage.parts[2][1] > 0 for agent in listed] == [True] + [False] * 4
+    assert [path for path in looked if not os.path.lexists(path)] == []
+    for i in range(5):
+        folder = str(memory_path(f"hand-{i}").parent)
+        assert looked.count(folder) == 1  # the listing of the folder
+
+
+@pytest.mark.files("a memory on a database is read whole (a row), not followed in pieces")
+def test_a_big_memory_is_listed_from_pieces_with_the_figures_of_a_whole_reading(monkeypatch):
+    """A memory too big to read whole for a listing is tallied a piece at a time: the same
+    messages, tokens, last activity and size as when it is read whole, before and after an
+    append; a damaged one is read whole, so its problems are told as always."""
+    from nbmemory import follow as following
+
+    monkeypatch.setattr(following, "LARGE", 1)  # every memory is "big"
+    monkeypatch.setattr(following, "PIECE", 700)  # and read in pieces of a few blocks
+    contents = ["plain", "### not a heading — x\n---", "é" * 900, "```json\n{}\n```"]
+    written_by_hand(
+        "big",
+        [{"tool": [i]} if i % 5 == 4 else contents[i % 4] + f" {i}" * (i % 3) for i in range(60)],
+    )
+
+    def figures() -> list:
+        return [(a.messages, a.usage, a.size, a.last_activity) for a in ReadModel().agents()]
+
+    def whole() -> list:
+        follow(memory_path("big"))  # read whole: listings use that reading
+        return figures()
+
+    tallied = figures()
+    assert not following.current(memory_path("big"), os.stat(memory_path("big")))
+    assert tallied == whole() and tallied[0][0] == 60
+    persistent("big").add("User", "one more")
+    following._followed.clear()
+    assert figures() == whole() and figures()[0][0] == 61
+    with memory_path("big").open("ab") as file:
+        file.write(b"### User \xe2\x80\x94 2026-04-20T18:40:00\n\ncut sh")
+    following._followed.clear()
+    listed = ReadModel().agents()[0]
+    assert listed.problems and listed.messages == 62  # the torn block is kept as unparsed text
+
+
+@pytest.mark.files("a memory on a database is read whole (a row), not followed in pieces")
+def test_listing_a_big_memory_takes_memory_a_piece_bounds():
+    """``nbmemory ls`` of a 40 MB memory in a new process: its peak grows by less than half
+    the file over the peak of a listing of a small one."""
+    peak = (  # the high-water mark of this program, not of the test process it was forked from
+        "import re, sys\n"
+        "from nbmemory.cli import main\n"
+        "main(['ls'])\n"
+        "status = open('/proc/self/status').read()\n"
+        "print(int(re.search(r'VmHWM:\\s*(\\d+)', status)[1]) * 1024, file=sys.stderr)\n"
+    )
+    written_by_hand("small", ["hello"])
+    small = int(run_python(peak).stderr.split()[-1])
+    block = format_block("User", "memory and latency " * 100, "2026-04-20T18:35:04").encode()
+    with memory_path("small").open("ab") as file:
+        file.write(block * (40 * 2**20 // len(block)))
+    big = int(run_python(peak).stderr.split()[-1])
+    assert big - small < 20 * 2**20

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from nbmemory import Agent, Conversation
-from nbmemory.recall import PROMPT_LINE, TOOL_NAME, Passage, describe, described, recall
+from nbmemory.recall import (
+    PROMPT_LINE,
+    TOOL_NAME,
+    Passage,
+    describe,
+    described,
+    recall,
+    sub_queries,
+)
 from nbmemory.store import memory_path
 from support import agent_docs, run_python, stored, stored_messages, text_lengths
 
@@ -245,3 +253,54 @@ def test_the_tool_says_it_may_be_called_once_per_fact():
 
     [schema] = ToolBox([recall_tool(lambda: None)]).schemas()
     assert "once per fact" in " ".join(schema["function"]["description"].split())
+
+
+def test_a_two_part_question_finds_the_answer_to_each_part(workspace):
+    said(
+        "Garden",
+        ("Maya", "Tomas helped me plant the tomatoes along the fence."),
+        ("Maya", "Tomas and I plant more tomatoes every spring."),
+        ("Maya", "I told Tomas the tomatoes we plant need more sun."),
+        ("Tomas", "I planted basil in pots on my balcony."),
+        ("Maya", "Lunch ran long again today."),
+    )
+    question = "What did Maya and Tomas plant?"
+    assert sub_queries(question) == ["What did Maya plant?", "What did Tomas plant?"]
+    # Asked whole, Maya's three messages name both: one query per person finds each answer.
+    found = recall(agent_docs("Garden"), question, limit=3)
+    assert "I planted basil in pots on my balcony." in [p.text for p in found]
+    assert found[0].role == "Maya"
+    assert sub_queries("Where did Maya, Tomas and Ines go?") == [
+        "Where did Maya go?",
+        "Where did Tomas go?",
+        "Where did Ines go?",
+    ]
+    assert sub_queries("What do Maya and Tomas both play?") == [
+        "What do Maya play?",
+        "What do Tomas play?",
+    ]
+    assert sub_queries("What is the budget and when is the deadline?") == [
+        "What is the budget?",
+        "when is the deadline?",
+    ]
+    assert sub_queries("Which warehouse did we pick?") == ["Which warehouse did we pick?"]
+
+
+def test_a_question_in_other_words_is_found_through_what_its_best_match_says(workspace):
+    said(
+        "Trip",
+        ("Tomas", "Which airline did you book for the Kyoto trip?"),
+        ("Maya", "We booked the Kyoto trip with Nippon Air."),
+        ("Maya", "The cat knocked a plant off the shelf."),
+        ("Tomas", "Lunch ran long again today."),
+        ("Maya", "Nippon Air moved our departure to 7:40 in the morning."),
+        ("Tomas", "My phone screen cracked again."),
+    )
+    # No word of the question is in the answer; "Nippon Air" joins it to the best match.
+    found = recall(agent_docs("Trip"), "What time does Maya's Kyoto trip leave?", limit=3)
+    assert "Nippon Air moved our departure to 7:40 in the morning." in [p.text for p in found]
+    best = [found[0].text, *(p.text for p in found[0].beside)]
+    assert best == [
+        "Which airline did you book for the Kyoto trip?",
+        "We booked the Kyoto trip with Nippon Air.",
+    ]

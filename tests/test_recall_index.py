@@ -158,6 +158,8 @@ def damage(name: str, how: str) -> None:
         data = data[: len(data) // 2]
     elif how == "stale":
         data = next(other for key, other in indexes.items() if key != name)
+    elif how == "older":
+        data = b"nbmemory recall index 2\n" + data.removeprefix(recall_index.MAGIC)
     if docs.is_database:
         with docs.db.statement("damage an index") as conn:
             if how == "deleted":
@@ -179,6 +181,7 @@ def damage(name: str, how: str) -> None:
         ("archive", "flipped"),
         ("archive", "cut"),
         ("archive", "stale"),
+        ("archive", "older"),
         ("memory", "flipped"),
         ("memory", "stale"),
     ],
@@ -301,3 +304,20 @@ def test_damaged_texts_are_found_when_read_and_the_index_rebuilt(monkeypatch):
         warnings.simplefilter("error")
         assert found() == first
     assert built == [name.removesuffix(".idx")] and kept() == indexes
+
+
+def test_numbers_too_large_for_a_narrow_type_are_kept_in_a_wider_one(on_store):
+    # A word said 300 times (no byte holds its count), a message of 70,000 characters (no
+    # 16-bit number holds its length): each section is as wide as its largest number needs.
+    convo = Conversation(name="Keeper", memory_md_path=memory_path("Keeper"))
+    convo.add("User", "zeppelin " * 300 + "budget")
+    convo.add("User", "The zeppelin budget is 40,000 euros. " + "Details follow. " * 4_400)
+    convo.add("User", FACT)
+    convo.compact("Budgets and code names.")
+    first = found("zeppelin budget"), found()
+    assert first[1][0][2] == FACT
+    as_new_process()
+    assert (found("zeppelin budget"), found()) == first
+    [archived] = [data for name, data in kept().items() if name != MEMORY_INDEX]
+    index = recall_index.StoredIndex(archived, recall_module.speaker_words)
+    assert index.chars(1) > 70_000 and index.asked(0, ["zeppelin"]) == {"zeppelin": 300}

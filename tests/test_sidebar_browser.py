@@ -740,6 +740,12 @@ def test_choosing_a_messages_cell_opens_its_notebook_at_that_cell(
             f"cell [{cells[4]['execution_count']}] is gone from analysis.ipynb"
         )
         page.wait_for_function(_CELL_SHOWN, arg=[path, "latency"])
+        # A new message draws the cards again: the note stays with the scratch cell's card.
+        Conversation(name="Analyst", memory_md_path=memory_path("Analyst")).add("User", "Later.")
+        expect(messages.first).to_contain_text("Later.", timeout=WAIT_MS)
+        expect(messages.nth(5).get_by_test_id("nbmemory-cell-problem")).to_have_text(
+            f"cell [{cells[4]['execution_count']}] is gone from analysis.ipynb"
+        )
 
         # A hostile notebook path stays text; the notebook is not there: the card says so.
         panel.get_by_test_id("nbmemory-agent").filter(has_text="Hostile").click()

@@ -1,11 +1,32 @@
 """Words for ranking, questions, and the salient terms a summary must not lose silently."""
 
+import json
+
 from nbmemory.terms import is_question, missing_terms, salient_terms, words
+from support import run_python
+
+STEMS_IN_A_NEW_PROCESS = """
+import json, sys
+from nbmemory.terms import words
+found = words(sys.argv[1])
+loaded = sorted(name for name in sys.modules if name.endswith("_stemmer"))
+import snowballstemmer
+english = snowballstemmer.stemmer("english")
+print(json.dumps({"found": found, "loaded": loaded,
+                  "snowball": [english.stemWord(w) for w in sys.argv[1].lower().split()]}))
+"""
 
 
 def test_words_meet_across_forms():
     assert words("The Documents were picked") == ["document", "pick"]
     assert words("code-named") == words("code name")
+
+
+def test_words_are_stemmed_as_snowball_stems_them_without_its_other_languages():
+    text = "studies studying running generously organizational relational fairly"
+    answer = json.loads(run_python(STEMS_IN_A_NEW_PROCESS, text).stdout)
+    assert answer["found"] == answer["snowball"]
+    assert not any("french" in name or "arabic" in name for name in answer["loaded"])
 
 
 def test_a_question_only_asks():

@@ -7,13 +7,13 @@ import pytest
 from nbmemory import Conversation, cli, conversation, follow, token_counts
 from nbmemory.atomic import write_atomic
 from nbmemory.layout import export_layout
-from nbmemory.memory_file import format_block
+from nbmemory.memory_file import format_block, format_header
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import Workspace, memory_path
 from nbmemory.tokens import TokenCounter
 from nbmemory.workspace import COUNTS_FILE
-from support import agent_docs, snapshot
+from support import agent_docs, plant_agent, snapshot
 
 MODEL = "gpt-4o"
 TEXTS = [
@@ -49,7 +49,9 @@ def fresh_figures(name: str = "Keeper") -> dict:
 
 
 def figures(name: str = "Keeper") -> dict:
+    """What a reader in a new process answers: no file followed, no text counted yet."""
     follow._followed.clear()
+    token_counts._remembered.clear()
     reader = ReadModel()
     return {
         "agent": reader.agent(name).to_json(),
@@ -90,11 +92,24 @@ def test_a_listing_counts_the_preloads_head_once_for_all_its_agents(on_store, co
         agent_docs(name).remove(COUNTS_FILE)
     follow._followed.clear()
     conversation._head_tokens.cache_clear()
+    token_counts._remembered.clear()  # what this process counted while writing them
     counts_made.clear()
     assert [info.to_json() for info in ReadModel().agents()] == from_kept
     head = conversation.preload_texts("")[0]
     assert counts_made.count(head) == 1  # the same for every agent: counted once
-    assert len(counts_made) == 1 + 3 * (2 + 1)  # the head, then each agent's blocks and header
+    # and so is any block that several memories hold (the user's, written in the same second)
+    assert len(counts_made) == len(set(counts_made)) >= 1 + 3 * 2  # each header, each reply
+
+
+def test_a_message_many_memories_hold_is_counted_once(on_store, counts_made):
+    """A listing of agents that kept no counts counts a text they all hold (a message every
+    agent of a team was given) once, not once per agent: the same figures for less work."""
+    given = format_block("User", "Plan the launch of 2027-03-14.", "2026-04-20T18:35:04")
+    for name in ("Ann", "Bob", "Cid"):  # written by another program: no counts kept
+        plant_agent(name, (format_header(name, "2026-04-20T18:33:12") + given).encode())
+    token_counts._remembered.clear()
+    assert [info.messages for info in ReadModel().agents()] == [1, 1, 1]
+    assert counts_made.count(given) == 1
 
 
 def test_a_resumed_conversation_takes_the_kept_counts(on_store, counts_made):

@@ -193,3 +193,10 @@ def test_knowing_the_encoding_loads_no_tokenizer():
         "print(TokenCounter('gpt-4o').encoding_name, 'tiktoken' in sys.modules)"
     )
     assert run_python(code).stdout.split() == ["o200k_base", "False"]
+
+
+def test_a_window_is_read_from_the_map_entry_alone_as_the_whole_map_gives_it():
+    table = tokens._model_map()
+    for key in ("gpt-4o", "claude-sonnet-4-5", "ollama/llama3", "gpt-4o-mini"):
+        assert tokens._model_entry(key) == table[key]
+    assert tokens._model_entry("no-such-model") is None

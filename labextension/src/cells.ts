@@ -67,13 +67,20 @@ export function cellOpener(app: JupyterFrontEnd): CellOpener {
 }
 
 /**
+ * What the last attempt to go to a cell said, by notebook and cell id: the cards are drawn again
+ * when the memory changes, and a note that a cell is gone must not vanish with its old card.
+ */
+const problems = new Map<string, string>();
+
+/**
  * A card's cell line for `where`: the label, as a button that goes to the cell (with `open`,
  * when the notebook and the cell id are known; plain text otherwise), the superseded mark, and
  * a slot where a failure to go there is said.
  */
 export function cellLine(where: IProvenance, open: CellOpener | null): HTMLElement {
   const line = el('div', 'jp-nbmemory-cell', undefined, { 'data-testid': 'nbmemory-cell' });
-  const problem = el('span', 'jp-nbmemory-cell-problem', '', {
+  const key = `${where.notebook}\n${where.cell_id}`;
+  const problem = el('span', 'jp-nbmemory-cell-problem', problems.get(key) ?? '', {
     role: 'status',
     'data-testid': 'nbmemory-cell-problem'
   });
@@ -85,7 +92,13 @@ export function cellLine(where: IProvenance, open: CellOpener | null): HTMLEleme
     });
     go.addEventListener('click', async () => {
       problem.textContent = '';
-      problem.textContent = (await open(where)) ?? '';
+      const said = await open(where);
+      problem.textContent = said ?? '';
+      if (said) {
+        problems.set(key, said);
+      } else {
+        problems.delete(key);
+      }
     });
     line.append(go);
   } else {

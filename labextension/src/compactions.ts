@@ -8,6 +8,7 @@ import { listIcon } from '@jupyterlab/ui-components';
 import { SplitPanel, Widget } from '@lumino/widgets';
 
 import type { Api, ICompaction } from './api';
+import type { CellOpener } from './cells';
 import type { TextRenderer } from './render';
 import type { Targets } from './targets';
 import { CompactionView } from './timeline';
@@ -42,7 +43,8 @@ export class CompactionViews {
     private readonly shell: JupyterFrontEnd.IShell,
     private readonly api: Api,
     private readonly renderer: TextRenderer,
-    private readonly targets: Targets
+    private readonly targets: Targets,
+    private readonly openCell: CellOpener | null = null
   ) {}
 
   /** Open (or bring forward) the view of one compaction of `agent`. */
@@ -54,7 +56,15 @@ export class CompactionViews {
       this.shell.activateById(open.id);
       return;
     }
-    const view = new CompactionView(this.api, this.renderer, agent, compaction, position, count);
+    const view = new CompactionView(
+      this.api,
+      this.renderer,
+      agent,
+      compaction,
+      position,
+      count,
+      this.openCell
+    );
     this.targets.watch(view.node);
     const main = new MainAreaWidget({ content: view });
     main.id = `${id}:main`;

@@ -321,7 +321,13 @@ export class MemoryPanel extends Panel {
     });
     this.search = new SearchSection(this.cards, redraw);
     this.xray = new ContextXray();
-    const views = new CompactionViews(options.shell, this.api, options.renderer, this.targets);
+    const views = new CompactionViews(
+      options.shell,
+      this.api,
+      options.renderer,
+      this.targets,
+      options.openCell ?? null
+    );
     this.timeline = new CompactionTimeline(
       (compaction, position, count) => views.open(this.shownAgent, compaction, position, count),
       archive => this.showArchive(archive)

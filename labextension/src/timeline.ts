@@ -11,6 +11,7 @@
 import { Widget } from '@lumino/widgets';
 
 import { Api, ICompaction, IFound, IItem, IPage, agentPath, query, reason } from './api';
+import { CellOpener, cellLine } from './cells';
 import { button, el, foldNote, markText, number, plural, wholeWord } from './dom';
 import { TextRenderer } from './render';
 import { label, messageNumber, phrase } from './vocabulary';
@@ -111,7 +112,8 @@ export class CompactionView extends Widget {
     readonly agent: string,
     readonly compaction: ICompaction,
     position: number,
-    count: number
+    count: number,
+    private readonly openCell: CellOpener | null = null
   ) {
     super();
     this.addClass('jp-nbmemory-view');
@@ -311,7 +313,11 @@ export class CompactionView extends Widget {
       el('span', 'jp-nbmemory-when', `${messageNumber(item.index)} ${item.timestamp}`)
     );
     const body = el('div', 'jp-nbmemory-message-body');
-    card.append(meta, body);
+    card.append(meta);
+    if (item.provenance) {
+      card.append(cellLine(item.provenance, this.openCell));
+    }
+    card.append(body);
     const text = this.full.get(item.index) ?? item.text;
     await this.renderer.render(body, text, exact);
     const marked = markText(
