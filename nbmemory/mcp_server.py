@@ -55,7 +55,6 @@ from nbmemory.read_model import ReadModel
 from nbmemory.recall import DEFAULT_BUDGET, DEFAULT_PASSAGES, LISTED, describe, find
 from nbmemory.report import AgentTable, parts_line, usage_line
 from nbmemory.store import Workspace
-from nbmemory.tokens import TokenCounter
 from nbmemory.workspace import ARCHIVE_DIR, MEMORY_FILE, validate_agent_name
 
 SCHEME = "memory"
@@ -301,7 +300,6 @@ class MemoryServer:
             raise ValueError(f"recall_budget must be a positive int, not {recall_budget!r}")
         self.agent = validate_agent_name(agent) if agent is not None else None
         self.recall_budget = recall_budget
-        self._count = TokenCounter().count
         self.read_only = read_only
         self.why_read_only = why_read_only
         self.poll_seconds = poll_seconds
@@ -348,7 +346,6 @@ class MemoryServer:
             found.passages,
             matched=found.matched,
             budget=self.recall_budget,
-            count=self._count,
             shown=limit,
         )
         return answer, None

@@ -987,14 +987,17 @@ def describe(
     """Passages as the tool's answer to the model: who said what, when, and where it is kept;
     a message a passage carries (``beside``) comes in the order said, marked ``[n+]``.
 
-    With a ``budget`` (tokens, as ``count`` counts them), the answer stays within it: at most
-    ``shown`` passages, as many as fit (their texts cut shorter if even one does not), then
-    where the others found are kept (file, message, time) and how many more messages matched
-    (``matched``, all of them)."""
+    With a ``budget`` (tokens, as ``count`` counts them; by default as ``tokens.TokenCounter``
+    counts for an unknown model), the answer stays within it: at most ``shown`` passages, as
+    many as fit (their texts cut shorter if even one does not), then where the others found
+    are kept (file, message, time) and how many more messages matched (``matched``, all of
+    them)."""
     if not passages:
         return f"Nothing said in this agent's memory or archives matches {query!r}."
-    if budget is None or count is None:
+    if budget is None:
         return _described(passages, len(passages), matched, PASSAGE_CHARS, 0)
+    if count is None:
+        count = TokenCounter().count
     # Rather a passage than where others are; rather a shorter passage than none.
     for n in range(min(shown, len(passages)), -1, -1):
         for listed in range(len(passages) - n, -1, -1):

@@ -111,8 +111,9 @@ def test_agents_named_like_the_layouts_folders_keep_their_own_documents(
         for name in ("agents", "archive", "quarantine"):
             [compaction] = reader.compactions(name)
             assert compaction.summary == f"summary of {name}"
-            [passage] = recall(workspace.agent(name), "KESTREL code word")
-            assert passage.text == f"The code word of {name} is KESTREL."
+            passages = recall(workspace.agent(name), "KESTREL code word")
+            assert passages[0].text == f"The code word of {name} is KESTREL."
+            assert all(name in passage.text for passage in passages)  # its own words only
     finally:
         if url:
             database_at(url).close()
