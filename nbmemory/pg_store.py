@@ -647,6 +647,44 @@ class PgStore:
             return stamp, False, None
         return stamp, appended, b"".join(chunks)
 
+    @contextlib.contextmanager
+    def memory_rows(
+        self, name: str, known: tuple[int, int] | None
+    ) -> Iterator[tuple[tuple[int, int] | None, bool, Iterator[bytes]]]:
+        """:meth:`memory_since` with the memory's rows streamed as the server sends them, not
+        joined: ``(stamp, appended, rows)``, ``rows`` being each row's bytes in order (none
+        when there is no memory). What is held at once is one row, not the memory."""
+        epoch, since = known if known is not None else (-1, -1)
+        with self.statement(f"read {name}") as conn:
+            rows = conn.cursor().stream(
+                "SELECT a.epoch, a.version, m.data FROM nbmemory_agents a "
+                "LEFT JOIN nbmemory_memory m ON m.agent = a.name "
+                "AND m.seq > (CASE WHEN a.epoch = %s THEN %s ELSE -1 END) "
+                "WHERE a.name = %s ORDER BY m.seq",
+                (epoch, since, name),
+            )
+            try:
+                first = next(rows, None)
+                if first is None:
+                    yield None, False, iter(())
+                    return
+                stamp = (first[0], first[1])
+                appended = known is not None and known[0] == stamp[0]
+                yield stamp, appended, (row[2] for row in itertools.chain([first], rows) if row[2])
+            finally:
+                rows.close()  # as in memories_since: a reader that stops early
+
+    def memory_sizes(self, names: list[str]) -> dict[str, int]:
+        """The size in bytes of each of ``names``' memories (those that have one), from the
+        stored lengths: no memory is read."""
+        with self.statement("measure the agents' memories") as conn:
+            rows = conn.execute(
+                "SELECT agent, sum(octet_length(data)) FROM nbmemory_memory "
+                "WHERE agent = ANY(%s) GROUP BY agent",
+                (names,),
+            ).fetchall()
+        return {name: int(size) for name, size in rows}
+
     def memories_since(
         self, known: dict[str, tuple[int, int] | None]
     ) -> Iterator[tuple[str, tuple[int, int], bool, bytes | None]]:
