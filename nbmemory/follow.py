@@ -264,9 +264,9 @@ def tally(
 def tally_database(
     docs: DatabaseDocs, key: str, count: Callable[[list[dict[str, Any]]], list[int]]
 ) -> FollowedFile | None:
-    """:func:`tally` of an agent's ``MEMORY.md`` on a database, its rows streamed
-    (``PgStore.memory_rows``) into the same pieces: the figures a whole reading gives, in
-    memory that a piece (or one row) bounds. Kept per ``key`` while the agent's stamp is
+    """:func:`tally` of an agent's ``MEMORY.md`` on a database, streamed
+    (``PgStore.memory_slices``) into the same pieces: the figures a whole reading gives, in
+    memory that a piece bounds. Kept per ``key`` while the agent's stamp is
     unchanged, and extended by the rows appended since; ``None`` when there is no memory or
     it has a problem (then it is read whole, and its problems told)."""
     db, entry = docs.db, (_key(docs.db, docs.path(MEMORY_FILE)), key)
@@ -276,12 +276,12 @@ def tally_database(
         return old
     if old is not None and old.end != old.size:
         old = None  # ends in a torn block: tallied again from the start
-    with db.memory_rows(docs.name, _stamp(old)) as (stamp, appended, rows):
+    with db.memory_slices(docs.name, _stamp(old)) as (stamp, appended, slices):
         if stamp is None:
             return None
         if not appended:
-            old = None  # compacted or replaced since: the rows are the whole memory
-        new = _tallied_from(_reader(rows), old, key, count, (-2, stamp[0]), stamp[1])
+            old = None  # compacted or replaced since: the slices are the whole memory
+        new = _tallied_from(_reader(slices), old, key, count, (-2, stamp[0]), stamp[1])
     if new is not None and new.size > 0:
         with _lock:
             _tallied[entry] = new
@@ -289,9 +289,9 @@ def tally_database(
     return None
 
 
-def _reader(rows: Iterator[bytes]) -> Callable[[int], bytes]:
-    """A reader of ``rows`` joined, as a file's ``read``: up to ``size`` bytes a call, none at
-    the end."""
+def _reader(slices: Iterator[bytes]) -> Callable[[int], bytes]:
+    """A reader of ``slices`` joined, as a file's ``read``: up to ``size`` bytes a call, none
+    at the end."""
     rest = memoryview(b"")
 
     def read(size: int) -> bytes:
@@ -300,7 +300,7 @@ def _reader(rows: Iterator[bytes]) -> Callable[[int], bytes]:
         wanted = size
         while wanted > 0:
             if not rest:
-                rest = memoryview(next(rows, b""))
+                rest = memoryview(next(slices, b""))
                 if not rest:
                     break
             parts.append(rest[:wanted])

@@ -267,6 +267,8 @@ SMALL_DOCUMENTS = ("settings.json", "NOTES.md", COUNTS_FILE)
 """The documents a listing reads for every agent (see :meth:`PgStore.snapshot`)."""
 SMALL_BYTES = 2**20
 """The largest of them a listing reads with the others: a bigger one is read on its own."""
+SLICE = 2**20
+"""The most bytes of a memory :meth:`PgStore.memory_slices` sends at a time."""
 _LISTED = (
     "EXISTS (SELECT 1 FROM nbmemory_memory m WHERE m.agent = a.name) OR EXISTS "
     "(SELECT 1 FROM nbmemory_documents d WHERE d.agent = a.name AND d.name LIKE 'archive/%%')"
@@ -648,20 +650,22 @@ class PgStore:
         return stamp, appended, b"".join(chunks)
 
     @contextlib.contextmanager
-    def memory_rows(
+    def memory_slices(
         self, name: str, known: tuple[int, int] | None
     ) -> Iterator[tuple[tuple[int, int] | None, bool, Iterator[bytes]]]:
-        """:meth:`memory_since` with the memory's rows streamed as the server sends them, not
-        joined: ``(stamp, appended, rows)``, ``rows`` being each row's bytes in order (none
-        when there is no memory). What is held at once is one row, not the memory."""
+        """:meth:`memory_since` with the memory streamed as the server sends it, not joined:
+        ``(stamp, appended, slices)``, ``slices`` being its bytes in order, at most
+        ``SLICE`` at a time (none when there is no memory). What is held at once is a
+        slice, not the memory, nor one of its rows (an import's are megabytes)."""
         epoch, since = known if known is not None else (-1, -1)
         with self.statement(f"read {name}") as conn:
-            rows = conn.cursor().stream(
-                "SELECT a.epoch, a.version, m.data FROM nbmemory_agents a "
-                "LEFT JOIN nbmemory_memory m ON m.agent = a.name "
+            rows = conn.cursor(binary=True).stream(  # binary: bytea not doubled in hex
+                "SELECT a.epoch, a.version, substring(m.data FROM s.start FOR %s) "
+                "FROM nbmemory_agents a LEFT JOIN nbmemory_memory m ON m.agent = a.name "
                 "AND m.seq > (CASE WHEN a.epoch = %s THEN %s ELSE -1 END) "
-                "WHERE a.name = %s ORDER BY m.seq",
-                (epoch, since, name),
+                "LEFT JOIN LATERAL generate_series(1, octet_length(m.data), %s) AS s(start) "
+                "ON true WHERE a.name = %s ORDER BY m.seq, s.start",
+                (SLICE, epoch, since, SLICE, name),
             )
             try:
                 first = next(rows, None)
