@@ -264,11 +264,11 @@ def tally(
 def tally_database(
     docs: DatabaseDocs, key: str, count: Callable[[list[dict[str, Any]]], list[int]]
 ) -> FollowedFile | None:
-    """:func:`tally` of an agent's ``MEMORY.md`` on a database, streamed
+    """:func:`tally` of an agent's ``MEMORY.md`` on a database, streamed in slices
     (``PgStore.memory_slices``) into the same pieces: the figures a whole reading gives, in
-    memory that a piece bounds. Kept per ``key`` while the agent's stamp is
-    unchanged, and extended by the rows appended since; ``None`` when there is no memory or
-    it has a problem (then it is read whole, and its problems told)."""
+    memory that a piece bounds. Kept per ``key`` while the agent's stamp is unchanged, and
+    extended by the rows appended since; ``None`` when there is no memory or it has a
+    problem (then it is read whole, and its problems told)."""
     db, entry = docs.db, (_key(docs.db, docs.path(MEMORY_FILE)), key)
     with _lock:
         old = _tallied.get(entry)

@@ -735,5 +735,4 @@ def test_listing_a_big_memory_takes_memory_a_piece_bounds(on_store):
     for _ in range(40):
         appended_by_hand("small", row)
     big = int(run_python(peak).stderr.split()[-1])
-    print("RISE", on_store, (big - small) / 2**20)
     assert big - small < 20 * 2**20
