@@ -262,13 +262,19 @@ def tally(
 
 
 def tally_database(
-    docs: DatabaseDocs, key: str, count: Callable[[list[dict[str, Any]]], list[int]]
+    docs: DatabaseDocs,
+    key: str,
+    count: Callable[[list[dict[str, Any]]], list[int]],
+    *,
+    ready: Callable[[], object] = lambda: None,
 ) -> FollowedFile | None:
     """:func:`tally` of an agent's ``MEMORY.md`` on a database, streamed in slices
     (``PgStore.memory_slices``) into the same pieces: the figures a whole reading gives, in
     memory that a piece bounds. Kept per ``key`` while the agent's stamp is unchanged, and
     extended by the rows appended since; ``None`` when there is no memory or it has a
-    problem (then it is read whole, and its problems told)."""
+    problem (then it is read whole, and its problems told). ``ready`` is called before the
+    memory is streamed, to read what ``count`` needs from the database: the stream holds a
+    connection, and one that waited for another could wait for ever."""
     db, entry = docs.db, (_key(docs.db, docs.path(MEMORY_FILE)), key)
     with _lock:
         old = _tallied.get(entry)
@@ -276,6 +282,7 @@ def tally_database(
         return old
     if old is not None and old.end != old.size:
         old = None  # ends in a torn block: tallied again from the start
+    ready()
     with db.memory_slices(docs.name, _stamp(old)) as (stamp, appended, slices):
         if stamp is None:
             return None

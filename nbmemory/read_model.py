@@ -771,7 +771,6 @@ class ReadModel:
         if docs.is_database:
             if stored < follow_module.LARGE:
                 return None
-            tally = functools.partial(follow_module.tally_database, docs)
         else:
             path = docs.path(workspace.MEMORY_FILE)
             try:
@@ -782,12 +781,15 @@ class ReadModel:
                 return None
             if follow_module.current(path, st):
                 return None
-            tally = functools.partial(follow_module.tally, path)
         kept = KeptCounts(docs, _counter(_settings(docs)[0].model))
-        return tally(
-            f"tokens:{kept.counter.encoding_name}",
-            lambda messages: kept.each(block_text(m) for m in messages),
-        )
+        key = f"tokens:{kept.counter.encoding_name}"
+
+        def count(messages: list[dict[str, Any]]) -> list[int]:
+            return kept.each(block_text(m) for m in messages)
+
+        if docs.is_database:
+            return follow_module.tally_database(docs, key, count, ready=kept.read)
+        return follow_module.tally(path, key, count)
 
     # ------------------------------------------------------------------------------------------
     # Messages
