@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -208,6 +208,19 @@ def current(path: Path, st: os.stat_result) -> bool:
     )
 
 
+def followed(docs: DatabaseDocs) -> bool:
+    """Whether :func:`follow` holds a reading of agent ``docs``'s ``MEMORY.md`` on a database
+    that is current, or that the rows appended since extend (same epoch, a clean end)."""
+    with _lock:
+        old = _followed.get(_key(docs.db, docs.path(MEMORY_FILE)))
+    if old is None:
+        return False
+    stamp = docs.db.stamp(docs.name)
+    return stamp == _stamp(old) or (
+        stamp is not None and stamp[0] == old.identity[1] and old.end == old.size
+    )
+
+
 def tally(
     path: Path, key: str, count: Callable[[list[dict[str, Any]]], list[int]]
 ) -> FollowedFile | None:
@@ -232,9 +245,6 @@ def tally(
     if old is None or old.identity != identity or old.end != old.size or old.size > st.st_size:
         old = None  # replaced, cut short or rewritten: tallied again from the start
     start = 0 if old is None else old.size - len(old.tail)
-    counts: list[int] = [] if old is None else old.per_message[key].copy()
-    total, last = (0, None) if old is None else (len(old.messages), old.messages.last)
-    header, tail = ("", b"") if old is None else (old.header, old.tail)
     try:
         with _open(path, st) as handle:
             handle.seek(start)
@@ -242,28 +252,106 @@ def tally(
                 with _lock:  # rewritten in place
                     _tallied.pop((str(path), key), None)
                 return tally(path, key, count)
-
-            def read(size: int) -> bytes:
-                nonlocal tail
-                data = handle.read(size)
-                tail = (tail + data)[-_TAIL:] if data else tail
-                return data
-
-            for parsed in memory_file.parse_pieces(read, PIECE, header=old is None):
-                if parsed.problems:
-                    return None
-                header = parsed.header or header
-                counts.extend(count(parsed.messages))
-                total += len(parsed.messages)
-                if parsed.messages:
-                    last = parsed.messages[-1]
-            size = handle.tell()
+            new = _tallied_from(handle.read, old, key, count, identity, st.st_mtime_ns)
     except FileNotFoundError:
         return None
-    new = FollowedFile(
+    if new is not None:
+        with _lock:
+            _tallied[(str(path), key)] = new
+    return new
+
+
+def tally_database(
+    docs: DatabaseDocs,
+    key: str,
+    count: Callable[[list[dict[str, Any]]], list[int]],
+    *,
+    ready: Callable[[], object] = lambda: None,
+) -> FollowedFile | None:
+    """:func:`tally` of an agent's ``MEMORY.md`` on a database, streamed in slices
+    (``PgStore.memory_slices``) into the same pieces: the figures a whole reading gives, in
+    memory that a piece bounds. Kept per ``key`` while the agent's stamp is unchanged, and
+    extended by the rows appended since; ``None`` when there is no memory or it has a
+    problem (then it is read whole, and its problems told). ``ready`` is called before the
+    memory is streamed, to read what ``count`` needs from the database: the stream holds a
+    connection, and one that waited for another could wait for ever."""
+    db, entry = docs.db, (_key(docs.db, docs.path(MEMORY_FILE)), key)
+    with _lock:
+        old = _tallied.get(entry)
+    if old is not None and _stamp(old) == db.stamp(docs.name):
+        return old
+    if old is not None and old.end != old.size:
+        old = None  # ends in a torn block: tallied again from the start
+    ready()
+    with db.memory_slices(docs.name, _stamp(old)) as (stamp, appended, slices):
+        if stamp is None:
+            return None
+        if not appended:
+            old = None  # compacted or replaced since: the slices are the whole memory
+        new = _tallied_from(_reader(slices), old, key, count, (-2, stamp[0]), stamp[1])
+    if new is not None and new.size > 0:
+        with _lock:
+            _tallied[entry] = new
+        return new
+    return None
+
+
+def _reader(slices: Iterator[bytes]) -> Callable[[int], bytes]:
+    """A reader of ``slices`` joined, as a file's ``read``: up to ``size`` bytes a call, none
+    at the end."""
+    rest = memoryview(b"")
+
+    def read(size: int) -> bytes:
+        nonlocal rest
+        parts: list[memoryview] = []
+        wanted = size
+        while wanted > 0:
+            if not rest:
+                rest = memoryview(next(slices, b""))
+                if not rest:
+                    break
+            parts.append(rest[:wanted])
+            wanted -= len(parts[-1])
+            rest = rest[len(parts[-1]) :]
+        return b"".join(parts)
+
+    return read
+
+
+def _tallied_from(
+    read: Callable[[int], bytes],
+    old: FollowedFile | None,
+    key: str,
+    count: Callable[[list[dict[str, Any]]], list[int]],
+    identity: tuple[int, int],
+    mtime_ns: int,
+) -> FollowedFile | None:
+    """The tally ``old`` (``None``: none yet) extended by what ``read`` gives until it gives
+    nothing, a piece at a time; ``None`` if a piece has a problem."""
+    counts: list[int] = [] if old is None else old.per_message[key].copy()
+    total, last = (0, None) if old is None else (len(old.messages), old.messages.last)
+    header, tail = ("", b"") if old is None else (old.header, old.tail)
+    size = 0 if old is None else old.size
+
+    def piece(wanted: int) -> bytes:
+        nonlocal tail, size
+        data = read(wanted)
+        tail = (tail + data)[-_TAIL:] if data else tail
+        size += len(data)
+        return data
+
+    for parsed in memory_file.parse_pieces(piece, PIECE, header=old is None):
+        if parsed.problems:
+            return None
+        header = parsed.header or header
+        counts.extend(count(parsed.messages))
+        total += len(parsed.messages)
+        if parsed.messages:
+            last = parsed.messages[-1]
+    return FollowedFile(
         identity=identity,
         size=size,
-        mtime_ns=st.st_mtime_ns,
+        mtime_ns=mtime_ns,
         messages=Tallied(total, last and {"timestamp": last.get("timestamp")}),  # type: ignore[arg-type]
         problems=[],
         end=size if tail.endswith(BLOCK_END.encode()) else None,
@@ -271,9 +359,6 @@ def tally(
         header=header,
         per_message={key: counts},
     )
-    with _lock:
-        _tallied[(str(path), key)] = new
-    return new
 
 
 def follow_memories(agents: Sequence[AgentDocs]) -> list[FollowedFile | None]:

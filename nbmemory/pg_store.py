@@ -268,6 +268,8 @@ SMALL_DOCUMENTS = ("settings.json", "NOTES.md", COUNTS_FILE)
 """The documents a listing reads for every agent (see :meth:`PgStore.snapshot`)."""
 SMALL_BYTES = 2**20
 """The largest of them a listing reads with the others: a bigger one is read on its own."""
+SLICE = 2**20
+"""The most bytes of a memory :meth:`PgStore.memory_slices` sends at a time."""
 _LISTED = (
     "EXISTS (SELECT 1 FROM nbmemory_memory m WHERE m.agent = a.name) OR EXISTS "
     "(SELECT 1 FROM nbmemory_documents d WHERE d.agent = a.name AND d.name LIKE 'archive/%%')"
@@ -708,6 +710,46 @@ class PgStore:
         if row is None or row[0] != size:
             return None
         return bytes(row[1]).hex()
+
+    @contextlib.contextmanager
+    def memory_slices(
+        self, name: str, known: tuple[int, int] | None
+    ) -> Iterator[tuple[tuple[int, int] | None, bool, Iterator[bytes]]]:
+        """:meth:`memory_since` with the memory streamed as the server sends it, not joined:
+        ``(stamp, appended, slices)``, ``slices`` being its bytes in order, at most
+        ``SLICE`` at a time (none when there is no memory). What is held at once is a
+        slice, not the memory, nor one of its rows (an import's are megabytes)."""
+        epoch, since = known if known is not None else (-1, -1)
+        with self.statement(f"read {name}") as conn:
+            rows = conn.cursor(binary=True).stream(  # binary: bytea not doubled in hex
+                "SELECT a.epoch, a.version, substring(m.data FROM s.start FOR %s) "
+                "FROM nbmemory_agents a LEFT JOIN nbmemory_memory m ON m.agent = a.name "
+                "AND m.seq > (CASE WHEN a.epoch = %s THEN %s ELSE -1 END) "
+                "LEFT JOIN LATERAL generate_series(1, octet_length(m.data), %s) AS s(start) "
+                "ON true WHERE a.name = %s ORDER BY m.seq, s.start",
+                (SLICE, epoch, since, SLICE, name),
+            )
+            try:
+                first = next(rows, None)
+                if first is None:
+                    yield None, False, iter(())
+                    return
+                stamp = (first[0], first[1])
+                appended = known is not None and known[0] == stamp[0]
+                yield stamp, appended, (row[2] for row in itertools.chain([first], rows) if row[2])
+            finally:
+                rows.close()  # as in memories_since: a reader that stops early
+
+    def memory_sizes(self, names: list[str]) -> dict[str, int]:
+        """The size in bytes of each of ``names``' memories (those that have one), from the
+        stored lengths: no memory is read."""
+        with self.statement("measure the agents' memories") as conn:
+            rows = conn.execute(
+                "SELECT agent, sum(octet_length(data)) FROM nbmemory_memory "
+                "WHERE agent = ANY(%s) GROUP BY agent",
+                (names,),
+            ).fetchall()
+        return {name: int(size) for name, size in rows}
 
     def memories_since(
         self, known: dict[str, tuple[int, int] | None]

@@ -751,32 +751,45 @@ class ReadModel:
                     agents.append(self._listed(name))
                 except UnsafeFileError as exc:
                     warnings.warn(f"agent {name!r} left out: {exc}", MemoryWarning, stacklevel=2)
-            tallied = [self._tally(docs) for docs in agents]
+            tallied = self._tallies(agents)
             read = iter(follow_memories([d for d, t in zip(agents, tallied, strict=True) if not t]))
             memories = [memory or next(read) for memory in tallied]
             return [self._info(docs, memory) for docs, memory in zip(agents, memories, strict=True)]
 
-    def _tally(self, docs: AgentDocs) -> FollowedFile | None:
-        """Agent ``docs``'s ``MEMORY.md`` as a listing shows it, when the file is too big to read
-        whole for that and was not read yet (``follow.tally``: the same figures, in memory that
-        a piece of the file bounds); else ``None``, and the file is followed."""
+    def _tallies(self, agents: list[AgentDocs]) -> list[FollowedFile | None]:
+        """:meth:`_tally` of each of ``agents``; the sizes of the memories on a database that
+        are not followed already come from one query for all of them."""
+        unread = [d for d in agents if d.is_database and not follow_module.followed(d)]
+        sizes = unread[0].db.memory_sizes([d.name for d in unread]) if unread else {}
+        return [self._tally(docs, sizes.get(docs.name, 0)) for docs in agents]
+
+    def _tally(self, docs: AgentDocs, stored: int) -> FollowedFile | None:
+        """Agent ``docs``'s ``MEMORY.md`` as a listing shows it, when it is too big to read
+        whole for that and was not read yet (``follow.tally``, ``follow.tally_database``: the
+        same figures, in memory that a piece of it bounds); else ``None``, and it is
+        followed. ``stored``: its size on a database, if it is not followed."""
         if docs.is_database:
-            return None
-        path = docs.path(workspace.MEMORY_FILE)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            return None
-        if st.st_size < follow_module.LARGE or not stat.S_ISREG(st.st_mode):
-            return None
-        if follow_module.current(path, st):
-            return None
+            if stored < follow_module.LARGE:
+                return None
+        else:
+            path = docs.path(workspace.MEMORY_FILE)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                return None
+            if st.st_size < follow_module.LARGE or not stat.S_ISREG(st.st_mode):
+                return None
+            if follow_module.current(path, st):
+                return None
         kept = KeptCounts(docs, _counter(_settings(docs)[0].model))
-        return follow_module.tally(
-            path,
-            f"tokens:{kept.counter.encoding_name}",
-            lambda messages: kept.each(block_text(m) for m in messages),
-        )
+        key = f"tokens:{kept.counter.encoding_name}"
+
+        def count(messages: list[dict[str, Any]]) -> list[int]:
+            return kept.each(block_text(m) for m in messages)
+
+        if docs.is_database:
+            return follow_module.tally_database(docs, key, count, ready=kept.read)
+        return follow_module.tally(path, key, count)
 
     # ------------------------------------------------------------------------------------------
     # Messages

@@ -109,15 +109,21 @@ class KeptCounts:
     def tokens(self, text: str, count: Callable[[], int] | None = None) -> int:
         """The tokens of ``text``: kept, else counted (by ``count``, when given: a count of
         ``text`` made once for many agents)."""
-        if self._counts is None:
-            encoding = self.counter.encoding_name
-            self._counts = read_counts(self.docs, encoding) if self.docs is not None else {}
+        kept = self.read()
         key = digest(text)
-        found = self._counts.get(key) if self._counts else None
+        found = kept.get(key) if kept else None
         if found is None:
             self.counted += 1
             return count() if count is not None else counted(self.counter, text, key)
         return found
+
+    def read(self) -> dict[str, int]:
+        """The kept counts, read now if they were not yet: before a database's memory is
+        streamed, whose connection must not wait for another to read them."""
+        if self._counts is None:
+            encoding = self.counter.encoding_name
+            self._counts = read_counts(self.docs, encoding) if self.docs is not None else {}
+        return self._counts
 
     def each(self, texts: Iterable[str]) -> list[int]:
         """The tokens of each of ``texts``, kept or counted (the kept counts are read only for

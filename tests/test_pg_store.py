@@ -157,6 +157,33 @@ def test_a_reader_that_stops_early_leaves_the_connections_to_the_others(database
     assert [name for name, *_ in db.memories_since(dict.fromkeys(("a", "b")))] == ["a", "b"]
 
 
+def test_a_memory_streamed_in_slices_is_the_memory_and_a_reader_may_stop_early(
+    database: str, monkeypatch: pytest.MonkeyPatch
+):
+    """``memory_slices`` gives the memory's bytes in order, none longer than a slice, whatever
+    its rows hold; since a stamp, only what was appended; a reader that stops early leaves its
+    connection to the others."""
+    from nbmemory import pg_store
+
+    monkeypatch.setattr(pg_store, "SLICE", 10)
+    db = PgStore(database)
+    for i in range(5):
+        db.append("a", b"# header\n", f"### {i} \u2014 t\n\n{'x' * 7 * i}\n".encode())
+    with db.memory_slices("a", None) as (stamp, appended, slices):
+        taken = list(slices)
+    assert b"".join(taken) == db.memory("a") and max(map(len, taken)) == 10
+    assert stamp == db.stamp("a") and not appended
+    db.append("a", b"# header\n", "### 5 \u2014 t\n\nlast\n".encode())
+    with db.memory_slices("a", stamp) as (now, appended, slices):
+        assert appended and now == db.stamp("a")
+        assert b"".join(slices) == db.memory_since("a", stamp)[2] != b""
+    with db.memory_slices("a", None) as (_, _, slices):
+        next(slices)  # and no more
+    with db.memory_slices("nobody", None) as (stamp, appended, slices):
+        assert (stamp, appended, list(slices)) == (None, False, [])
+    assert db.memory("a").endswith(b"last\n")
+
+
 def test_agent_names_are_checked_before_anything_is_written(database: str):
     db = store.database_at(database)
     for bad in ["../escape", "a/b", "", "x\x00y"]:

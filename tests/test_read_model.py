@@ -607,15 +607,40 @@ def test_listing_reads_each_agent_once_and_nothing_again_when_unchanged(on_store
         assert statements[0] == statements[1] and max(statements[1]) <= 4
 
 
-def written_by_hand(name: str, contents: list) -> None:
-    """An agent's MEMORY.md written as another program would: no counts kept, no settings."""
-    path = memory_path(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    blocks = "".join(
+def written_by_hand(name: str, contents: list, *, per_row: int = 7) -> None:
+    """An agent's MEMORY.md written as another program would: no counts kept, no settings.
+    On a database, as rows of ``per_row`` blocks after the header's."""
+    blocks = [
         format_block("User" if i % 2 else name, content, f"2026-04-20T18:35:{i % 60:02d}")
         for i, content in enumerate(contents)
-    )
-    path.write_text(format_header(name, "2026-04-20T18:33:12") + blocks, encoding="utf-8")
+    ]
+    header = format_header(name, "2026-04-20T18:33:12")
+    if agent_docs(name).is_database:
+        rows = ["".join(blocks[i : i + per_row]) for i in range(0, len(blocks), per_row)]
+        plant_agent(name, header.encode())
+        for row in rows:
+            appended_by_hand(name, row.encode())
+        return
+    path = memory_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header + "".join(blocks), encoding="utf-8")
+
+
+def appended_by_hand(name: str, data: bytes) -> None:
+    """``data`` added at the end of agent ``name``'s MEMORY.md, unchecked: to its file, or as
+    a row of its own (the agent's version bumped, as an append does)."""
+    docs = agent_docs(name)
+    if not docs.is_database:
+        with memory_path(name).open("ab") as file:
+            file.write(data)
+        return
+    with docs.db.transaction(f"append to {name}") as conn:
+        conn.execute(
+            "WITH v AS (UPDATE nbmemory_agents SET version = version + 1 WHERE name = %s "
+            "RETURNING version) INSERT INTO nbmemory_memory (agent, seq, data) "
+            "SELECT %s, version, %s FROM v",
+            (name, name, data),
+        )
 
 
 _looking: list[str] | None = None
@@ -651,11 +676,13 @@ def test_a_listing_of_agents_that_never_ran_looks_for_no_file_that_is_missing():
         assert looked.count(folder) == 1  # the listing of the folder
 
 
-@pytest.mark.files("a memory on a database is read whole (a row), not followed in pieces")
-def test_a_big_memory_is_listed_from_pieces_with_the_figures_of_a_whole_reading(monkeypatch):
-    """A memory too big to read whole for a listing is tallied a piece at a time: the same
-    messages, tokens, last activity and size as when it is read whole, before and after an
-    append; a damaged one is read whole, so its problems are told as always."""
+def test_a_big_memory_is_listed_from_pieces_with_the_figures_of_a_whole_reading(
+    monkeypatch, on_store
+):
+    """A memory too big to read whole for a listing is tallied a piece at a time (a file read,
+    or a database's rows streamed): the same messages, tokens, last activity and size as when
+    it is read whole, before and after an append; a damaged one is read whole, so its
+    problems are told as always."""
     from nbmemory import follow as following
 
     monkeypatch.setattr(following, "LARGE", 1)  # every memory is "big"
@@ -665,31 +692,35 @@ def test_a_big_memory_is_listed_from_pieces_with_the_figures_of_a_whole_reading(
         "big",
         [{"tool": [i]} if i % 5 == 4 else contents[i % 4] + f" {i}" * (i % 3) for i in range(60)],
     )
+    docs = agent_docs("big")
 
     def figures() -> list:
         return [(a.messages, a.usage, a.size, a.last_activity) for a in ReadModel().agents()]
 
     def whole() -> list:
-        follow(memory_path("big"))  # read whole: listings use that reading
+        follow(memory_path("big"), docs)  # read whole: listings use that reading
         return figures()
 
+    def read_whole() -> bool:
+        if docs.is_database:
+            return following.followed(docs)
+        return following.current(memory_path("big"), os.stat(memory_path("big")))
+
     tallied = figures()
-    assert not following.current(memory_path("big"), os.stat(memory_path("big")))
+    assert not read_whole()
     assert tallied == whole() and tallied[0][0] == 60
     persistent("big").add("User", "one more")
     following._followed.clear()
     assert figures() == whole() and figures()[0][0] == 61
-    with memory_path("big").open("ab") as file:
-        file.write(b"### User \xe2\x80\x94 2026-04-20T18:40:00\n\ncut sh")
+    appended_by_hand("big", b"### User \xe2\x80\x94 2026-04-20T18:40:00\n\ncut sh")
     following._followed.clear()
     listed = ReadModel().agents()[0]
     assert listed.problems and listed.messages == 62  # the torn block is kept as unparsed text
 
 
-@pytest.mark.files("a memory on a database is read whole (a row), not followed in pieces")
-def test_listing_a_big_memory_takes_memory_a_piece_bounds():
-    """``nbmemory ls`` of a 40 MB memory in a new process: its peak grows by less than half
-    the file over the peak of a listing of a small one."""
+def test_listing_a_big_memory_takes_memory_a_piece_bounds(on_store):
+    """``nbmemory ls`` of a 64 MB memory in a new process: its peak grows by less than half
+    the memory over the peak of a listing of a small one."""
     peak = (  # the high-water mark of this program, not of the test process it was forked from
         "import re, sys\n"
         "from nbmemory.cli import main\n"
@@ -700,7 +731,8 @@ def test_listing_a_big_memory_takes_memory_a_piece_bounds():
     written_by_hand("small", ["hello"])
     small = int(run_python(peak).stderr.split()[-1])
     block = format_block("User", "memory and latency " * 100, "2026-04-20T18:35:04").encode()
-    with memory_path("small").open("ab") as file:
-        file.write(block * (40 * 2**20 // len(block)))
+    row = block * (8 * 2**20 // len(block))  # on a database, rows as an import writes them
+    for _ in range(8):
+        appended_by_hand("small", row)
     big = int(run_python(peak).stderr.split()[-1])
-    assert big - small < 20 * 2**20
+    assert big - small < 32 * 2**20
