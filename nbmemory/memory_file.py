@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from nbmemory.atomic import fsync_dir, write_all, write_atomic
 from nbmemory.errors import InvalidTextError, MemoryWarning, MemoryWriteError
@@ -48,7 +48,6 @@ from nbmemory.workspace import (
     MEMORY_FILE,
     QUARANTINE_DIR,
     as_path,
-    file_of,
     make_private_dir,
     open_child,
     open_folder,
@@ -842,17 +841,17 @@ class MemoryFile:
             return self._read(self.path.name, self.path)
 
     def _read(self, name: str, shown: Path) -> bytes:
-        opened: list[int] = []
         try:
-            self._open_file(name, os.O_RDONLY, shown, opened)
-            file = file_of(opened, "rb")
+            file = self._reader(name, shown)
         except FileNotFoundError:
             return b""
-        finally:
-            for held in opened:
-                os.close(held)
         with file:
             return file.read()
+
+    def _reader(self, name: str, shown: Path) -> BinaryIO:
+        """A regular file of the folder open to read (see ``open_reader``); call under the
+        lock."""
+        return open_reader(self._name(name), dir_fd=self._lock.fd, shown=shown)
 
     def read_whole(self) -> tuple[bytes, Whole | None]:
         """The whole file as :meth:`read_bytes` reads it, and :func:`read_whole` of it.
@@ -863,15 +862,10 @@ class MemoryFile:
         """
         with contextlib.ExitStack() as stack:
             with self.locked():
-                opened: list[int] = []
                 try:
-                    self._open_file(self.path.name, os.O_RDONLY, self.path, opened)
-                    file = stack.enter_context(file_of(opened, "rb"))
+                    file = stack.enter_context(self._reader(self.path.name, self.path))
                 except FileNotFoundError:
                     return b"", None
-                finally:
-                    for held in opened:
-                        os.close(held)
                 data = file.read()
             note = _read_note(file.fileno())
             whole = read_whole(data, note)

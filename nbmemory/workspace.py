@@ -287,12 +287,17 @@ def open_regular(
     return fd
 
 
-def open_reader(path: str | os.PathLike[str]) -> BinaryIO:
+def open_reader(
+    path: str | os.PathLike[str],
+    *,
+    dir_fd: int | None = None,
+    shown: str | os.PathLike[str] | None = None,
+) -> BinaryIO:
     """A regular file opened to read as :func:`open_regular` opens it, as a file object: it
     owns the descriptor, so one that an interrupt drops is closed with it."""
     into: list[int] = []
     try:
-        open_regular(path, into=into)
+        open_regular(path, into=into, dir_fd=dir_fd, shown=shown)
         return file_of(into, "rb")
     finally:
         for held in into:
