@@ -23,7 +23,7 @@ from nbmemory.search import MemoryHit, content_text
 from nbmemory.store import AgentDocs, Workspace, memory_docs
 from nbmemory.swarms_conversation import SwarmsConversation, conversations_folder
 from nbmemory.terms import missing_terms
-from nbmemory.token_counts import KeptCounts, digest, write_counts
+from nbmemory.token_counts import KeptCounts, counted, digest, write_counts
 from nbmemory.tokens import APPROXIMATE, TokenCounter, context_window
 from nbmemory.workspace import make_private_dir, read_regular
 
@@ -72,17 +72,12 @@ def preload_texts(header: str) -> tuple[str, str]:
 
 
 def preload_tokens(counter: TokenCounter, header: str, kept: KeptCounts | None = None) -> int:
-    """Tokens of :func:`preload_texts`, ``kept`` ones taken as they are."""
+    """Tokens of :func:`preload_texts`, ``kept`` ones taken as they are; the head, the same in
+    every preload, is counted once per encoding (``token_counts.counted``)."""
     if kept is not None:
-        head, header = preload_texts(header)
-        return kept.tokens(head, lambda: _head_tokens(kept.counter)) + kept.tokens(header)
-    return _head_tokens(counter) + counter.count(header)
-
-
-@functools.lru_cache(maxsize=64)
-def _head_tokens(counter: TokenCounter) -> int:
-    """The preload's role and intro, the same in every preload: counted once per counter."""
-    return counter.count(preload_texts("")[0])
+        return sum(kept.tokens(text) for text in preload_texts(header))
+    head, header = preload_texts(header)
+    return counted(counter, head) + counter.count(header)
 
 
 @dataclass(frozen=True)

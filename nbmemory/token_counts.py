@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nbmemory.errors import StoreError
@@ -106,15 +106,14 @@ class KeptCounts:
         self.counted = 0
         """How many texts were counted: not found among the kept counts."""
 
-    def tokens(self, text: str, count: Callable[[], int] | None = None) -> int:
-        """The tokens of ``text``: kept, else counted (by ``count``, when given: a count of
-        ``text`` made once for many agents)."""
+    def tokens(self, text: str) -> int:
+        """The tokens of ``text``: kept, else counted (once per process: :func:`counted`)."""
         kept = self.read()
         key = digest(text)
         found = kept.get(key) if kept else None
         if found is None:
             self.counted += 1
-            return count() if count is not None else counted(self.counter, text, key)
+            return counted(self.counter, text, key)
         return found
 
     def read(self) -> dict[str, int]:

@@ -91,7 +91,6 @@ def test_a_listing_counts_the_preloads_head_once_for_all_its_agents(on_store, co
     for name in names:
         agent_docs(name).remove(COUNTS_FILE)
     follow._followed.clear()
-    conversation._head_tokens.cache_clear()
     token_counts._remembered.clear()  # what this process counted while writing them
     counts_made.clear()
     assert [info.to_json() for info in ReadModel().agents()] == from_kept
