@@ -151,7 +151,8 @@ _SALIENT = re.compile(
     r"|\b[A-Z][A-Za-z]*[A-Z][\w-]*"  # ACRONYMS and CamelCase names
     r"|\b[A-Z][a-z]{2,}\b"  # capitalised words: names, when they do not open a sentence
 )
-_OPENS_SENTENCE = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
+_OPENS_SENTENCE = re.compile(r"(?:^|[.!?:][\"')\]\u201d\u2019]?\s+|\n\s*)[\"'(\[\u201c\u2018]?$")
+"""What ends the text before a word that opens a sentence, a quoted one too (JSON's strings)."""
 
 
 def salient_terms(text: str) -> list[str]:
@@ -160,7 +161,7 @@ def salient_terms(text: str) -> list[str]:
     for match in _SALIENT.finditer(text):
         term = match.group()
         if term[0].isupper() and term[1:].islower():
-            before = text[max(0, match.start() - 3) : match.start()]
+            before = text[max(0, match.start() - 5) : match.start()]
             if _OPENS_SENTENCE.search(before) or term.lower() in STOPWORDS:
                 continue
         found.append(term)

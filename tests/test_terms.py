@@ -66,3 +66,11 @@ def test_speaker_labels_are_never_dropped_terms():
     assert missing_terms(transcript, "An office is booked.") == ["Lyon", "ResearchAgent"]
     kept = missing_terms(transcript, "An office is booked.", ignore=["user", "researchagent"])
     assert kept == ["Lyon"]
+
+
+def test_a_quoted_sentence_opens_with_no_name():
+    # A tool result's JSON: "Nothing" opens the quoted sentence, it is no name a summary drops.
+    result = '{"content": "Nothing matches. Ask Priya."}'
+    assert salient_terms(result) == ["Priya"]
+    assert salient_terms('She said: "Maybe later." (Sure, we met Chiara.)') == ["Chiara"]
+    assert salient_terms('my cat "Miso" sleeps') == ["Miso"]
