@@ -28,9 +28,11 @@ from __future__ import annotations
 import contextlib
 import datetime
 import itertools
+import logging
 import os
 import re
 import select
+import sys
 import threading
 import time
 import unicodedata
@@ -421,6 +423,7 @@ class PgStore:
                     name=f"nbmemory {self.shown}",
                 )
                 self._pid = os.getpid()
+                _quiet_on_interrupt()
             return self._pool
 
     def _check_server(self) -> None:
@@ -1087,6 +1090,31 @@ def _check_connection(conn: Any) -> None:
         readable = bool(select.select([fd], [], [], 0)[0])
     if readable:
         ConnectionPool.check_connection(conn)
+
+
+class _QuietOnInterrupt(logging.Filter):
+    """Drops psycopg's warnings about the statement a Ctrl-C cut short (its rollback failed,
+    its connection closed): nothing a person can act on, and, with no logging set up, as in a
+    kernel, they would be printed under the interrupted cell. The connection is closed and the
+    server rolls its transaction back; the interrupt itself still propagates."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING:
+            return True
+        exc = sys.exc_info()[1]
+        while exc is not None:
+            if isinstance(exc, KeyboardInterrupt):
+                return False
+            exc = exc.__context__
+        return True
+
+
+def _quiet_on_interrupt() -> None:
+    """Put the filter on psycopg's loggers, once (a logger's filters see only its own records)."""
+    for name in ("psycopg", "psycopg.pool", "psycopg.transaction"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _QuietOnInterrupt) for f in logger.filters):
+            logger.addFilter(_QuietOnInterrupt())
 
 
 def _configure(conn: Any) -> None:

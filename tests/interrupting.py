@@ -28,6 +28,7 @@ import contextlib
 import dis
 import fcntl
 import json
+import logging
 import os
 import shutil
 import sys
@@ -167,6 +168,18 @@ def agrees_with_disk(convo: Conversation, workspace: Workspace) -> bool:
     return disk[len(disk) - len(session) :] == session
 
 
+class Logged(logging.Handler):
+    """Warnings libraries log (psycopg_pool's among them): with no logging set up, as in a
+    kernel, Python prints them on stderr, under the cell that was interrupted."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"{record.name}: {record.getMessage()}")
+
+
 def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> None:
     warnings.simplefilter("ignore", MemoryWarning)  # quarantined debris is reported, and fine
     workspace = Workspace.from_env()
@@ -199,7 +212,10 @@ def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> N
     if op != "add":
         add("to be compacted")
     held = open_files()
+    logged = Logged()
+    logging.getLogger().addHandler(logged)
     for n in range(start, stop, step):
+        logged.messages.clear()
         interrupter = Interrupter(n)
         try:
             run(interrupter)
@@ -240,6 +256,7 @@ def main(op: str, start: int, stop: int, step: int, exit_interrupted: bool) -> N
                     "left_open": left_open,
                     "next_open_warnings": [str(w.message) for w in warned_on_open],
                     "next_add_warnings": [str(w.message) for w in warned],
+                    "logged": list(logged.messages),
                 }
             ),
             flush=True,

@@ -65,6 +65,7 @@ def check(results: list[dict]) -> None:
         assert r["left_open"] == 0, where
         assert r["next_open_warnings"] == [], where
         assert r["next_add_warnings"] == [], where
+        assert r["logged"] == [], where
 
 
 @pytest.mark.files("a folder's lock, its file descriptors and its archives")
