@@ -17,6 +17,7 @@ import os
 import select
 import sys
 import threading
+from typing import Any
 
 _IN_ATTRIB = 0x4
 """Metadata changed: the link count among them (a deletion, or a rename over the file)."""
@@ -25,11 +26,11 @@ _IN_ATTRIB = 0x4
 class LinkWatch:
     """One inotify instance watching the link counts of the files a process keeps open."""
 
-    def __init__(self, libc: object, fd: int) -> None:
+    def __init__(self, libc: Any, fd: int) -> None:
         self._libc = libc
         self._fd: int | None = fd
-        self._poll = select.poll()
-        self._poll.register(fd, select.POLLIN)
+        self._poll = select.epoll()  # its poll(0) costs less than select.poll's
+        self._poll.register(fd, select.EPOLLIN)
         self._lock = threading.Lock()
         self._generation = 0
         self._watchers: dict[int, int] = {}
@@ -42,7 +43,7 @@ class LinkWatch:
             return None
         path = f"/proc/self/fd/{fd}".encode()
         with self._lock:
-            wd = self._libc.inotify_add_watch(self._fd, path, _IN_ATTRIB)  # type: ignore[attr-defined]
+            wd = self._libc.inotify_add_watch(self._fd, path, _IN_ATTRIB)
             if wd < 0:
                 return None
             # The same file watched twice is one watch: counted, so that it stays while held.
@@ -58,7 +59,7 @@ class LinkWatch:
             if left:
                 self._watchers[wd] = left
             else:  # fails harmlessly if the file is gone (its watch went with it)
-                self._libc.inotify_rm_watch(self._fd, wd)  # type: ignore[attr-defined]
+                self._libc.inotify_rm_watch(self._fd, wd)
 
     def changes(self) -> int:
         """A number that is another whenever a watched file's link count may have changed
@@ -78,12 +79,16 @@ class LinkWatch:
         self._lock = threading.Lock()  # a thread of the parent may have held it
         self._watchers = {}
         fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        try:
+            if fd is not None:
+                os.close(fd)
+        finally:
+            self._poll.close()
 
 
 _watch: LinkWatch | None = None
 _unavailable = False
+_making = threading.Lock()
 
 
 def link_watch() -> LinkWatch | None:
@@ -91,8 +96,10 @@ def link_watch() -> LinkWatch | None:
     available."""
     global _watch, _unavailable
     if _watch is None and not _unavailable:
-        _watch = _new_watch()
-        _unavailable = _watch is None
+        with _making:  # one per process, whichever thread comes first
+            if _watch is None and not _unavailable:
+                _watch = _new_watch()
+                _unavailable = _watch is None
     return _watch
 
 

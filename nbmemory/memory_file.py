@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn
+from typing import Any, BinaryIO
 
 from nbmemory.atomic import fsync_dir, write_all, write_atomic
 from nbmemory.errors import InvalidTextError, MemoryWarning, MemoryWriteError
@@ -802,7 +802,15 @@ class MemoryFile:
                 if written != len(data):  # a short write: the disk is filling up, or a signal
                     write_all(fd, memoryview(data)[written:])
             except BaseException as exc:
-                self._cut_back(size, exc)
+                # The first call here cuts the file back: an interrupt that comes as a call
+                # returns comes after it. Not contextlib.suppress: its call would be one more.
+                try:  # noqa: SIM105
+                    os.ftruncate(fd, size)
+                except OSError:
+                    pass
+                if isinstance(exc, OSError):
+                    raise self._not_added(exc) from exc
+                raise
             self.appends += 1  # no call between the write and this: see holds()
             self._expected_size = end
             lock.let_go()
@@ -830,22 +838,13 @@ class MemoryFile:
                 return self._fd
             self._drop_fd()
 
-    def _cut_back(self, size: int, exc: BaseException) -> NoReturn:
-        """After a write raised ``exc``: cut the file back to ``size`` and raise (for a system
-        error ``MemoryWriteError``, saying the file is as it was)."""
-        assert self._fd is not None
-        # not contextlib.suppress: its call would be a point for an interrupt
-        try:  # noqa: SIM105
-            os.ftruncate(self._fd, size)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise MemoryWriteError(
-                exc.errno,
-                f"{self.path}: the message was not added ({exc.strerror or exc}); "
-                "the file is as it was",
-            ) from exc
-        raise exc
+    def _not_added(self, exc: OSError) -> MemoryWriteError:
+        """The error of a write that failed with ``exc`` and was cut back."""
+        return MemoryWriteError(
+            exc.errno,
+            f"{self.path}: the message was not added ({exc.strerror or exc}); "
+            "the file is as it was",
+        )
 
     def holds(self, block: str | bytes, appends: int) -> bool:
         """Whether ``block`` is in the file after an :meth:`append` that raised (an interrupt
