@@ -63,8 +63,17 @@ class LinkWatch:
 
     def changes(self) -> int:
         """A number that is another whenever a watched file's link count may have changed
-        since it was last read: read it before asking the file, and ask again when it is
-        another."""
+        since :meth:`settled_changes` gave the one it is compared with."""
+        # No event waiting: the number is read without the lock. A drain counts before it
+        # reads, so an event it took is counted by the time the queue is seen empty.
+        if self._fd is not None and not self._poll.poll(0):
+            return self._generation
+        return self.settled_changes()
+
+    def settled_changes(self) -> int:
+        """:meth:`changes`, read once no other thread is between counting events and taking
+        them: the number to keep, read before asking the file. (Read while another thread
+        had counted, it could miss an event that thread takes after the file was asked.)"""
         with self._lock:
             if self._fd is None:  # no queue (a forked child's copy): every read is another
                 self._generation += 1

@@ -681,7 +681,7 @@ class MemoryFile:
         self._watched: tuple[LinkWatch, int] | None = None
         """The watch on ``_fd``'s link count, when there is one (see ``nbmemory.link_watch``)."""
         self._checked: int | None = None
-        """``LinkWatch.changes()`` when ``_fd`` was last found still linked."""
+        """``LinkWatch.settled_changes()`` when ``_fd`` was last found still linked."""
         self.appends = 0
         """Blocks this object wrote: see :meth:`holds`."""
 
@@ -744,8 +744,9 @@ class MemoryFile:
     def _open(self) -> None:
         """Open MEMORY.md for appending (creating it with its header); call under the lock.
 
-        Keeps the file open between appends (an append checks afterwards that it is still the
-        one at the path), and puts aside the debris of a crash when it opens the file.
+        Keeps the file open between appends, watched (see ``nbmemory.link_watch``) so that an
+        append knows when to check that it is still the one at the path, and puts aside the
+        debris of a crash when it opens the file.
         """
         if self._fd is not None:
             return
@@ -832,7 +833,7 @@ class MemoryFile:
                 self._open()
             assert self._fd is not None
             watched = self._watched
-            changes = watched[0].changes() if watched is not None else None  # before the fstat
+            changes = watched[0].settled_changes() if watched is not None else None
             if os.fstat(self._fd).st_nlink:
                 self._checked = changes
                 return self._fd

@@ -19,7 +19,7 @@ def watched(tmp_path):
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
     wd = watch.watch(fd)
     assert wd is not None
-    watch.changes()
+    watch.settled_changes()
     yield path, fd, watch
     watch.unwatch(wd)
     os.close(fd)
@@ -27,7 +27,7 @@ def watched(tmp_path):
 
 def test_writes_leave_the_answer_as_it_was(watched):
     _, fd, watch = watched
-    before = watch.changes()
+    before = watch.settled_changes()
     os.write(fd, b"a block\n")
     os.pwrite(fd, b"A", 0)
     assert watch.changes() == before
@@ -45,7 +45,7 @@ def rename_over(path):
 )
 def test_a_file_that_loses_its_name_changes_the_answer_once_the_call_returns(watched, unlink):
     path, fd, watch = watched
-    before = watch.changes()
+    before = watch.settled_changes()
     unlink(path)
     after = watch.changes()
     assert after != before
@@ -60,7 +60,7 @@ def test_one_file_watched_twice_stays_watched_until_both_let_go(watched):
         second = watch.watch(other)
         assert second is not None
         watch.unwatch(second)
-        before = watch.changes()
+        before = watch.settled_changes()
         os.unlink(path)
         assert watch.changes() != before
     finally:
@@ -73,13 +73,13 @@ def test_a_forked_child_asks_the_file_every_time_and_leaves_the_parent_its_event
     pid = os.fork()
     if pid == 0:  # the child: its copy answers "ask" every time, and reads no event
         try:
-            first, second = watch.changes(), watch.changes()
+            first, second = watch.settled_changes(), watch.changes()
             ours = link_watch()
             os.write(write, b"ok" if first != second and ours is not watch else b"no")
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
     assert os.read(read, 2) == b"ok"
-    before = watch.changes()
+    before = watch.settled_changes()
     os.unlink(path)
     assert watch.changes() != before
