@@ -16,7 +16,7 @@ from nbmemory import memory_file, provenance, search
 from nbmemory.atomic import write_atomic
 from nbmemory.compactions import Compaction, write_record
 from nbmemory.errors import MemoryFormatError, MemoryWarning, NbmemoryError
-from nbmemory.memory_file import format_block, format_header, now_iso
+from nbmemory.memory_file import block_bytes, format_block, format_header, now_iso
 from nbmemory.notes import Notes
 from nbmemory.provenance import Provenance
 from nbmemory.search import MemoryHit, content_text
@@ -382,7 +382,7 @@ class Conversation(SwarmsConversation):
         case the message is not added. A ``KeyboardInterrupt`` once the message is stored
         leaves it in the history too: the history and the memory agree.
         """
-        message = self._message(_check_role(role), content)
+        message = {"role": _check_role(role), "content": content, "timestamp": now_iso()}
         if metadata:
             message["metadata"] = metadata
         if category:
@@ -392,20 +392,21 @@ class Conversation(SwarmsConversation):
 
             message["message_id"] = uuid.uuid4().hex
         with self._lock:
-            if self._memory is not None and not _blank(content):
-                block = format_block(role, content, message["timestamp"])
-                appends = self._memory.appends
+            memory = self._memory
+            if memory is not None and not _blank(content):
+                block = block_bytes(role, content, message["timestamp"])
+                appends = memory.appends
                 try:
                     if self.provenance is None or not self.provenance.known:
-                        self._memory.append(block)
+                        memory.append(block)
                     else:
-                        with self._memory.locked():  # one lock: no other writer comes between
-                            self._memory.append(block)
-                            self._record_provenance(block, self.provenance)
+                        with memory.locked():  # one lock: no other writer comes between
+                            memory.append(block)
+                            self._record_provenance(block.decode(), self.provenance)
                 except BaseException as exc:
                     # An interrupt once the block is stored: the message is in the history
                     # too, so that this process and the memory agree (errors store nothing).
-                    if not isinstance(exc, Exception) and self._memory.holds(block, appends):
+                    if not isinstance(exc, Exception) and memory.holds(block, appends):
                         self._history.append(message)
                     raise
             self._history.append(message)

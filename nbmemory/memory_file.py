@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 
 from nbmemory.atomic import fsync_dir, write_all, write_atomic
 from nbmemory.errors import InvalidTextError, MemoryWarning, MemoryWriteError
+from nbmemory.link_watch import LinkWatch, link_watch
 
 try:
     import fcntl
@@ -62,6 +63,7 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 LOG_HEADING = "## Interaction Log"
 BLOCK_END = "\n\n---\n\n"
 _BLOCK_TAIL = BLOCK_END[:-1]
+_BLOCK_END_BYTES = BLOCK_END.encode()
 
 # Line patterns start with a literal "\n" (texts are searched with one prepended), which lets
 # the regex engine skip ahead; "^" with MULTILINE tries every position and is ten times slower.
@@ -78,6 +80,8 @@ _UNESCAPE = re.compile(rf"\n\\(?={_STRUCTURAL})")
 _FENCED_JSON = re.compile(r"\\*```json\n.*\n```", re.DOTALL)
 _JSON_OPEN = "```json\n"
 _JSON_CLOSE = "\n```"
+_MARK_STARTS = ("#", "-", "\\")
+"""What a line that reads as a heading or a separator, escaped or not, starts with."""
 
 
 _clock: tuple[int, str] = (0, "")
@@ -107,6 +111,8 @@ def format_header(conversation_name: str, created: str | None = None) -> str:
 def encode_content(content: Any) -> str:
     """Message content as block text: strings escaped where needed, anything else as JSON."""
     if isinstance(content, str):
+        if "\n" not in content and content[:1] not in _MARK_STARTS:
+            return content  # one line, not a heading or a separator (a fence spans lines)
         text = "\\" + content if _FENCED_JSON.fullmatch(content) else content
         # "-" and "#" are found by memchr, the regex skips from line break to line break: a
         # long text costs a fraction of what searching it for "---" and "### " would.
@@ -130,6 +136,17 @@ def decode_content(text: str) -> Any:
 def format_block(role: str, content: Any, timestamp: str) -> str:
     """One message as a MEMORY.md block, separator included."""
     return f"### {role} — {timestamp}\n\n{encode_content(content)}{BLOCK_END}"
+
+
+def block_bytes(role: str, content: Any, timestamp: str) -> bytes:
+    """:func:`format_block` as UTF-8 (``InvalidTextError`` for text that has none), made in
+    pieces: the heading's dash makes the whole block wide text, that encoding would narrow
+    again, where most content is ASCII and encodes as a copy."""
+    try:
+        heading = f"### {role} — {timestamp}\n\n".encode()
+        return heading + encode_content(content).encode() + _BLOCK_END_BYTES
+    except UnicodeEncodeError as exc:
+        raise _invalid(exc, "message") from None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -404,16 +421,18 @@ def read_messages(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 if hasattr(threading.RLock(), "_recursion_count"):  # CPython 3.11 and later
     _new_rlock = threading.RLock
 
-    def _held(lock: Any) -> int:
-        """How many times the calling thread holds the RLock ``lock`` (0: not at all)."""
-        return int(lock._recursion_count())
+    def _depth_of(lock: Any) -> Callable[[], int]:
+        """How many times the calling thread holds the RLock ``lock`` (0: not at all), as a
+        function of no argument."""
+        return lock._recursion_count  # type: ignore[no-any-return]
 
 else:  # Python 3.10: the Python RLock, whose count can be read
     _new_rlock = threading._PyRLock  # type: ignore[attr-defined]
 
-    def _held(lock: Any) -> int:
-        """How many times the calling thread holds the RLock ``lock`` (0: not at all)."""
-        return int(lock._count) if lock._owner == threading.get_ident() else 0
+    def _depth_of(lock: Any) -> Callable[[], int]:
+        """How many times the calling thread holds the RLock ``lock`` (0: not at all), as a
+        function of no argument."""
+        return lambda: int(lock._count) if lock._owner == threading.get_ident() else 0
 
 
 class _FolderLock:
@@ -434,12 +453,22 @@ class _FolderLock:
         self._fallback: Any = None
         self.thread_lock = _new_rlock()
         """Held as deep as the lock is: its count is the one truth about nesting."""
+        self.depth = _depth_of(self.thread_lock)
+        """How many times the calling thread holds the lock now (0: it does not hold it)."""
 
-    def __enter__(self) -> None:
+    # Every append takes and lets go of the lock: when the folder's descriptor is open (the
+    # usual case) the flock is called here, not through _acquire and _release.
+
+    def hold(self) -> None:
+        """Take the lock (``with`` does it too): see :meth:`settle` for a caller that does not
+        use ``with``."""
         self.thread_lock.acquire()
-        if _held(self.thread_lock) == 1:
+        if self.depth() == 1:
             try:
-                self._acquire()
+                if self.fd is None:
+                    self._acquire()
+                else:
+                    fcntl.flock(self.fd, fcntl.LOCK_EX)
             except BaseException:  # an interrupt may come after flock() took the lock
                 try:
                     with contextlib.suppress(OSError):
@@ -448,30 +477,33 @@ class _FolderLock:
                     self.thread_lock.release()
                 raise
 
-    def __exit__(self, *exc_info: object) -> None:
-        # No call before the flock is let go: an interrupt at a call's return comes after it.
-        if _held(self.thread_lock) == 1:
+    def let_go(self, *exc_info: object) -> None:
+        """Let go of the lock taken by :meth:`hold`."""
+        if self.depth() == 1:
             try:
-                self._release()
+                if self.fd is None:
+                    self._release()
+                else:
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)
             finally:
                 self.thread_lock.release()
         else:
             self.thread_lock.release()
 
-    def depth(self) -> int:
-        """How many times the calling thread holds the lock now (0: it does not hold it)."""
-        return _held(self.thread_lock)
+    __enter__ = hold
+    __exit__ = let_go
 
     def settle(self, depth: int) -> None:
         """After an exception: let go of what the calling thread holds beyond ``depth``.
 
         An interrupt can come where no ``finally`` of ours can see it: at the very start of
-        ``__exit__`` (before its first line), or as ``__enter__``'s ``acquire`` returns. A
-        caller that noted :meth:`depth` before its ``with`` calls this when the block raised,
-        so that neither this process's threads nor other processes wait for the lock for ever.
+        :meth:`let_go` (before its first line), or as :meth:`hold`'s ``acquire`` returns. A
+        caller that noted :meth:`depth` before its ``with`` (or its ``hold``) calls this when
+        the block raised, so that neither this process's threads nor other processes wait for
+        the lock for ever.
         """
         while self.depth() > depth:
-            self.__exit__()
+            self.let_go()
         if depth == 0 and self.fd is not None and self.thread_lock.acquire(blocking=False):
             try:  # no thread holds it: nor may the folder's flock be held
                 with contextlib.suppress(OSError):
@@ -649,6 +681,10 @@ class MemoryFile:
         self._lock = _FolderLock(self.folder)
         self._fd: int | None = None
         self._expected_size = -1
+        self._watched: tuple[LinkWatch, int] | None = None
+        """The watch on ``_fd``'s link count, when there is one (see ``nbmemory.link_watch``)."""
+        self._checked: int | None = None
+        """``LinkWatch.settled_changes()`` when ``_fd`` was last found still linked."""
         self.appends = 0
         """Blocks this object wrote: see :meth:`holds`."""
 
@@ -682,8 +718,11 @@ class MemoryFile:
         # Forgotten before it is closed: an interrupt in between leaks a descriptor, where the
         # other order would leave a closed number that the next open could reuse for another file.
         fd, self._fd, self._expected_size = self._fd, None, -1
+        watched, self._watched, self._checked = self._watched, None, None
         if fd is not None:
             os.close(fd)
+        if watched is not None:  # after the close: an interrupt between only leaves a watch
+            watched[0].unwatch(watched[1])
 
     def _name(self, name: str) -> str:
         """``name`` as the ``os`` calls given ``dir_fd=self._lock.fd`` want it."""
@@ -708,8 +747,9 @@ class MemoryFile:
     def _open(self) -> None:
         """Open MEMORY.md for appending (creating it with its header); call under the lock.
 
-        Keeps the file open between appends (an append checks afterwards that it is still the
-        one at the path), and puts aside the debris of a crash when it opens the file.
+        Keeps the file open between appends, watched (see ``nbmemory.link_watch``) so that an
+        append knows when to check that it is still the one at the path, and puts aside the
+        debris of a crash when it opens the file.
         """
         if self._fd is not None:
             return
@@ -722,6 +762,10 @@ class MemoryFile:
             except FileNotFoundError:
                 if self._lock.current():
                     raise
+        watch = link_watch()
+        wd = watch.watch(self._fd) if watch is not None else None
+        if watch is not None and wd is not None:
+            self._watched = (watch, wd)
         if os.fstat(self._fd).st_size == 0:
             header = format_header(self.conversation_name).encode()
             write_all(self._fd, header)
@@ -732,57 +776,81 @@ class MemoryFile:
         with self.locked():
             self._open()
 
-    def append(self, block: str) -> None:
-        """Append one formatted block, all or nothing.
+    def append(self, block: str | bytes) -> None:
+        """Append one formatted block (see :func:`format_block`; or its UTF-8, see
+        :func:`block_bytes`), all or nothing.
 
         If the write fails (``MemoryWriteError``, or an interrupt), the file is cut back to
-        what it was. If the file or its folder was deleted meanwhile (or the file replaced),
-        the block is written again into the one now at the path, under that folder's lock.
-        Text a crashed writer left unfinished is ended with a line break, so it stays apart
-        (and reported) rather than merged.
+        what it was. If the file or its folder was deleted (or the file replaced) since the last
+        append, the block is written into the one now at the path, under that folder's lock.
+        Text a crashed writer left unfinished is put aside (see :meth:`_put_aside_torn_tail`);
+        any other text not ending in a line break is ended with one, so it stays apart (and
+        reported) rather than merged.
         """
-        data = encoded(block, "message")
-        depth = self._lock.depth()
+        data = block if isinstance(block, bytes) else encoded(block, "message")
+        lock = self._lock
+        depth = lock.depth()
         try:
-            self._append(data)
+            lock.hold()  # not ``with``: settle() lets go on any exception, and this is quicker
+            fd = self._fd
+            watched = self._watched
+            if fd is None or watched is None or watched[0].changes() != self._checked:
+                fd = self._linked_fd()
+            size = os.lseek(fd, 0, os.SEEK_END)
+            if size != self._expected_size:  # another writer, or a crash, came between
+                size = self._put_aside_torn_tail(size)
+                data = self._joint(size) + data
+            end = size + len(data)
+            try:
+                written = os.write(fd, data)
+                if written != len(data):  # a short write: the disk is filling up, or a signal
+                    write_all(fd, memoryview(data)[written:])
+            except BaseException as exc:
+                # The first call here cuts the file back: an interrupt that comes as a call
+                # returns comes after it. Not contextlib.suppress: its call would be one more.
+                try:  # noqa: SIM105
+                    os.ftruncate(fd, size)
+                except OSError:
+                    pass
+                if isinstance(exc, OSError):
+                    raise self._not_added(exc) from exc
+                raise
+            self.appends += 1  # no call between the write and this: see holds()
+            self._expected_size = end
+            lock.let_go()
         except BaseException:
-            self._lock.settle(depth)
+            lock.settle(depth)
             raise
 
-    def _append(self, data: bytes) -> None:
-        with self._lock:
-            while True:
-                self._open()
-                assert self._fd is not None
-                size = os.lseek(self._fd, 0, os.SEEK_END)
-                joint = b""
-                if size != self._expected_size:  # another writer, or a crash, came between
-                    size = self._put_aside_torn_tail(size)
-                    joint = self._joint(size)
-                written = joint + data
-                try:
-                    write_all(self._fd, written)
-                except BaseException as exc:
-                    # not contextlib.suppress: its call would be a point for an interrupt
-                    try:  # noqa: SIM105
-                        os.ftruncate(self._fd, size)
-                    except OSError:
-                        pass
-                    if isinstance(exc, OSError):
-                        raise MemoryWriteError(
-                            exc.errno,
-                            f"{self.path}: the message was not added ({exc.strerror or exc}); "
-                            "the file is as it was",
-                        ) from exc
-                    raise
-                self.appends += 1  # no call between the write and this: see holds()
-                if os.fstat(self._fd).st_nlink > 0:
-                    self._expected_size = size + len(written)
-                    return
-                self.appends -= 1
-                self._drop_fd()  # the file, or its whole folder, was deleted or replaced
+    def _linked_fd(self) -> int:
+        """MEMORY.md's descriptor, opened if it is not, after asking the file whether it is
+        still linked: if it was deleted or replaced (by a compaction in another process), the
+        file now at the path is opened instead. Call under the lock.
 
-    def holds(self, block: str, appends: int) -> bool:
+        Nothing of ours replaces or changes the file while the lock is held; a deletion by
+        anything else after this check can only remove the block along with the file, as it
+        could once the append returns.
+        """
+        while True:
+            if self._fd is None:
+                self._open()
+            assert self._fd is not None
+            watched = self._watched
+            changes = watched[0].settled_changes() if watched is not None else None
+            if os.fstat(self._fd).st_nlink:
+                self._checked = changes
+                return self._fd
+            self._drop_fd()
+
+    def _not_added(self, exc: OSError) -> MemoryWriteError:
+        """The error of a write that failed with ``exc`` and was cut back."""
+        return MemoryWriteError(
+            exc.errno,
+            f"{self.path}: the message was not added ({exc.strerror or exc}); "
+            "the file is as it was",
+        )
+
+    def holds(self, block: str | bytes, appends: int) -> bool:
         """Whether ``block`` is in the file after an :meth:`append` that raised (an interrupt
         can come once it is written), ``appends`` being :attr:`appends` before it: a write
         that is not cut back counts, at once."""
@@ -1024,10 +1092,14 @@ def encoded(text: str, what: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidTextError(
-            f"the {what} is not valid text (it holds {exc.object[exc.start : exc.end]!r}, a lone "
-            "surrogate): nothing was written"
-        ) from None
+        raise _invalid(exc, what) from None
+
+
+def _invalid(exc: UnicodeEncodeError, what: str) -> InvalidTextError:
+    return InvalidTextError(
+        f"the {what} is not valid text (it holds {exc.object[exc.start : exc.end]!r}, a lone "
+        "surrogate): nothing was written"
+    )
 
 
 _TEMPORARY = re.compile(r"\..+\.(?P<pid>\d+)\.[0-9a-f]+\.tmp")

@@ -516,14 +516,14 @@ class DatabaseMemory:
     def ensure(self) -> None:
         self.db.ensure(self.agent, self._header_bytes)
 
-    def append(self, block: str) -> None:
-        self.db.append(self.agent, self._header_bytes, memory_file.encoded(block, "message"))
+    def append(self, block: str | bytes) -> None:
+        self.db.append(self.agent, self._header_bytes, _block_data(block))
 
-    def holds(self, block: str, appends: int) -> bool:
+    def holds(self, block: str | bytes, appends: int) -> bool:
         """Whether ``block`` was committed by an :meth:`append` that an interrupt cut short
         (the database alone can say: the interrupt may have come while the server committed).
         ``appends`` is for :class:`MemoryFile`'s signature."""
-        return self.db.ends_with(self.agent, memory_file.encoded(block, "message"))
+        return self.db.ends_with(self.agent, _block_data(block))
 
     def read_bytes(self) -> bytes:
         return self.db.memory(self.agent) or b""
@@ -546,6 +546,11 @@ class DatabaseMemory:
         new = memory_file.encoded(format_header(self.conversation_name) + blocks, "summary")
         archive = self.db.compact(self.agent, new, keep=has_messages)
         return self.folder / archive if archive is not None else None
+
+
+def _block_data(block: str | bytes) -> bytes:
+    """A block's UTF-8, given as text or already encoded (see ``memory_file.block_bytes``)."""
+    return block if isinstance(block, bytes) else memory_file.encoded(block, "message")
 
 
 def memory_docs(memory: Any) -> FileDocs | DatabaseDocs:

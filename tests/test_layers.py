@@ -10,7 +10,7 @@ from support import ROOT
 
 PACKAGE = ROOT / "nbmemory"
 LAYERS = {
-    "base": ["errors", "workspace", "atomic", "reply", "tokens", "terms", "wording"],
+    "base": ["errors", "workspace", "atomic", "link_watch", "reply", "tokens", "terms", "wording"],
     "storage": [
         "memory_file",
         "pg_store",

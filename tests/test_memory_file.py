@@ -101,6 +101,17 @@ def test_lines_that_look_like_structure_are_escaped_readably():
     assert "\n\\---\n\\### A — B\n" in block
 
 
+@pytest.mark.parametrize("line", [*STRUCTURAL_LINES, "plain", "naïve ✓", "-", "#"])
+def test_a_block_as_bytes_is_the_block_encoded(line):
+    for content in (line, f"{line}\n{line}", {"line": line}):
+        assert mf.block_bytes("User", content, "t") == format_block("User", content, "t").encode()
+
+
+def test_one_line_that_looks_like_structure_is_escaped_too():
+    assert "\n\n\\### A — B\n\n" in format_block("User", "### A — B", "t")
+    assert "\n\n\\---\n\n" in format_block("User", "---", "t")
+
+
 def test_structured_content_is_written_as_a_json_block():
     block = format_block("Tool", {"city": "Paris", "temp": 21}, "t")
     assert '```json\n{\n  "city": "Paris",\n  "temp": 21\n}\n```' in block
@@ -282,6 +293,56 @@ def test_a_deleted_agent_folder_is_recreated_on_the_next_write(tmp_path):
     assert not (memory.folder / ".lock").exists()  # the folder itself is what is locked
 
 
+def test_a_file_renamed_over_behind_our_back_is_reopened(tmp_path):
+    memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    memory.append(format_block("User", "one", "t"))
+    edited = tmp_path / "agent" / "edited.md"  # as an editor saves: a new file, then a rename
+    edited.write_text(format_header("agent") + format_block("User", "edited", "t"))
+    os.replace(edited, memory.path)
+    memory.append(format_block("User", "two", "t"))
+    assert [m["content"] for m in memory.read().messages] == ["edited", "two"]
+
+
+def test_an_append_after_another_writers_compaction_lands_in_the_new_file(tmp_path):
+    writer = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    compactor = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    writer.append(format_block("User", "one", "t"))
+    compactor.compact(format_block("System", "summary", "t"))
+    writer.append(format_block("User", "two", "t"))
+    assert [m["content"] for m in writer.read().messages] == ["summary", "two"]
+    [archive] = writer.archives()
+    assert [m["content"] for m in mf.read_messages(archive)] == ["one"]
+
+
+def test_two_writers_of_one_file_take_turns_without_damage(tmp_path):
+    first = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    second = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    for n in range(3):
+        first.append(format_block("User", f"first {n}", "t"))
+        second.append(mf.block_bytes("Agent", f"second {n}", "t"))
+    parsed = first.read()
+    assert parsed.problems == []
+    assert [m["content"] for m in parsed.messages] == [
+        f"{who} {n}" for n in range(3) for who in ("first", "second")
+    ]
+
+
+@pytest.mark.parametrize("change", ["deleted", "renamed over", "folder deleted"])
+def test_without_a_link_watch_every_append_asks_the_file(tmp_path, monkeypatch, change):
+    monkeypatch.setattr(mf, "link_watch", lambda: None)  # as where inotify is not available
+    memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
+    memory.append(format_block("User", "one", "t"))
+    if change == "deleted":
+        os.unlink(memory.path)
+    elif change == "renamed over":
+        os.replace(shutil.copy(memory.path, tmp_path / "agent" / "copy.md"), memory.path)
+    else:
+        shutil.rmtree(memory.folder)
+    memory.append(format_block("User", "two", "t"))
+    expected = ["one", "two"] if change == "renamed over" else ["two"]
+    assert [m["content"] for m in memory.read().messages] == expected
+
+
 def test_compaction_archives_then_replaces(tmp_path):
     memory = MemoryFile(tmp_path / "agent" / "MEMORY.md", "agent")
     memory.append(format_block("User", "raw", "t"))
@@ -420,6 +481,8 @@ def test_text_that_is_not_valid_unicode_is_refused_before_anything_is_written(tm
     before = memory.path.read_bytes()
     with pytest.raises(InvalidTextError, match="lone surrogate"):
         memory.append(format_block("User", "bad \udcff", "t"))
+    with pytest.raises(InvalidTextError, match="lone surrogate"):
+        mf.block_bytes("User", "bad \udcff", "t")
     with pytest.raises(InvalidTextError, match="lone surrogate"):
         memory.compact(format_block("System", "bad \udcff", "t"))
     assert memory.path.read_bytes() == before and memory.archives() == []
