@@ -63,6 +63,18 @@ def bench(library: str, repeats: int) -> dict[str, float | None]:
 
     results["add, per message (persistent)"] = median_of(repeats, add_per_message)
 
+    def add_long_message() -> float:
+        """A long tool result: 100,000 characters, appended 200 times."""
+        path = root / "agents" / f"long-{time.perf_counter_ns()}" / "MEMORY.md"
+        convo = Conversation(name="bench", memory_md_path=str(path))
+        content = "".join(text(i) for i in range(500))
+        start = time.perf_counter()
+        for _ in range(200):
+            convo.add("Tool", content)
+        return (time.perf_counter() - start) / 200
+
+    results["add, a 100,000-character message"] = median_of(repeats, add_long_message)
+
     convo = Conversation(name="bench", tokenizer_model_name="gpt-4o")
     for i in range(MESSAGES):
         convo.add("User", text(i))
