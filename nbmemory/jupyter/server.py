@@ -59,11 +59,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import hashlib
 import json
 import os
 import re
 import secrets
+import threading
+import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -74,7 +77,7 @@ import tornado.web
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Float, TraitError, Unicode, validate
+from traitlets import Bool, Float, TraitError, Unicode, validate
 
 from nbmemory import note_history, workspace
 from nbmemory import store as memory_store
@@ -89,6 +92,7 @@ from nbmemory.errors import (
     InvalidNoteError,
     InvalidTextError,
     ModelError,
+    NbmemoryError,
     NoteChangedError,
     NoteNotFoundError,
     NotesFullError,
@@ -215,6 +219,14 @@ class NbMemoryServer(ExtensionApp):
             )
         return value
 
+    warm_up = Bool(
+        True,
+        help="""Read and count every agent once, in the background, when the server starts:
+        the panel's first listing then finds them read (cold, 3,000 agents that never ran
+        take about a second: the tokenizers their models use are loaded, every memory is
+        read and counted).""",
+    ).tag(config=True)
+
     def resolve_workspace(self, root_dir: str | os.PathLike[str]) -> Path:
         """The one rule: the setting, else $WORKSPACE_DIR, else ``root_dir/agent_workspace``."""
         root = Path(root_dir).expanduser()
@@ -264,6 +276,16 @@ class NbMemoryServer(ExtensionApp):
         self.settings["nbmemory_previews"] = PreviewPlans()
         kept = self.settings["nbmemory_model"].store
         self.log.info("nbmemory: agents' memory in %s", root if kept == "files" else kept)
+        # The server's own objects (modules, classes, settings: some 200,000) live as long as
+        # it does; left to the collector, each full collection walks them all again, and the
+        # first listing of thousands of agents triggers one (0.1 s of a 1 s answer).
+        gc.freeze()
+        warmed = self.settings["nbmemory_warmed"] = threading.Event()
+        if self.warm_up:
+            model, log = self.settings["nbmemory_model"], self.log
+            threading.Thread(target=_warm_up, args=(model, log, warmed), daemon=True).start()
+        else:
+            warmed.set()
 
     async def stop_extension(self) -> None:
         self.settings["nbmemory_heavy_reads"].shutdown()
@@ -309,6 +331,22 @@ class NbMemoryServer(ExtensionApp):
 # Loading (the package's extension point names this module)
 
 _APP_KEY = "_nbmemory_app"
+
+
+def _warm_up(model: ReadModel, log: Any, warmed: threading.Event) -> None:
+    """List the agents of ``model`` once, as the panel's first request will, then set
+    ``warmed``: what it read and counted is kept (``nbmemory.follow``), so that request only
+    checks it. Only reads."""
+    start = time.perf_counter()
+    try:
+        listed = len(model.agents())
+    except (NbmemoryError, OSError) as exc:  # the panel's own request will say what is wrong
+        log.info("nbmemory: the agents were not read at start: %s", exc)
+    else:
+        elapsed = time.perf_counter() - start
+        log.info("nbmemory: %d agents read at start in %.2f s", listed, elapsed)
+    finally:
+        warmed.set()
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
@@ -481,6 +519,9 @@ class AgentsHandler(_Handler):
         poll = self.settings["nbmemory_poll_interval"]
         if await self.not_modified(None, poll):
             return
+        warmed = self.settings["nbmemory_warmed"]
+        if not warmed.is_set():  # read them once, not twice at once
+            await asyncio.to_thread(warmed.wait)
         agents = await self.in_thread(self.model.agents)
         self.reply(
             {
