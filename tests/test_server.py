@@ -17,7 +17,7 @@ from traitlets import TraitError
 
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Agent, Conversation, Workspace
-from nbmemory.jupyter.server import NbMemoryServer
+from nbmemory.jupyter.server import NbMemoryServer, WarmUp
 from nbmemory.memory_file import format_block, format_header
 from nbmemory.note_history import Author
 from nbmemory.notes import Notes
@@ -985,3 +985,21 @@ def test_the_server_reads_the_agents_once_at_start_and_writes_nothing(tmp_path):
     assert [{key: agent[key] for key in expected[0]} for agent in listing["agents"]] == expected
     assert [agent["encoding"] for agent in listing["agents"]] == ["cl100k_base", "o200k_base"]
     assert snapshot(workspace) == before
+
+
+def test_the_first_listing_is_the_warm_ups_only_if_nothing_changed_since_it_began(workspace):
+    """Taken once, and only at the version it was read at: a listing begun before a change
+    would be stale under the ETag of the change."""
+    import logging
+
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hello")
+    model, log = ReadModel(), logging.getLogger("test")
+    warm = WarmUp()
+    warm.run(model, log)
+    assert warm.done.is_set()
+    listed = warm.take(model.version())
+    assert [info.name for info in listed] == ["Scout"]
+    assert warm.take(model.version()) is None  # once
+    warm.run(model, log)
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "again")
+    assert warm.take(model.version()) is None
