@@ -90,8 +90,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def jupyter_server(root: Path, workspace: Path):
-    """A ``jupyter server`` on 127.0.0.1 with nbmemory's extension; yields (port, token)."""
+def jupyter_server(root: Path, workspace: Path, *options: str):
+    """A ``jupyter server`` on 127.0.0.1 with nbmemory's extension and ``options``; yields
+    (port, token)."""
     with tempfile.TemporaryDirectory(prefix="nbmemory-bench-") as tmp:
         state = Path(tmp)
         config = state / "nbmemory.json"
@@ -111,6 +112,7 @@ def jupyter_server(root: Path, workspace: Path):
             f"--ServerApp.root_dir={root}",
             f"--config={config}",
             f"--NbMemoryServer.poll_interval={POLL_SECONDS}",
+            *options,
         ]
         log = (state / "server.log").open("wb")
         process = subprocess.Popen(

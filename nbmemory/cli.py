@@ -448,8 +448,38 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    arguments = parser()
-    args = arguments.parse_args(argv)
+    return _command(parser().parse_args(argv))
+
+
+ONLY_READ = frozenset({"ls", "show", "search"})
+"""Commands that only read: the ``nbmemory`` command ends their process at once (:func:`run`)."""
+
+
+def run() -> NoReturn:
+    """The ``nbmemory`` command: :func:`main` on ``sys.argv``. A command that only reads ends
+    its process with :func:`leave`, which does not free what the command read."""
+    args = parser().parse_args()
+    code = _command(args)
+    if args.command in ONLY_READ:
+        leave(code)
+    sys.exit(code)
+
+
+def leave(code: int) -> NoReturn:
+    """End the process now with ``code``, its output flushed and its database connections
+    closed, without freeing its objects one by one as an interpreter's exit does: after a
+    listing of thousands of agents that holds two tokenizers and every memory it read, that
+    took 0.1-0.25 s of a one-second command, for memory the system takes back at once."""
+    store.close_databases()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe, as Python's own exit reports it
+            code = code or 120
+    os._exit(code)
+
+
+def _command(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warnings(warnings.showwarning)

@@ -1072,19 +1072,33 @@ class ReadModel:
             if stamp is not None:
                 parts.append(f"{agent}:{stamp}")
                 continue
-            folder = docs.folder
-            for path in (
-                folder / workspace.MEMORY_FILE,
-                folder / workspace.ARCHIVE_DIR,
-                folder / SETTINGS_FILE,
-                folder / NOTES_FILE,
-                folder / HISTORY_FILE,
-                folder / PROVENANCE_FILE,
-            ):
+            present = _entries(docs.folder)
+            for doc in _VERSIONED:
                 try:
-                    st = os.stat(path)
-                except OSError:
+                    st = os.stat(present[doc])
+                except (KeyError, OSError):
                     parts.append(f"{agent}:-")
                     continue
                 parts.append(f"{agent}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
+
+
+_VERSIONED = (
+    workspace.MEMORY_FILE,
+    workspace.ARCHIVE_DIR,
+    SETTINGS_FILE,
+    NOTES_FILE,
+    HISTORY_FILE,
+    PROVENANCE_FILE,
+)
+"""The documents of an agent folder whose changes change :meth:`ReadModel.version`."""
+
+
+def _entries(folder: Path) -> dict[str, str]:
+    """The paths of the ``_VERSIONED`` documents in ``folder``, by name, from one listing: a
+    stat of each document that is missing (most, in most folders) costs more."""
+    try:
+        with os.scandir(folder) as entries:
+            return {entry.name: entry.path for entry in entries if entry.name in _VERSIONED}
+    except OSError:
+        return {}

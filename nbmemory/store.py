@@ -73,6 +73,12 @@ def database_at(url: str) -> PgStore:
     return store
 
 
+def close_databases() -> None:
+    """Close the connections of every database store this process opened."""
+    for database in list(_stores.values()):
+        database.close()
+
+
 # ----------------------------------------------------------------------------------------------
 # One agent's documents
 

@@ -145,6 +145,31 @@ def test_reading_never_creates_changes_or_locks_a_file(workspace):
     assert reader.agent("Gone").messages == 0 and reader.agent("Gone").archives == 1
 
 
+@pytest.mark.files("an agent folder's documents written and removed by hand")
+def test_the_version_changes_whenever_a_document_of_an_agent_appears_changes_or_goes(workspace):
+    persistent("Watched").add("User", "hello")
+    persistent("Other").add("User", "hi")
+    folder = memory_path("Watched").parent
+    reader = ReadModel()
+    versions = [reader.version()]
+    for doc in ("NOTES.md", "settings.json", "NOTES.history.jsonl", "PROVENANCE.jsonl"):
+        (folder / doc).write_text("x")
+        versions.append(reader.version())
+        (folder / doc).write_text("xy")
+        versions.append(reader.version())
+    (folder / "archive").mkdir()
+    versions.append(reader.version())
+    persistent("Watched").add("User", "again")
+    versions.append(reader.version())
+    for doc in ("NOTES.md", "settings.json", "NOTES.history.jsonl", "PROVENANCE.jsonl"):
+        (folder / doc).unlink()
+        versions.append(reader.version())
+    (folder / "archive").rmdir()
+    versions.append(reader.version())
+    assert len(set(versions)) == len(versions)
+    assert reader.version() == versions[-1]  # unchanged: the same token
+
+
 def test_it_follows_appends_from_another_process_reading_only_what_is_new(workspace):
     persistent("Shared").add("User", "first")
     reader = ReadModel()

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,7 +17,8 @@ from traitlets import TraitError
 
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Agent, Conversation, Workspace
-from nbmemory.jupyter.server import NbMemoryServer
+from nbmemory.jupyter.server import NbMemoryServer, WarmUp
+from nbmemory.memory_file import format_block, format_header
 from nbmemory.note_history import Author
 from nbmemory.notes import Notes
 from nbmemory.provenance import Provenance
@@ -950,3 +952,54 @@ def test_an_authorizer_can_allow_reading_and_deny_compaction(tmp_path, monkeypat
             assert status == 403 and "write" in data["message"]
     assert stored("Scout") == before
     assert notes_of("Scout") is None
+
+
+@pytest.mark.files("memories written by hand, as swarms or a person write them: no counts kept")
+def test_the_server_reads_the_agents_once_at_start_and_writes_nothing(tmp_path):
+    """Its warm-up lists every agent as the panel's first request will (tokenizers loaded,
+    memories read and counted), so that request finds them read; like any read, it keeps no
+    token counts beside the memories."""
+    root = tmp_path / "lab"
+    workspace = root / "workspace"
+    for name, model in (("Alpha", None), ("Beta", "gpt-4o")):
+        folder = workspace / "agents" / name
+        folder.mkdir(parents=True)
+        blocks = [
+            format_block("User", f"{name} keeps note {i}", "2026-04-20T18:35:04") for i in range(3)
+        ]
+        (folder / "MEMORY.md").write_text(format_header(name) + "".join(blocks))
+        if model:
+            docs = Workspace(workspace).agent(name)
+            write_settings(docs, RunSettings(model, 128_000, 0.8, "o200k_base"))
+    before = snapshot(workspace)
+    args = (server_extension_on(root), "--NbMemoryServer.workspace=workspace")
+    with jupyter_lab(root, extra_args=args) as server:
+        deadline = time.monotonic() + 60
+        while "nbmemory: 2 agents read at start" not in server.log_tail(100_000):
+            assert time.monotonic() < deadline, server.log_tail()
+            time.sleep(0.1)
+        assert snapshot(workspace) == before
+        status, listing = call(server, "/agents")
+    assert status == 200
+    expected = [info.usage.to_json() for info in ReadModel(workspace).agents()]
+    assert [{key: agent[key] for key in expected[0]} for agent in listing["agents"]] == expected
+    assert [agent["encoding"] for agent in listing["agents"]] == ["cl100k_base", "o200k_base"]
+    assert snapshot(workspace) == before
+
+
+def test_the_first_listing_is_the_warm_ups_only_if_nothing_changed_since_it_began(workspace):
+    """Taken once, and only at the version it was read at: a listing begun before a change
+    would be stale under the ETag of the change."""
+    import logging
+
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hello")
+    model, log = ReadModel(), logging.getLogger("test")
+    warm = WarmUp()
+    warm.run(model, log)
+    assert warm.done.is_set()
+    listed = warm.take(model.version())
+    assert [info.name for info in listed] == ["Scout"]
+    assert warm.take(model.version()) is None  # once
+    warm.run(model, log)
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "again")
+    assert warm.take(model.version()) is None

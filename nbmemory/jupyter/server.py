@@ -59,11 +59,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import hashlib
 import json
 import os
 import re
 import secrets
+import threading
+import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -74,7 +77,7 @@ import tornado.web
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Float, TraitError, Unicode, validate
+from traitlets import Bool, Float, TraitError, Unicode, validate
 
 from nbmemory import note_history, workspace
 from nbmemory import store as memory_store
@@ -89,6 +92,7 @@ from nbmemory.errors import (
     InvalidNoteError,
     InvalidTextError,
     ModelError,
+    NbmemoryError,
     NoteChangedError,
     NoteNotFoundError,
     NotesFullError,
@@ -100,7 +104,7 @@ from nbmemory.note_history import Author
 from nbmemory.notes import Notes
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.provenance import SERVER_ROOT_ENV
-from nbmemory.read_model import FOLD_CHARS, Item, ReadModel
+from nbmemory.read_model import FOLD_CHARS, AgentInfo, Item, ReadModel
 from nbmemory.wording import preview_words, vocabulary
 
 AUTH_RESOURCE = "nbmemory"
@@ -215,6 +219,14 @@ class NbMemoryServer(ExtensionApp):
             )
         return value
 
+    warm_up = Bool(
+        True,
+        help="""Read and count every agent once, in the background, when the server starts:
+        the panel's first listing then finds them read (cold, 3,000 agents that never ran
+        take about a second: the tokenizers their models use are loaded, every memory is
+        read and counted).""",
+    ).tag(config=True)
+
     def resolve_workspace(self, root_dir: str | os.PathLike[str]) -> Path:
         """The one rule: the setting, else $WORKSPACE_DIR, else ``root_dir/agent_workspace``."""
         root = Path(root_dir).expanduser()
@@ -264,6 +276,16 @@ class NbMemoryServer(ExtensionApp):
         self.settings["nbmemory_previews"] = PreviewPlans()
         kept = self.settings["nbmemory_model"].store
         self.log.info("nbmemory: agents' memory in %s", root if kept == "files" else kept)
+        # The server's own objects (modules, classes, settings: some 200,000) live as long as
+        # it does; left to the collector, each full collection walks them all again, and the
+        # first listing of thousands of agents triggers one (0.1 s of a 1 s answer).
+        gc.freeze()
+        warm = self.settings["nbmemory_warm_up"] = WarmUp()
+        if self.warm_up:
+            model, log = self.settings["nbmemory_model"], self.log
+            threading.Thread(target=warm.run, args=(model, log), daemon=True).start()
+        else:
+            warm.done.set()
 
     async def stop_extension(self) -> None:
         self.settings["nbmemory_heavy_reads"].shutdown()
@@ -311,6 +333,36 @@ class NbMemoryServer(ExtensionApp):
 _APP_KEY = "_nbmemory_app"
 
 
+class WarmUp:
+    """The agents listed once when the server starts, in the background, as the panel's first
+    request will list them: what that reads and counts is kept (``nbmemory.follow``)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self._listed: tuple[str, list[AgentInfo]] | None = None
+
+    def run(self, model: ReadModel, log: Any) -> None:
+        """List the agents of ``model`` (and the version they were read at), then set
+        :attr:`done`. Only reads."""
+        start = time.perf_counter()
+        try:
+            version = model.version()
+            self._listed = version, model.agents()
+        except (NbmemoryError, OSError) as exc:  # the panel's own request will say what is wrong
+            log.info("nbmemory: the agents were not read at start: %s", exc)
+        else:
+            elapsed = time.perf_counter() - start
+            log.info("nbmemory: %d agents read at start in %.2f s", len(self._listed[1]), elapsed)
+        finally:
+            self.done.set()
+
+    def take(self, version: str) -> list[AgentInfo] | None:
+        """The listing, once, if nothing changed since it began (the workspace is still at
+        ``version``); else ``None``."""
+        listed, self._listed = self._listed, None
+        return listed[1] if listed is not None and listed[0] == version else None
+
+
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     """The extension point with its app, for ``jpserver_extensions`` naming this module."""
     return [{"module": "nbmemory.jupyter.server", "app": NbMemoryServer}]
@@ -344,6 +396,8 @@ class _Handler(APIHandler):
     """Shared pieces: the read model, query parameters, ETags, errors as JSON."""
 
     auth_resource = AUTH_RESOURCE
+    read_at = ""
+    """The version (``ReadModel.version``) this answer's ETag names: set by :meth:`not_modified`."""
 
     def json_body(self) -> dict[str, Any]:
         """The request's JSON object (400 for anything else)."""
@@ -449,7 +503,7 @@ class _Handler(APIHandler):
         cache-busting parameter does not defeat it. The version is taken before the data is
         read, so a change in between costs the client one more fetch, never a stale answer.
         """
-        version = await self.in_thread(self.model.version, name)
+        version = self.read_at = await self.in_thread(self.model.version, name)
         root = str(self.model.root)
         key = json.dumps([API_VERSION, root, version, self.request.path, parts], sort_keys=True)
         etag = '"' + hashlib.blake2b(key.encode(), digest_size=12).hexdigest() + '"'
@@ -481,7 +535,12 @@ class AgentsHandler(_Handler):
         poll = self.settings["nbmemory_poll_interval"]
         if await self.not_modified(None, poll):
             return
-        agents = await self.in_thread(self.model.agents)
+        warm = self.settings["nbmemory_warm_up"]
+        if not warm.done.is_set():  # read them once, not twice at once
+            await asyncio.to_thread(warm.done.wait)
+        agents = warm.take(self.read_at)
+        if agents is None:
+            agents = await self.in_thread(self.model.agents)
         self.reply(
             {
                 "workspace": str(self.model.root),
