@@ -459,7 +459,12 @@ def run() -> NoReturn:
     """The ``nbmemory`` command: :func:`main` on ``sys.argv``. A command that only reads ends
     its process with :func:`leave`, which does not free what the command read."""
     args = parser().parse_args()
-    code = _command(args)
+    try:
+        code = _command(args)
+    except BrokenPipeError:  # whoever read the output stopped (``nbmemory ls | head``)
+        # What is still buffered would fail again at exit: it goes nowhere instead.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
     if args.command in ONLY_READ:
         leave(code)
     sys.exit(code)

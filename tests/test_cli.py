@@ -213,6 +213,31 @@ def test_a_command_that_only_reads_ends_without_freeing_what_it_read(prepared, a
         assert result.stdout == main_output(args)
 
 
+@pytest.mark.files("a memory written as a file, quickly")
+def test_output_cut_short_by_its_reader_ends_quietly(workspace):
+    """``nbmemory show NAME | head -1``: the reader goes away after one line, and the command
+    ends without a traceback (what it still had to print goes nowhere)."""
+    from nbmemory.memory_file import format_block, format_header
+
+    path = Path(memory_path("Long"))
+    path.parent.mkdir(parents=True)
+    blocks = [
+        format_block("User", f"message {i} " + "x" * 100, "2026-04-20T18:35:04")
+        for i in range(2000)
+    ]
+    path.write_text(format_header("Long") + "".join(blocks), encoding="utf-8")  # over 64 KB
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nbmemory", "show", "Long"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdout.readline().startswith(b"Long: 2,000 messages")
+    process.stdout.close()
+    assert process.wait(timeout=60) == 1
+    assert process.stderr.read() == b""
+
+
 def main_output(args: list[str]) -> str:
     """What ``cli.main`` prints for ``args`` in this process."""
     import contextlib
