@@ -575,8 +575,7 @@ class Conversation(SwarmsConversation):
         return [
             m
             for m in self.conversation_history
-            if keyword
-            in (m["content"] if type(m["content"]) is str else content_text(m["content"]))
+            if keyword in (c if type(c := m["content"]) is str else content_text(c))
         ]
 
     search_keyword_in_conversation = search
