@@ -42,7 +42,8 @@ from nbmemory.store import Workspace  # noqa: E402
 
 EXIT_LIMIT = 30.0
 CHILD = """
-import random, sys
+import random, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as a kernel: even if run in background
 if sys.argv[1] == "swarms":
     from swarms.structs.conversation import Conversation
 else:

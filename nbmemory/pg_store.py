@@ -630,14 +630,28 @@ class PgStore:
             self._valid_names.add(name)
         with self.statement(f"add a message to {name}") as conn:
             self._local.sent_by = conn.info.backend_pid  # see ends_with()
-            conn.execute("SELECT nbmemory_append(%s, %s, %s)", (name, header, data))
+            row = conn.execute("SELECT nbmemory_append(%s, %s, %s)", (name, header, data))
+            self._appended_rows()[name] = row.fetchone()[0]  # committed, and known to be
             self._local.sent_by = None
 
-    def ends_with(self, name: str, data: bytes) -> bool:
-        """Whether one of the agent's last memory rows ends with ``data``: after an interrupt
-        cut :meth:`append` short, whether its block was committed. On a connection of its own
-        with short timeouts (the pool may have been given up, and the server may be what did
-        not answer): ``False`` if the server does not answer at once."""
+    def appended(self, name: str) -> int:
+        """The row the last :meth:`append` of this thread wrote to the agent's memory (-1 for
+        none): see :meth:`ends_with`."""
+        return self._appended_rows().get(name, -1)
+
+    def _appended_rows(self) -> dict[str, int]:
+        rows = getattr(self._local, "appended", None)
+        if rows is None:
+            rows = self._local.appended = {}
+        return rows
+
+    def ends_with(self, name: str, data: bytes, after: int = -1) -> bool:
+        """Whether one of the agent's last memory rows after row ``after`` ends with ``data``:
+        after an interrupt cut :meth:`append` short, whether its block was committed (``after``
+        being :meth:`appended` before it, so that an earlier block with the same bytes, the same
+        text said twice in one second, is not taken for it). On a connection of its own with
+        short timeouts (the pool may have been given up, and the server may be what did not
+        answer): ``False`` if the server does not answer at once."""
         import psycopg
 
         sent_by, self._local.sent_by = getattr(self._local, "sent_by", None), None
@@ -657,8 +671,9 @@ class PgStore:
                         break
                     time.sleep(0.005)
                 rows = conn.execute(
-                    "SELECT data FROM nbmemory_memory WHERE agent = %s ORDER BY seq DESC LIMIT 8",
-                    (name,),
+                    "SELECT data FROM nbmemory_memory WHERE agent = %s AND seq > %s "
+                    "ORDER BY seq DESC LIMIT 8",
+                    (name, after),
                 ).fetchall()
         except psycopg.Error:
             return False

@@ -507,7 +507,6 @@ class DatabaseMemory:
         self.path = docs.folder / MEMORY_FILE
         self.archive_dir = self.folder / ARCHIVE_DIR
         self.conversation_name = conversation_name
-        self.appends = 0  # MemoryFile's counter: here holds() asks the database
         self._header_bytes = format_header(conversation_name).encode("utf-8")
 
     def __repr__(self) -> str:
@@ -525,11 +524,18 @@ class DatabaseMemory:
     def append(self, block: str | bytes) -> None:
         self.db.append(self.agent, self._header_bytes, _block_data(block))
 
+    @property
+    def appends(self) -> int:
+        """What :meth:`holds` compares with: the row this thread last appended."""
+        return self.db.appended(self.agent)
+
     def holds(self, block: str | bytes, appends: int) -> bool:
-        """Whether ``block`` was committed by an :meth:`append` that an interrupt cut short
-        (the database alone can say: the interrupt may have come while the server committed).
-        ``appends`` is for :class:`MemoryFile`'s signature."""
-        return self.db.ends_with(self.agent, _block_data(block))
+        """Whether ``block`` was committed by an :meth:`append` that an interrupt cut short,
+        ``appends`` being :attr:`appends` before it: at once if the append had its row back,
+        else the database alone can say (the interrupt may have come while it committed)."""
+        if self.db.appended(self.agent) != appends:
+            return True
+        return self.db.ends_with(self.agent, _block_data(block), after=appends)
 
     def read_bytes(self) -> bytes:
         return self.db.memory(self.agent) or b""

@@ -103,7 +103,7 @@ def test_the_wheel_holds_the_license_the_labextension_and_its_install_json(wheel
         "Project-URL: Changelog, https://github.com/nbmemory/nbmemory/blob/main/CHANGELOG.md",
     ]:
         assert line in metadata.splitlines()
-    assert "jupyter-nbmemory = nbmemory.cli:main" in scripts.splitlines()
+    assert "jupyter-nbmemory = nbmemory.cli:run" in scripts.splitlines()
     tools = scripts.split("[jupyter_server_mcp.tools]\n", 1)[1].split("\n\n")[0]
     assert tools.splitlines() == ["nbmemory = nbmemory.jupyter.mcp_tools:TOOLS"]
     personas = scripts.split("[jupyter_ai.personas]\n", 1)[1].split("\n\n")[0]

@@ -364,6 +364,9 @@ def test_interrupting_a_write_leaves_the_memory_as_it_was(database: str):
     convo.add("User", "first")
     code = (
         "import os, signal, threading\n"
+        # Ctrl-C raises KeyboardInterrupt here, as in a kernel, even when this suite runs in a
+        # shell's background, whose jobs start with SIGINT ignored (and pass that on).
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from nbmemory import Conversation\n"
         "from nbmemory.store import memory_path\n"
         "c = Conversation(name='Scout', memory_md_path=memory_path('Scout'))\n"
@@ -381,6 +384,23 @@ def test_interrupting_a_write_leaves_the_memory_as_it_was(database: str):
     assert [m["content"] for m in messages[:1]] == ["first"]
     assert len(messages) - 1 in (added, added + 1)  # the interrupted one: all of it or none
     assert all(m["content"] == "x" * 100_000 for m in messages[1:])
+
+
+def test_an_interrupted_append_is_never_mistaken_for_an_earlier_one_with_the_same_bytes(
+    database: str,
+):
+    """The same text said twice in one second makes the same block: after an interrupt, only
+    a row written since this process's last append can be the interrupted one."""
+    from nbmemory.memory_file import block_bytes
+
+    memory = Conversation(name="Echo", memory_md_path=memory_path("Echo"))._memory
+    block = block_bytes("User", "same again", "2026-04-20T18:35:04")
+    memory.append(block)
+    # Interrupted before it was sent: the row already there is the first one, not this one.
+    assert not memory.holds(block, memory.appends)
+    # Interrupted once the server had committed it (its answer lost): the new row tells.
+    PgStore(database).append("Echo", b"", block)
+    assert memory.holds(block, memory.appends)
 
 
 def test_an_append_after_unfinished_text_writes_what_the_file_store_writes(

@@ -179,7 +179,7 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         expect(messages.first).to_contain_text("Ignore previous instructions", timeout=WAIT_MS)
         expect_model_figures(page, agents, workspace, "Scout")  # updated from the other process
         assert scout_row.evaluate("row => row.__kept === true")  # the row was not rebuilt
-        assert page.evaluate("() => document.activeElement.dataset.name") == "Scout"
+        expect(scout_row).to_be_focused()  # once the panel has caught up with the change
 
         # Hostile Markdown and HTML: text, never elements; no script ran, no pixel fetched.
         body = messages.first.get_by_test_id("nbmemory-message-body")
