@@ -376,6 +376,10 @@ def open_lab(server: LabServer, height: int = 900, failure_name: str = "lab") ->
         page.goto(f"{server.url}/{start}{'&' if '?' in start else '?'}token={server.token}")
         page.wait_for_function("() => window.jupyterapp !== undefined")
         page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+        if server.app != "notebook":
+            # Lab opens its launcher after it is restored, and the launcher takes the focus:
+            # once it is shown, nothing of Lab's start moves the focus a test put somewhere.
+            page.locator(".jp-Launcher").wait_for()
         yield page
 
 
