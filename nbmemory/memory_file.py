@@ -787,7 +787,7 @@ class MemoryFile:
         any other text not ending in a line break is ended with one, so it stays apart (and
         reported) rather than merged.
         """
-        data = block if isinstance(block, bytes) else encoded(block, "message")
+        data = block_data(block)
         lock = self._lock
         depth = lock.depth()
         try:
@@ -1093,6 +1093,12 @@ def encoded(text: str, what: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise _invalid(exc, what) from None
+
+
+def block_data(block: str | bytes) -> bytes:
+    """A block's UTF-8, given as text (:func:`format_block`) or already encoded
+    (:func:`block_bytes`): ``InvalidTextError`` before anything is written."""
+    return block if isinstance(block, bytes) else encoded(block, "message")
 
 
 def _invalid(exc: UnicodeEncodeError, what: str) -> InvalidTextError:

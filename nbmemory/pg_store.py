@@ -645,7 +645,7 @@ class PgStore:
             rows = self._local.appended = {}
         return rows
 
-    def ends_with(self, name: str, data: bytes, after: int = -1) -> bool:
+    def ends_with(self, name: str, data: bytes, after: int) -> bool:
         """Whether one of the agent's last memory rows after row ``after`` ends with ``data``:
         after an interrupt cut :meth:`append` short, whether its block was committed (``after``
         being :meth:`appended` before it, so that an earlier block with the same bytes, the same

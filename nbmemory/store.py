@@ -522,7 +522,7 @@ class DatabaseMemory:
         self.db.ensure(self.agent, self._header_bytes)
 
     def append(self, block: str | bytes) -> None:
-        self.db.append(self.agent, self._header_bytes, _block_data(block))
+        self.db.append(self.agent, self._header_bytes, memory_file.block_data(block))
 
     @property
     def appends(self) -> int:
@@ -535,7 +535,7 @@ class DatabaseMemory:
         else the database alone can say (the interrupt may have come while it committed)."""
         if self.db.appended(self.agent) != appends:
             return True
-        return self.db.ends_with(self.agent, _block_data(block), after=appends)
+        return self.db.ends_with(self.agent, memory_file.block_data(block), after=appends)
 
     def read_bytes(self) -> bytes:
         return self.db.memory(self.agent) or b""
@@ -558,11 +558,6 @@ class DatabaseMemory:
         new = memory_file.encoded(format_header(self.conversation_name) + blocks, "summary")
         archive = self.db.compact(self.agent, new, keep=has_messages)
         return self.folder / archive if archive is not None else None
-
-
-def _block_data(block: str | bytes) -> bytes:
-    """A block's UTF-8, given as text or already encoded (see ``memory_file.block_bytes``)."""
-    return block if isinstance(block, bytes) else memory_file.encoded(block, "message")
 
 
 def memory_docs(memory: Any) -> FileDocs | DatabaseDocs:
