@@ -332,7 +332,12 @@ def read_whole(data: bytes, note: bytes | None = None) -> Whole | None:
         fence = data.find(_FENCE, start) if data.find(b"`", start) >= 0 else -1
         while fence >= 0:  # content that parse() decodes as JSON must be JSON
             end = data.find(_END, fence)
-            decode_content(data[fence + 1 : end].decode("utf-8"))
+            # Only a fence that starts a block's content (a heading, a blank line, the fence)
+            # can open JSON; one further down is a line of text.
+            if data[fence - 1] == 0x0A and data.startswith(
+                b"\n### ", data.rfind(b"\n", 0, fence - 1)
+            ):
+                decode_content(data[fence + 1 : end].decode("utf-8"))
             fence = data.find(_FENCE, end)
         str(data[size:] if size else data, "utf-8")
     except (UnicodeDecodeError, json.JSONDecodeError):
