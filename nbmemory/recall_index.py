@@ -280,6 +280,7 @@ class StoredIndex:
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
         self._ids: dict[str, int | None] = {}
         self._read: dict[tuple[str, int], str] = {}
+        self._key_list: list[bytes | None] | None = None
         self._lock = threading.Lock()
 
     def _cast(self, sections: dict[str, Any]) -> None:
@@ -443,12 +444,16 @@ class StoredIndex:
         return bytes(self._blocks[16 * i : 16 * i + 16]).hex()
 
     def keys(self) -> list[bytes | None]:
-        """The key of each message's vector (``None`` for what recall never returns)."""
-        keys = bytes(self._keys[:])
-        return [
-            bytes(keys[16 * i : 16 * i + 16]) if self.recallable[i] else None
-            for i in range(self.count)
-        ]
+        """The key of each message's vector (``None`` for what recall never returns), made
+        once: the index never changes."""
+        with self._lock:
+            if self._key_list is None:
+                keys = bytes(self._keys[:])
+                self._key_list = [
+                    bytes(keys[16 * i : 16 * i + 16]) if self.recallable[i] else None
+                    for i in range(self.count)
+                ]
+            return self._key_list
 
 
 class _InParts:

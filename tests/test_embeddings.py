@@ -169,12 +169,16 @@ def test_vectors_land_in_the_database_table(openai_server, database):
     assert sorted(set(rows)) == [("Maya", "openai/fake-embed", 16, 256 * 4)] and len(rows) == 4
 
 
-def test_without_an_embedding_model_nothing_is_embedded_or_imported(openai_server, monkeypatch):
+def test_by_default_recall_uses_the_offline_vectors_and_sends_nothing(openai_server, monkeypatch):
     monkeypatch.delenv("NBMEMORY_EMBEDDING_MODEL", raising=False)
-    assert Agent("Plain", persistent_memory=True).semantic_index() is None
+    agent = Agent("Plain", persistent_memory=True)
+    assert agent.embedding_model == "nbmemory/words"
     monkeypatch.setenv("NBMEMORY_EMBEDDING_MODEL", "openai/fake-embed")
     assert Agent("Plain", persistent_memory=True).embedding_model == "openai/fake-embed"
     assert Agent("Plain", persistent_memory=True, embedding_model="").semantic_index() is None
+    agent.short_memory.add("User", "The red car.")
+    agent.run("Which automobile?")
+    assert openai_server.embedding_requests == []
     code = (
         "import sys\nfrom nbmemory import Agent\n"
         "a = Agent('Plain', persistent_memory=True)\n"
@@ -182,7 +186,7 @@ def test_without_an_embedding_model_nothing_is_embedded_or_imported(openai_serve
         "print(a.run('Which car?'))\n"
         "print(sorted(m for m in ('numpy', 'nbmemory.embeddings') if m in sys.modules))"
     )
-    result = run_python(code, env={"NBMEMORY_EMBEDDING_MODEL": ""})
+    result = run_python(code, env={"NBMEMORY_EMBEDDING_MODEL": "none"})
     assert result.stdout.strip().endswith("[]")
 
 

@@ -29,6 +29,7 @@ LAYERS = {
     "memory": ["swarms_conversation", "conversation"],
     "agent": [
         "llm",
+        "word_vectors",
         "embeddings",
         "recall_index",
         "recall",

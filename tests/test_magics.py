@@ -147,7 +147,11 @@ def test_config_sets_the_embedding_model(ip, openai_server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.delenv("NBMEMORY_EMBEDDING_MODEL", raising=False)
     agent(ip, "Lena", "My car is red.")
-    assert ip.magics_manager.registry["NbMemoryMagics"].agents["Lena"].semantic_index() is None
+    lena = ip.magics_manager.registry["NbMemoryMagics"].agents["Lena"]
+    assert lena.semantic_index().model == "nbmemory/words"  # offline, by default
+    ip.run_line_magic("config", "NbMemoryMagics.embedding_model = 'none'")
+    agent(ip, "Lena", "What colour is my car?")
+    assert lena.semantic_index() is None
     ip.run_line_magic("config", "NbMemoryMagics.embedding_model = 'openai/fake-embed'")
     ip.run_line_magic("config", f"NbMemoryMagics.embedding_api_base = {openai_server.url!r}")
     try:
@@ -158,7 +162,8 @@ def test_config_sets_the_embedding_model(ip, openai_server, monkeypatch):
         for option in ("embedding_model", "embedding_api_base"):
             ip.run_line_magic("config", f"NbMemoryMagics.{option} = ''")
     agent(ip, "Lena", "What colour is my automobile?")
-    assert len(openai_server.embedding_requests) == 1  # off again
+    assert len(openai_server.embedding_requests) == 1  # the default again: nothing sent
+    assert lena.semantic_index().model == "nbmemory/words"
 
 
 def test_config_sets_the_recall_budget(ip, caplog):

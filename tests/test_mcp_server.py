@@ -29,6 +29,7 @@ from nbmemory.read_model import ReadModel
 from nbmemory.recall import DEFAULT_BUDGET
 from nbmemory.report import AgentTable
 from nbmemory.tokens import TokenCounter
+from nbmemory.workspace import EMBEDDINGS_DIR
 from support import ROOT, leaks, run_python, stored, stored_messages
 
 HOSTILE = (
@@ -314,6 +315,19 @@ def test_read_only_with_a_fixed_agent_offers_no_writer_and_no_other_agent(tmp_pa
 
     anyio.run(scenario)
     assert ReadModel(Workspace.from_env()).version() == before  # nothing written
+
+
+def test_recall_finds_a_question_in_other_words_as_an_agent_does(monkeypatch):
+    agent = Agent(agent_name="Family", persistent_memory=True)
+    agent.add_memory("We adopted a beagle from the animal shelter yesterday.")
+    agent.add_memory("My brother is coming home for the holidays.")
+    asked = {"agent": "Family", "query": "Did they get a puppy?", "limit": 1}
+    answer = MemoryServer(Workspace.from_env()).call("recall_memory", asked)[0]
+    assert "beagle" in answer and "brother" not in answer
+    monkeypatch.setenv("NBMEMORY_EMBEDDING_MODEL", "none")  # by words alone: no word in common
+    assert "beagle" not in MemoryServer(Workspace.from_env()).call("recall_memory", asked)[0]
+    docs = agent.short_memory.docs
+    assert docs.is_database or not (docs.folder / EMBEDDINGS_DIR).exists()  # nothing written
 
 
 def test_recall_answers_within_the_servers_token_budget(tmp_path):

@@ -96,7 +96,8 @@ class NbMemoryMagics(Magics):
         "",
         help="""Embedding model recall also ranks by meaning with (any litellm embedding model:
         openai/text-embedding-3-small, ollama/nomic-embed-text, …); empty means
-        $NBMEMORY_EMBEDDING_MODEL, else recall by words only.""",
+        $NBMEMORY_EMBEDDING_MODEL, else nbmemory/words (offline word vectors); none means
+        recall by words only.""",
     ).tag(config=True)
     embedding_api_base = Unicode(
         "", help="Endpoint of the embedding model; empty for the provider's."
@@ -126,8 +127,8 @@ class NbMemoryMagics(Magics):
         """Start importing litellm in the background if new agents would call a provider (a
         model or an embedding model), so that their first answer does not wait seconds for it;
         never for the offline model alone."""
-        embedding = self.embedding_model or llm.default_embedding_model()
-        if not llm.is_offline(self._model(None)) or embedding:
+        embedding = llm.embedding_model(self.embedding_model or None)
+        if not llm.is_offline(self._model(None)) or (embedding and not llm.is_offline(embedding)):
             llm.import_in_background()
 
     @validate("recall_budget")
@@ -179,7 +180,7 @@ class NbMemoryMagics(Magics):
             "system_prompt": args.system,
             "recall": self.recall and not args.no_recall,
         }
-        embedding = self.embedding_model or llm.default_embedding_model()
+        embedding = llm.embedding_model(self.embedding_model or None)
         options = {"api_base": self.embedding_api_base} if self.embedding_api_base else {}
         agent = self.agents.get(name)
         if agent is not None and (
@@ -198,7 +199,7 @@ class NbMemoryMagics(Magics):
                 **wanted,
             )
             self.agents[name] = agent
-        agent.embedding_model, agent.embedding_options = embedding, options
+        agent.embedding_model, agent.embedding_options = embedding or None, options
         agent.recall_budget = self.recall_budget
         agent.notes_approval = self.notes_approval or None
         if args.max_loops is not None:

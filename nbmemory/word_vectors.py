@@ -1,0 +1,101 @@
+"""Offline vectors for recall's ranking by meaning: one per English word, nothing downloaded.
+
+``encode(texts)`` gives each text the mean of its content words' vectors, as a unit vector,
+so that "brought home from the rescue" lands near "adopted from the animal shelter" without
+an embedding service. The vectors ship in ``word_vectors.bin`` (about 22,000 words, 256
+dimensions, int8 with a scale per word, 5.6 MB), distilled from all-MiniLM-L6-v2 (Apache-2.0)
+by ``benchmarks/make_word_vectors.py``. They are weaker than a sentence model's, so recall
+gives their ranking ``WEIGHT`` of a provider's in the fusion. ``MODEL`` is their name wherever
+an embedding model is named (``Agent(embedding_model=...)``); it is the default.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nbmemory.llm import WORDS_MODEL
+from nbmemory.terms import STOPWORDS
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODEL = WORDS_MODEL
+WEIGHT = 0.3
+"""What a place in the ranking by these vectors adds to a message's fused score, against 1 for
+a provider's sentence embeddings (benchmarks/retrieval.py: more weight loses updated facts)."""
+FLOOR = 0.1
+"""The cosine a text needs to be ranked at all: unrelated sentences meet at about 0 ± 0.1
+(benchmarks/retrieval.py: a higher floor loses questions that ask two things)."""
+REACH = 4_096
+"""The newest messages recall ranks by these vectors (older ones by words alone), so that a
+recall costs the same on any history: the vectors are made in each process (about 9 µs a
+message, 1 KiB of RAM), never stored, since they cost less to make than to read."""
+PATH = Path(__file__).with_name("word_vectors.bin")
+_MAGIC = b"nbmemory-word-vectors 1"
+_WORD = re.compile(r"[a-z]+")
+_CHUNK = 256  # texts whose word rows are gathered at once: they stay in the cache
+_lock = threading.Lock()
+_loaded: tuple[dict[str, int], np.ndarray] | None = None
+_known: frozenset[str] | None = None
+
+
+def write(path: Path, words: Sequence[str], vectors: np.ndarray) -> None:
+    """Store ``vectors`` (one row per word) as int8 rows with a float32 scale each."""
+    import numpy as np
+
+    scales = (np.abs(vectors).max(1) / 127).astype(np.float32)
+    scales[scales == 0] = 1.0
+    rows = np.round(vectors / scales[:, None]).astype(np.int8)
+    listed = "\n".join(words).encode()
+    head = b"%s %d %d %d\n" % (_MAGIC, len(words), vectors.shape[1], len(listed))
+    path.write_bytes(head + listed + scales.tobytes() + rows.tobytes())
+
+
+def _read(path: Path) -> tuple[dict[str, int], np.ndarray]:
+    import numpy as np
+
+    data = path.read_bytes()
+    head, _, rest = data.partition(b"\n")
+    magic, count, dimensions, listed = head.rsplit(b" ", 3)
+    if magic != _MAGIC:
+        raise ValueError(f"{path} is not a word vector file")
+    count, dimensions, listed = int(count), int(dimensions), int(listed)
+    words = rest[:listed].decode().split("\n")
+    scales = np.frombuffer(rest, np.float32, count, listed)
+    rows = np.frombuffer(rest, np.int8, count * dimensions, listed + 4 * count)
+    matrix = rows.reshape(count, dimensions) * scales[:, None]
+    return {word: n for n, word in enumerate(words)}, matrix.astype(np.float32)
+
+
+def _table() -> tuple[dict[str, int], np.ndarray]:
+    global _loaded, _known
+    with _lock:
+        if _loaded is None:
+            _loaded = _read(PATH)
+            _known = frozenset(_loaded[0].keys() - STOPWORDS)
+        return _loaded
+
+
+def encode(texts: Sequence[str]) -> np.ndarray:
+    """A unit vector per text (zeros for a text with no known content word), in order."""
+    import numpy as np
+
+    index, matrix = _table()
+    found = np.zeros((len(texts), matrix.shape[1]), np.float32)
+    for first in range(0, len(texts), _CHUNK):
+        rows: list[int] = []
+        starts = []
+        for text in texts[first : first + _CHUNK]:
+            starts.append(len(rows))
+            rows += [index[w] for w in _WORD.findall(text.lower()) if w in _known]
+        if not rows:
+            continue
+        some = np.diff(starts, append=len(rows)) > 0
+        sums = np.add.reduceat(matrix[rows], np.asarray(starts)[some], axis=0)
+        lengths = np.linalg.norm(sums, axis=1, keepdims=True)
+        found[first : first + len(starts)][some] = sums / np.where(lengths == 0, 1, lengths)
+    return found
