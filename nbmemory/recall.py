@@ -13,9 +13,11 @@ MEMORY.md's messages; in a process, a grown MEMORY.md is indexed for its new mes
 A query's cost is bounded: only its first ``QUERY_TERMS`` distinct words (of its first
 ``QUERY_CHARS`` characters) count, and only its best matches by words are re-ranked.
 
-With an agent's embedding model (``embeddings.SemanticIndex``), a second ranking by meaning is
-fused with the ranking by words (reciprocal rank fusion), then passages are made as above; if
-the provider fails, recall is by words alone. Without one, nothing is embedded.
+With an agent's embedding model (``embeddings.SemanticIndex``: by default the offline word
+vectors of ``word_vectors``), a second ranking by meaning is fused with the ranking by words
+(reciprocal rank fusion, weighed by the index's ``weight`` and by how much of the question the
+best match by words holds), then passages are made as above; if a provider fails, recall is
+by words alone. With none (``"none"``), nothing is embedded.
 
 Recall's own results are written to memory like any tool result; they are never recalled,
 nor are requests to call tools: what recall returns is only what was said.
