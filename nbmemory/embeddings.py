@@ -349,7 +349,13 @@ class SemanticIndex:
         inputs = [query, *(text[:EMBEDDED_CHARS] for text in texts)]
         made: Any = []
         if self.local:
-            made = word_vectors.encode(inputs)
+            try:
+                made = word_vectors.encode(inputs)
+            except (OSError, ValueError) as exc:  # the install's file missing or damaged
+                self._paused_until = time.monotonic() + RETRY_AFTER
+                message = f"recall of {self.docs.name} is lexical only: {self.model}: {exc}"
+                _warn_once(self.docs, self.model, "embed", message)
+                return None
             self._keep(keys, made[1:])
             return self._remember(query, made[0])
         try:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nbmemory import Agent, word_vectors
+from nbmemory import Agent, embeddings, word_vectors
+from nbmemory.errors import MemoryWarning
 from nbmemory.recall import recall
 from nbmemory.workspace import EMBEDDINGS_DIR
 from support import run_python
@@ -102,3 +103,22 @@ def test_nothing_is_sent_and_numpy_waits_for_recall():
     lines = run_python(code).stdout.strip().splitlines()
     assert lines[0] == "False False" and lines[-1] == "True False"
     assert "red car" in "".join(lines[1:-1])
+
+
+def test_a_missing_or_damaged_vectors_file_leaves_recall_by_words_with_one_warning(
+    tmp_path, monkeypatch
+):
+    docs = nora().short_memory.docs
+    damaged = tmp_path / "word_vectors.bin"
+    damaged.write_bytes(word_vectors.PATH.read_bytes()[:100_000])
+    for path in (damaged, tmp_path / "missing.bin"):
+        monkeypatch.setattr(word_vectors, "PATH", path)
+        monkeypatch.setattr(word_vectors, "_loaded", None)
+        monkeypatch.setattr(embeddings, "_warned", set())
+        agent = Agent("Nora", persistent_memory=True)
+        with pytest.warns(MemoryWarning, match="recall of Nora is lexical only") as caught:
+            found = recall(docs, "cello lessons", semantic=agent.semantic_index())
+            by_words = recall(docs, ASKED, semantic=agent.semantic_index())
+            agent.run(ASKED)  # the run goes on
+        assert len(caught) == 1 and found[0].text == OTHERS[3]
+        assert FACT not in [passage.text for passage in by_words]
