@@ -5,9 +5,9 @@
 
 Seeded long conversations between two named people (``--sessions`` dated sessions of about
 ``--turns`` turns each, several hundred turns in all), each fact said once, are written into
-one persistent agent's memory and compacted after every session, as a small window would (a
-plain one-line summary, so the run stays fast); each turn keeps its session's date and time as
-its timestamp, as MEMORY.md stores it. Then every question is asked of
+one persistent agent's memory and compacted after every session, as a small window would (the
+summary is the offline model's, as the agent's compressor writes it); each turn keeps its
+session's date and time as its timestamp, as MEMORY.md stores it. Then every question is asked of
 ``nbmemory.recall.recall(docs, question, k)``, by words alone and as an agent's recall asks it
 by default (fused with the offline word vectors, ``nbmemory/words``), and the share of its
 answer turns found in k passages (a turn a passage carries beside its match counts) is printed
@@ -366,21 +366,19 @@ def dialogue(seed: int, sessions: int, turns: int) -> Dialogue:
 
 def write(made: Dialogue, root: Path, name: str):
     """Write the turns into agent ``name``'s memory, compacted after every session; its docs."""
-    from nbmemory import Conversation, Workspace
+    from nbmemory import Agent, Workspace
     from nbmemory import conversation as conversation_module
 
     workspace = Workspace(root)
-    convo = Conversation(
-        name=name, memory_md_path=str(root / "agents" / name / "MEMORY.md"), workspace=workspace
-    )
+    agent = Agent(agent_name=name, persistent_memory=True, workspace=workspace)
     clock = ["2023-01-01T00:00:00"]
     conversation_module.now_iso = lambda: clock[0]  # each turn keeps its session's date
     day = None
     for speaker, text, stamp in made.turns:
         if day is not None and stamp[:10] != day:
-            convo.compact(f"A chat on {day}: news, plans and small talk.")
+            agent.compact()  # the offline model's summary, as the agent's compressor writes it
         clock[0], day = stamp, stamp[:10]
-        convo.add(speaker, text)
+        agent.short_memory.add(speaker, text)
     return workspace.agent(name)
 
 

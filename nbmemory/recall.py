@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nbmemory import memory_file, provenance, recall_index
+from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.follow import FollowedFile, follow
 from nbmemory.provenance import Cell, Lineage
 from nbmemory.search import content_text
@@ -80,9 +81,10 @@ class Passage:
 
 
 def _recallable(message: dict[str, Any]) -> str | None:
-    """The text recall may return for a message, or ``None`` for recall's own results and for
-    requests to call tools. A question is kept: "Did you know I moved to Lyon?" tells, and an
-    answer is found through the question it answers."""
+    """The text recall may return for a message, or ``None`` for recall's own results, for
+    requests to call tools, and for compaction summaries (what they keep was said in a message
+    the archives hold, with who said it and when). A question is kept: "Did you know I moved
+    to Lyon?" tells, and an answer is found through the question it answers."""
     content = message.get("content")
     if isinstance(content, dict):
         if content.get("tool_calls") or content.get("name") == TOOL_NAME:
@@ -90,7 +92,7 @@ def _recallable(message: dict[str, Any]) -> str | None:
         if isinstance(content.get("content"), str):
             content = content["content"]
     text = content_text(content)
-    return text if text.strip() else None
+    return text if text.strip() and not text.startswith(SUMMARY_MARKER) else None
 
 
 _DATE_WORDS = (

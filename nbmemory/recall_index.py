@@ -46,7 +46,7 @@ from nbmemory.errors import StoreError
 from nbmemory.store import AgentDocs
 from nbmemory.workspace import MEMORY_FILE, RECALL_INDEX_DIR, open_reader
 
-MAGIC = b"nbmemory recall index 3\n"
+MAGIC = b"nbmemory recall index 4\n"
 _POSTINGS_KEPT = 256
 """Terms whose postings one index keeps decoded (a query has at most ``recall.QUERY_TERMS``)."""
 _HASH_CHUNK = 2**20

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nbmemory import Agent, Conversation
+from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.recall import (
     PROMPT_LINE,
     TOOL_NAME,
@@ -58,6 +59,16 @@ def test_the_question_itself_and_recalls_own_results_are_never_recalled(workspac
     convo.add("Echo", {"content": None, "tool_calls": [{"id": "1", "function": {}}]})
     convo.add("Tool", {"tool_call_id": "1", "name": TOOL_NAME, "content": f"[1] {FACT}"})
     assert [p.text for p in recall(agent_docs("Echo"), QUESTION)] == [FACT]
+
+
+def test_a_compaction_summary_is_not_recalled_the_message_it_kept_is(workspace):
+    convo = Conversation(name="Keeper", memory_md_path=memory_path("Keeper"))
+    convo.add("Maya", FACT)
+    convo.add("Tomas", "Lunch ran long again.")
+    convo.compact(f"{SUMMARY_MARKER}\nMaya: code name of project Falcon is BLUEFIN-7.")
+    found = recall(agent_docs("Keeper"), QUESTION)
+    assert [(p.role, p.text) for p in found] == [("Maya", FACT)]
+    assert found[0].source.startswith("history_")  # an archive
 
 
 def test_a_fact_from_before_five_compactions_reaches_an_agent_in_a_new_process(workspace):
