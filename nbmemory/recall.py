@@ -632,8 +632,8 @@ def _ranked(
         by_meaning = _by_meaning(semantic, indexes, query, asked, limit)
         if by_meaning is not None:
             # The more of the question the best match by words says, the less meaning reorders.
-            weight = semantic.weight * (1 - _held(indexes, asked, ranked[0])) if ranked else 1.0
-            ranked = _fused(indexes, ranked, by_meaning, weight)
+            held = _held(indexes, asked, ranked[0]) if ranked else 0.0
+            ranked = _fused(indexes, ranked, by_meaning, semantic.weight * (1 - held))
             matched = max(matched, len(ranked))
     if len(lineage):
         ranked = _current_first(ranked, lineage)
