@@ -3,7 +3,7 @@
 ``encode(texts)`` gives each text the mean of its content words' vectors, as a unit vector,
 so that "brought home from the rescue" lands near "adopted from the animal shelter" without
 an embedding service. The vectors ship in ``word_vectors.bin`` (about 22,000 words, 256
-dimensions, int8 with a scale per word, 5.6 MB), distilled from all-MiniLM-L6-v2 (Apache-2.0)
+dimensions, int8 with a scale per word, 5.8 MB), distilled from all-MiniLM-L6-v2 (Apache-2.0)
 by ``benchmarks/make_word_vectors.py``. They are weaker than a sentence model's, so recall
 gives their ranking ``WEIGHT`` of a provider's in the fusion. ``MODEL`` is their name wherever
 an embedding model is named (``Agent(embedding_model=...)``); it is the default.
