@@ -643,13 +643,7 @@ def _ranked(
 def _held(indexes: list[tuple[Path, _Index]], asked: set[str], best: tuple[Any, ...]) -> float:
     """The share of the query's weight (its words' ``idf``) that a match by words holds, its
     speaker's name included: 1 when it says every word asked."""
-    documents = sum(index.documents for _, index in indexes)
-    weights = {
-        t: idf(
-            documents, min(documents, sum(i.frequency(t) + i.spoken.get(t, 0) for _, i in indexes))
-        )
-        for t in asked
-    }
+    weights = _term_weights(indexes, asked)[2]
     total = sum(weights.values())
     matched, speaker = best[6][0], best[6][1]
     return sum(weights[t] for t in asked & (matched | speaker)) / total if total else 0.0
@@ -781,6 +775,18 @@ def _current_first(ranked: list[tuple[Any, ...]], lineage: Lineage) -> list[tupl
     return sorted(weighed, key=lambda item: item[:3], reverse=True)
 
 
+def _term_weights(
+    indexes: list[tuple[Path, _Index]], terms: Collection[str]
+) -> tuple[dict[str, int], dict[str, int], dict[str, float]]:
+    """For each of ``terms``: how many messages hold it, how many its person says (a name
+    counts as said by each of them, so that it weighs what it tells), and its weight (``idf``)."""
+    documents = sum(index.documents for _, index in indexes)
+    frequency = {t: sum(index.frequency(t) for _, index in indexes) for t in terms}
+    spoken = {t: sum(index.spoken.get(t, 0) for _, index in indexes) for t in terms}
+    weights = {t: idf(documents, min(documents, n + spoken[t])) for t, n in frequency.items()}
+    return frequency, spoken, weights
+
+
 def _lexical(
     indexes: list[tuple[Path, _Index]],
     query: str,
@@ -798,10 +804,7 @@ def _lexical(
     if added:
         asked = asked | set(added)
     average = sum(index.words for _, index in indexes) / documents
-    frequency = {t: sum(index.frequency(t) for _, index in indexes) for t in asked}
-    # A name counts as said by each message its person says, so that it weighs what it tells.
-    spoken = {t: sum(index.spoken.get(t, 0) for _, index in indexes) for t in asked}
-    weights = {t: idf(documents, min(documents, n + spoken[t])) for t, n in frequency.items()}
+    frequency, spoken, weights = _term_weights(indexes, asked)
     for t, share in (added or {}).items():
         weights[t] *= share
     named = {t for t, n in spoken.items() if n}
@@ -897,15 +900,14 @@ def _by_meaning(
     out; a bare question counts less (``QUESTION``), as by words."""
     parts: list[tuple[int, int, list[bytes | None]]] = []  # (file rank, first message, keys)
     left = semantic.reach
-    for rank in range(len(indexes) - 1, -1, -1):
-        if left is not None and left <= 0:
-            break
+    for rank in reversed(range(len(indexes))):  # the newest file first
         every = indexes[rank][1].keys()
         first = 0 if left is None else max(0, len(every) - left)
-        parts.append((rank, first, every[first:] if first else every))
+        parts.insert(0, (rank, first, every[first:]))
         if left is not None:
             left -= len(every) - first
-    parts.reverse()
+            if left <= 0:
+                break
     keys: list[bytes | None] = []
     starts = []
     for _, _, some in parts:  # whole lists joined: no step per message in Python
