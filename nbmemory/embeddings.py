@@ -256,7 +256,7 @@ class SemanticIndex:
         """What recall's fusion gives a place in this ranking (a place by words gives 1)."""
         self.reach = word_vectors.REACH if self.local else None
         """How many of the newest messages recall ranks by meaning (``None``: all)."""
-        self._per_recall = word_vectors.REACH if self.local else PER_RECALL
+        self._per_recall = self.reach or PER_RECALL  # words: all they rank, at once
         self._floor = word_vectors.FLOOR if self.local else 0.0
         dimensions = self.options.get("dimensions")
         tag = f"{model}@{dimensions}" if dimensions else model  # what the vectors are tagged with

@@ -40,7 +40,6 @@ _WORD = re.compile(r"[a-z]+")
 _CHUNK = 256  # texts whose word rows are gathered at once: they stay in the cache
 _lock = threading.Lock()
 _loaded: tuple[dict[str, int], np.ndarray] | None = None
-_known: frozenset[str] | None = None
 
 
 def write(path: Path, words: Sequence[str], vectors: np.ndarray) -> None:
@@ -65,6 +64,8 @@ def _read(path: Path) -> tuple[dict[str, int], np.ndarray]:
         raise ValueError(f"{path} is not a word vector file")
     count, dimensions, listed = int(count), int(dimensions), int(listed)
     words = rest[:listed].decode().split("\n")
+    if len(words) != count:
+        raise ValueError(f"{path} lists {len(words)} words for {count} vectors")
     scales = np.frombuffer(rest, np.float32, count, listed)
     rows = np.frombuffer(rest, np.int8, count * dimensions, listed + 4 * count)
     matrix = rows.reshape(count, dimensions) * scales[:, None]
@@ -72,11 +73,12 @@ def _read(path: Path) -> tuple[dict[str, int], np.ndarray]:
 
 
 def _table() -> tuple[dict[str, int], np.ndarray]:
-    global _loaded, _known
+    """The row of each content word (stop words left out), and the vectors."""
+    global _loaded
     with _lock:
         if _loaded is None:
-            _loaded = _read(PATH)
-            _known = frozenset(_loaded[0].keys() - STOPWORDS)
+            index, matrix = _read(PATH)
+            _loaded = {w: n for w, n in index.items() if w not in STOPWORDS}, matrix
         return _loaded
 
 
@@ -91,7 +93,7 @@ def encode(texts: Sequence[str]) -> np.ndarray:
         starts = []
         for text in texts[first : first + _CHUNK]:
             starts.append(len(rows))
-            rows += [index[w] for w in _WORD.findall(text.lower()) if w in _known]
+            rows += [index[w] for w in _WORD.findall(text.lower()) if w in index]
         if not rows:
             continue
         some = np.diff(starts, append=len(rows)) > 0
