@@ -171,6 +171,9 @@ def test_vectors_land_in_the_database_table(openai_server, database):
 
 def test_by_default_recall_uses_the_offline_vectors_and_sends_nothing(openai_server, monkeypatch):
     monkeypatch.delenv("NBMEMORY_EMBEDDING_MODEL", raising=False)
+    # A provider's model would reach the loopback server: OpenAI's endpoint is set to it.
+    monkeypatch.setenv("OPENAI_API_BASE", openai_server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     agent = Agent("Plain", persistent_memory=True)
     assert agent.embedding_model == "nbmemory/words"
     monkeypatch.setenv("NBMEMORY_EMBEDDING_MODEL", "openai/fake-embed")

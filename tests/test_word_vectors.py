@@ -59,7 +59,7 @@ def test_what_both_rankings_find_keeps_the_order_by_words(on_store):
     assert found[0].text == OTHERS[3]
 
 
-def test_the_word_vectors_are_kept_nowhere(on_store, database_url):
+def test_the_word_vectors_are_kept_nowhere(on_store, request):
     agent = nora()
     recall(agent.short_memory.docs, ASKED, semantic=agent.semantic_index())
     if on_store == "files":
@@ -67,7 +67,7 @@ def test_the_word_vectors_are_kept_nowhere(on_store, database_url):
     else:
         import psycopg
 
-        with psycopg.connect(database_url) as conn:
+        with psycopg.connect(request.getfixturevalue("database_url")) as conn:
             tables = conn.execute("SELECT to_regclass('nbmemory_embeddings')").fetchone()[0]
             rows = conn.execute("SELECT count(*) FROM nbmemory_embeddings").fetchone()[0]
         assert tables is not None and rows == 0
