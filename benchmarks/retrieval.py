@@ -8,8 +8,9 @@ Seeded long conversations between two named people (``--sessions`` dated session
 one persistent agent's memory and compacted after every session, as a small window would (the
 summary is the offline model's, as the agent's compressor writes it); each turn keeps its
 session's date and time as its timestamp, as MEMORY.md stores it. Then every question is asked of
-``nbmemory.recall.recall(docs, question, k)``, by words alone and as an agent's recall asks it
-by default (fused with the offline word vectors, ``nbmemory/words``), and the share of its
+``nbmemory.recall.recall(docs, question, k)``, by words alone (``semantic=None``) and as it ranks
+by default, as an agent's recall does (fused with the offline word vectors, ``nbmemory/words``),
+and the share of its
 answer turns found in k passages (a turn a passage carries beside its match counts) is printed
 per kind of question:
 
@@ -364,22 +365,33 @@ def dialogue(seed: int, sessions: int, turns: int) -> Dialogue:
     return made
 
 
-def write(made: Dialogue, root: Path, name: str):
-    """Write the turns into agent ``name``'s memory, compacted after every session; its docs."""
+def write(made: Dialogue, root: Path, name: str, run: bool = False):
+    """Write the turns into agent ``name``'s memory, compacted after every session; its docs.
+    With ``run``, each turn is a task of ``agent.run`` ("Maya: ...") that the offline model
+    answers, in an 8,000-token window its compressor compacts when full."""
     from nbmemory import Agent, Workspace
     from nbmemory import conversation as conversation_module
 
     workspace = Workspace(root)
-    agent = Agent(agent_name=name, persistent_memory=True, workspace=workspace)
+    agent = Agent(
+        agent_name=name, persistent_memory=True, workspace=workspace, context_length=8_000
+    )
     clock = ["2023-01-01T00:00:00"]
     conversation_module.now_iso = lambda: clock[0]  # each turn keeps its session's date
     day = None
     for speaker, text, stamp in made.turns:
-        if day is not None and stamp[:10] != day:
+        if day is not None and stamp[:10] != day and not run:
             agent.compact()  # the offline model's summary, as the agent's compressor writes it
         clock[0], day = stamp, stamp[:10]
-        agent.short_memory.add(speaker, text)
+        if run:
+            agent.run(said(speaker, text))
+        else:
+            agent.short_memory.add(speaker, text)
     return workspace.agent(name)
+
+
+def said(speaker: str, text: str) -> str:
+    return f"{speaker}: {text}"
 
 
 class Library:
@@ -406,6 +418,7 @@ class Library:
 def ours(docs, made: Dialogue, question: str, k: int, recall) -> list[list[int]]:
     """The turns (numbered as in ``made``) each passage recall returns holds."""
     where = {(stamp, text): n for n, (_, text, stamp) in enumerate(made.turns)}
+    where |= {(stamp, said(who, text)): n for n, (who, text, stamp) in enumerate(made.turns)}
     found = []
     for passage in recall(docs, question, k):
         held = [passage, *getattr(passage, "beside", ())]
@@ -427,8 +440,10 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=18)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--embeddings", choices=("fake", "minilm"))
+    parser.add_argument(
+        "--run", action="store_true", help="feed each turn to agent.run, as the user's task"
+    )
     args = parser.parse_args()
-    from nbmemory.llm import WORDS_MODEL
     from nbmemory.recall import recall
 
     server = None
@@ -465,14 +480,13 @@ def main() -> None:
             made = dialogue(args.seed * 1000 + c, args.sessions, args.turns)
             turns += len(made.turns)
             questions += len(made.questions)
-            docs = write(made, Path(tmp) / f"c{c}", "Listener")
+            docs = write(made, Path(tmp) / f"c{c}", "Listener", args.run)
             library = Library(made)
             from nbmemory.embeddings import SemanticIndex
 
-            words = SemanticIndex(docs, WORDS_MODEL)
             searchers = {
-                "recall": recall,
-                "words": lambda d, q, k, s=words: recall(d, q, k, semantic=s),
+                "recall": lambda d, q, k: recall(d, q, k, semantic=None),
+                "words": recall,
             }
             if server is not None:
                 options = {"api_base": server.url, "api_key": "benchmark", "max_retries": 0}

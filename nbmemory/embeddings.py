@@ -45,7 +45,7 @@ except ImportError:  # Windows: filelock takes over, as for MEMORY.md (memory_fi
 
 from nbmemory import llm, word_vectors
 from nbmemory.errors import MemoryWarning, ModelError, StoreError
-from nbmemory.recall import EMBEDDED_CHARS, text_key
+from nbmemory.recall_index import EMBEDDED_CHARS, text_key
 from nbmemory.store import AgentDocs
 from nbmemory.workspace import EMBEDDINGS_DIR, make_private_dir, open_file
 
@@ -394,3 +394,23 @@ class SemanticIndex:
             self._store.append(keys, matrix, self._table)
         except (OSError, StoreError) as exc:
             _warn_once(self.docs, self.model, "write", f"recall could not keep its vectors: {exc}")
+
+
+SHARED = 16
+"""Agents whose :func:`shared` index a process keeps (the least recently used goes first)."""
+_shared: OrderedDict[tuple[AgentDocs, str], SemanticIndex] = OrderedDict()
+_shared_lock = threading.Lock()
+
+
+def shared(docs: AgentDocs, model: str) -> SemanticIndex:
+    """The process's index of ``docs`` for ``model``, for callers that keep none of their own
+    (``recall.recall`` called alone, the MCP server): the vectors one recall made serve the
+    next, so only the first recall of an agent in a process pays for them."""
+    with _shared_lock:
+        found = _shared.pop((docs, model), None)
+        if found is None:
+            found = SemanticIndex(docs, model)
+        _shared[docs, model] = found
+        while len(_shared) > SHARED:
+            _shared.popitem(last=False)
+        return found

@@ -306,7 +306,6 @@ class MemoryServer:
         self.poll_seconds = poll_seconds
         self.model = ReadModel(workspace)
         self.workspace = workspace
-        self._meaning: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         fixed = f", agent={self.agent!r}" if self.agent is not None else ""
@@ -343,7 +342,7 @@ class MemoryServer:
             raise ToolError(f"limit must be a whole number from 1 to {MAX_PASSAGES}")
         self._existing(name)  # rather than "nothing found"
         docs = self.workspace.agent(name)
-        found = find(docs, query, max(limit, LISTED), self._by_meaning(name, docs))
+        found = find(docs, query, max(limit, LISTED), self._by_meaning(docs))
         answer = describe(
             query,
             found.passages,
@@ -353,18 +352,15 @@ class MemoryServer:
         )
         return answer, None
 
-    def _by_meaning(self, name: str, docs: Any) -> Any:
-        """The offline word vectors recall also ranks ``name``'s messages with, as an agent's
+    def _by_meaning(self, docs: Any) -> Any:
+        """The offline word vectors recall also ranks an agent's messages with, as an agent's
         recall does by default; ``None`` with another embedding model or none: a provider's
         vectors are written beside the memory, and this server only reads it."""
         if llm.embedding_model(None) != llm.WORDS_MODEL:
             return None
-        kept = self._meaning.get(name)
-        if kept is None or kept.docs != docs:
-            from nbmemory.embeddings import SemanticIndex  # numpy, at the first recall
+        from nbmemory.embeddings import shared  # numpy, at the first recall
 
-            kept = self._meaning[name] = SemanticIndex(docs, llm.WORDS_MODEL)
-        return kept
+        return shared(docs, llm.WORDS_MODEL)
 
     def _existing(self, name: str) -> None:
         """``AgentNotFoundError`` unless agent ``name`` has a memory here."""

@@ -20,16 +20,23 @@ best match by words holds), then passages are made as above; if a provider fails
 by words alone. With none (``"none"``), nothing is embedded.
 
 Recall's own results are written to memory like any tool result; they are never recalled,
-nor are requests to call tools: what recall returns is only what was said.
+nor are requests to call tools, nor an agent's replies that only repeat what it was told
+(``_own_words``): what recall returns is only what was said, by whoever said it. A line that
+opens with a name ("Maya: I play the cello"), as a transcript fed to an agent does, is said
+by that person (``_teller``).
+
+``recall(folder, query, k)`` takes an agent's documents or its folder on files, and ranks
+as the agent's recall tool does unless told otherwise (``DEFAULT_MODEL``).
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import enum
 import functools
-import hashlib
 import heapq
+import os
 import re
 import threading
 from collections import Counter
@@ -37,47 +44,38 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from nbmemory import memory_file, provenance, recall_index
+from nbmemory import llm, memory_file, provenance, recall_index
 from nbmemory.conversation import SUMMARY_MARKER
+from nbmemory.errors import AgentNotFoundError
 from nbmemory.follow import FollowedFile, follow
 from nbmemory.provenance import Cell, Lineage
+from nbmemory.recall_index import EMBEDDED_CHARS, text_key
+from nbmemory.recall_text import (
+    DEFAULT_BUDGET,
+    DEFAULT_PASSAGES,
+    LISTED,
+    PASSAGE_CHARS,
+    QUERY_CHARS,
+    TOOL_NAME,
+    Passage,
+    describe,
+    sub_queries,
+)
 from nbmemory.search import content_text
-from nbmemory.store import AgentDocs
-from nbmemory.terms import QUESTION_WORDS, bm25_term, idf, words
+from nbmemory.store import AgentDocs, FileDocs
+from nbmemory.terms import bm25_term, idf, words
 from nbmemory.tokens import TokenCounter
 from nbmemory.wording import cell_words, superseded_words
-from nbmemory.workspace import MEMORY_FILE
+from nbmemory.workspace import MEMORY_FILE, as_path, holds_memory
 
-TOOL_NAME = "recall_memory"
 PROMPT_LINE = (
     f"Earlier sessions are archived, not lost: when a question needs something that is not in "
     f"this conversation (a name, a number, a date, a decision), call {TOOL_NAME} before you "
     "answer."
 )
-DEFAULT_PASSAGES = 3
-QUERY_CHARS = 1_000
 QUERY_TERMS = 24
-PASSAGE_CHARS = 600
 _FEW = 50
 _POOL = 100
-
-
-@dataclasses.dataclass(frozen=True)
-class Passage:
-    """One message recall found: where it is kept (file and index), who said it, when, what;
-    ``beside`` holds a neighbouring message it carries (a question and its answer belong
-    together), in the order they were said."""
-
-    source: str
-    index: int
-    role: str
-    timestamp: str
-    text: str
-    score: float
-    beside: tuple[Passage, ...] = ()
-    cell: str | None = None
-    """The notebook cell that wrote it, worded (``cell [12] of analysis.ipynb``, and
-    ``, superseded by cell [15]`` when a later run of that cell supersedes it), if recorded."""
 
 
 def _recallable(message: dict[str, Any]) -> str | None:
@@ -93,6 +91,47 @@ def _recallable(message: dict[str, Any]) -> str | None:
             content = content["content"]
     text = content_text(content)
     return text if text.strip() and not text.startswith(SUMMARY_MARKER) else None
+
+
+_QUOTED = re.compile(r"^[ \t]*>.*\n?", re.MULTILINE)
+_INTRODUCES = re.compile(r"^.*:[ \t]*$\n?", re.MULTILINE)
+_ECHOED = 20
+"""Characters a message must have for a reply that repeats it whole to count as an echo."""
+
+
+_LABEL = re.compile(r"([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}): (?=\S)")
+
+
+def _own_words(text: str, answered: str | None) -> str:
+    """What an agent's reply says of its own: without the lines it quotes ("> ...") and without
+    the message it answers if it repeats it whole. Those are another message's words, which
+    recall finds with who said them and when; a reply that only repeats them ("Noted: ...",
+    "You said earlier: > ...") is not recalled: ``""``. The lines that introduce what it repeats
+    (ending with ":") go with it."""
+    own = text
+    if answered is not None and len(answered) >= _ECHOED:
+        own = own.replace(answered, "")
+    own = _QUOTED.sub("", own)
+    if own != text:
+        own = _INTRODUCES.sub("", own)
+    return own.strip()
+
+
+def _answered(messages: list[dict[str, Any]], k: int, agent: str) -> str | None:
+    """The text of the message the agent's reply ``k`` answers: the last one before it that
+    someone else said, past the tool calls and results between them (``_BETWEEN`` at most)."""
+    for message in reversed(messages[max(0, k - 1 - _BETWEEN) : k]):
+        text = _recallable(message)
+        if text is not None and str(message.get("role", "")) != agent:
+            return text
+    return None
+
+
+def _teller(role: str, text: str | None) -> str:
+    """Who says a message: the name it opens with, as a line of a transcript does ("Maya: I
+    play the cello", up to three capitalized words), else its role."""
+    found = _LABEL.match(text) if text else None
+    return found[1] if found else role
 
 
 _DATE_WORDS = (
@@ -146,7 +185,9 @@ class _FileIndex:
     it, so a reader never waits for an extension, and at worst also sees newer messages.
     """
 
-    def __init__(self, start: int = 0) -> None:
+    def __init__(self, agent: str, start: int = 0) -> None:
+        self.agent = agent
+        """The agent's name: the role of its own replies (``_own_words``)."""
         self.start = start
         """The first message of the file it indexes (those before are in a kept index)."""
         self.lock = threading.Lock()
@@ -157,7 +198,8 @@ class _FileIndex:
         self.terms: list[Counter[str] | None] = []
         self.lengths: list[int] = []
         self.speakers: list[frozenset[str]] = []
-        """The words of each message's speaker (its role: "User", a person's or agent's name)."""
+        """The words of each message's speaker (``teller``)."""
+        self.tellers: list[str] = []
         self.spoken: Counter[str] = Counter()
         """How many messages each speaker's words are the speaker of."""
         self.dated: list[bool] = []
@@ -168,25 +210,32 @@ class _FileIndex:
         self.words = 0
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
         self._vector_keys: list[bytes | None] = []
-        """The key of each message's vector (``embeddings.text_key``), made when recall first
+        """The key of each message's vector (``recall_index.text_key``), made when recall first
         ranks by meaning: without an embedding model no message is hashed."""
 
     def extend(self, messages: list[dict[str, Any]]) -> None:
         """Index those of ``messages`` (a reading of the file) that are not indexed yet."""
         with self.lock:
-            for message in messages[self.start + len(self.messages) :]:
-                text = _recallable(message)
-                counts = Counter(words(text)) if text is not None else None
-                speaker = speaker_words(str(message.get("role", "")))
+            for k in range(self.start + len(self.messages), len(messages)):
+                message = messages[k]
+                text = said = _recallable(message)
+                role = str(message.get("role", ""))
+                if text is not None and role == self.agent:
+                    said = _own_words(text, _answered(messages, k, self.agent))
+                    text = text if said else None
+                counts = Counter(words(said)) if said else None
+                teller = _teller(role, said)
+                speaker = speaker_words(teller)
                 i = len(self.terms)
                 self.terms.append(counts)
                 self.lengths.append(sum(counts.values()) if counts else 0)
                 self.texts.append(text)
                 self.speakers.append(speaker)
+                self.tellers.append(teller)
                 if counts is not None:
                     self.spoken.update(speaker)
-                self.dated.append(text is not None and _dated(text, counts))
-                self.asks.append(text is not None and text.rstrip().endswith("?"))
+                self.dated.append(counts is not None and _dated(said, counts))
+                self.asks.append(counts is not None and said.rstrip().endswith("?"))
                 self.messages.append(message)
                 self.documents += counts is not None
                 self.words += self.lengths[i]
@@ -255,6 +304,7 @@ class _FileIndex:
             terms=self.terms,
             lengths=self.lengths,
             roles=[self.role(i) for i in range(self.count)],
+            tellers=self.tellers,
             timestamps=[self.timestamp(i) for i in range(self.count)],
             dated=self.dated,
             asks=self.asks,
@@ -301,17 +351,26 @@ def speaker_words(role: str) -> frozenset[str]:
 
 def beside(index: _Index, i: int) -> int | None:
     """The message that belongs with message ``i`` and fits beside it in a passage: the
-    answer to it if it asks, else the question it answers; ``None`` if neither."""
-    j = i + 1 if index.asks[i] else i - 1
-    if not 0 <= j < index.count or (j < i and not index.asks[j]):
+    answer to it if it asks, else the question it answers; ``None`` if neither. Messages recall
+    never returns between them (a tool's call and result, a reply that only repeats) are
+    stepped over, ``_BETWEEN`` at most."""
+    if not index.is_recallable(i):
         return None
-    if not (index.is_recallable(i) and index.is_recallable(j)):
+    step = 1 if index.asks[i] else -1
+    j = i + step
+    while 0 <= j < index.count and abs(j - i) <= _BETWEEN and not index.is_recallable(j):
+        j += step
+    if not 0 <= j < index.count or not index.is_recallable(j) or (j < i and not index.asks[j]):
         return None
     if index.chars(i) + index.chars(j) > PASSAGE_CHARS:
         return None
-    if index.role(i) == index.role(j):
+    if index.speaker(i) == index.speaker(j):
         return None
     return j
+
+
+_BETWEEN = 3
+"""Messages recall never returns that may stand between a question and its answer."""
 
 
 def _index(docs: AgentDocs, followed: FollowedFile) -> _FileIndex | _Chained:
@@ -333,8 +392,8 @@ def _memory_index(docs: AgentDocs, followed: FollowedFile) -> _FileIndex | _Chai
     # Kept while the messages after it are fewer than those in it: then made anew and kept, so
     # that a memory that keeps growing is indexed whole again only each time it doubles.
     if kept is not None and count - kept.count <= kept.count:
-        return _Chained(kept, _FileIndex(kept.count))
-    index = _FileIndex()
+        return _Chained(kept, _FileIndex(docs.name, kept.count))
+    index = _FileIndex(docs.name)
     index.extend(followed.messages)
     if followed.end is not None and index.count:
         recall_index.keep_memory(docs, index.built(), followed.identity, followed.end)
@@ -447,15 +506,6 @@ class _Summed:
         return self.first.get(key, 0) + self.second.get(key, 0) or default
 
 
-EMBEDDED_CHARS = 4_000
-"""Characters of a message that are embedded (about 1,000 tokens, under every model's limit)."""
-
-
-def text_key(text: str) -> bytes:
-    """The key of a message's vector: a hash of what is embedded of it."""
-    return hashlib.sha256(text[:EMBEDDED_CHARS].encode("utf-8", "surrogatepass")).digest()[:16]
-
-
 class SemanticIndex(Protocol):
     """What recall asks of an agent's embeddings (``embeddings.SemanticIndex``): a ranking,
     the ``weight`` of a place in it against a place by words (1: as much), and its ``reach``:
@@ -475,63 +525,6 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(words(query[:QUERY_CHARS])))[:QUERY_TERMS]
 
 
-_AND = re.compile(r",?\s+(?:and|or)\s+", re.IGNORECASE)
-_BOTH = re.compile(r"\s*\b(?:both|each|either)\b", re.IGNORECASE)
-_LISTED = re.compile(r"\b\w[\w'-]*(?:\s*,\s*\w[\w'-]*)+,?\s+(?:and|or)\s+\w[\w'-]*")
-MAX_PARTS = 4
-"""Sub-queries a question is split into at most (``sub_queries``)."""
-
-
-def sub_queries(question: str) -> list[str]:
-    """The parts of a question that asks several things, one query each; else the question.
-
-    "What is the budget and when is the deadline?" asks two questions; "What do Maya and Tomas
-    both play?" asks one of each person ("What do Maya play?", "What do Tomas play?": words
-    are what recall looks for), as does "Where did Maya, Tomas and Ines go?" of three. Each
-    part says something the others do not, or the question is not split; at most
-    ``MAX_PARTS`` parts.
-    """
-    asked = _BOTH.sub("", question[:QUERY_CHARS])
-    two = [m for m in _AND.finditer(asked) if _asks(asked[m.end() :])]
-    if two:  # two questions, each perhaps about several things
-        left, right = asked[: two[0].start()].strip().rstrip("?") + "?", asked[two[0].end() :]
-        parts = [*_things(left), *_things(right.strip())]
-    else:
-        parts = _things(asked)
-    parts = parts[:MAX_PARTS]
-    said = [set(words(part)) for part in parts]
-    if len(parts) < 2 or any(
-        not own - set().union(*said[:n], *said[n + 1 :]) for n, own in enumerate(said)
-    ):
-        return [question]
-    return parts
-
-
-def _asks(text: str) -> bool:
-    first = text.split(maxsplit=1)
-    return bool(first) and first[0].lower() in QUESTION_WORDS
-
-
-def _things(question: str) -> list[str]:
-    """One question about several things as one per thing: a list of single words ("Maya,
-    Tomas and Ines"), or the words either side of its first "and" ("the budget and the
-    deadline"), which stand for each other."""
-    listed = _LISTED.search(question)
-    if listed is not None:
-        items = [item for item in re.split(r",?\s+(?:and|or)\s+|\s*,\s*", listed[0]) if item]
-        head, tail = question[: listed.start()], question[listed.end() :]
-        return [head + item + tail for item in items]
-    found = _AND.search(question)
-    if found is None:
-        return [question]
-    ahead, behind = question[: found.start()].split(), question[found.end() :].split()
-    last = max((i for i, w in enumerate(ahead) if words(w)), default=None)
-    first = min((i for i, w in enumerate(behind) if words(w)), default=None)
-    if last is None or first is None:
-        return [question]
-    return [" ".join(ahead + behind[first + 1 :]), " ".join(ahead[:last] + behind)]
-
-
 def sources(docs: AgentDocs) -> list[Path]:
     """The documents recall searches: the agent's archives, oldest first, then MEMORY.md."""
     return [*docs.archives(), docs.path(MEMORY_FILE)]
@@ -546,14 +539,30 @@ class Found:
     matched: int
 
 
+class _Default(enum.Enum):
+    MODEL = "the default embedding model"
+
+    def __repr__(self) -> str:
+        return "DEFAULT_MODEL"
+
+
+DEFAULT_MODEL = _Default.MODEL
+"""``semantic`` of :func:`recall` and :func:`find` by default: the embedding model an agent
+uses by default (``llm.default_embedding_model``: the offline word vectors unless
+``$NBMEMORY_EMBEDDING_MODEL`` names another), its vectors kept for the process
+(``embeddings.shared``)."""
+Semantic = SemanticIndex | None | _Default
+
+
 def recall(
-    docs: AgentDocs,
+    docs: AgentDocs | str | os.PathLike[str],
     query: str,
     limit: int = DEFAULT_PASSAGES,
-    semantic: SemanticIndex | None = None,
+    semantic: Semantic = DEFAULT_MODEL,
 ) -> list[Passage]:
-    """The passages of an agent's memory and archives (``Workspace.agent(name)``) that best
-    match ``query``, best first.
+    """The passages of an agent's memory and archives that best match ``query``, best first.
+    ``docs``: the agent's documents (``Workspace.agent(name)``), or its folder on files
+    (``$WORKSPACE_DIR/agents/<name>``).
 
     BM25 over stemmed words, then: a message said by a person the query names counts more
     (``NAMED``), as does one that says when, for a question asking when (``DATED``); a
@@ -565,20 +574,26 @@ def recall(
     question is reached through what was said around it. A question asking several things
     (``sub_queries``) is asked whole and one part at a time, the rankings taken in turn.
 
-    With ``semantic`` (the agent's embeddings), the ranking by words and the ranking by meaning
-    are fused (reciprocal rank fusion, ``FUSION_K``), so a question in other words than the
-    fact finds it; if the embedding provider fails, the ranking by words alone (one warning).
+    With ``semantic`` (an agent's embeddings; by default, as an agent's recall tool ranks:
+    ``DEFAULT_MODEL``), the ranking by words and the ranking by meaning are fused (reciprocal
+    rank fusion, ``FUSION_K``), so a question in other words than the fact finds it; if the
+    embedding provider fails, the ranking by words alone (one warning). ``None``: by words
+    alone.
     """
     return find(docs, query, limit, semantic).passages
 
 
 def find(
-    docs: AgentDocs,
+    docs: AgentDocs | str | os.PathLike[str],
     query: str,
     limit: int = DEFAULT_PASSAGES,
-    semantic: SemanticIndex | None = None,
+    semantic: Semantic = DEFAULT_MODEL,
 ) -> Found:
     """:func:`recall`'s passages, and how many messages matched in all."""
+    if isinstance(docs, (str, os.PathLike)):
+        docs = _agent_folder(docs)
+    if semantic is DEFAULT_MODEL:
+        semantic = _default_index(docs)
     try:
         return _find(docs, query, limit, semantic)
     except recall_index.Damaged as exc:  # a kept index's texts, found damaged: made again
@@ -588,6 +603,26 @@ def find(
             with followed.lock:
                 followed.grown.pop("recall", None)
         return _find(docs, query, limit, semantic)
+
+
+def _agent_folder(folder: str | os.PathLike[str]) -> AgentDocs:
+    """The documents of an agent's folder on files; ``AgentNotFoundError`` if it holds none."""
+    path = as_path(folder)
+    if not holds_memory(path):
+        raise AgentNotFoundError(
+            f"{path} holds no agent's memory (MEMORY.md or archive/): pass an agent's folder, "
+            "$WORKSPACE_DIR/agents/<name>, or Workspace.agent(name)"
+        )
+    return FileDocs(path)
+
+
+def _default_index(docs: AgentDocs) -> SemanticIndex | None:
+    model = llm.default_embedding_model()
+    if not llm.embedding_model(model):
+        return None
+    from nbmemory.embeddings import shared  # numpy, at the first recall
+
+    return shared(docs, model)
 
 
 def _find(docs: AgentDocs, query: str, limit: int, semantic: SemanticIndex | None) -> Found:
@@ -760,7 +795,7 @@ def _build(docs: AgentDocs, path: Path) -> recall_index.Built | None:
         data = docs.read(path)
     except FileNotFoundError:
         return None
-    index = _FileIndex()
+    index = _FileIndex(docs.name)
     index.extend(memory_file.parse(data).messages)
     return index.built()
 
@@ -1015,124 +1050,6 @@ class _Joined(Sequence[str | None]):
             raise IndexError(n)
         part = bisect.bisect_right(self.starts, n) - 1
         return self.parts[part][n - self.starts[part] + self.firsts[part]]
-
-
-DEFAULT_BUDGET = 800
-"""Tokens the tool's answer takes at most, by default (``Agent(recall_budget=...)``)."""
-LISTED = 5
-"""Passages the tool asks for: those that fit the budget are shown (at most
-``DEFAULT_PASSAGES``), the others are listed by where they are kept."""
-_SHORTEST = 80
-"""Characters a passage is cut to, at the least, to fit a small budget."""
-
-
-def describe(
-    query: str,
-    passages: list[Passage],
-    *,
-    matched: int | None = None,
-    budget: int | None = None,
-    count: Callable[[str], int] | None = None,
-    shown: int = DEFAULT_PASSAGES,
-) -> str:
-    """Passages as the tool's answer to the model: who said what, when, and where it is kept;
-    a message a passage carries (``beside``) comes in the order said, marked ``[n+]``.
-
-    With a ``budget`` (tokens, as ``count`` counts them; by default as ``tokens.TokenCounter``
-    counts for an unknown model), the answer stays within it: at most ``shown`` passages, as
-    many as fit (their texts cut shorter if even one does not), then where the others found
-    are kept (file, message, time) and how many more messages matched (``matched``, all of
-    them)."""
-    if not passages:
-        return f"Nothing said in this agent's memory or archives matches {query!r}."
-    if budget is None:
-        return _described(passages, len(passages), matched, PASSAGE_CHARS, 0)
-    if count is None:
-        count = TokenCounter().count
-    # Rather a passage than where others are; rather a shorter passage than none.
-    for n in range(min(shown, len(passages)), -1, -1):
-        for listed in range(len(passages) - n, -1, -1):
-            chars = PASSAGE_CHARS
-            while True:
-                answer = _described(passages, n, matched, chars, listed)
-                if count(answer) <= budget:
-                    return answer
-                if n != 1 or chars <= _SHORTEST:
-                    break
-                chars = max(_SHORTEST, chars // 2)
-    return answer  # not even the count fits: the count
-
-
-def _described(
-    passages: list[Passage], n: int, matched: int | None, chars: int, listed: int
-) -> str:
-    """The first ``n`` passages, their texts cut at ``chars``, then how many more messages
-    matched and where the next ``listed`` passages are kept."""
-    shown = passages[:n]
-    lines = []
-    if shown:
-        lines.append(
-            f"{len(shown)} passage(s) from this agent's memory and archives, best first "
-            "([n+]: the question or answer that goes with passage n):"
-        )
-    for k, passage in enumerate(shown, 1):
-        said = sorted(
-            [(passage, ""), *((p, "+") for p in passage.beside)], key=lambda x: x[0].index
-        )
-        for part, mark in said:
-            text = part.text
-            if len(text) > chars:
-                text = text[:chars] + f"… ({len(part.text):,} characters in all)"
-            where = f"{part.source}, message {part.index}"
-            if part.cell:
-                where += f"; {' '.join(part.cell.split())}"
-            lines.append(f"[{k}{mark}] {part.role} at {part.timestamp} ({where}):\n{text}")
-    held = sum(1 + len(p.beside) for p in shown)
-    more = max(0, (matched if matched is not None else len(passages)) - held)
-    if more:
-        rest = passages[n : n + listed]
-        lines.append(
-            f"{more:,} more message(s) matched"
-            + (" (ask in other words to narrow them down); next best:" if rest else ".")
-            + "".join(f"\n- {p.source}, message {p.index}, {p.role} at {p.timestamp}" for p in rest)
-        )
-    return "\n\n".join(lines)
-
-
-_DESCRIBED = re.compile(
-    r"^\[(?P<n>\d+)(?P<beside>\+?)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*?), "
-    r"message (?P<index>\d+)(?:; (?P<cell>[^\n]*))?\):\n(?P<text>.*?)"
-    r"(?=\n\n\[\d+\+?\] [^\n]+? at \S* \([^\n]*?, message \d+(?:; [^\n]*)?\):\n"
-    r"|\n\n[\d,]+ more message|\Z)",
-    re.MULTILINE | re.DOTALL,
-)
-
-
-def described(answer: str) -> list[Passage]:
-    """The passages of an answer :func:`describe` wrote, best first (text as shown, so a long
-    one ends with its length; no scores), each with what it carries: what a model, or the
-    offline one, reads back."""
-    found: dict[int, Passage] = {}
-    carried: dict[int, list[Passage]] = {}
-    for match in _DESCRIBED.finditer(answer):
-        passage = Passage(
-            source=match["source"],
-            index=int(match["index"]),
-            role=match["role"],
-            timestamp=match["timestamp"],
-            text=match["text"],
-            score=0.0,
-            cell=match["cell"],
-        )
-        n = int(match["n"])
-        if match["beside"]:
-            carried.setdefault(n, []).append(passage)
-        else:
-            found[n] = passage
-    return [
-        dataclasses.replace(passage, beside=tuple(carried.get(n, ())))
-        for n, passage in sorted(found.items())
-    ]
 
 
 def recall_tool(

@@ -14,7 +14,7 @@ little-endian arrays, each of the narrowest unsigned type that holds its numbers
 the query is found there by bisection), each message's number of distinct words, lengths, text
 lengths, flags and speakers; then what only passages need,
 read when asked for (on a database, by parts of the row): the keys of the messages' vectors
-(``recall.text_key``), their texts and times. A query looks its terms up by bisection and
+(``text_key``), their texts and times. A query looks its terms up by bisection and
 touches only their postings; nothing here imports numpy.
 
 An index is trusted only for what it was made of: an archive file's size, inode, mtime and
@@ -46,7 +46,16 @@ from nbmemory.errors import StoreError
 from nbmemory.store import AgentDocs
 from nbmemory.workspace import MEMORY_FILE, RECALL_INDEX_DIR, open_reader
 
-MAGIC = b"nbmemory recall index 4\n"
+EMBEDDED_CHARS = 4_000
+"""Characters of a message that are embedded (about 1,000 tokens, under every model's limit)."""
+
+
+def text_key(text: str) -> bytes:
+    """The key of a message's vector: a hash of what is embedded of it."""
+    return hashlib.sha256(text[:EMBEDDED_CHARS].encode("utf-8", "surrogatepass")).digest()[:16]
+
+
+MAGIC = b"nbmemory recall index 5\n"
 _POSTINGS_KEPT = 256
 """Terms whose postings one index keeps decoded (a query has at most ``recall.QUERY_TERMS``)."""
 _HASH_CHUNK = 2**20
@@ -62,6 +71,8 @@ class Built:
     terms: list[Any]
     lengths: list[int]
     roles: list[str]
+    tellers: list[str]
+    """Who says each message: the name its text opens with ("Maya: ..."), else its role."""
     timestamps: list[str]
     dated: list[bool]
     asks: list[bool]
@@ -122,7 +133,7 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
     post_at = [0]
     for docs, _ in postings:
         post_at.append(post_at[-1] + len(docs))
-    roles = list(dict.fromkeys(built.roles))
+    roles = list(dict.fromkeys(zip(built.roles, built.tellers, strict=True)))
     role_ids = {role: n for n, role in enumerate(roles)}
     terms_blob, term_at = _joined([t.decode("utf-8", "surrogatepass") for t in encoded])
     texts_blob, text_at = _joined([text or "" for text in built.texts])
@@ -145,7 +156,10 @@ def encode(built: Built, source: dict[str, Any]) -> bytes:
         "recallable": bytes(text is not None for text in built.texts),
         "dated": bytes(built.dated),
         "asks": bytes(built.asks),
-        "roles": packed("roles", (role_ids[role] for role in built.roles)),
+        "roles": packed(
+            "roles",
+            (role_ids[who] for who in zip(built.roles, built.tellers, strict=True)),
+        ),
         "text_at": packed("text_at", text_at),
         "time_at": packed("time_at", time_at),
         "blocks": b"".join(bytes.fromhex(key) for key in built.blocks),
@@ -261,7 +275,7 @@ class StoredIndex:
             self.documents = int(head["documents"])
             self.words = int(head["words"])
             self.spoken: dict[str, int] = dict(head["spoken"])
-            roles = [str(role) for role in head["speakers"]]
+            roles = [(str(role), str(teller)) for role, teller in head["speakers"]]
             types = {name: str(head["types"][name]) for name in _NUMBERS}
             if not set(types.values()) <= set(_WIDTHS):
                 raise ValueError("an unknown type of numbers")
@@ -274,8 +288,8 @@ class StoredIndex:
             raise Damaged("a section has the wrong size") from None
         self._cast(sections)
         self._check(n, terms, sections, roles)
-        self._roles = roles
-        self._speakers = [speaker_words(role) for role in roles]
+        self._roles = [role for role, _ in roles]
+        self._speakers = [speaker_words(teller) for _, teller in roles]
         self.texts = _Texts(self)
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
         self._ids: dict[str, int | None] = {}
@@ -303,7 +317,9 @@ class StoredIndex:
         self._texts = sections["texts"]
         self._times = sections["times"]
 
-    def _check(self, n: int, terms: int, sections: dict[str, Any], roles: list[str]) -> None:
+    def _check(
+        self, n: int, terms: int, sections: dict[str, Any], roles: list[tuple[str, str]]
+    ) -> None:
         sizes = {
             "term_at": terms + 1,
             "post_at": terms + 1,

@@ -11,7 +11,8 @@ import pytest
 
 from nbmemory import Agent
 from nbmemory.errors import MemoryWarning
-from nbmemory.recall import recall, text_key
+from nbmemory.recall import recall
+from nbmemory.recall_index import text_key
 from nbmemory.workspace import EMBEDDINGS_DIR
 from support import run_python
 
@@ -48,7 +49,7 @@ def inputs(server) -> list[list[str]]:
 def test_a_question_in_other_words_is_found_by_meaning_not_by_words(openai_server, on_store):
     agent = seeded(openai_server)
     docs = agent.short_memory.docs
-    assert FACT not in [p.text for p in recall(docs, ASKED)]
+    assert FACT not in [p.text for p in recall(docs, ASKED, semantic=None)]
     [best, *_] = recall(docs, ASKED, semantic=agent.semantic_index())
     assert (best.role, best.text) == ("User", FACT)
     # What both rankings find stays first: fusion keeps the match by words.
@@ -134,7 +135,7 @@ def test_a_failing_provider_leaves_recall_lexical_with_one_warning(openai_server
     docs = agent.short_memory.docs
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        lexical = recall(docs, "cat Pixel")
+        lexical = recall(docs, "cat Pixel", semantic=None)
         found = recall(docs, "cat Pixel", semantic=agent.semantic_index())
         tried = len(openai_server.embedding_requests)  # litellm retries an OpenAI embedding
         answer = agent.run(ASKED)  # the run goes on

@@ -32,6 +32,7 @@ LAYERS = {
         "word_vectors",
         "embeddings",
         "recall_index",
+        "recall_text",
         "recall",
         "offline",
         "tools",

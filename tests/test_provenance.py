@@ -15,7 +15,8 @@ from nbmemory.errors import MemoryWarning
 from nbmemory.memory_file import format_block, parse
 from nbmemory.provenance import PROVENANCE_FILE, Provenance
 from nbmemory.read_model import ReadModel
-from nbmemory.recall import describe, described, recall
+from nbmemory.recall import recall
+from nbmemory.recall_text import describe, described
 from nbmemory.report import MessageList
 from nbmemory.store import memory_path
 from support import ROOT, agent_docs, stored

@@ -11,8 +11,9 @@ import pytest
 
 from nbmemory import Agent, Conversation, cli, follow, recall_index
 from nbmemory import recall as recall_module
-from nbmemory.recall import described, recall, recall_tool
+from nbmemory.recall import recall, recall_tool
 from nbmemory.recall_index import MEMORY_INDEX, index_size
+from nbmemory.recall_text import described
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
 from nbmemory.wording import byte_size
@@ -277,13 +278,13 @@ def test_archived_passages_keep_their_cell_through_the_kept_index(on_store):
     convo.add("User", "Dashboards warehouse: ClickHouse, latency target 200 ms, region eu.")
     convo.provenance = Provenance("work/analysis.ipynb", "cell-a", 15, "kernel-1")
     convo.add("User", "Dashboards warehouse: Snowflake.")
-    before = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=2)
+    before = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=2, semantic=None)
     convo.provenance = None
     convo.compact("Warehouses were discussed.")
     as_new_process()
     found()  # the archive indexed and kept
     as_new_process()
-    after = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=2)
+    after = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=2, semantic=None)
     assert [(p.text, p.cell) for p in after] == [(p.text, p.cell) for p in before]
     assert after[0].cell == "cell [15] of analysis.ipynb" and after[0].source.startswith("history_")
 

@@ -46,11 +46,23 @@ def test_a_question_in_other_words_is_found_by_default_and_not_by_words(on_store
     agent = nora()
     docs = agent.short_memory.docs
     assert agent.embedding_model == word_vectors.MODEL
-    assert recall(docs, ASKED) == []  # no word in common
+    assert recall(docs, ASKED, semantic=None) == []  # by words alone: no word in common
+    assert recall(docs, ASKED)[0].text == FACT  # by default, as the agent's tool ranks
     assert recall(docs, ASKED, semantic=agent.semantic_index())[0].text == FACT
     agent.run(ASKED)  # the offline model calls its recall tool
     [result] = [m for m in agent.short_memory.conversation_history if m["role"] == "Tool"]
     assert FACT in str(result["content"])
+
+
+def test_recall_called_alone_ranks_as_the_setting_says(on_store, monkeypatch):
+    docs = nora().short_memory.docs
+    assert embeddings.shared(docs, word_vectors.MODEL) is embeddings.shared(
+        docs, word_vectors.MODEL
+    )
+    monkeypatch.setenv("NBMEMORY_EMBEDDING_MODEL", "none")
+    assert recall(docs, ASKED) == []
+    monkeypatch.setenv("NBMEMORY_EMBEDDING_MODEL", word_vectors.MODEL)
+    assert recall(docs, ASKED)[0].text == FACT
 
 
 def test_what_both_rankings_find_keeps_the_order_by_words(on_store):
