@@ -127,11 +127,12 @@ def _answered(messages: list[dict[str, Any]], k: int, agent: str) -> str | None:
     return None
 
 
-def _teller(role: str, text: str | None) -> str:
-    """Who says a message: the name it opens with, as a line of a transcript does ("Maya: I
-    play the cello", up to three capitalized words), else its role."""
+def _teller(role: str, text: str | None) -> tuple[str, str | None]:
+    """Who says a message, and what they say: the name it opens with and the rest, as a line
+    of a transcript ("Maya: I play the cello", up to three capitalized words); else its role
+    and its text. The name is its speaker's, as a role is, not a word said."""
     found = _LABEL.match(text) if text else None
-    return found[1] if found else role
+    return (found[1], text[found.end() :]) if found and text else (role, text)
 
 
 _DATE_WORDS = (
@@ -223,8 +224,8 @@ class _FileIndex:
                 if text is not None and role == self.agent:
                     said = _own_words(text, _answered(messages, k, self.agent))
                     text = text if said else None
+                teller, said = _teller(role, said)
                 counts = Counter(words(said)) if said else None
-                teller = _teller(role, said)
                 speaker = speaker_words(teller)
                 i = len(self.terms)
                 self.terms.append(counts)
