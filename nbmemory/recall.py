@@ -99,7 +99,15 @@ _ECHOED = 20
 """Characters a message must have for a reply that repeats it whole to count as an echo."""
 
 
-_LABEL = re.compile(r"([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}): (?=\S)")
+_LABEL = re.compile(
+    r"(?:[\[(][^\])\n]{1,60}[\])][ \t]*)?([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}): (?=\S)"
+)
+_HEADINGS = frozenset(
+    "note notes update reminder summary answer question decision todo warning error edit ps fyi "
+    "re fwd subject important example task step result output input context tip hint source "
+    "agenda action actions status next done plan goal idea issue problem fix solution".split()
+)
+"""Words that open a line as a heading does ("Note: ..."), not as a speaker's name."""
 
 
 def _own_words(text: str, answered: str | None) -> str:
@@ -129,10 +137,13 @@ def _answered(messages: list[dict[str, Any]], k: int, agent: str) -> str | None:
 
 def _teller(role: str, text: str | None) -> tuple[str, str | None]:
     """Who says a message, and what they say: the name it opens with and the rest, as a line
-    of a transcript ("Maya: I play the cello", up to three capitalized words); else its role
-    and its text. The name is its speaker's, as a role is, not a word said."""
+    of a transcript ("Maya: I play the cello", up to three capitalized words, perhaps after a
+    time in brackets: "[8 May 2023] Maya: ..."); else its role and its text. The name is its
+    speaker's, as a role is, not a word said."""
     found = _LABEL.match(text) if text else None
-    return (found[1], text[found.end() :]) if found and text else (role, text)
+    if found is None or text is None or found[1].lower() in _HEADINGS:
+        return role, text
+    return found[1], text[: found.start(1)] + text[found.end() :]
 
 
 _DATE_WORDS = (

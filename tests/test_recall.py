@@ -296,8 +296,8 @@ def test_a_transcript_fed_to_an_agent_is_recalled_as_its_people_said_it(workspac
     from nbmemory import follow, recall_index
 
     agent = Agent(agent_name="Log", persistent_memory=True)
-    asked = "Maya: Are you still thinking about learning an instrument?"
-    answer = "Tomas: I went for the harp. First lesson was last Friday."
+    asked = "[8 May 2023] Maya: Are you still thinking about learning an instrument?"
+    answer = "[8 May 2023] Tomas: I went for the harp. First lesson was last Friday."
     for line in [
         asked,
         answer,
@@ -312,8 +312,8 @@ def test_a_transcript_fed_to_an_agent_is_recalled_as_its_people_said_it(workspac
             agent.compact()
             recall_index._kept.clear()
             follow._followed.clear()
-        # Who speaks is the name a line opens with; the question carries its answer beside it,
-        # across the agent's reply between them.
+        # Who speaks is the name a line opens with (after its time); the question carries its
+        # answer beside it, across the agent's reply between them.
         [best] = recall(agent_docs("Log"), "Which instrument is Tomas learning?", limit=1)
         assert (best.text, [p.text for p in best.beside]) == (asked, [answer])
         # A reply that only repeats what it was told is not recalled: what was told is.
