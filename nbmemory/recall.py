@@ -381,7 +381,7 @@ def beside(index: _Index, i: int) -> int | None:
     return j
 
 
-_BETWEEN = 3
+_BETWEEN = 6
 """Messages recall never returns that may stand between a question and its answer."""
 
 
@@ -574,7 +574,7 @@ def recall(
 ) -> list[Passage]:
     """The passages of an agent's memory and archives that best match ``query``, best first.
     ``docs``: the agent's documents (``Workspace.agent(name)``), or its folder on files
-    (``$WORKSPACE_DIR/agents/<name>``).
+    (``$WORKSPACE_DIR/agents/<name>``, or its ``MEMORY.md``).
 
     BM25 over stemmed words, then: a message said by a person the query names counts more
     (``NAMED``), as does one that says when, for a question asking when (``DATED``); a
@@ -618,8 +618,11 @@ def find(
 
 
 def _agent_folder(folder: str | os.PathLike[str]) -> AgentDocs:
-    """The documents of an agent's folder on files; ``AgentNotFoundError`` if it holds none."""
+    """The documents of an agent's folder on files (or of the folder of the ``MEMORY.md`` named);
+    ``AgentNotFoundError`` if it holds none."""
     path = as_path(folder)
+    if path.name == MEMORY_FILE and path.is_file():
+        path = path.parent
     if not holds_memory(path):
         raise AgentNotFoundError(
             f"{path} holds no agent's memory (MEMORY.md or archive/): pass an agent's folder, "
@@ -1045,7 +1048,8 @@ def _cell_label(cell: Cell | None) -> str | None:
 class _Joined(Sequence[str | None]):
     """The texts of several indexes as one sequence (``starts``: where each begins; ``firsts``:
     the first text taken of each), decoded only when one is asked for: what ranking by meaning
-    embeds of messages with no vector."""
+    embeds of messages with no vector, each without the name a transcript line opens with
+    (``_teller``), which says who, not what."""
 
     def __init__(
         self, parts: list[Sequence[str | None]], starts: list[int], total: int, firsts: list[int]
@@ -1061,7 +1065,7 @@ class _Joined(Sequence[str | None]):
         if not 0 <= n < self.total:
             raise IndexError(n)
         part = bisect.bisect_right(self.starts, n) - 1
-        return self.parts[part][n - self.starts[part] + self.firsts[part]]
+        return _teller("", self.parts[part][n - self.starts[part] + self.firsts[part]])[1]
 
 
 def recall_tool(

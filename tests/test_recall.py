@@ -284,7 +284,7 @@ def test_recall_takes_an_agent_folder_on_files(workspace):
     convo.add("User", "The budget is 40k EUR.")
     convo.compact("Money was talked about.")
     folder = memory_path("Scout").parent
-    for given in (folder, str(folder)):
+    for given in (folder, str(folder), folder / "MEMORY.md"):
         assert recall(given, "budget", semantic=None)[0].text == "The budget is 40k EUR."
     assert recall(folder, "budget") == recall(agent_docs("Scout"), "budget")
     for wrong in (folder.parent, folder / "archive", workspace / "nowhere"):
