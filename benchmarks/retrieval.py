@@ -1,7 +1,7 @@
 """Retrieval: how many of the turns that answer a question recall finds, per kind of question.
 
     python benchmarks/retrieval.py [--conversations 6] [--sessions 24] [--turns 18] [--seed 1]
-        [--embeddings fake|minilm]
+        [--embeddings fake|minilm] [--run] [--one-agent]
 
 Seeded long conversations between two named people (``--sessions`` dated sessions of about
 ``--turns`` turns each, several hundred turns in all), each fact said once, are written into
@@ -26,6 +26,12 @@ no stemming, no stop words) ranks the same turns. Two-fact questions are also as
 offline model asks them, split into one query per fact (k passages each). The figures are
 pooled over ``--conversations`` conversations, each from its own seed. Nothing here is tuned on
 a public benchmark.
+
+With ``--run``, each turn is given to ``agent.run("Maya: ...")`` instead, as a user feeding a
+chat log would: the offline model answers every line, and its compressor compacts the
+8,000-token window when it fills. With ``--one-agent``, every conversation is told to one agent
+before any question is asked, so that each question is asked of them all (the BM25 library
+still ranks one conversation's turns).
 
 With ``--embeddings``, another column: hybrid recall (``recall(..., semantic=...)``), its
 vectors made over real HTTP through litellm by the test suite's OpenAI-compatible server, with
@@ -55,6 +61,9 @@ KS = (3, 5, 10)
 NAMES = (
     "Maya Tomas Priya Jonas Leila Anders Chiara Kofi Ines Dmitri Hana Rafael Nora Sven Amara Bruno"
 ).split()
+MORE_NAMES = "Lucia Omar Greta Yusuf Elif Mateo Saoirse Kenji".split()
+"""With ``--one-agent``, each conversation has two people no other has, as in a real workspace
+where one agent hears several people."""
 TIMES = (
     "yesterday",
     "last weekend",
@@ -271,10 +280,14 @@ class Dialogue:
     """The turns of each fact as said (an answer follows the question that drew it out)."""
 
 
-def dialogue(seed: int, sessions: int, turns: int) -> Dialogue:
-    """A conversation between two people and the questions about it, made from ``seed``."""
+def dialogue(
+    seed: int, sessions: int, turns: int, people: tuple[str, str] | None = None
+) -> Dialogue:
+    """A conversation between two people (``people``, else two of ``NAMES``) and the questions
+    about it, made from ``seed``."""
     rng = random.Random(seed)
-    people = tuple(rng.sample(NAMES, 2))
+    drawn = tuple(rng.sample(NAMES, 2))
+    people = people or drawn  # drawn either way: the rest of the conversation is the same
     made = Dialogue(people)  # type: ignore[arg-type]
     start = datetime.datetime(2023, 1, 2) + datetime.timedelta(days=rng.randrange(300))
     dates, day = [], start
@@ -443,7 +456,12 @@ def main() -> None:
     parser.add_argument(
         "--run", action="store_true", help="feed each turn to agent.run, as the user's task"
     )
+    parser.add_argument(
+        "--one-agent", action="store_true", help="every conversation told to one agent"
+    )
     args = parser.parse_args()
+    if args.one_agent and 2 * args.conversations > len(NAMES + MORE_NAMES):
+        parser.error(f"--one-agent takes at most {len(NAMES + MORE_NAMES) // 2} conversations")
     from nbmemory.recall import recall
 
     server = None
@@ -476,11 +494,16 @@ def main() -> None:
                 tally.setdefault(("updated: newer above older", who, k), []).append(above)
 
     with tempfile.TemporaryDirectory(prefix="nbmemory-retrieval-") as tmp:
+        told = []
+        pool = random.Random(args.seed).sample(NAMES + MORE_NAMES, len(NAMES + MORE_NAMES))
         for c in range(args.conversations):
-            made = dialogue(args.seed * 1000 + c, args.sessions, args.turns)
+            people = tuple(pool[2 * c : 2 * c + 2]) if args.one_agent else None
+            made = dialogue(args.seed * 1000 + c, args.sessions, args.turns, people)
             turns += len(made.turns)
             questions += len(made.questions)
-            docs = write(made, Path(tmp) / f"c{c}", "Listener", args.run)
+            root = Path(tmp) / ("all" if args.one_agent else f"c{c}")
+            told.append((made, write(made, root, "Listener", args.run)))
+        for made, docs in told:
             library = Library(made)
             from nbmemory.embeddings import SemanticIndex
 

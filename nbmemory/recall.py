@@ -179,6 +179,12 @@ _ASKS_WHEN = re.compile(
 )
 NAMED = 1.0
 """How much more a message said by a person the query names counts (score x (1 + NAMED))."""
+APART = 0.25
+"""What a message counts for, times, when the query names people who neither said it, nor
+were told it, nor are named in it: another exchange's."""
+TOLD = 0.5
+"""How much more a message said to a person the query names counts (the message before or
+after it in their exchange is theirs) when recall picks what to re-rank, and by meaning."""
 DATED = 1.0
 """How much more a message that carries a date counts for a "when" question."""
 QUESTION = 0.5
@@ -383,6 +389,22 @@ def beside(index: _Index, i: int) -> int | None:
 
 _BETWEEN = 6
 """Messages recall never returns that may stand between a question and its answer."""
+
+
+def _toward(index: _Index, i: int, named: Collection[str]) -> float:
+    """What message ``i`` counts for, times, for a query naming the people ``named``: said by
+    one of them (``1 + NAMED``), said to one of them (``1 + TOLD``: the message before or after
+    it, past those recall never returns, is theirs), or neither (1). An agent that hears
+    several people keeps each one's exchanges apart this way."""
+    if index.speaker(i) & named:
+        return 1 + NAMED
+    for step in (-1, 1):
+        j = i + step
+        while 0 <= j < index.count and abs(j - i) <= _BETWEEN and not index.is_recallable(j):
+            j += step
+        if 0 <= j < index.count and index.is_recallable(j) and index.speaker(j) & named:
+            return 1 + TOLD
+    return 1.0
 
 
 def _index(docs: AgentDocs, followed: FollowedFile) -> _FileIndex | _Chained:
@@ -892,8 +914,14 @@ def _lexical(
             if index.distinct(i) > held[i]
         )
     # Who said it, when, and what goes with it re-rank the best by their words alone, so that
-    # a query costs no more than before on a long history.
-    pool = heapq.nlargest(max(_POOL, limit * 20), scored, key=lambda item: item[:3])
+    # a query costs no more than before on a long history. A query that names people takes
+    # what they said, or was said to them, first.
+    size = max(_POOL, limit * 20)
+    pool = heapq.nlargest(size * (4 if named else 1), scored, key=lambda item: item[:3])
+    if named:
+        pool = heapq.nlargest(
+            size, pool, key=lambda item: (item[0] * _toward(item[4], item[2], named), *item[1:3])
+        )
     ranked = []
     latest: dict[tuple[Any, ...], int] = {}
     for score, rank, i, path, index in pool:
@@ -915,6 +943,8 @@ def _lexical(
                 if not counts.get(name)
             )
             score *= 1 + NAMED
+        elif named and not named & set(counts) and _toward(index, teller, named) == 1:
+            score *= APART
         dated = when and (index.dated[i] or (j is not None and index.dated[j]))
         if dated:
             score *= 1 + DATED
@@ -952,12 +982,12 @@ def _by_meaning(
     left = semantic.reach
     for rank in reversed(range(len(indexes))):  # the newest file first
         every = indexes[rank][1].keys()
-        first = 0 if left is None else max(0, len(every) - left)
-        parts.insert(0, (rank, first, every[first:]))
+        first = 0
         if left is not None:
-            left -= len(every) - first
-            if left <= 0:
-                break
+            first, left = _reached(every, left)
+        parts.insert(0, (rank, first, every[first:]))
+        if left is not None and left <= 0:
+            break
     keys: list[bytes | None] = []
     starts = []
     for _, _, some in parts:  # whole lists joined: no step per message in Python
@@ -976,6 +1006,7 @@ def _by_meaning(
     found = semantic.ranked(query[:QUERY_CHARS], keys, texts, 2 * pool + 16)
     if found is None:
         return None
+    named = {t for t in asked if any(index.spoken.get(t, 0) for _, index in indexes)}
     best = []
     for score, n in found:
         part = bisect.bisect_right(starts, n) - 1
@@ -985,9 +1016,31 @@ def _by_meaning(
             continue
         if index.asks[i] and beside(index, i) is None:
             score *= QUESTION
+        if named:
+            toward = _toward(index, i, named)
+            if toward == 1:
+                continue
+            score *= toward
         best.append((score, rank, i))
     best.sort(reverse=True)  # ties: the newer file, the later message
     return [(rank, i) for _, rank, i in best[:pool]]
+
+
+def _reached(keys: list[bytes | None], left: int) -> tuple[int, int]:
+    """Where the newest ``left`` messages with a vector key (recall returns them) begin among
+    ``keys``, and how many are left to reach before them: the messages recall never returns
+    (tool calls, replies that only repeat) do not use up the reach."""
+    end = len(keys)
+    while end > 0 and left > 0:
+        start = max(0, end - max(left, 256))
+        held = end - start - keys[start:end].count(None)
+        if held <= left:
+            end, left = start, left - held
+            continue
+        while left > 0:  # this chunk holds the last of them: found one by one
+            end -= 1
+            left -= keys[end] is not None
+    return end, left
 
 
 FUSION_K = 60

@@ -31,9 +31,10 @@ FLOOR = 0.1
 """The cosine a text needs to be ranked at all: unrelated sentences meet at about 0 ± 0.1
 (benchmarks/retrieval.py: a higher floor loses questions that ask two things)."""
 REACH = 4_096
-"""The newest messages recall ranks by these vectors (older ones by words alone), so that a
-recall costs the same on any history: the vectors are made in each process (about 9 µs a
-message, 1 KiB of RAM), never stored, since they cost less to make than to read."""
+"""The newest messages recall ranks by these vectors (older ones by words alone; those recall
+never returns do not count), so that a recall costs the same on any history: the vectors are
+made in each process (about 9 µs a message, 1 KiB of RAM), never stored, since they cost less
+to make than to read."""
 PATH = Path(__file__).with_name("word_vectors.bin")
 _MAGIC = b"nbmemory-word-vectors 1"
 _WORD = re.compile(r"[a-z]+")

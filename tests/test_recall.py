@@ -320,3 +320,39 @@ def test_a_transcript_fed_to_an_agent_is_recalled_as_its_people_said_it(workspac
         found = recall(agent_docs("Log"), "kitten from the animal shelter", limit=5)
         assert {p.role for p in found} == {"User"}
         assert found[0].text == "Maya: I adopted a tabby kitten from the animal shelter."
+
+
+def test_an_agent_that_hears_several_people_keeps_each_ones_exchanges_apart(workspace):
+    said(
+        "Club",
+        ("Tomas", "How was your weekend?"),
+        ("Maya", "I ran a marathon yesterday."),
+        ("Omar", "How was your weekend?"),
+        ("Lena", "I swam in the open water relay race on Sunday."),
+        ("Omar", "Lunch ran long again today."),
+    )
+    # No word of the question is in either answer: by meaning alone, Maya's is nearer, but the
+    # question names Lena.
+    [best, *_] = recall(agent_docs("Club"), "What athletic event did Lena compete in?")
+    assert (best.role, best.text) == ("Lena", "I swam in the open water relay race on Sunday.")
+
+
+def test_what_another_exchange_said_counts_less_for_a_question_naming_someone(workspace):
+    said(
+        "Club",
+        ("Tomas", "How was your summer?"),
+        (
+            "Maya",
+            "Our summer holiday trip to the seaside in Lisbon was lovely, the best summer trip "
+            "to the seaside by train ever.",
+        ),
+        ("Omar", "How was your summer?"),
+        ("Lena", "I was in Kyoto for the holiday."),
+        *[("Lena", f"Work was busy on day {n}.") for n in range(6)],
+        *[("Omar", f"Same here, day {n}.") for n in range(6)],
+    )
+    # Maya's message says more of the question, but it is another exchange's: Lena neither
+    # said it nor was told it, and it does not name her.
+    asked = "Where did Lena go on her summer holiday trip to the seaside by train?"
+    [best, *_] = recall(agent_docs("Club"), asked, semantic=None)
+    assert (best.role, best.text) == ("Lena", "I was in Kyoto for the holiday.")
