@@ -107,7 +107,8 @@ _HEADINGS = frozenset(
     "re fwd subject important example task step result output input context tip hint source "
     "agenda action actions status next done plan goal idea issue problem fix solution".split()
 )
-"""Words that open a line as a heading does ("Note: ..."), not as a speaker's name."""
+"""Words of a line's opening that make it a heading ("Note: ...", "Action Items: ..."), not a
+speaker's name."""
 
 
 def _own_words(text: str, answered: str | None) -> str:
@@ -141,7 +142,7 @@ def _teller(role: str, text: str | None) -> tuple[str, str | None]:
     time in brackets: "[8 May 2023] Maya: ..."); else its role and its text. The name is its
     speaker's, as a role is, not a word said."""
     found = _LABEL.match(text) if text else None
-    if found is None or text is None or found[1].lower() in _HEADINGS:
+    if found is None or text is None or _HEADINGS.intersection(found[1].lower().split()):
         return role, text
     return found[1], text[: found.start(1)] + text[found.end() :]
 

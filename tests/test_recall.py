@@ -356,3 +356,10 @@ def test_what_another_exchange_said_counts_less_for_a_question_naming_someone(wo
     asked = "Where did Lena go on her summer holiday trip to the seaside by train?"
     [best, *_] = recall(agent_docs("Club"), asked, semantic=None)
     assert (best.role, best.text) == ("Lena", "I was in Kyoto for the holiday.")
+
+
+def test_a_line_opening_with_a_heading_keeps_its_words(workspace):
+    said("Memo", ("User", "Decision: we rent the harp for a year."), ("User", "Lunch ran long."))
+    # "Decision" is a heading, not a speaker's name: it stays a word of the line.
+    found = recall(agent_docs("Memo"), "decision", semantic=None)
+    assert [(p.role, p.text) for p in found] == [("User", "Decision: we rent the harp for a year.")]
