@@ -600,14 +600,16 @@ def recall(
     (``$WORKSPACE_DIR/agents/<name>``, or its ``MEMORY.md``).
 
     BM25 over stemmed words, then: a message said by a person the query names counts more
-    (``NAMED``), as does one that says when, for a question asking when (``DATED``); a
-    question counts less (``QUESTION``) unless its answer is beside it; of messages that
-    match the same words, said by the same, the newest ranks first; and a passage carries the
-    question or answer that goes with its message. The rare words the best matches share
-    widen the query (``FEEDBACK``, ``ADDED``): what only the widened query finds is placed
-    among the matches at ``WIDENED`` of its score, so an answer said in other words than the
-    question is reached through what was said around it. A question asking several things
-    (``sub_queries``) is asked whole and one part at a time, the rankings taken in turn.
+    (``NAMED``), and one of another exchange (neither by them, nor to them, nor naming them)
+    less (``APART``), as an agent may hear several people; one that says when counts more
+    for a question asking when (``DATED``); a question counts less (``QUESTION``) unless its
+    answer is beside it; of messages that match the same words, said by the same, the newest
+    ranks first; and a passage carries the question or answer that goes with its message.
+    The rare words the best matches share widen the query (``FEEDBACK``, ``ADDED``): what only
+    the widened query finds is placed among the matches at ``WIDENED`` of its score, so an
+    answer said in other words than the question is reached through what was said around it.
+    A question asking several things (``sub_queries``) is asked whole and one part at a time,
+    the rankings taken in turn.
 
     With ``semantic`` (an agent's embeddings; by default, as an agent's recall tool ranks:
     ``DEFAULT_MODEL``), the ranking by words and the ranking by meaning are fused (reciprocal
