@@ -375,11 +375,8 @@ def beside(index: _Index, i: int) -> int | None:
     stepped over, ``_BETWEEN`` at most."""
     if not index.is_recallable(i):
         return None
-    step = 1 if index.asks[i] else -1
-    j = i + step
-    while 0 <= j < index.count and abs(j - i) <= _BETWEEN and not index.is_recallable(j):
-        j += step
-    if not 0 <= j < index.count or not index.is_recallable(j) or (j < i and not index.asks[j]):
+    j = _next_said(index, i, 1 if index.asks[i] else -1)
+    if j is None or (j < i and not index.asks[j]):
         return None
     if index.chars(i) + index.chars(j) > PASSAGE_CHARS:
         return None
@@ -392,6 +389,17 @@ _BETWEEN = 6
 """Messages recall never returns that may stand between a question and its answer."""
 
 
+def _next_said(index: _Index, i: int, step: int) -> int | None:
+    """The message recall may return next to message ``i`` (after it for ``step`` 1, before it
+    for -1), past at most ``_BETWEEN`` that it never returns; ``None`` if there is none."""
+    j = i + step
+    while 0 <= j < index.count and abs(j - i) <= _BETWEEN + 1:
+        if index.is_recallable(j):
+            return j
+        j += step
+    return None
+
+
 def _toward(index: _Index, i: int, named: Collection[str]) -> float:
     """What message ``i`` counts for, times, for a query naming the people ``named``: said by
     one of them (``1 + NAMED``), said to one of them (``1 + TOLD``: the message before or after
@@ -400,10 +408,8 @@ def _toward(index: _Index, i: int, named: Collection[str]) -> float:
     if index.speaker(i) & named:
         return 1 + NAMED
     for step in (-1, 1):
-        j = i + step
-        while 0 <= j < index.count and abs(j - i) <= _BETWEEN and not index.is_recallable(j):
-            j += step
-        if 0 <= j < index.count and index.is_recallable(j) and index.speaker(j) & named:
+        j = _next_said(index, i, step)
+        if j is not None and index.speaker(j) & named:
             return 1 + TOLD
     return 1.0
 
