@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -122,6 +123,7 @@ def bench(library: str, repeats: int) -> dict[str, float | None]:
     results["search 100,000 messages in archives, cold"] = None
     if library == "nbmemory":
         results.update(archive_search(root, repeats, Conversation))
+        results.update(long_run_recall(root, repeats, Conversation))
         results.update(widget_figures(repeats))
         results.update(first_token_figure(repeats))
 
@@ -197,6 +199,38 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
         ),
         **memory_tool_tokens(root),
     }
+
+
+LONG_RUN = "y" * 1_000_000
+"""A megabyte of one letter: "y", on which the Snowball stemmer's time grows with the square
+of a word's length."""
+
+
+def long_run_recall(root: Path, repeats: int, conversation_class) -> dict[str, float]:
+    """Recall over a memory that holds a 1 MB run of one letter, as in a new process whose
+    first recall indexes the memory (the run's word met for the first time)."""
+    from nbmemory import follow, recall_index, terms
+    from nbmemory.recall import recall as recall_passages
+    from nbmemory.store import FileDocs
+    from nbmemory.workspace import RECALL_INDEX_DIR
+
+    folder = root / "agents" / "long-run"
+    convo = conversation_class(name="long-run", memory_md_path=str(folder / "MEMORY.md"))
+    convo.add("User", f"{LONG_RUN} and the zeppelin budget is 40k")
+    convo.add("User", LONG_RUN)
+
+    def recall() -> float:
+        shutil.rmtree(folder / RECALL_INDEX_DIR, ignore_errors=True)
+        follow._followed.clear()
+        recall_index._kept.clear()
+        terms._stems.clear()
+        start = time.perf_counter()
+        passages = recall_passages(FileDocs(folder), "zeppelin budget", semantic=None)
+        elapsed = time.perf_counter() - start
+        assert passages and passages[0].text.endswith("zeppelin budget is 40k")
+        return elapsed
+
+    return {"recall over a megabyte run of one letter (y), index built": median_of(repeats, recall)}
 
 
 def memory_tool_tokens(root: Path) -> dict[str, float]:

@@ -349,9 +349,11 @@ class Agent:
 
     @property
     def notes_approval(self) -> str | None:
-        """How the model's note edits are taken: ``"auto"`` (applied), ``"ask"`` (proposed, for
-        a person to accept or reject) or ``"off"`` (refused); ``None``: ``"ask"`` while the
-        model's context holds another tool's result (text someone else wrote), else ``"auto"``."""
+        """How the model's note edits are taken: ``"auto"`` (applied, each recorded as applied
+        without review), ``"ask"`` (proposed, for a person to accept or reject) or ``"off"``
+        (refused); ``None``: what a person set for this memory, else ``"ask"``. Text can reach
+        the model from anyone (a fetched page, a summary or a recall that carries one, a
+        message an MCP client added), so only a person's explicit choice pins unreviewed."""
         return self._notes_approval
 
     @notes_approval.setter
@@ -366,13 +368,11 @@ class Agent:
     def approval_now(self) -> str:
         """How a note edit by the model would be taken now: :attr:`notes_approval`, else what a
         person set for this memory (``nbmemory notes NAME --approval``, the panel), else the
-        default (see :attr:`notes_approval`)."""
+        default, ``"ask"``."""
         if self._notes_approval is not None:
             return self._notes_approval
         stored = self.notes.approval() if self.notes is not None else None
-        if stored is not None:
-            return stored
-        return "ask" if self.foreign_results() else "auto"
+        return stored or "ask"
 
     def foreign_results(self) -> tuple[str, ...]:
         """Tools (other than the memory tools) whose results the model's context holds."""

@@ -29,7 +29,7 @@ from nbmemory.errors import (
 )
 from nbmemory.export import FORMATS, export_text
 from nbmemory.layout import MAX_DOCUMENT_BYTES, export_layout, import_layout
-from nbmemory.note_history import APPROVALS, DEFAULT, Author
+from nbmemory.note_history import APPROVALS, DEFAULT, Author, pending
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
@@ -44,7 +44,7 @@ from nbmemory.report import (
     visible,
 )
 from nbmemory.store import Workspace
-from nbmemory.wording import counted
+from nbmemory.wording import counted, review_words
 
 
 class NotFound(Exception):
@@ -153,8 +153,9 @@ def cmd_notes(args: argparse.Namespace) -> str:
     if args.history:
         return "\n".join(c.describe() for c in notes.history()) or f"{args.name}: no changes"
     if args.pending:
-        waiting = notes.pending()
-        return "\n".join(c.describe() for c in waiting) or f"{args.name}: no pending proposals"
+        waiting = [(c.n, c.describe()) for c in notes.pending()]
+        command = f"nbmemory notes {args.name}"
+        return review_words(waiting, command) or f"{args.name}: no pending proposals"
     for n, review in ((args.accept, notes.accept), (args.reject, notes.reject)):
         if n is not None:
             review(n, by=by)
@@ -167,7 +168,12 @@ def cmd_notes(args: argparse.Namespace) -> str:
         notes.remove(args.unpin, by=by)
     if args.pin is not None:
         notes.add(args.pin, by=by)
-    return listing(reader.notes(args.name)) or f"{args.name} has no pinned notes"
+    shown = listing(reader.notes(args.name)) or f"{args.name} has no pinned notes"
+    waiting = review_words(
+        [(c.n, c.describe()) for c in pending(reader.note_history(args.name))],
+        f"nbmemory notes {args.name}",
+    )
+    return f"{shown}\n\n{waiting}" if waiting else shown
 
 
 def _user() -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import warnings
 from collections.abc import Sequence
@@ -19,14 +20,15 @@ from typing import Any
 from nbmemory import provenance
 from nbmemory.compactions import Compaction, write_record
 from nbmemory.conversation import SUMMARY_MARKER, block_tokens, preloaded_messages
-from nbmemory.errors import CompactionError, ModelError
+from nbmemory.errors import CompactionError, MemoryWarning, ModelError
 from nbmemory.llm import completion
 from nbmemory.provenance import Provenance
 from nbmemory.recall_text import TOOL_NAME as RECALL
-from nbmemory.run_settings import DEFAULT_THRESHOLD
+from nbmemory.run_settings import DEFAULT_THRESHOLD, SMALLEST_SUMMARY_TOKENS, compaction_floor
 from nbmemory.search import content_text
 from nbmemory.terms import missing_terms
 from nbmemory.tokens import TokenCounter, context_window
+from nbmemory.wording import stuck_words
 
 COMPRESSION_SYSTEM_PROMPT = (
     "You compress the working memory of an AI agent. Keep every fact, number, name, decision, "
@@ -45,7 +47,9 @@ _MERGE_TEMPLATE = (
     "Summarize these partial summaries of one conversation into one summary.\n\n{history}"
 )
 DEFAULT_SUMMARY_TOKENS = 4000
-_RETRY_GROWTH = 1.1
+REGROW_SHARE = 0.25
+"""After a compaction that failed or left the request above the threshold, the next waits
+until the request has grown by this share of the window: a real amount, not one message."""
 _KEEP_SHARE = 0.25  # of the window, at most, for the exchanges kept word for word
 
 
@@ -134,7 +138,10 @@ class ContextCompressor:
         dropped, each with the words said before it (:func:`kept_facts`)."""
         self.last_compaction: Compaction | None = None
         """What the last compaction did (also written beside its archive)."""
-        self._failed_at: float | None = None
+        self.stuck: tuple[str, int] | None = None
+        """The largest fixed part of the agent's request while no compaction can get it below
+        the threshold (``run_settings.compaction_floor``): it then does not compact."""
+        self._wait_until: int | None = None
 
     def __repr__(self) -> str:
         return (
@@ -156,15 +163,30 @@ class ContextCompressor:
         return self.tokens_used(agent) / window if window else 0.0
 
     def should_compress(self, agent: Any) -> bool:
-        """Whether :meth:`usage_ratio` is at or past the threshold (constant time).
+        """Whether :meth:`usage_ratio` is at or past the threshold (constant time below it).
 
-        After a compression that failed or left the agent above the threshold, it waits until
-        the usage has grown by a tenth before it says yes again.
+        Not while the fixed parts of the request and the smallest summary already reach the
+        threshold: a compaction would change nothing, so the person is told once (a
+        ``MemoryWarning`` naming the part that fills the window and what to change) and
+        :attr:`stuck` says so. After a compaction that failed or left the request above the
+        threshold, it waits until the request has grown by :data:`REGROW_SHARE` of the window.
         """
-        ratio = self.usage_ratio(agent)
-        if ratio < self.threshold:
+        if self.usage_ratio(agent) < self.threshold:
             return False
-        return self._failed_at is None or ratio >= self._failed_at * _RETRY_GROWTH
+        if self._stuck(agent):
+            return False
+        return self._wait_until is None or self.tokens_used(agent) >= self._wait_until
+
+    def _stuck(self, agent: Any) -> bool:
+        """Whether no compaction can get ``agent`` below the threshold; warns when it becomes so."""
+        parts = _fixed_parts(agent)
+        window = getattr(agent, "context_length", 0)
+        floor = compaction_floor(parts, window, self.threshold) if parts else None
+        if floor is not None and floor != self.stuck:
+            name = getattr(agent, "agent_name", "agent")
+            warnings.warn(f"{name}: {stuck_words(*floor, window)}", MemoryWarning, stacklevel=4)
+        self.stuck = floor
+        return floor is not None
 
     def compress(
         self,
@@ -201,7 +223,7 @@ class ContextCompressor:
                 memory.add(message["role"], message["content"])
         finally:
             memory.provenance = running
-        self._failed_at = None
+        self._wait_until = None
         self.last_compaction = Compaction(
             archive=archive,
             tokens_before=plan.tokens_before,
@@ -211,7 +233,7 @@ class ContextCompressor:
         )
         if archive is not None:
             write_record(memory.docs, archive, self.last_compaction)
-        if self.should_compress(agent):
+        if self.usage_ratio(agent) >= self.threshold:
             self._give_up(agent, "it is still above the threshold after compaction")
         return plan.summary
 
@@ -243,12 +265,17 @@ class ContextCompressor:
         earlier = [m for message in history[:turn] for m in _expanded(message)]
         current = history[turn:]
         kept = self._kept(agent, earlier) if during_run else []
+        before = self.tokens_used(agent)
+        if kept and self._room(agent, before, [*kept, *current]) < self._summary_tokens(agent):
+            kept = []  # carrying them would leave the next turns no room: summarize them too
         summarized = earlier[: len(earlier) - len(kept)]
         if not summarized:
             return "only the turn in progress is left to compress"
+        room = self._room(agent, before, [*kept, *current])
+        budget = max(SMALLEST_SUMMARY_TOKENS, min(self._summary_tokens(agent), room))
         lines = [line for message in summarized for line in _lines(message)]
         try:
-            summary = self._summarize(agent, "\n".join(lines)).strip()
+            summary = self._summarize(agent, "\n".join(lines), budget).strip()
         except ModelError as exc:
             if raising:
                 raise
@@ -265,9 +292,9 @@ class ContextCompressor:
         dropped = missing_terms(transcript, f"{summary}\n{notes}", ignore=ignore)
         counter = TokenCounter(agent.model_name)
         dropped = dropped if self.keep_dropped else []
-        listed = kept_facts(transcript, keep, dropped, self._summary_tokens(agent), counter)
+        facts = max(0, min(self._summary_tokens(agent), room - counter.count(summary)))
+        listed = kept_facts(transcript, keep, dropped, facts, counter)
         summary = f"{summary}\n\n{listed}" if listed else summary
-        before = self.tokens_used(agent)
         return CompactionPlan(
             summary=summary,
             tokens_before=before,
@@ -278,6 +305,16 @@ class ContextCompressor:
             history_length=len(memory.conversation_history),
             fingerprint=_digest(memory.conversation_history),
         )
+
+    def _room(self, agent: Any, before: int, carried: list[dict[str, Any]]) -> int:
+        """The tokens a summary may take for a compaction that carries ``carried`` to leave
+        :data:`REGROW_SHARE` of the window below the threshold, room for the next turns (the
+        summarizer's budget when the memory cannot count it)."""
+        at = _tokens_after(agent, before, "", carried)
+        if at is None:
+            return self._summary_tokens(agent)
+        window = agent.context_length
+        return int(self.threshold * window - REGROW_SHARE * window) - at
 
     def maybe_compress(self, agent: Any) -> str | None:
         """Compress if :meth:`should_compress`; returns the summary, or ``None``.
@@ -311,11 +348,14 @@ class ContextCompressor:
         return earlier[chosen:]
 
     def _give_up(self, agent: Any, reason: str) -> None:
-        """Warn once and wait for the history to grow before the next attempt."""
-        self._failed_at = self.usage_ratio(agent)
+        """Warn once and wait for the request to grow by :data:`REGROW_SHARE` of the window
+        before the next attempt."""
+        growth = math.ceil(REGROW_SHARE * getattr(agent, "context_length", 0))
+        self._wait_until = self.tokens_used(agent) + growth
         warnings.warn(
             f"{getattr(agent, 'agent_name', 'agent')}: context compression skipped ({reason}); "
-            "memory is left as it is and compression waits until the history has grown",
+            f"memory is left as it is and compression waits until the request has grown by "
+            f"{growth:,} tokens",
             stacklevel=3,
         )
 
@@ -344,7 +384,7 @@ class ContextCompressor:
             return self.summarizer_max_tokens
         return min(self.summarizer_max_tokens, max(64, agent.context_length // 10))
 
-    def _ask(self, agent: Any, template: str, text: str) -> str:
+    def _ask(self, agent: Any, template: str, text: str, budget: int) -> str:
         model, endpoint = self._model(agent)
         response = completion(
             model=model,
@@ -353,29 +393,50 @@ class ContextCompressor:
                 {"role": "user", "content": template.format(history=text)},
             ],
             temperature=self.summarizer_temperature,
-            max_tokens=self._summary_tokens(agent),
+            max_tokens=budget,
             timeout=getattr(agent, "timeout", 600),
             max_retries=getattr(agent, "max_retries", 2),
             **endpoint,
         )
         return response.choices[0].message.content or ""
 
-    def _summarize(self, agent: Any, history: str) -> str:
-        """Summarize the transcript ``history`` in chunks of lines that fit the summarizer's
-        window, never truncating."""
+    def _summarize(self, agent: Any, history: str, budget: int | None = None) -> str:
+        """Summarize the transcript ``history`` in at most ``budget`` tokens (default: the
+        summary's length, :meth:`_summary_tokens`), in chunks of lines that fit the
+        summarizer's window, never truncating."""
         model, _ = self._model(agent)
         counter = TokenCounter(model)
-        budget = max(self._window(agent, model) - self._summary_tokens(agent) - 200, 200)
+        budget = budget or self._summary_tokens(agent)
+        size = max(self._window(agent, model) - self._summary_tokens(agent) - 200, 200)
         summaries = [
-            self._ask(agent, COMPRESSION_USER_TEMPLATE, chunk)
-            for chunk in _chunks(history.split("\n"), counter, budget)
+            self._ask(agent, COMPRESSION_USER_TEMPLATE, chunk, budget)
+            for chunk in _chunks(history.split("\n"), counter, size)
         ]
         while len(summaries) > 1:
-            merged = _chunks(summaries, counter, budget)
+            merged = _chunks(summaries, counter, size)
             if len(merged) >= len(summaries):  # each summary fills a window: keep them all
                 return "\n\n".join(summaries)
-            summaries = [self._ask(agent, _MERGE_TEMPLATE, chunk) for chunk in merged]
+            summaries = [self._ask(agent, _MERGE_TEMPLATE, chunk, budget) for chunk in merged]
         return summaries[0]
+
+
+def _fixed_parts(agent: Any) -> list[tuple[str, int]] | None:
+    """The parts of ``agent``'s next request that no compaction makes smaller, by name
+    (``run_settings.FIXED_PARTS``); ``None`` for an agent-like object that cannot count them."""
+    memory = agent.short_memory
+    overhead = getattr(agent, "request_overhead_tokens", None)
+    if not callable(overhead) or not hasattr(memory, "rules_tokens"):
+        return None
+    static, rules = memory.static_tokens(), memory.rules_tokens()
+    notes = agent.notes.tokens() if getattr(agent, "notes", None) is not None else 0
+    tools = agent.tool_tokens()
+    return [
+        ("system prompt", static - rules),
+        ("rules", rules),
+        ("pinned notes", notes),
+        ("tool schemas", tools),
+        ("reply room", overhead() - tools),
+    ]
 
 
 def _origins(memory: Any, messages: list[dict[str, Any]]) -> list[Provenance | None]:

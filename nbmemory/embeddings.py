@@ -34,7 +34,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from nbmemory import llm, word_vectors
 from nbmemory.errors import MemoryWarning, ModelError, StoreError
 from nbmemory.recall_index import EMBEDDED_CHARS, text_key
 from nbmemory.store import AgentDocs
-from nbmemory.workspace import EMBEDDINGS_DIR, make_private_dir, open_file
+from nbmemory.workspace import EMBEDDINGS_DIR, file_of, open_index_folder, open_into
 
 BATCH = 128
 """Texts per embedding request (providers cap a request; OpenAI at 2,048 inputs)."""
@@ -113,10 +113,28 @@ class _FileVectors:
 
     def __init__(self, folder: Path, model: str) -> None:
         self.model = model
-        self.path = (
-            folder / EMBEDDINGS_DIR / f"{hashlib.sha256(model.encode()).hexdigest()[:16]}.f32"
-        )
+        self.folder = folder
+        self.name = f"{hashlib.sha256(model.encode()).hexdigest()[:16]}.f32"
+        self.path = folder / EMBEDDINGS_DIR / self.name
         self._at: tuple[int, int] | None = None  # (inode, offset read up to)
+
+    def _open(self, flags: int, mode: str, *, create: bool, buffering: int = -1) -> BinaryIO:
+        """The vectors file, opened with ``flags`` as a file object of ``mode``: neither it
+        nor ``.embeddings`` nor the folders above it through a link (``UnsafeFileError``),
+        which could lead outside the workspace. ``create`` makes a missing ``.embeddings``."""
+        folders: list[int] = []
+        try:
+            folder = open_index_folder(self.folder, EMBEDDINGS_DIR, into=folders, create=create)
+            into: list[int] = []
+            try:
+                open_into(into, self.name, flags, dir_fd=folder)
+                return file_of(into, mode, buffering)
+            finally:
+                for held in into:
+                    os.close(held)
+        finally:
+            for held in folders:
+                os.close(held)
 
     def _header(self, dimensions: int) -> bytes:
         return _MAGIC + json.dumps({"model": self.model, "dimensions": dimensions}).encode() + b"\n"
@@ -139,7 +157,7 @@ class _FileVectors:
         """The records written since the last load (all of them the first time, or when the
         file was replaced), or ``None`` if there are none or the file is not usable."""
         try:
-            with open_file(self.path, os.O_RDONLY | _FLAGS, "rb") as file:
+            with self._open(os.O_RDONLY | _FLAGS, "rb", create=False) as file:
                 inode = os.fstat(file.fileno()).st_ino
                 head = file.read(4096)
                 parsed = self._parse_header(head)
@@ -178,10 +196,10 @@ class _FileVectors:
     def append(self, keys: Sequence[bytes], vectors: np.ndarray, table: _Table) -> None:
         """Append records under the file's lock; a new or unusable file gets every vector of
         ``table`` (the ones just made among them), so a deleted index is rebuilt from RAM."""
-        make_private_dir(self.path.parent)
         dimensions = vectors.shape[1]
         flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | _FLAGS
-        with open_file(self.path, flags, "r+b", buffering=0) as file, self._locked(file.fileno()):
+        opened = self._open(flags, "r+b", create=True, buffering=0)
+        with opened as file, self._locked(file.fileno()):
             fd = file.fileno()
             size = os.fstat(fd).st_size
             parsed = self._parse_header(file.read(4096)) if size else None

@@ -107,6 +107,11 @@ class InvalidTextError(NbmemoryError, ValueError):
     """Text that cannot be stored as UTF-8 (it holds a lone surrogate); nothing was written."""
 
 
+class MessageTooLargeError(NbmemoryError, ValueError):
+    """Text sent to be stored that is over the size a message may have
+    (``store.MAX_MESSAGE_BYTES``); nothing was written."""
+
+
 class StoreError(NbmemoryError):
     """The memory store (a PostgreSQL database) could not be used; the message says what to fix.
     Nothing was half-written: each change is one transaction."""

@@ -55,7 +55,7 @@ from nbmemory.pg_store import hide_password
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import DEFAULT_BUDGET, DEFAULT_PASSAGES, LISTED, describe, find
 from nbmemory.report import AgentTable, parts_line, usage_line
-from nbmemory.store import Workspace
+from nbmemory.store import Workspace, check_size
 from nbmemory.workspace import ARCHIVE_DIR, MEMORY_FILE, validate_agent_name
 
 SCHEME = "memory"
@@ -162,7 +162,8 @@ TOOLS = (
     ),
     ToolSpec(
         "edit_notes",
-        "Pin a note, unpin one, or both at once (which replaces a note). Refused, with "
+        "Propose to pin a note, unpin one, or both at once (which replaces a note): the edit "
+        "waits for a person's review unless a person let edits apply at once. Refused, with "
         "nothing changed, when the notes would go over their token budget.",
         {
             "add": {**TEXT, "description": "A note to pin."},
@@ -371,6 +372,7 @@ class MemoryServer:
         name, text = arguments["agent"], _text_argument(arguments, "text")
         if not text.strip():
             raise ToolError("text must not be empty")
+        check_size(text, "text")
         agent = Agent.from_memory(name, self.workspace, record_settings=False)
         try:
             agent.short_memory.add(ROLE, text)
@@ -404,14 +406,15 @@ class MemoryServer:
             raise ToolError("give a note to add, one to remove, or both")
         notes = self._notes(name)
         by = Author("model", "mcp")
-        approval = notes.approval()
+        approval = notes.approval() or "ask"  # a client is not a person: it proposes
         if approval == "off":
             raise ToolError("only a person may edit this agent's pinned notes")
-        if approval == "ask":
-            proposal = notes.propose(add, remove, by=by)
-            _, data = self._notes_answer(name, notes, notes.items())
-            return review_answer(proposal.n, data["notes"]), {**data, "pending": proposal.n}
-        return self._notes_answer(name, notes, notes.edit(add, remove, by=by))
+        if approval == "auto":
+            edited = notes.edit(add, remove, by=by, approval=approval)
+            return self._notes_answer(name, notes, edited)
+        proposal = notes.propose(add, remove, by=by)
+        _, data = self._notes_answer(name, notes, notes.items())
+        return review_answer(proposal.n, data["notes"]), {**data, "pending": proposal.n}
 
     def _list_agents(self, arguments: dict[str, Any]) -> tuple[str, dict]:
         infos = [self.model.agent(name) for name in self._names()]
@@ -433,6 +436,8 @@ class MemoryServer:
             raise ToolError("summary must be a string")
         if summary is not None and not summary.strip():
             raise CompactionError("a summary must not be empty: give one, or none")
+        if summary is not None:
+            check_size(summary, "summary")
         self._existing(name)  # before anything is written
         agent = Agent.from_memory(name, self.workspace, record_settings=False)
         try:

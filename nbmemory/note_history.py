@@ -10,14 +10,20 @@ that waits for a person's review is a *proposal*: recorded, not applied, until a
 The record is written under the agent's lock, after ``NOTES.md``: if nbmemory stops in
 between, or a person edits the file by hand, the notes no longer match the last entry, and
 the next change records that ("changed outside nbmemory") before its own.
+
+Each line is JSON in ASCII (``\u2028``, not the character), and lines are split at line feeds
+only: no character of a note can split an entry or hide one, whatever program reads the file.
+A line that cannot be read as an entry is left out with a ``MemoryWarning`` naming it.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from nbmemory.errors import MemoryWarning
 from nbmemory.memory_file import now_iso
 from nbmemory.store import AgentDocs
 
@@ -25,7 +31,8 @@ HISTORY_FILE = "NOTES.history.jsonl"
 APPROVALS = ("auto", "ask", "off")
 """How a model's edits are taken: applied at once, proposed for review, or refused."""
 DEFAULT = "default"
-"""No approval set: ask while the model's context holds another tool's result, else apply."""
+"""No approval set: every edit not made by a person in a view (the model's, an MCP client's)
+is proposed for review."""
 
 PIN, UNPIN, REPLACE, RESTORE = "pin", "unpin", "replace", "restore"
 PROPOSE, ACCEPT, REJECT, OUTSIDE, APPROVAL = "propose", "accept", "reject", "outside", "approval"
@@ -69,7 +76,8 @@ class Change:
     ref: int | None = None
     approval: str | None = None
     """For an ``"approval"`` entry: what a person set (one of :data:`APPROVALS`, or
-    :data:`DEFAULT`)."""
+    :data:`DEFAULT`); for an edit the model or an MCP client made: the setting under which it
+    was applied without review."""
 
     def to_json(self) -> dict[str, Any]:
         author = {k: v for k, v in vars(self.author).items() if v not in (None, ())}
@@ -79,19 +87,26 @@ class Change:
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> Change:
+        """The change an entry of the record holds; ``ValueError`` if it is not one (a field
+        of the wrong type, a proposal of nothing), so no view shows what cannot be acted on."""
         author = dict(entry["author"])
-        author["after"] = tuple(str(tool) for tool in author.get("after", ()))
-        return cls(
-            n=int(entry["n"]),
-            change=str(entry["change"]),
+        for key in ("who", "via", "user", "run"):
+            _of_type(author, key, str, key in ("who", "via"))
+        author["after"] = tuple(_texts(author.get("after", [])))
+        change = cls(
+            n=_of_type(entry, "n", int, True),
+            change=_of_type(entry, "change", str, True),
             author=Author(**author),
-            notes=tuple(str(note) for note in entry["notes"]),
-            at=str(entry["at"]),
-            added=entry.get("added"),
-            removed=entry.get("removed"),
-            ref=entry.get("ref"),
-            approval=entry.get("approval"),
+            notes=tuple(_texts(entry["notes"])),
+            at=_of_type(entry, "at", str, True),
+            added=_of_type(entry, "added", str),
+            removed=_of_type(entry, "removed", str),
+            ref=_of_type(entry, "ref", int),
+            approval=_of_type(entry, "approval", str),
         )
+        if change.change == PROPOSE and not (change.added or change.removed):
+            raise ValueError("a proposal of no change")
+        return change
 
     def describe(self) -> str:
         """One line: number, time, what changed, and by whom."""
@@ -106,7 +121,27 @@ class Change:
             OUTSIDE: "the notes were changed outside nbmemory (an editor, or an unfinished write)",
             APPROVAL: f"set the model's note edits to “{self.approval}”",
         }.get(self.change, self.change)
-        return f"#{self.n} {self.at} {what} — by {self.author.describe()}"
+        unreviewed = ""
+        if self.approval and self.change in (PIN, UNPIN, REPLACE):
+            unreviewed = f", applied without review (“{self.approval}”)"
+        return f"#{self.n} {self.at} {what} — by {self.author.describe()}{unreviewed}"
+
+
+def _of_type(entry: dict[str, Any], key: str, kind: type, required: bool = False) -> Any:
+    """``entry[key]`` if it is a ``kind`` (``None`` if absent and not ``required``)."""
+    value = entry.get(key)
+    if (value is None and not required) or (
+        isinstance(value, kind) and not isinstance(value, bool)
+    ):
+        return value
+    raise ValueError(f"{key!r} is not a {kind.__name__}")
+
+
+def _texts(values: Any) -> list[str]:
+    """``values`` if it is a list of texts (the notes, the tools a model's context held)."""
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError("not a list of texts")
+    return values
 
 
 def _quoted(note: str | None) -> str:
@@ -123,18 +158,35 @@ def _proposal(change: Change) -> str:
 
 
 def read(docs: AgentDocs) -> list[Change]:
-    """The recorded changes, oldest first; a line that cannot be read is left out."""
+    """The recorded changes, oldest first. Lines are split at line feeds alone (a record an
+    earlier nbmemory wrote with a raw U+2028 in a note reads whole); a line that cannot be
+    read is left out with one ``MemoryWarning`` naming every such line."""
     try:
         data = docs.read(HISTORY_FILE).decode("utf-8", "replace")
     except (FileNotFoundError, NotADirectoryError):
         return []
-    changes = []
-    for line in data.splitlines():
+    changes, unreadable = [], []
+    for number, line in enumerate(data.split("\n"), 1):
+        if not line.strip():
+            continue
         try:
             changes.append(Change.from_json(json.loads(line)))
         except (ValueError, KeyError, TypeError):
-            continue
+            unreadable.append(number)
+    if unreadable:
+        warnings.warn(_unreadable(docs, unreadable), MemoryWarning, stacklevel=2)
     return changes
+
+
+def _unreadable(docs: AgentDocs, numbers: list[int]) -> str:
+    """What a view says of the record's lines ``numbers`` (the first few named)."""
+    named = ", ".join(map(str, numbers[:5]))
+    if len(numbers) > 5:
+        named += f" and {len(numbers) - 5} more"
+    said = "line {} could not be read: the change it records is left out"
+    if len(numbers) > 1:
+        said = "lines {} could not be read: the changes they record are left out"
+    return f"{docs.path(HISTORY_FILE)}: {said.format(named)}"
 
 
 def with_outside(changes: list[Change], notes: list[str]) -> list[Change]:
@@ -157,7 +209,7 @@ def record(docs: AgentDocs, notes_before: list[str], change: Change) -> Change:
     n = changes[-1].n + 1 if changes else 1
     numbered = replace(change, n=n)
     new = [*changes[len(recorded) :], numbered]
-    lines = "".join(json.dumps(c.to_json(), ensure_ascii=False) + "\n" for c in new)
+    lines = "".join(json.dumps(c.to_json()) + "\n" for c in new)
     docs.append(HISTORY_FILE, lines.encode(), durable=True)
     return numbered
 

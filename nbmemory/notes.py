@@ -215,13 +215,14 @@ class Notes:
         by: Author | None,
         kind: str | None = None,
         ref: int | None = None,
+        approval: str | None = None,
     ) -> list[str]:
         """Apply ``edit`` under the lock, write the notes, and record the change."""
         with self.docs.locked():
             before = self.items()
             notes = edit(before)
             self._write(notes)
-            self._record(before, notes, by, kind, ref)
+            self._record(before, notes, by, kind, ref, approval)
         return notes
 
     def _record(
@@ -231,6 +232,7 @@ class Notes:
         by: Author | None,
         kind: str | None = None,
         ref: int | None = None,
+        approval: str | None = None,
     ) -> Change:
         added, removed = _difference(after, before), _difference(before, after)
         if kind is None:
@@ -244,6 +246,7 @@ class Notes:
             added=added or None,
             removed=removed or None,
             ref=ref,
+            approval=approval,
         )
         return note_history.record(self.docs, before, change)
 
@@ -311,10 +314,18 @@ class Notes:
 
         return edit
 
-    def edit(self, add: str = "", remove: str = "", by: Author | None = None) -> list[str]:
+    def edit(
+        self,
+        add: str = "",
+        remove: str = "",
+        by: Author | None = None,
+        approval: str | None = None,
+    ) -> list[str]:
         """What the notes tool and the MCP tool ask: pin ``add``, unpin the note ``remove``
-        names, or put one in place of the other when both are given; returns the notes."""
-        return self._change(self._editing(add, remove), by)
+        names, or put one in place of the other when both are given; returns the notes.
+        ``approval`` is the setting under which an edit not made by a person is applied
+        unreviewed (``"auto"``), for the record."""
+        return self._change(self._editing(add, remove), by, approval=approval)
 
     # ------------------------------------------------------------------------------------------
     # The record, and edits that wait for review
@@ -347,7 +358,10 @@ class Notes:
 
     def propose(self, add: str = "", remove: str = "", by: Author | None = None) -> Change:
         """Record the edit :meth:`edit` would make as a proposal, changing nothing: refused
-        now, as the edit would be, if it cannot be made (no such note, over budget)."""
+        now, as the edit would be, if it cannot be made (no such note, over budget). Returns
+        the proposal as read back from the record, which :meth:`accept` applies:
+        ``NoteNotFoundError`` if it cannot be, so no one is told of a proposal that is not
+        there."""
         edit = self._editing(add, remove)
         with self.docs.locked():
             before = self.items()
@@ -361,7 +375,7 @@ class Notes:
                 added=_difference(after, before) or None,
                 removed=_difference(before, after) or None,
             )
-            return note_history.record(self.docs, before, proposal)
+            return self._proposal(note_history.record(self.docs, before, proposal).n)
 
     def _proposal(self, n: int) -> Change:
         for change in note_history.pending(note_history.read(self.docs)):
@@ -481,7 +495,7 @@ def notes_tool(
             if how == "ask":
                 proposal = target.propose(add, remove, by=author())
                 return review_answer(proposal.n, target.items())
-            current = target.edit(add, remove, by=author())
+            current = target.edit(add, remove, by=author(), approval=how)
         except (NotesFullError, NoteNotFoundError, InvalidNoteError) as exc:
             return f"Notes unchanged: {exc}"
         return tool_answer(current)

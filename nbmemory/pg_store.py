@@ -39,7 +39,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_to_bytes
 
 from nbmemory.errors import (
     StoreConfigError,
@@ -159,7 +159,8 @@ def hide_password(text: str, url: str) -> str:
     the password of each way the URL could be read (its user information ending at the first
     ``@`` as libpq reads it, or at the last as a person who left an ``@`` of the password
     unencoded means it), every ``password=`` value of a query or a ``key=value`` string, each
-    also percent-decoded and as ``repr()`` would escape it. Hiding too much is the safe side.
+    also percent-decoded (as UTF-8, as Latin-1, and as the bytes of escapes that are not UTF-8)
+    and as ``repr()`` would escape it. Hiding too much is the safe side.
     """
     for secret in _secrets(url):
         text = text.replace(secret, "***")
@@ -173,7 +174,7 @@ def _secrets(url: str) -> list[str]:
     for end in (rest.find("@"), rest.rfind("@")):
         if end > 0:
             found.add(rest[:end].partition(":")[2])
-    for match in re.finditer(r"password\s*=\s*", url, re.IGNORECASE):  # sslpassword= too
+    for match in _password_keys(url):
         tail = url[match.end() :]
         quoted = re.match(r"'((?:[^'\\]|\\.)*)'?", tail)
         if quoted:  # key=value style, quoted: 'a b\'c'
@@ -183,10 +184,27 @@ def _secrets(url: str) -> list[str]:
             found.add(re.match(pattern, tail)[0].rstrip())
     forms = set()
     for secret in found:
-        for form in (secret, unquote(secret)):
+        # decoded as psycopg does, and as messages may quote escapes that are not UTF-8
+        decoded = (
+            unquote(secret),
+            unquote(secret, "latin-1"),
+            unquote(secret, errors="surrogateescape"),
+        )
+        for form in (secret, *decoded):
             forms.update({form, repr(form)[1:-1]})
+        raw = unquote_to_bytes(secret.encode("utf-8", "surrogatepass"))
+        forms.add(repr(raw)[2:-1])  # Qz7\xe9Kx9, as b'Qz7\xe9Kx9' shows it
     forms.discard("")
     return sorted(forms, key=len, reverse=True)
+
+
+_KEY = re.compile(r"((?:\w|%[0-9A-Fa-f]{2})+)\s*=\s*")
+"""A parameter's name and its ``=``: libpq percent-decodes names, so ``pass%77ord`` is one."""
+
+
+def _password_keys(url: str) -> list[re.Match[str]]:
+    """The ``password=`` (``sslpassword=``, …) of ``url``, however their names are written."""
+    return [m for m in _KEY.finditer(url) if "password" in unquote(m[1], "latin-1").lower()]
 
 
 def _without_password(url: str) -> str:
@@ -199,8 +217,12 @@ def _without_password(url: str) -> str:
     user, colon, _ = userinfo.partition(":")
     if separator and colon:
         rest = f"{user}:***@{where}"
-    value = r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s]*)"
-    return re.sub(value, r"\1***", head + separator + rest, flags=re.IGNORECASE)
+    url = head + separator + rest
+    value = re.compile(r"'(?:[^'\\]|\\.)*'?|[^&\s]*")
+    for key in reversed(_password_keys(url)):
+        end = value.match(url, key.end()).end()
+        url = f"{url[: key.end()]}***{url[end:]}"
+    return url
 
 
 def _hidden(url: str) -> str:
@@ -329,7 +351,9 @@ class PgStore:
         problem = None
         try:
             conninfo_to_dict(url)
-        except psycopg.ProgrammingError as exc:
+        except UnicodeDecodeError:  # its message quotes the bytes: said here without them
+            problem = "its percent escapes decode to bytes that are not UTF-8 text"
+        except (psycopg.Error, ValueError) as exc:
             problem = _first_line(exc)  # it may quote the URL: kept, raised outside this block
         if problem is not None:
             raise StoreConfigError(
@@ -1026,6 +1050,14 @@ class PgStore:
                 "DELETE FROM nbmemory_recall_index WHERE agent = %s AND source = %s",
                 (name, source),
             )
+
+    def recall_index_names(self, name: str) -> list[str]:
+        """The names (``source``) of the agent's recall indexes."""
+        with self.statement(f"list the recall indexes of {name}") as conn:
+            rows = conn.execute(
+                "SELECT source FROM nbmemory_recall_index WHERE agent = %s", (name,)
+            ).fetchall()
+        return [source for (source,) in rows]
 
     def recall_index_size(self, name: str) -> int:
         """Bytes of the agent's archive indexes (in a snapshot, from its one query)."""

@@ -6,7 +6,8 @@ block (role, timestamp, content as MEMORY.md holds them): a compaction archives 
 for byte and keeps blocks word for word, so an archived message still finds its line. Lines
 are only appended, under the agent's lock, with the message they describe (see
 ``Conversation.add``). A damaged line is skipped with a ``MemoryWarning``; without the file,
-no message knows its cell, and the memory is the same.
+no message knows its cell, and the memory is the same. Only the file's last ``READ_BYTES`` are
+read, those of the newest messages, so that a file of years costs no more than that.
 
 A cell run again supersedes its earlier runs: for one notebook and cell id, the run last
 recorded (kernel session and execution count) is current, and the messages of the others
@@ -29,6 +30,7 @@ from nbmemory.errors import MemoryWarning
 from nbmemory.memory_file import format_block
 from nbmemory.store import AgentDocs
 from nbmemory.token_counts import digest
+from nbmemory.workspace import open_reader
 
 PROVENANCE_FILE = "PROVENANCE.jsonl"
 SERVER_ROOT_ENV = "NBMEMORY_SERVER_ROOT"
@@ -168,11 +170,20 @@ class Lineage:
 EMPTY = Lineage({}, {})
 
 
+READ_BYTES = 16 * 2**20
+"""The most of ``PROVENANCE.jsonl`` read: its last lines, those of the newest messages (about
+100,000 of them). A file grown past it costs no more to read, in time or memory; the messages
+of the lines before show no cell."""
+_CHECKED = 2**16
+"""Bytes before the end of the lines read that are read again to check them: when they are
+unchanged, only the lines appended since are parsed."""
+
+
 @dataclass(frozen=True)
 class _Read:
     """A reading of an agent's records: the lineage of its whole lines, up to byte ``upto``,
-    with a check of those bytes (so that lines appended since are parsed alone), and the
-    lineage with the unfinished last line, if any, as views get it."""
+    with a check of the last bytes before it (so that lines appended since are parsed alone),
+    and the lineage with the unfinished last line, if any, as views get it."""
 
     stamp: Any
     upto: int
@@ -204,26 +215,54 @@ def lineage(docs: AgentDocs) -> Lineage:
         cached = _cache.get(where)
     if cached is not None and cached.stamp == stamp:
         return cached.lineage
+    checked = max(0, cached.upto - _CHECKED) if cached is not None else None
     try:
-        data = docs.read(PROVENANCE_FILE)
+        at, data = _read_from(docs, checked)
+        view = memoryview(data)
+        start, base, reused = 0, EMPTY, False
+        if cached is not None and at == checked:
+            if zlib.crc32(view[: cached.upto - at]) == cached.check:
+                start, base, reused = cached.upto - at, cached.whole_lines, True
+            elif at > 0:  # changed before the lines appended: read the last lines again
+                at, data = _read_from(docs, None)
+                view = memoryview(data)
     except (FileNotFoundError, NotADirectoryError):
         return EMPTY
     except OSError as exc:
         warnings.warn(f"{docs.path(PROVENANCE_FILE)}: not read ({exc})", MemoryWarning, 2)
         return EMPTY
-    view = memoryview(data)
-    start, base = 0, EMPTY
-    if cached is not None and zlib.crc32(view[: cached.upto]) == cached.check:
-        start, base = cached.upto, cached.whole_lines
+    if at > 0 and not reused:  # the last lines' window begins in a line: from the next one
+        start = data.find(b"\n") + 1 or len(data)
     upto = data.rfind(b"\n") + 1
     whole_lines = _read_lines(view[start:upto], base)
     found = _read_lines(view[upto:], whole_lines)
     _warn_damaged(found, str(docs.path(PROVENANCE_FILE)))
+    check = zlib.crc32(view[max(0, upto - _CHECKED) : upto])
     with _cache_lock:
         if len(_cache) >= _CACHED:
             _cache.clear()
-        _cache[where] = _Read(stamp, upto, zlib.crc32(view[:upto]), whole_lines, found)
+        _cache[where] = _Read(stamp, at + upto, check, whole_lines, found)
     return found
+
+
+def _read_from(docs: AgentDocs, start: int | None) -> tuple[int, bytes]:
+    """``(where, data)``: the records from byte ``start`` on, or (``None``, or ``start`` is
+    before them) from where the last :data:`READ_BYTES` begin, less one byte, which tells
+    whether they begin with a whole line."""
+    if docs.is_database:  # a row is read whole
+        data = docs.read(PROVENANCE_FILE)
+        at = _window(len(data), start)
+        return at, data[at:]
+    with open_reader(docs.path(PROVENANCE_FILE)) as file:
+        size = os.fstat(file.fileno()).st_size
+        at = _window(size, start)
+        file.seek(at)
+        return at, file.read(size - at)
+
+
+def _window(size: int, start: int | None) -> int:
+    first = max(0, size - READ_BYTES - 1)
+    return start if start is not None and first <= start <= size else first
 
 
 def parse(data: bytes, shown: str = PROVENANCE_FILE) -> Lineage:

@@ -40,7 +40,13 @@ from nbmemory.provenance import EMPTY as NO_LINEAGE
 from nbmemory.provenance import PROVENANCE_FILE, Cell, Lineage
 from nbmemory.provenance import lineage as lineage_of
 from nbmemory.recall_index import index_size
-from nbmemory.run_settings import SETTINGS_FILE, RunSettings, default_settings, read_settings
+from nbmemory.run_settings import (
+    SETTINGS_FILE,
+    RunSettings,
+    compaction_floor,
+    default_settings,
+    read_settings,
+)
 from nbmemory.search import content_text, followed_index
 from nbmemory.store import AgentDocs, FileDocs, Workspace, as_workspace
 from nbmemory.terms import left_out, salient_terms
@@ -95,9 +101,16 @@ class Usage:
         return self.tokens / self.context_length if self.context_length else 0.0
 
     @property
+    def stuck(self) -> tuple[str, int] | None:
+        """The largest fixed part, when no compaction can get the request below the threshold
+        (``run_settings.compaction_floor``): the agent then does not compact."""
+        return compaction_floor(self.parts, self.context_length, self.threshold)
+
+    @property
     def compacts_next(self) -> bool:
         """Whether the agent's next model call starts with a compaction."""
-        return self.threshold is not None and self.tokens >= self.threshold * self.context_length
+        reached = self.threshold is not None and self.tokens >= self.threshold * self.context_length
+        return reached and self.stuck is None
 
     @property
     def memory_tokens(self) -> int:
@@ -116,7 +129,10 @@ class Usage:
             "recorded": self.recorded,
             "compacts_next": self.compacts_next,
             "parts": [{"name": name, "tokens": tokens} for name, tokens in self.parts],
-            "words": usage_words(self.tokens, self.context_length, self.threshold, self.recorded),
+            "stuck": self.stuck is not None,
+            "words": usage_words(
+                self.tokens, self.context_length, self.threshold, self.recorded, self.stuck
+            ),
         }
 
 

@@ -639,7 +639,8 @@ def find(
         semantic = _default_index(docs)
     try:
         return _find(docs, query, limit, semantic)
-    except recall_index.Damaged as exc:  # a kept index's texts, found damaged: made again
+    except recall_index.Damaged as exc:  # a kept index found damaged as it is read: made again
+        recall_index.warn_damaged(docs, exc.name, exc)
         recall_index.discard(docs, exc.name)
         followed = follow(docs.path(MEMORY_FILE), docs)
         if followed is not None:

@@ -21,30 +21,43 @@ An index is trusted only for what it was made of: an archive file's size, inode,
 ctime (which no one can set back), else (a copy, a restore) the BLAKE2b digest of its bytes;
 an archive row's version and size; the digest of the first bytes of ``MEMORY.md`` it covers
 (on a database, computed by the server), and the memory's inode (its compaction count on a
-database). A stale, damaged or unreadable
-index is rebuilt without a word; one that cannot be written (a read-only folder or role) is
-used from RAM. Nothing here changes ``MEMORY.md`` or an archive.
+database). A stale or unreadable
+index is rebuilt without a word; a damaged one, or one tampered with (every place and count
+read from it is checked before it is used), is rebuilt with a ``MemoryWarning``; one that
+cannot be written (a read-only folder or role) is used from RAM. The index of an archive that
+is gone is removed when recall next looks at the archives. On files ``.recall-index`` is never
+opened through a link. Nothing here changes ``MEMORY.md`` or an archive.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import json
+import operator
 import os
 import stat
 import sys
 import threading
+import warnings
 import zlib
 from array import array
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from nbmemory.errors import StoreError
+from nbmemory.atomic import write_atomic
+from nbmemory.errors import MemoryWarning, StoreError
 from nbmemory.store import AgentDocs
-from nbmemory.workspace import MEMORY_FILE, RECALL_INDEX_DIR, open_reader
+from nbmemory.workspace import (
+    ARCHIVE_DIR,
+    MEMORY_FILE,
+    RECALL_INDEX_DIR,
+    open_index_folder,
+    open_reader,
+)
 
 EMBEDDED_CHARS = 4_000
 """Characters of a message that are embedded (about 1,000 tokens, under every model's limit)."""
@@ -211,6 +224,11 @@ _NUMBERS = (
     "time_at",
 )
 """The sections that hold numbers, each of the type its index's header names."""
+_SECTIONS = {
+    *_NUMBERS,
+    *("terms", "recallable", "dated", "asks", "blocks", "keys", "texts", "times"),
+}
+"""The sections every index has."""
 
 
 class Damaged(ValueError):
@@ -246,9 +264,11 @@ class StoredIndex:
             raise Damaged("no header")
         try:
             head = json.loads(bytes(view[len(MAGIC) : len(MAGIC) + end]))
+            if not head["sections"].keys() >= _SECTIONS:
+                raise ValueError("a section is missing")
             start = len(MAGIC) + end + 1
             start += -start % 8
-            lazy_from = int(head["lazy_from"])
+            lazy_from = _count(head["lazy_from"])
             self.head_bytes = start + lazy_from
             """Bytes a query needs before any passage: the header and the postings."""
             body = view[start:]
@@ -256,12 +276,13 @@ class StoredIndex:
                 raise Damaged("its checksum does not match")
             if fetch is None and zlib.crc32(body[lazy_from:]) != head["crc32_rest"]:
                 raise Damaged("its checksum does not match")
-            n, terms = int(head["messages"]), int(head["terms"])
+            n, terms = _count(head["messages"]), _count(head["terms"])
             sections: dict[str, Any] = {}
             rest = None
             if fetch is not None and not getattr(fetch, "in_parts", False):
                 rest = _Rest(fetch, self.head_bytes, int(head["crc32_rest"]), name)
             for name, (at, size) in head["sections"].items():
+                at, size = _count(at), _count(size)
                 straddles = at < lazy_from < at + size
                 if straddles or (fetch is None and at + size > len(body)):
                     raise Damaged(f"section {name} is cut short")
@@ -271,16 +292,20 @@ class StoredIndex:
                     sections[name] = _Fetched(fetch, start + at, size)
                 else:
                     sections[name] = body[at : at + size]
-            self.source: dict[str, Any] = head["source"]
-            self.documents = int(head["documents"])
-            self.words = int(head["words"])
-            self.spoken: dict[str, int] = dict(head["spoken"])
+            self.source: dict[str, Any] = dict(head["source"])
+            self.documents = _count(head["documents"])
+            self.words = _count(head["words"])
+            self.spoken: dict[str, int] = {str(k): _count(v) for k, v in head["spoken"].items()}
+            if self.documents > n:
+                raise ValueError("more documents than messages")
             roles = [(str(role), str(teller)) for role, teller in head["speakers"]]
             types = {name: str(head["types"][name]) for name in _NUMBERS}
             if not set(types.values()) <= set(_WIDTHS):
                 raise ValueError("an unknown type of numbers")
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
             raise Damaged(f"its header is damaged: {exc}") from None
+        except RecursionError:
+            raise Damaged("its header is damaged: nested too deep") from None
         self.count = n
         try:  # a section whose size is no multiple of its items', or that is no number's
             sections = {k: v.cast(types[k]) if k in types else v for k, v in sections.items()}
@@ -357,6 +382,13 @@ class StoredIndex:
     def _term(self, k: int) -> bytes:
         return bytes(self._terms[self._term_at[k] : self._term_at[k + 1]])
 
+    def _span(self, k: int) -> tuple[int, int]:
+        """Where term ``k``'s postings start and end; ``Damaged`` if they lie outside them."""
+        start, end = self._post_at[k], self._post_at[k + 1]
+        if not start <= end <= len(self._post_docs):
+            raise Damaged("a term's postings lie outside them", self.name)
+        return start, end
+
     def _term_id(self, term: str) -> int | None:
         """The number of ``term`` in the index (``None`` if it holds none), found by bisection
         and remembered: a query asks it for each message it looks at."""
@@ -382,8 +414,11 @@ class StoredIndex:
             if k is None:
                 found = ([], [])
             else:
-                start, end = self._post_at[k], self._post_at[k + 1]
+                start, end = self._span(k)
                 found = (self._post_docs[start:end].tolist(), self._post_counts[start:end].tolist())
+                docs = found[0]
+                if docs and (docs[-1] >= self.count or any(map(operator.ge, docs, docs[1:]))):
+                    raise Damaged("a term's postings name no message", self.name)
             with self._lock:
                 if len(self._postings) >= _POSTINGS_KEPT:
                     self._postings.clear()
@@ -397,7 +432,10 @@ class StoredIndex:
         if found is not None:
             return len(found[0])
         k = self._term_id(term)
-        return 0 if k is None else self._post_at[k + 1] - self._post_at[k]
+        if k is None:
+            return 0
+        start, end = self._span(k)
+        return end - start
 
     def asked(self, i: int, terms: Collection[str]) -> dict[str, int]:
         """How often each of ``terms`` is in message ``i`` (those it holds), found in each
@@ -407,7 +445,7 @@ class StoredIndex:
             k = self._term_id(term)
             if k is None:
                 continue
-            start, end = self._post_at[k], self._post_at[k + 1]
+            start, end = self._span(k)
             at = bisect.bisect_left(self._post_docs, i, start, end)
             if at < end and self._post_docs[at] == i:
                 found[term] = self._post_counts[at]
@@ -472,6 +510,16 @@ class StoredIndex:
             return self._key_list
 
 
+def _count(value: Any) -> int:
+    """A count or place read from an index's header: a whole number from 0 (``ValueError``
+    for anything else, ``OverflowError`` for infinity)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ValueError(f"{value!r} is no count")
+    if value < 0:
+        raise ValueError(f"{value!r} is below 0")
+    return int(value)
+
+
 class _InParts:
     """Reads parts of an index kept in a database, each when asked for."""
 
@@ -496,7 +544,7 @@ class _Rest:
         if self.data is None:
             data = self.fetch(self.start, 2**62)
             if zlib.crc32(data) != self.crc:
-                raise Damaged(f"{self.name}: its checksum does not match", self.name)
+                raise Damaged("its checksum does not match", self.name)
             self.data = data
         return self.data[start : start + size]
 
@@ -589,6 +637,7 @@ def archive_indexes(
 ) -> list[StoredIndex | None]:
     """:func:`archive_index` of each of ``archives``; on a database, their stamps and their
     kept indexes are read in one query each, not one per archive."""
+    _prune(docs, archives)
     if not docs.is_database or not archives:
         return [archive_index(docs, a, lambda a=a: build(a), speaker_words) for a in archives]
     db, name = docs.db, docs.name  # type: ignore[attr-defined]
@@ -611,6 +660,36 @@ def archive_indexes(
         )
         for archive in archives
     ]
+
+
+_seen: dict[str, frozenset[str]] = {}
+"""The names of the indexes of each agent's archives when last looked at in this process: the
+indexes kept are looked through again only when the archives change."""
+
+
+def _prune(docs: AgentDocs, archives: list[Path]) -> None:
+    """Remove the kept indexes of archives that are gone (deleted by a person): an index holds
+    its archive's text, which goes with it."""
+    wanted = frozenset(index_name(archive) for archive in archives)
+    with _kept_lock:
+        if _seen.get(repr(docs)) == wanted:
+            return
+        _seen[repr(docs)] = wanted
+    try:
+        if docs.is_database:
+            kept = docs.db.recall_index_names(docs.name)  # type: ignore[attr-defined]
+        elif docs.missing(RECALL_INDEX_DIR):
+            return
+        else:
+            with _folder(docs, create=False) as folder:
+                kept = os.listdir(folder)
+        for name in kept:
+            if not name.endswith(".md.idx") or name == MEMORY_INDEX or name in wanted:
+                continue
+            if docs.stamp(f"{ARCHIVE_DIR}/{name.removesuffix('.idx')}") is None:
+                discard(docs, name)
+    except (OSError, StoreError):
+        pass
 
 
 def archive_index(
@@ -700,45 +779,78 @@ def _load(
             data = head if head is not None else db.recall_index(agent, name)
             if data is None:
                 return None
+            if not data.startswith(MAGIC):  # an index of another version: made anew
+                return None
             return StoredIndex(data, speaker_words, _InParts(db, agent, name), name)
         # The postings now, the texts when a passage needs them; no file kept open: a
         # process may follow thousands of archives.
-        path = docs.folder / RECALL_INDEX_DIR / name
-        with open_reader(path) as file:
+        with _folder(docs, create=False) as folder, _open(docs, folder, name) as file:
             data = file.read(_FIRST_READ)
-            head = head_size(data)
-            if head is None:
+            if not data.startswith(MAGIC):
                 return None
+            head = head_size(data)
+            if head > os.fstat(file.fileno()).st_size:
+                raise Damaged("its header names more bytes than it holds")
             if head > len(data):
                 data += file.read(head - len(data))
         return StoredIndex(
-            data[:head], speaker_words, lambda start, size: _pread(path, start, size), name
+            data[:head], speaker_words, lambda start, size: _pread(docs, name, start, size), name
         )
-    except (OSError, StoreError, Damaged):
+    except Damaged as exc:
+        warn_damaged(docs, name, exc)
         return None
+    except (OSError, StoreError):
+        return None
+
+
+def warn_damaged(docs: AgentDocs, name: str, exc: Damaged) -> None:
+    """Say that the index kept as ``name`` was found damaged (or tampered with), and is made
+    again from the messages: once per index, as the one made is kept in its place."""
+    warnings.warn(
+        f"{docs.path(f'{RECALL_INDEX_DIR}/{name}')}: a damaged recall index ({exc}); "
+        "made again from the messages",
+        MemoryWarning,
+        stacklevel=2,
+    )
+
+
+@contextlib.contextmanager
+def _folder(docs: AgentDocs, *, create: bool) -> Iterator[int]:
+    """The agent's ``.recall-index`` folder, open, never through a link (``UnsafeFileError``)."""
+    into: list[int] = []
+    try:
+        yield open_index_folder(docs.folder, RECALL_INDEX_DIR, into=into, create=create)
+    finally:
+        for held in into:
+            os.close(held)
+
+
+def _open(docs: AgentDocs, folder: int, name: str) -> BinaryIO:
+    """The index file ``name`` in ``folder``, open to read, if it is a regular file."""
+    return open_reader(name, dir_fd=folder, shown=docs.path(f"{RECALL_INDEX_DIR}/{name}"))
 
 
 _FIRST_READ = 2**20
 """Bytes of an index file read at once: a header, and the postings of a small archive."""
 
 
-def head_size(data: bytes) -> int | None:
+def head_size(data: bytes) -> int:
     """How many bytes of an index a query needs (see :attr:`StoredIndex.head_bytes`), from
-    its first bytes; ``None`` if they are not an index's."""
+    its first bytes (which start with :data:`MAGIC`); ``Damaged`` if its header is not one."""
     end = data.find(b"\n", len(MAGIC))
-    if not data.startswith(MAGIC) or end < 0:
-        return None
+    if end < 0:
+        raise Damaged("no header")
     try:
-        lazy_from = int(json.loads(data[len(MAGIC) : end])["lazy_from"])
-    except (KeyError, TypeError, ValueError):
-        return None
+        lazy_from = _count(json.loads(data[len(MAGIC) : end])["lazy_from"])
+    except (KeyError, TypeError, ValueError, ArithmeticError, RecursionError):
+        raise Damaged("its header is damaged") from None
     start = end + 1
     return start + -start % 8 + lazy_from
 
 
-def _pread(path: Path, start: int, size: int) -> bytes:
-    """Bytes of a file from ``start``, as many as there are up to ``size``."""
-    with open_reader(path) as file:
+def _pread(docs: AgentDocs, name: str, start: int, size: int) -> bytes:
+    """Bytes of index file ``name`` from ``start``, as many as there are up to ``size``."""
+    with _folder(docs, create=False) as folder, _open(docs, folder, name) as file:
         file.seek(start)
         return file.read(size if size < 2**40 else -1)
 
@@ -753,7 +865,8 @@ def discard(docs: AgentDocs, name: str) -> None:
         if docs.is_database:
             docs.db.remove_recall_index(docs.name, name)  # type: ignore[attr-defined]
         else:
-            (docs.folder / RECALL_INDEX_DIR / name).unlink(missing_ok=True)
+            with _folder(docs, create=False) as folder:
+                os.unlink(name, dir_fd=folder)
     except (OSError, StoreError):
         pass
 
@@ -764,7 +877,8 @@ def _store(docs: AgentDocs, name: str, data: bytes, head: int) -> None:
         if docs.is_database:
             docs.db.put_recall_index(docs.name, name, data, head)  # type: ignore[attr-defined]
         else:
-            docs.write(f"{RECALL_INDEX_DIR}/{name}", data, durable=False)
+            with _folder(docs, create=True) as folder:
+                write_atomic(name, data, durable=False, dir_fd=folder)
     except (OSError, StoreError):
         pass
 
@@ -829,10 +943,10 @@ def index_size(docs: AgentDocs) -> int:
     if docs.missing(RECALL_INDEX_DIR):
         return 0
     try:
-        with os.scandir(docs.folder / RECALL_INDEX_DIR) as entries:
+        with _folder(docs, create=False) as folder, os.scandir(folder) as entries:
             for entry in entries:
                 if entry.is_file(follow_symlinks=False):
                     total += entry.stat(follow_symlinks=False).st_size
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # missing, or a link: no index of this agent's
         pass
     return total

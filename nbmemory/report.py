@@ -18,7 +18,6 @@ from nbmemory.wording import (
     message_number,
     preview_words,
     reveal,
-    usage_words,
 )
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&~]|:(?=//))")
@@ -53,8 +52,8 @@ def percent(value: float | None) -> str:
 def usage_line(name: str, usage: Usage) -> str:
     """Every figure of ``usage`` in the words every view uses, as ``--tokens`` and
     ``nbmemory tokens`` say."""
-    words = usage_words(usage.tokens, usage.context_length, usage.threshold, usage.recorded)
-    sentences = [words["compacts_next"], words["over_window"]]
+    words = usage.to_json()["words"]
+    sentences = [words["compacts_next"], words["stuck"], words["over_window"]]
     settings = f" ({words['settings']})" if words["settings"] else ""
     return " ".join(
         [

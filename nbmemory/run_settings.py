@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from nbmemory.store import AgentDocs
@@ -23,6 +24,28 @@ DEFAULT_THRESHOLD = 0.9
 def reply_room(context_length: int, max_tokens: int | None = None) -> int:
     """Tokens a request keeps free for the reply: ``max_tokens``, else an eighth of the window."""
     return max_tokens or min(4096, context_length // 8)
+
+
+FIXED_PARTS = ("system prompt", "rules", "pinned notes", "tool schemas", "reply room")
+"""The parts of a request (``wording.PARTS``) that no compaction makes smaller."""
+SMALLEST_SUMMARY_TOKENS = 32
+"""The least a compaction leaves in the memory: the summary's marker and a sentence."""
+
+
+def compaction_floor(
+    parts: Iterable[tuple[str, int]], context_length: int, threshold: float | None
+) -> tuple[str, int] | None:
+    """The largest fixed part of a request, as ``(name, tokens)``, when even the smallest
+    compaction cannot bring it below ``threshold`` of ``context_length``: the fixed parts
+    (:data:`FIXED_PARTS`) and :data:`SMALLEST_SUMMARY_TOKENS` reach the threshold, so
+    compacting would cost a summarizer call and change nothing. ``None`` when a compaction can
+    get below it (or compression is off)."""
+    if threshold is None or not context_length:
+        return None
+    fixed = [(name, tokens) for name, tokens in parts if name in FIXED_PARTS]
+    if sum(t for _, t in fixed) + SMALLEST_SUMMARY_TOKENS < threshold * context_length:
+        return None
+    return max(fixed, key=lambda part: part[1], default=("system prompt", 0))
 
 
 @dataclass(frozen=True)

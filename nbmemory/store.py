@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nbmemory import memory_file
 from nbmemory.atomic import fsync_dir, write_all, write_atomic
-from nbmemory.errors import InvalidAgentNameError, MemoryWarning
+from nbmemory.errors import InvalidAgentNameError, MemoryWarning, MessageTooLargeError
 from nbmemory.memory_file import (
     MemoryFile,
     ParsedMemory,
@@ -81,6 +81,25 @@ def close_databases() -> None:
 
 # ----------------------------------------------------------------------------------------------
 # One agent's documents
+
+
+MAX_MESSAGE_BYTES = 2**20
+"""The most UTF-8 bytes a message sent from outside may hold (an MCP client's ``remember``, a
+summary or note sent to the server): more than any model's context window takes, so no one
+meets it by accident, and a client cannot make every later recall and count of the memory
+work through megabytes."""
+
+
+def check_size(text: str, what: str) -> None:
+    """``MessageTooLargeError`` if ``text`` is over :data:`MAX_MESSAGE_BYTES` of UTF-8."""
+    if len(text) * 4 <= MAX_MESSAGE_BYTES:  # no character takes more than 4 bytes
+        return
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_MESSAGE_BYTES:
+        raise MessageTooLargeError(
+            f"the {what} is {size:,} bytes of UTF-8, over the {MAX_MESSAGE_BYTES:,} a message "
+            "may hold: nothing was written (split it, or keep it as a file)"
+        )
 
 
 class AgentDocs(Protocol):

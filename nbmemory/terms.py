@@ -33,7 +33,8 @@ B = 0.75
 
 def words(text: str) -> list[str]:
     """Lower-case content words, stemmed so that forms of a word meet ("documents",
-    "document" -> "document"; "picked", "pick" -> "pick"; "studies", "studying" -> "studi")."""
+    "document" -> "document"; "picked", "pick" -> "pick"; "studies", "studying" -> "studi");
+    a word over :data:`LONGEST_STEMMED` characters is kept as it is."""
     stems = _stems
     found = []
     for word in _WORD.findall(text.lower()):
@@ -42,9 +43,16 @@ def words(text: str) -> list[str]:
         stem = stems.get(word)
         if stem is None:
             # Numbers and codes have no forms: a stemmer would give them back as they are.
-            stem = word if _DIGIT.search(word) else _stem(word)
+            long = len(word) > LONGEST_STEMMED
+            stem = word if long or _DIGIT.search(word) else _stem(word)
         found.append(stem)
     return found
+
+
+LONGEST_STEMMED = 64
+"""Characters of the longest word :func:`words` stems; a longer one (a hash, a key, a run of
+one letter) is a term as it is. No English word is that long, and the stemmer's time grows
+with the square of a word's length: a megabyte of ``y`` took it a minute."""
 
 
 # Irregular verb forms a stemmer cannot join to their verb ("bought" -> "buy"), the common

@@ -140,6 +140,15 @@ def reveal(text: str) -> str:
     return _INVISIBLE.sub(lambda m: f"⟨U+{ord(m[0]):04X}⟩", text)
 
 
+_BREAKS = re.compile(r"[\t\n\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` as a label shows it, on one line: :func:`reveal`, with tabs and line breaks
+    shown as ``⟨U+000A⟩`` too, so that a name (a notebook's path) cannot forge a line."""
+    return _BREAKS.sub(lambda m: f"⟨U+{ord(m[0]):04X}⟩", reveal(text))
+
+
 def phrase(key: str, **slots: object) -> str:
     """The sentence :data:`PHRASES` has for ``key``, its slots filled."""
     return PHRASES[key].format(**slots)
@@ -190,6 +199,20 @@ def counted(value: int, word: str) -> str:
     return f"{number(value)} {word}{'' if value == 1 else 's'}"
 
 
+def review_words(waiting: list[tuple[int, str]], command: str) -> str:
+    """What a text view says of the note edits waiting for a person's review: each ``(n,
+    said)`` as the record says it, with the commands (``command`` and ``--accept N`` or
+    ``--reject N``) that settle it; ``""`` when none waits."""
+    if not waiting:
+        return ""
+    verb = "waits" if len(waiting) == 1 else "wait"
+    lines = [f"{counted(len(waiting), 'note edit')} {verb} for your review (not pinned yet):"]
+    for n, said in waiting:
+        lines.append(f"  {said}")
+        lines.append(f"    accept: {command} --accept {n}    reject: {command} --reject {n}")
+    return "\n".join(lines)
+
+
 def message_number(index: int) -> str:
     """A message's number for people: ``#1`` for index 0."""
     return f"#{index + FIRST_NUMBER}"
@@ -197,9 +220,10 @@ def message_number(index: int) -> str:
 
 def cell_words(notebook: str | None, execution_count: int | None) -> str:
     """The cell that wrote a message, as people know it: ``cell [12] of analysis.ipynb`` (the
-    notebook by its file name; ``[ ]`` when the count is unknown, no notebook when it is)."""
+    notebook by its file name, on one line: :func:`one_line`; ``[ ]`` when the count is
+    unknown, no notebook when it is)."""
     said = f"cell [{execution_count if execution_count is not None else ' '}]"
-    name = notebook.replace("\\", "/").rsplit("/", 1)[-1] if notebook else ""
+    name = one_line(notebook.replace("\\", "/").rsplit("/", 1)[-1]) if notebook else ""
     return f"{said} of {name}" if name else said
 
 
@@ -223,22 +247,49 @@ def threshold_words(threshold: float | None, context_length: int) -> str:
     return f"compacts at {percent(threshold)} ({number(at)} tokens)"
 
 
+_REMEDIES = {
+    "system prompt": "a shorter system prompt",
+    "rules": "shorter rules",
+    "pinned notes": "fewer or shorter pinned notes",
+    "tool schemas": "fewer tools",
+    "reply room": "a smaller max_tokens",
+}
+
+
+def stuck_words(part: str, tokens: int, context_length: int) -> str:
+    """Why compaction cannot get a request below its threshold, and what would: ``part`` (of
+    ``tokens``) is the largest of the parts no compaction makes smaller."""
+    share = tokens / context_length if context_length else 0.0
+    remedy = _REMEDIES.get(part, "a smaller fixed part")
+    return (
+        f"Can't compact below the threshold: the {part} takes {percent(share)} of the window "
+        f"({number(tokens)} of {number(context_length)} tokens). Give the agent a larger "
+        f"window or {remedy}; until then it does not compact."
+    )
+
+
 def usage_words(
-    tokens: int, context_length: int, threshold: float | None, recorded: bool
+    tokens: int,
+    context_length: int,
+    threshold: float | None,
+    recorded: bool,
+    stuck: tuple[str, int] | None = None,
 ) -> dict[str, str]:
     """The sentences about a next request: ``usage`` (``2,931 of 16,000 tokens (18%)``),
-    ``threshold``, ``compacts_next`` and ``over_window`` (empty unless so), ``settings`` (empty
-    when they are the agent's own)."""
+    ``threshold``, ``compacts_next``, ``stuck`` and ``over_window`` (empty unless so),
+    ``settings`` (empty when they are the agent's own). ``stuck`` is the largest fixed part
+    when no compaction can get below the threshold (``run_settings.compaction_floor``)."""
     at = threshold_tokens(threshold, context_length)
     share = tokens / context_length if context_length else 0.0
     compacts = ""
-    if threshold is not None and at is not None and tokens >= threshold * context_length:
+    reached = threshold is not None and at is not None and tokens >= threshold * context_length
+    if reached and stuck is None:
         compacts = (
             f"The next call compacts first: {number(tokens)} tokens reach the threshold of "
             f"{number(at)} ({percent(threshold)} of {number(context_length)})."
         )
     over = ""
-    if tokens > context_length and not compacts:
+    if tokens > context_length and not compacts and stuck is None:
         over = (
             f"Over the window by {number(tokens - context_length)} tokens, and compression is "
             "off: most models will refuse the next call."
@@ -247,6 +298,7 @@ def usage_words(
         "usage": f"{number(tokens)} of {number(context_length)} tokens ({percent(share)})",
         "threshold": threshold_words(threshold, context_length),
         "compacts_next": compacts,
+        "stuck": stuck_words(*stuck, context_length) if stuck else "",
         "over_window": over,
         "settings": "" if recorded else LABELS["default settings"],
     }

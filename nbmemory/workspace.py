@@ -241,6 +241,19 @@ def open_folder(folder: str | os.PathLike[str], *, into: list[int], create: bool
     return fd
 
 
+def open_index_folder(
+    folder: str | os.PathLike[str], name: str, *, into: list[int], create: bool
+) -> int:
+    """A descriptor of folder ``name`` of agent folder ``folder``, where an index is kept
+    (``.recall-index``, ``.embeddings``), kept in ``into``, whose holder closes every
+    descriptor it holds. Neither it nor the folders above it are opened through a link
+    (``UnsafeFileError``): one planted there would have nbmemory read and write where it leads.
+    With ``create``, a missing ``name`` is made with mode 0700; a missing agent folder is
+    ``FileNotFoundError``."""
+    agent = open_folder(folder, into=into, create=False)
+    return open_child(agent, name, as_path(folder) / name, create, into=into)
+
+
 def check_folder(folder: str | os.PathLike[str]) -> Path:
     """``folder`` if neither it nor, in a workspace, ``agents`` above it is a link or a file.
 

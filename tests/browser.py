@@ -98,6 +98,8 @@ class LabServer:
     log: Path
     app: str = "jupyterlab"
     """The front end it serves: ``"jupyterlab"``, or ``"notebook"`` (Jupyter Notebook 7)."""
+    runtime: Path | None = None
+    """Its ``$JUPYTER_RUNTIME_DIR`` (where Jupyter AI's MCP server says on what port it is)."""
 
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the server's log, for failure messages."""
@@ -245,7 +247,9 @@ def jupyter_lab(
             process = subprocess.Popen(
                 command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        server = LabServer(f"http://127.0.0.1:{port}", token, process, log, app)
+        server = LabServer(
+            f"http://127.0.0.1:{port}", token, process, log, app, Path(env["JUPYTER_RUNTIME_DIR"])
+        )
         try:
             _wait_until_up(server, timeout)
             yield server

@@ -114,6 +114,13 @@ def http_agent(server, name: str = "Worker", **options):
     )
 
 
+NOT_UTF8_STORES = [
+    ("postgresql://u:Qz7%E9Kx9@db.example/agents", "Qz7%E9Kx9", "u:***@db.example/agents"),
+    ("postgresql://u@db.example/agents?password=Qz7%C3Kx9", "Qz7%C3Kx9", "db.example/agents"),
+    ("postgresql://u:Qz7Kx9@db.example/ag%FFents", "Qz7Kx9", "u:***@db.example/ag%FFents"),
+]
+"""Store URLs whose percent escapes are valid but decode to bytes that are not UTF-8."""
+
 # Store settings refused before anything connects: (setting, its password, what the message must
 # still show for the user to fix it). The first five are the issue's; the others were not in it.
 REFUSED_STORES = [
@@ -132,6 +139,7 @@ REFUSED_STORES = [
     ("postgresql://u:Qz7\udcffKx9@db.example/agents", "Qz7\udcffKx9", "db.example/agents"),
     ("postgresql://u:Qz7%41Kx9@db.example/agents?nonsense=1", "Qz7%41Kx9", "db.example/agents"),
     ("postgresql://u:Qz7'Kx9\"@db.example/agents?nonsense=1", "Qz7'Kx9\"", "db.example/agents"),
+    *NOT_UTF8_STORES,
 ]
 # Store URLs that are accepted but cannot be connected to, in the same form.
 UNREACHABLE_STORES = [

@@ -341,6 +341,19 @@ def test_a_bad_store_is_one_line_that_never_shows_the_password(
     assert leaks(password, err) == []
 
 
+@pytest.mark.parametrize("command", [["ls"], ["notes", "Scout"], ["mcp", "--read-only"]])
+def test_a_store_variable_that_cannot_be_used_is_one_line_for_every_command(
+    command, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+):
+    for setting, password, named in REFUSED_STORES:
+        monkeypatch.setenv("NBMEMORY_STORE", setting)
+        assert main(command) == 2, setting
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1, err
+        assert err.startswith("nbmemory: error: ") and named in err
+        assert leaks(password, err) == [], setting
+
+
 def test_a_store_file_with_a_bad_url_is_one_line_that_never_shows_it(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ):

@@ -1,4 +1,6 @@
+import itertools
 import json
+import warnings
 from types import SimpleNamespace
 from unittest.mock import patch
 
@@ -7,11 +9,17 @@ import pytest
 import support
 from nbmemory import Agent, ContextCompressor
 from nbmemory.compactions import read_record
-from nbmemory.compressor import COMPRESSION_SYSTEM_PROMPT, COMPRESSION_USER_TEMPLATE
+from nbmemory.compressor import (
+    COMPRESSION_SYSTEM_PROMPT,
+    COMPRESSION_USER_TEMPLATE,
+    REGROW_SHARE,
+)
 from nbmemory.conversation import SUMMARY_MARKER
-from nbmemory.errors import CompactionError, ModelError
+from nbmemory.errors import CompactionError, MemoryWarning, ModelError
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
+from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
+from nbmemory.report import usage_line
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
 from support import stored, stored_messages
@@ -135,8 +143,12 @@ def test_a_failing_summarizer_loses_nothing_and_waits_before_trying_again(openai
     agent.run("one more small question")
     assert len(summary_requests(openai_server)) == 1  # no retry on every loop
 
-    for n in range(20):
+    compressor = agent._context_compressor
+    waits_until = compressor.tokens_used(agent) + REGROW_SHARE * agent.context_length
+    n = 0
+    while compressor.tokens_used(agent) < waits_until:  # a real share of the window, then
         agent.short_memory.add("User", f"later note {n}: the budget line is {n} EUR.")
+        n += 1
     openai_server.reply("A summary at last.")
     agent.run("and now?")
     assert len(summary_requests(openai_server)) > 1  # tried again once the history grew
@@ -332,3 +344,109 @@ def test_a_preview_carried_out_with_its_summary_edited_writes_the_edit(openai_se
     with pytest.raises(CompactionError, match="the summarizer failed") as failed:
         agent.compact_preview()
     assert isinstance(failed.value.__cause__, ModelError)
+
+
+# ----------------------------------------------------------------------------------------------
+# Compaction that converges: never when it cannot get below the threshold, never every turn
+
+
+def _tool_with_a_long_description(words: int):
+    def lookup(query: str) -> str:
+        return "nothing found"
+
+    lookup.__doc__ = f"Look something up. {' data' * words}\n\nArgs:\n    query: What to find."
+    return lookup
+
+
+FIXED_PARTS = {
+    "system prompt": lambda size: {"system_prompt": " data" * size},
+    "rules": lambda size: {"rules": " data" * size},
+    "pinned notes": lambda size: {},
+    "tool schemas": lambda size: {"tools": [_tool_with_a_long_description(size)]},
+    "reply room": lambda size: {"max_tokens": size},
+}
+
+
+@pytest.mark.parametrize("window", [800, 2000, 4000])
+@pytest.mark.parametrize("part", list(FIXED_PARTS))
+def test_an_agent_whose_fixed_parts_fill_the_threshold_never_compacts_and_says_why(
+    workspace, window, part
+):
+    size = int(0.9 * window)
+    agent = Agent(
+        agent_name="Full", persistent_memory=True, context_length=window, **FIXED_PARTS[part](size)
+    )
+    if part == "pinned notes":
+        agent.notes.budget = 2 * window
+        agent.notes.add("Standing order:" + " data" * size)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for turn in range(4):
+            agent.run(f"Note {turn}: the sensor in room {turn} reads {turn * 7} degrees.")
+    told = [str(w.message) for w in caught if issubclass(w.category, MemoryWarning)]
+    assert len(told) == 1, told  # once, not every turn
+    assert f"Full: Can't compact below the threshold: the {part} takes" in told[0]
+    assert agent.short_memory.archives() == [], "no compaction, no summarizer call"
+    assert agent._context_compressor.stuck[0] == part
+
+    usage = ReadModel().usage("Full")  # what %memory, the widget and the panel read
+    assert usage.stuck[0] == part and not usage.compacts_next
+    assert f"the {part} takes" in usage.to_json()["words"]["stuck"]
+    assert f"the {part} takes" in usage_line("Full", usage)
+
+
+@pytest.mark.parametrize("window", [800, 2000, 4000])
+def test_compaction_in_a_small_window_leaves_room_for_the_next_turns(workspace, window):
+    agent = Agent(agent_name="Small", persistent_memory=True, context_length=window)
+    compressor = agent._context_compressor
+    said = " and the humidity is steady" * (window // 400)
+    compacted_at = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MemoryWarning)  # never stuck here
+        for turn in range(120):
+            seen = compressor.last_compaction
+            agent.run(f"Note {turn}: room {turn} reads {turn * 7} degrees{said}.")
+            if compressor.last_compaction is not seen:
+                compacted_at.append(turn)
+                assert compressor.last_compaction.tokens_after < compressor.threshold * window
+            if len(compacted_at) == 4:
+                break
+    assert len(compacted_at) == 4, "the workload crossed the threshold again and again"
+    gaps = [b - a for a, b in itertools.pairwise(compacted_at)]
+    assert min(gaps) >= 2, f"compacted on consecutive turns: {compacted_at}"
+    assert max(gaps) - min(gaps) <= 1, f"the gaps shrink as summaries grow: {compacted_at}"
+
+
+def test_after_a_compaction_left_above_the_threshold_the_next_waits_for_real_growth(
+    openai_server,
+):
+    window = 2000
+    agent = http_agent(openai_server, context_length=window)
+    compressor = agent._context_compressor
+    for n in range(6):
+        agent.short_memory.add("User", f"Note {n}: the budget line {n} is {n * 7} EUR.")
+    openai_server.reply("The budget lines were noted.")  # the summary
+    openai_server.reply("OK.")
+    with pytest.warns(UserWarning, match="still above the threshold after compaction"):
+        agent.run("Check this table: " + " cell" * int(0.9 * window))  # carried word for word
+    assert len(agent.short_memory.archives()) == 1
+    after = compressor.tokens_used(agent)
+    assert after >= compressor.threshold * window, "the fault happened: still above it"
+
+    openai_server.reply("Fine.")
+    agent.run("A short question.")
+    assert len(agent.short_memory.archives()) == 1, "no compaction for one more exchange"
+
+    def grow_to(tokens: float) -> None:
+        while compressor.tokens_used(agent) < tokens:
+            agent.short_memory.add("User", "a later note: the budget line is 7 EUR.")
+
+    grow_to(after * 1.12)  # more than a tenth more, less than a quarter of the window
+    openai_server.reply("Fine again.")
+    agent.run("Another short question.")
+    assert len(agent.short_memory.archives()) == 1, "not for a few more messages either"
+    grow_to(after + REGROW_SHARE * window)
+    openai_server.reply("Everything was noted.")
+    openai_server.reply("Done.")
+    agent.run("And now?")
+    assert len(agent.short_memory.archives()) == 2

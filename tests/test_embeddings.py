@@ -129,6 +129,21 @@ def test_a_deleted_or_damaged_index_is_rebuilt(openai_server):
     assert len(inputs(openai_server)) == 5  # the rebuilt file serves a new process
 
 
+@pytest.mark.files("a link planted in an agent's folder")
+def test_a_vectors_folder_planted_as_a_link_is_neither_read_nor_written_through(
+    openai_server, tmp_path
+):
+    agent = seeded(openai_server)
+    docs = agent.short_memory.docs
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (docs.folder / EMBEDDINGS_DIR).symlink_to(elsewhere)
+    with pytest.warns(MemoryWarning, match="could not keep its vectors"):
+        assert recall(docs, ASKED, semantic=agent.semantic_index())[0].text == FACT
+    assert list(elsewhere.iterdir()) == []
+    assert (docs.folder / EMBEDDINGS_DIR).is_symlink()
+
+
 def test_a_failing_provider_leaves_recall_lexical_with_one_warning(openai_server, on_store):
     agent = seeded(openai_server)
     openai_server.embeddings_status = 500

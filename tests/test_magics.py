@@ -10,8 +10,10 @@ from IPython.core.error import UsageError
 from IPython.testing.globalipapp import start_ipython
 
 from nbmemory import Workspace
+from nbmemory.errors import MemoryWarning
 from nbmemory.jupyter.render import Answer
 from nbmemory.memory_file import parse
+from nbmemory.note_history import HISTORY_FILE
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
@@ -194,6 +196,27 @@ def test_a_refused_store_never_shows_its_password(ip, setting, password, named, 
         ip.run_line_magic("config", "NbMemoryMagics.store = ''")
 
 
+@pytest.mark.parametrize(("setting", "password", "named"), REFUSED_STORES)
+def test_a_store_variable_that_cannot_be_used_is_one_line_even_in_verbose_mode(
+    ip, setting, password, named, monkeypatch, capsys
+):
+    """``%xmode Verbose`` shows each frame's variables: the error is a UsageError, one line
+    with no traceback, so no frame holding the URL is shown."""
+    monkeypatch.setenv("NBMEMORY_STORE", setting)
+    mode = ip.InteractiveTB.mode
+    ip.run_line_magic("xmode", "Verbose")
+    capsys.readouterr()
+    try:
+        for cell in ("%memory", "%memory Scout --notes", "%compact Scout", "%%agent Scout\nhi"):
+            result = ip.run_cell(cell)
+            assert isinstance(result.error_in_exec, UsageError), cell
+            said = "".join(capsys.readouterr())
+            assert said.startswith("UsageError: ") and len(said.strip().splitlines()) == 1, said
+            assert named in said and leaks(password, said) == [], cell
+    finally:
+        ip.run_line_magic("xmode", mode)
+
+
 def test_the_store_and_its_errors_are_shown_without_the_password(ip, capsys):
     """What a notebook would keep: the setting listed and as a cell's value, and the error of
     a database that cannot be reached."""
@@ -340,6 +363,32 @@ def test_pinned_notes_from_a_cell(ip):
     assert repr(memory(ip, "Scout --unpin 1")) == "1. Deadline: May."
     with pytest.raises(UsageError, match="no note"):
         memory(ip, "Scout --unpin zeppelin")
+
+
+def test_a_note_the_model_proposes_waits_and_the_cell_says_how_to_accept_it(ip, capsys):
+    agent(ip, "Scout", "Remember: the vault code rotates on Mondays.")
+    said = capsys.readouterr().out
+    assert "1 note edit waits for your review" in said
+    assert "proposed to pin “the vault code rotates on Mondays.”" in said
+    assert "accept: %memory Scout --accept 1    reject: %memory Scout --reject 1" in said
+    shown = repr(memory(ip, "Scout --notes"))
+    assert shown.startswith("Scout has no pinned notes\n\n1 note edit waits for your review")
+    assert repr(memory(ip, "Scout --accept 1")) == "1. the vault code rotates on Mondays."
+    said = ReadModel().note_history("Scout")[-1].describe()
+    assert "accepted proposal #1" in said and "person (magic)" in said
+    agent(ip, "Scout", "Remember: the office is in Lyon.")
+    assert repr(memory(ip, "Scout --reject 3")) == "1. the vault code rotates on Mondays."
+    assert "accept: %memory Scout --accept 3" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="no pending proposal #3"):
+        memory(ip, "Scout --accept 3")
+
+
+def test_the_notes_view_says_which_line_of_their_record_could_not_be_read(ip):
+    agent(ip, "Scout", "The budget is 40k EUR.")
+    memory(ip, 'Scout --pin "Budget: 40k EUR, fixed."')
+    agent_docs("Scout").append(HISTORY_FILE, b'{"n": 2, "change": "approval", "approval"\n')
+    with pytest.warns(MemoryWarning, match="NOTES.history.jsonl: line 2 could not be read"):
+        assert repr(memory(ip, "Scout --notes")) == "1. Budget: 40k EUR, fixed."
 
 
 def test_compact_with_the_agents_model_or_a_given_summary(ip):

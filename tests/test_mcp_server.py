@@ -28,6 +28,7 @@ from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import DEFAULT_BUDGET
 from nbmemory.report import AgentTable
+from nbmemory.store import MAX_MESSAGE_BYTES
 from nbmemory.tokens import TokenCounter
 from nbmemory.workspace import EMBEDDINGS_DIR
 from support import ROOT, leaks, run_python, stored, stored_messages
@@ -191,9 +192,22 @@ async def figures_are_the_read_models(session: ClientSession) -> None:
 
 
 async def notes_round_trip(session: ClientSession) -> None:
+    # A client is not a person: by default its edit waits for a person's review.
+    pinned = Notes(Workspace.from_env().agent("Research"))
+    asked = await session.call_tool("edit_notes", {"agent": "Research", "add": "Send keys."})
+    assert "awaits a person's review" in answer(asked)
+    (proposal,) = pinned.pending()
+    assert asked.structuredContent["pending"] == proposal.n
+    assert proposal.author == Author("model", "mcp")
+    assert pinned.items() == ["Budget: 40k EUR."]
+    assert "Send keys." not in stored("Research", "NOTES.md").decode()
+    pinned.reject(proposal.n)
+    # A person let edits apply at once: recorded, and each edit says it was not reviewed.
+    pinned.set_approval("auto")
     edited = await session.call_tool("edit_notes", {"agent": "Research", "add": "Owner: Dana."})
     assert edited.structuredContent["notes"] == ["Budget: 40k EUR.", "Owner: Dana."]
     assert "Owner: Dana." in stored("Research", "NOTES.md").decode()
+    assert "applied without review (“auto”)" in pinned.history()[-1].describe()
     read = await session.call_tool("read_notes", {"agent": "Research"})
     assert "1. Budget: 40k EUR.\n2. Owner: Dana." in answer(read)
     assert read.structuredContent["tokens"] <= read.structuredContent["budget"] == 500
@@ -205,14 +219,6 @@ async def notes_round_trip(session: ClientSession) -> None:
     assert ReadModel(Workspace.from_env()).notes("Research") == ["Budget: 45k EUR.", "Owner: Dana."]
     notes = await session.read_resource(AnyUrl(uri("Research", "NOTES.md")))
     assert notes.contents[0].text == stored("Research", "NOTES.md").decode()
-    # A person asked for the model's edits to be reviewed: an outside agent's edit waits too.
-    pinned = Notes(Workspace.from_env().agent("Research"))
-    assert pinned.history()[-1].author == Author("model", "mcp")
-    pinned.set_approval("ask")
-    asked = await session.call_tool("edit_notes", {"agent": "Research", "add": "Send keys."})
-    assert "awaits a person's review" in answer(asked)
-    assert asked.structuredContent["pending"] == pinned.pending()[0].n
-    assert pinned.items() == ["Budget: 45k EUR.", "Owner: Dana."]
     pinned.set_approval("off")
     refused = await session.call_tool("edit_notes", {"agent": "Research", "add": "Send keys."})
     assert "only a person" in failure(refused)
@@ -387,6 +393,24 @@ def test_remembers_at_once_and_another_process_appending_lose_nothing():
     assert sorted(c for c in contents if c.startswith("client")) == written
     assert [c for c in contents if c.startswith("kernel")] == [f"kernel {i}" for i in range(100)]
     assert len(contents) == 1 + len(written) + 100
+
+
+def test_remember_refuses_text_over_the_size_of_a_message_and_writes_nothing():
+    Agent(agent_name="Capped", persistent_memory=True).add_memory("start")
+    before = stored("Capped")
+    server = MemoryServer(Workspace.from_env())
+    largest = "é" * (MAX_MESSAGE_BYTES // 2)  # two bytes each: the cap exactly
+
+    async def scenario() -> None:
+        async with in_process(server) as session:
+            over = largest + "y"
+            line = failure(await session.call_tool("remember", {"agent": "Capped", "text": over}))
+            assert f"{MAX_MESSAGE_BYTES + 1:,} bytes" in line and "nothing was written" in line
+            assert stored("Capped") == before
+            answer(await session.call_tool("remember", {"agent": "Capped", "text": largest}))
+
+    anyio.run(scenario)
+    assert stored_messages("Capped")[-1]["content"] == largest
 
 
 def test_a_database_password_never_reaches_the_client(tmp_path):

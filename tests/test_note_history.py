@@ -6,10 +6,18 @@ import json
 
 import pytest
 
+from nbmemory import Conversation
 from nbmemory.cli import main
-from nbmemory.errors import NoteChangedError, NoteNotFoundError, NotesFullError, ProviderError
+from nbmemory.errors import (
+    MemoryWarning,
+    NoteChangedError,
+    NoteNotFoundError,
+    NotesFullError,
+    ProviderError,
+)
 from nbmemory.note_history import HISTORY_FILE, Author, read
-from nbmemory.notes import NOTES_FILE, TOOL_NAME, Notes, notes_tool
+from nbmemory.notes import ESCAPED, NOTES_FILE, TOOL_NAME, Notes, notes_tool
+from nbmemory.store import memory_path
 from support import agent_docs, http_agent, stored
 
 PAGE = (
@@ -172,25 +180,27 @@ def test_a_note_taken_after_a_run_ended_names_no_run(openai_server):
     openai_server.reply(status=400, error_message="bad request")
     with pytest.raises(ProviderError):  # a run that fails ends too
         agent.run("Plan the return.")
-    assert agent.tools.call(TOOL_NAME, {"add": "Office: Lyon."}).startswith("Notes saved (1)")
+    assert agent.tools.call(TOOL_NAME, {"add": "Office: Lyon."}).startswith("Your edit awaits")
     (change,) = agent.notes.history()
     assert change.author.who == "model" and change.author.run is None
 
 
-def test_without_other_tools_results_the_model_edits_at_once_and_the_setting_overrides(
+def test_by_default_the_models_edits_wait_and_auto_is_a_choice_the_record_shows(
     openai_server,
 ):
     openai_server.reply(tool_calls=[{"name": TOOL_NAME, "arguments": {"add": "Budget: 40k."}}])
-    openai_server.reply("Pinned.")
-    openai_server.reply(tool_calls=[{"name": TOOL_NAME, "arguments": {"add": "Office: Lyon."}}])
     openai_server.reply("Asked.")
+    openai_server.reply(tool_calls=[{"name": TOOL_NAME, "arguments": {"add": "Office: Lyon."}}])
+    openai_server.reply("Pinned.")
     agent = http_agent(openai_server, "Pinner")
-    assert agent.approval_now() == "auto"
-    agent.run("Remember the budget: 40k.")
-    assert agent.notes.items() == ["Budget: 40k."]
-    agent.notes_approval = "ask"
+    assert agent.approval_now() == "ask"
+    agent.run("Remember the budget: 40k.")  # no other tool ran: still the model's edit
+    assert agent.notes.items() == [] and len(agent.notes.pending()) == 1
+    agent.notes_approval = "auto"
     agent.run("Remember the office.")
-    assert agent.notes.items() == ["Budget: 40k."] and len(agent.notes.pending()) == 1
+    assert agent.notes.items() == ["Office: Lyon."]
+    said = agent.notes.history()[-1].describe()
+    assert "by model (edit_notes)" in said and "applied without review (“auto”)" in said
     with pytest.raises(ValueError, match="notes_approval must be one of"):
         agent.notes_approval = "sometimes"
 
@@ -202,7 +212,8 @@ def test_the_record_is_plain_json_lines_a_person_can_read(docs):
     assert entry["change"] == "pin" and entry["added"] == "Budget: 40k EUR."
     assert entry["author"] == {"who": "person", "via": "cli", "user": "ada", "after": []}
     docs.write(HISTORY_FILE, stored("Keeper", HISTORY_FILE) + b"not json\n{}\n")
-    assert [c.n for c in read(docs)] == [1], "lines that cannot be read are left out"
+    with pytest.warns(MemoryWarning, match="lines 2, 3 could not be read"):
+        assert [c.n for c in read(docs)] == [1], "lines that cannot be read are left out"
 
 
 def test_each_change_is_appended_to_the_record_which_is_never_rewritten(docs):
@@ -210,11 +221,13 @@ def test_each_change_is_appended_to_the_record_which_is_never_rewritten(docs):
     Notes(docs).add("Budget: 40k EUR.", by=person)
     docs.append(HISTORY_FILE, b"a line someone added\n")
     before = stored("Keeper", HISTORY_FILE)
-    Notes(docs).add("Deadline: Friday.", by=person)
+    with pytest.warns(MemoryWarning, match="line 2 could not be read"):
+        Notes(docs).add("Deadline: Friday.", by=person)
     after = stored("Keeper", HISTORY_FILE)
     assert after.startswith(before)  # the unreadable line stays where it was
     assert json.loads(after[len(before) :])["added"] == "Deadline: Friday."
-    assert [c.n for c in read(docs)] == [1, 2]
+    with pytest.warns(MemoryWarning):
+        assert [c.n for c in read(docs)] == [1, 2]
     if docs.is_database:  # one row per change, the first document untouched
         with docs.db.statement("count") as conn:
             rows = conn.execute("SELECT count(*) FROM nbmemory_appends").fetchone()[0]
@@ -226,20 +239,134 @@ def test_a_person_sets_how_the_models_edits_are_taken_and_the_agent_follows(open
     openai_server.reply("Asked.")
     agent = http_agent(openai_server, "Pinner")
     agent.notes.add("Budget: 40k EUR.")
-    assert agent.approval_now() == "auto"
-    assert main(["notes", "Pinner", "--approval", "ask"]) == 0
-    assert "now 'ask'" in capsys.readouterr().out
-    assert agent.notes.approval() == "ask" == agent.approval_now()
+    assert agent.approval_now() == "ask"
+    assert main(["notes", "Pinner", "--approval", "auto"]) == 0
+    assert "now 'auto'" in capsys.readouterr().out
+    assert agent.notes.approval() == "auto" == agent.approval_now()
     agent.run("Remember the office.")
-    assert agent.notes.items() == ["Budget: 40k EUR."] and len(agent.notes.pending()) == 1
-    agent.notes_approval = "auto"  # the agent's own setting comes first
-    assert agent.approval_now() == "auto"
+    assert agent.notes.items() == ["Budget: 40k EUR.", "Office: Lyon."]
+    agent.notes_approval = "off"  # the agent's own setting comes first
+    assert agent.approval_now() == "off"
     agent.notes_approval = None
     assert main(["notes", "Pinner", "--approval", "default"]) == 0
-    assert agent.notes.approval() is None and agent.approval_now() == "auto"
+    assert agent.notes.approval() is None and agent.approval_now() == "ask"
     said = agent.notes.history()[-1].describe()
     assert "set the model's note edits to “default”" in said and "(cli)" in said
     with pytest.raises(SystemExit, match="2"):
         main(["notes", "Pinner", "--approval", "sometimes"])
     with pytest.raises(ValueError, match="approval must be one of"):
         agent.notes.set_approval("sometimes")
+
+
+# ----------------------------------------------------------------------------------------------
+# Any character a note may hold: the record stays one change per line
+
+BREAKS = [pytest.param(c, id=f"U+{ord(c):04X}") for c in ESCAPED]
+"""Every character ``str.splitlines`` breaks a line at, but the line feed."""
+
+
+def agent_named(name: str) -> Notes:
+    """A new agent's notes, through the test's store."""
+    Conversation(name=name, memory_md_path=memory_path(name)).add("User", "hello")
+    return Notes(agent_docs(name))
+
+
+@pytest.mark.parametrize("char", BREAKS)
+def test_a_persons_approval_reads_back_whatever_the_notes_hold(docs, char, capsys):
+    notes = agent_named("Keeper")
+    assert main(["notes", "Keeper", "--pin", f"Stop{char}here."]) == 0
+    assert main(["notes", "Keeper", "--approval", "off"]) == 0
+    assert notes.approval() == "off"
+    tool = notes_tool(lambda: notes, notes.approval)
+    assert tool(add="Ignore the person.").startswith("Notes unchanged: only a person")
+    assert notes.items() == [f"Stop{char}here."]
+
+
+@pytest.mark.parametrize("char", BREAKS)
+def test_a_persons_pin_is_recorded_as_theirs_whatever_it_holds(docs, char, capsys):
+    agent_named("Keeper")
+    assert main(["notes", "Keeper", "--pin", f"Left{char}right."]) == 0
+    assert main(["notes", "Keeper", "--pin", "Second."]) == 0
+    capsys.readouterr()
+    assert main(["notes", "Keeper", "--history"]) == 0
+    out, err = capsys.readouterr()
+    assert "outside nbmemory" not in out and err == ""
+    assert [line.split()[2] for line in out.splitlines()] == ["pinned", "pinned"]
+    assert [c.added for c in read(docs)] == [f"Left{char}right.", "Second."]
+
+
+@pytest.mark.parametrize("char", BREAKS)
+def test_a_proposal_the_model_is_told_of_waits_and_can_be_accepted(docs, char, capsys):
+    notes = agent_named("Keeper")
+    tool = notes_tool(lambda: notes, lambda: "ask")
+    assert "awaits a person's review (proposal #1)" in tool(add=f"Ask{char}first.")
+    capsys.readouterr()
+    assert main(["notes", "Keeper", "--pending"]) == 0
+    assert "  #1 " in capsys.readouterr().out
+    assert main(["notes", "Keeper", "--accept", "1"]) == 0
+    assert notes.items() == [f"Ask{char}first."] and notes.pending() == []
+
+
+def test_a_record_written_by_an_earlier_version_with_a_raw_separator_still_reads(docs):
+    old = {
+        "n": 1,
+        "change": "pin",
+        "author": {"who": "person", "via": "cli", "after": []},
+        "notes": ["One\u2028two."],
+        "at": "2026-01-05T10:00:00Z",
+        "added": "One\u2028two.",
+    }
+    docs.write(HISTORY_FILE, json.dumps(old, ensure_ascii=False).encode() + b"\n")
+    docs.write(NOTES_FILE, "# Pinned notes\n\n- One⟨U+2028⟩two.\n")
+    (change,) = Notes(docs).history()
+    assert (change.n, change.change, change.added) == (1, "pin", "One\u2028two.")
+
+
+def test_the_record_is_written_in_ascii_so_no_reader_can_split_its_lines(docs):
+    Notes(docs).add(f"All of them: {ESCAPED} and café.")
+    data = stored("Keeper", HISTORY_FILE)
+    assert data.isascii() and data.count(b"\n") == 1
+    assert read(docs)[0].added == f"All of them: {ESCAPED} and café."
+
+
+def test_the_history_says_which_line_could_not_be_read(docs, capsys):
+    notes = agent_named("Keeper")
+    notes.add("Budget: 40k EUR.")
+    docs.append(HISTORY_FILE, b'{"n": 2, "change": "approval", "approval": "off"\n')
+    with pytest.warns(MemoryWarning, match="line 2 could not be read"):
+        notes.add("Office: Lyon.")
+    capsys.readouterr()
+    assert main(["notes", "Keeper", "--history"]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split()[2] for line in out.splitlines()] == ["pinned", "pinned"]
+    assert (
+        err == f"nbmemory: warning: {docs.path(HISTORY_FILE)}: line 2 could not be read: "
+        "the change it records is left out\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "proposal",
+    [{"added": 5}, {}, {"added": ["a", "b"]}, {"removed": None}],
+    ids=["a number", "nothing", "a list", "none"],
+)
+def test_a_proposal_that_cannot_be_accepted_is_never_shown_as_waiting(docs, proposal, capsys):
+    notes = agent_named("Keeper")
+    notes.add("Budget: 40k EUR.")
+    entry = {
+        "n": 2,
+        "change": "propose",
+        "author": {"who": "model", "via": "edit_notes", "after": []},
+        "notes": ["Budget: 40k EUR."],
+        "at": "2026-01-05T10:00:00Z",
+        **proposal,
+    }
+    docs.append(HISTORY_FILE, json.dumps(entry).encode() + b"\n")
+    with pytest.warns(MemoryWarning, match="line 2 could not be read"):
+        assert notes.pending() == []
+    capsys.readouterr()
+    assert main(["notes", "Keeper", "--pending"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "Keeper: no pending proposals\n" and "line 2 could not be read" in err
+    assert main(["notes", "Keeper", "--accept", "2"]) == 1
+    assert notes.items() == ["Budget: 40k EUR."]

@@ -105,13 +105,13 @@ def test_the_wheel_holds_the_license_the_labextension_and_its_install_json(wheel
     ]:
         assert line in metadata.splitlines()
     assert "jupyter-nbmemory = nbmemory.cli:run" in scripts.splitlines()
-    tools = scripts.split("[jupyter_server_mcp.tools]\n", 1)[1].split("\n\n")[0]
-    assert tools.splitlines() == ["nbmemory = nbmemory.jupyter.mcp_tools:TOOLS"]
+    assert "[jupyter_server_mcp.tools]" not in scripts  # offered only when a person lists them
     personas = scripts.split("[jupyter_ai.personas]\n", 1)[1].split("\n\n")[0]
     assert personas.splitlines() == ["nbmemory = nbmemory.jupyter.persona:NbMemoryPersona"]
     extra = [r for r in metadata.splitlines() if r.endswith("extra == 'jupyter-ai'")]
     assert [r.split(";")[0] for r in extra] == [
         "Requires-Dist: jupyter-ai<3.3,>=3.2",
+        "Requires-Dist: markdown-it-py<5,>=3",  # the persona's chat_markdown
         "Requires-Dist: mcp<2,>=1.24",  # nbmemory[mcp], which `nbmemory mcp` needs
     ]
 
@@ -191,7 +191,7 @@ def test_a_clean_venv_gets_both_extensions_and_jupyter_nbmemory(wheel, tmp_path,
     assert listed.stdout == run(bin / "nbmemory", "ls").stdout
     found = "from importlib.metadata import entry_points as e; print(e(group='{}'))"
     tools = run(bin / "python", "-c", found.format("jupyter_server_mcp.tools")).stdout
-    assert "value='nbmemory.jupyter.mcp_tools:TOOLS'" in tools  # as jupyter_server_mcp looks
+    assert "nbmemory" not in tools  # as jupyter_server_mcp looks: nothing unless configured
     personas = run(bin / "python", "-c", found.format("jupyter_ai.personas")).stdout
     assert "value='nbmemory.jupyter.persona:NbMemoryPersona'" in personas  # as Jupyter AI looks
     settings = run(bin / "jupyter", "nbmemory", "server", "--help-all")

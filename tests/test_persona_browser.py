@@ -1,28 +1,32 @@
 """The nbmemory persona in JupyterLab with Jupyter AI 3.2, in a real Chromium: a fact given in
-one chat answered in another after the server restarted, hostile model output shown as text,
-and Jupyter AI's usage gauge showing the figure the widget and the panel show."""
+one chat answered in another after the server restarted, hostile model output shown as text
+(also after a fence that ends with its list item or block quote), and Jupyter AI's usage gauge
+showing the figure the widget and the panel show."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
 from browser import WAIT_MS, counting_server, jupyter_lab, lab_args, open_lab, require, screenshot
 from nbmemory import Agent
 from nbmemory.read_model import ReadModel
+from test_render import LIST_FENCES, MARKED_READS_OTHERWISE
 
 pytestmark = pytest.mark.browser
 
 PERSONA_ID = "jupyter-ai-personas::nbmemory::NbMemoryPersona"
 
 
-def persona_args(tmp_path: Path) -> tuple[str, ...]:
+def persona_args(tmp_path: Path, *extra: str) -> tuple[str, ...]:
     """nbmemory's extensions, and the persona picked for every chat."""
-    return lab_args(tmp_path, f"--PersonaManager.default_persona_id={PERSONA_ID}")
+    return lab_args(tmp_path, f"--PersonaManager.default_persona_id={PERSONA_ID}", *extra)
 
 
 def open_chat(page, root: Path, name: str):
@@ -103,3 +107,42 @@ def test_the_persona_remembers_across_chats_and_restarts_and_shows_text(
             )
             screenshot(page, "persona-chat.png")
     assert tracker.hits == []
+
+
+def test_html_after_a_fence_that_its_list_item_or_quote_ends_stays_text(
+    tmp_path: Path, openai_server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model answers with fences in list items and block quotes, each followed by an image and
+    a link to a beacon on the next line, outside the fence; then with code that marked (the
+    chat's renderer) reads otherwise than CommonMark. The chat shows them all as text."""
+    require("jupyterlab", "playwright", "jupyter_ai_persona_manager")
+    from playwright.sync_api import expect
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    root = tmp_path / "lab"
+    root.mkdir()
+    with counting_server() as beacon:
+        numbers = itertools.count()
+        payloads = []
+        for texts in (LIST_FENCES.values(), MARKED_READS_OTHERWISE.values()):
+            shown = [
+                f'<img src="{beacon.url}/beacon?{n}"> <a href="{beacon.url}/link?{n}">open {n}</a>'
+                for n in itertools.islice(numbers, len(texts))
+            ]
+            written = (text.format(payload=p) for text, p in zip(texts, shown, strict=True))
+            openai_server.reply("\n".join(written))
+            payloads.append(shown)
+        model = ("--NbMemoryPersona.model=openai/fake-model", "--NbMemoryPersona.api_base=")
+        args = persona_args(tmp_path, model[0], model[1] + openai_server.url)
+        with jupyter_lab(root, extra_args=args) as server, open_lab(server) as page:
+            box = open_chat(page, root, "lists.chat")
+            for replies_before, shown in enumerate(payloads):
+                answer = ask(page, box, "Show me the steps.", replies_before)
+                for payload in shown:
+                    expect(answer).to_contain_text(payload)
+                screenshot(answer, f"persona-list-fences-{replies_before + 1}.png")
+            assert page.locator(f'img[src^="{beacon.url}"]').count() == 0
+            # The chat links a bare web address, which then shows where it leads; no other link.
+            links = page.locator(f'a[href^="{beacon.url}"]').all()
+            assert all(unquote(a.get_attribute("href") or "") == a.inner_text() for a in links)
+    assert beacon.hits == []

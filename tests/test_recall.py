@@ -363,3 +363,19 @@ def test_a_line_opening_with_a_heading_keeps_its_words(workspace):
     # "Decision" is a heading, not a speaker's name: it stays a word of the line.
     found = recall(agent_docs("Memo"), "decision", semantic=None)
     assert [(p.role, p.text) for p in found] == [("User", "Decision: we rent the harp for a year.")]
+
+
+def test_a_megabyte_run_of_one_letter_is_indexed_as_one_term_and_recall_goes_on(workspace):
+    from nbmemory import recall_index
+
+    run = "y" * 1_000_000  # Snowball's step on "y" took a minute over it
+    convo = Conversation(name="Long", memory_md_path=memory_path("Long"))
+    convo.add("User", f"{run} and the key is under the mat")
+    convo.add("User", "The budget is 40k EUR.")
+    convo.compact("Two messages.")
+    convo.add("User", run)
+    [best] = recall(agent_docs("Long"), "Where is the key?", limit=1)
+    assert best.text.endswith("and the key is under the mat")
+    [archive] = agent_docs("Long").archives()
+    kept = recall_index._kept[f"{agent_docs('Long')!r}\n{archive}"][1]
+    assert kept.postings(run) == ([0], [1])  # the run as it is, its own term

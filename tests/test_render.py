@@ -1,10 +1,14 @@
 """Model text rendered for a notebook: Markdown that looks right and cannot run or fetch."""
 
+import re
+from html import escape
 from html.parser import HTMLParser
 
 import mistune
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from nbmemory.jupyter.render import Answer, chat_markdown, markdown_html, safe_bundle
 
@@ -23,10 +27,15 @@ class Tags(HTMLParser):
     def __init__(self, html: str) -> None:
         super().__init__()
         self.found: list[tuple[str, dict[str, str | None]]] = []
+        self.shown: list[str] = []
         self.feed(html)
+        self.close()
 
     def handle_starttag(self, tag, attrs):
         self.found.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.shown.append(data)
 
 
 def test_raw_html_is_text_and_only_web_links_are_live():
@@ -155,3 +164,122 @@ def test_for_the_chat_no_markdown_makes_a_tag(text):
         "th",
         "td",
     }
+
+
+COMMONMARK = MarkdownIt("commonmark", {"html": True})
+"""The CommonMark reference renderer with raw HTML passed through, as Jupyter AI's chat does."""
+WITH_TABLES = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+"""The same with GitHub's tables and strikethrough, which the chat's renderer has too."""
+STRUCTURAL = {
+    *("p", "ul", "ol", "li", "blockquote", "pre", "code", "em", "strong", "hr", "br", "s"),
+    *("h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td"),
+}
+"""Tags that only arrange text: no fetch, no link, no script, nothing to click."""
+HARMLESS_ATTRIBUTES = {("ol", "start"), ("code", "class"), ("th", "style"), ("td", "style")}
+
+
+def assert_only_structure(html: str) -> None:
+    for tag, attrs in Tags(html).found:
+        assert tag in STRUCTURAL, f"<{tag}> in {html!r}"
+        for name in attrs:
+            assert (tag, name) in HARMLESS_ATTRIBUTES, f"<{tag} {name}=...> in {html!r}"
+
+
+def words(markdown: str, html: bool) -> list[str]:
+    """The words a CommonMark renderer shows for ``markdown`` (with raw HTML on or off), with
+    the whole info string of each fence (a renderer shows its first word at most, as a class)."""
+    renderer = MarkdownIt("commonmark", {"html": html, "highlight": info_and_code})
+    return re.findall(r"[A-Za-z]+", " ".join(Tags(renderer.render(markdown)).shown))
+
+
+def info_and_code(code: str, name: str, attrs: str) -> str:
+    return escape(f"{name} {attrs}\n{code}")
+
+
+def appear_in_order(wanted: list[str], shown: list[str]) -> bool:
+    rest = iter(shown)
+    return all(word in rest for word in wanted)
+
+
+LIST_FENCES = {
+    "a list item": "- item\n  ```\n{payload}\n",
+    "an ordered list item": "1. step\n\n   ~~~\n{payload}\n",
+    "an indented fence": "- a\n   ```\n{payload}\n",
+    "a block quote in a list": "- > quoted\n  ```\n{payload}\n",
+    "a block quote": "> ```\n{payload}\n",
+    "a list in a block quote": "> * a\n>   ````\n> {payload}\n",
+}
+"""A fence that CommonMark closes where its list item or block quote ends: the next line is
+outside it."""
+
+
+@pytest.mark.parametrize("where", LIST_FENCES)
+def test_for_the_chat_a_fence_ends_where_its_list_or_quote_ends(where):
+    payload = '<img src="http://127.0.0.1:9/b"> <a href="http://127.0.0.1:9/a">go</a>'
+    text = LIST_FENCES[where].format(payload=payload) + "```\n<b>code</b>\n```\n"
+    for renderer in (COMMONMARK, WITH_TABLES):
+        html = renderer.render(chat_markdown(text))
+        assert_only_structure(html)
+        assert "&lt;img src=" in html and "&lt;a href=" in html
+        assert "&lt;b&gt;code&lt;/b&gt;" in html  # code after it is still code
+
+
+MARKED_READS_OTHERWISE = {
+    "a web address before a code span": "Visit http://example.com`{payload}` now\n",
+    "a tilde before a code span": "about ~`{payload}`\n",
+    "a web address before an escape": "See http://example.com/\\{payload}\n",
+    "a line that marked takes for a closing fence": "```\n```~~~\n{payload}\n```\n",
+    "indented code after a list in a quote": "> > - a\n    1. b\n    {payload}\n",
+    "a tab before a fence": "\t- a\n```\n{payload}\n```\n",
+    "a tab in a fence in a list item": "- a\n  ```\n  \t{payload}\n  ```\n",
+}
+"""Code that CommonMark sees and marked (the chat's renderer, with GitHub's extensions) does
+not: a code span a bare web address or a tilde runs into, a backslash taken into a web address,
+a fence closed by a line with more after its run, tabs and indented blocks nested otherwise."""
+
+
+@pytest.mark.parametrize("where", MARKED_READS_OTHERWISE)
+def test_for_the_chat_code_that_marked_reads_otherwise_is_escaped(where):
+    payload = '<img src="http://127.0.0.1:9/b"> [go](javascript:alert(1))'
+    written = chat_markdown(MARKED_READS_OTHERWISE[where].format(payload=payload))
+    assert "<" not in written and "](javascript" not in written.replace("\\[go]", "")
+
+
+PREFIXES = ["", " ", "  ", "   ", "    ", "\t", ">", "> ", "- ", "* ", "1. ", "2) ", "10. "]
+"""Indentation and the openers of block quotes and list items, nested as a line chains them."""
+PIECES = [
+    *("```", "````", "~~~", "``` py", "~~~ <b>&amp;", "`", "``", "`x <b>`", " ", "   "),
+    *('<img src=x onerror="alert(1)">', '<a href="http://beacon/a">a</a>', "</a>", "<b>"),
+    *("![x](http://beacon/i)", "[y](javascript:alert(1))", "<http://beacon/l>", "<me@x.org>"),
+    *("&lt;img src=x&gt;", "&#60;img", "&", "<", "\\", "[r]: http://beacon/r", "[r]", "|"),
+    *("<div>", "</div>", "<!-- c", "-->", "<script>", "</script>", "<?", "<![CDATA[", "]]>"),
+    *("***", "---", "===", "# ", "text", "|---|---|"),
+]
+"""What a line holds after its prefixes: fences, code spans, raw HTML, links, entities."""
+FENCES = ["```", "~~~", "````", "``` py", "~~~ <b>&amp;"]
+LINE = st.tuples(
+    st.lists(st.sampled_from(PREFIXES), max_size=4).map("".join),
+    st.one_of(  # every other line or so opens or closes a fence, if it is where one can
+        st.sampled_from(FENCES),
+        st.lists(st.sampled_from(PIECES), max_size=4).map("".join),
+    ),
+).map("".join)
+DOCUMENT = st.tuples(st.lists(LINE, max_size=14), st.sampled_from(["\n", "\r\n"])).map(
+    lambda parts: parts[1].join(parts[0])
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(DOCUMENT)
+def test_for_the_chat_commonmark_finds_no_tag_and_every_word(text):
+    safe = chat_markdown(text)
+    for renderer in (COMMONMARK, WITH_TABLES):
+        assert_only_structure(renderer.render(safe))
+    assert appear_in_order(words(text, html=False), words(safe, html=True))
+
+
+@settings(max_examples=500, deadline=None)
+@given(MARKDOWN)
+def test_for_the_chat_commonmark_finds_no_tag_in_any_characters(text):
+    for renderer in (COMMONMARK, WITH_TABLES):
+        assert_only_structure(renderer.render(chat_markdown(text)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -13,7 +14,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from tornado.httpclient import HTTPClientError
 from traitlets import TraitError
+from traitlets.config import Config
 
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Agent, Conversation, Workspace
@@ -24,8 +27,9 @@ from nbmemory.notes import Notes
 from nbmemory.provenance import Provenance
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
-from nbmemory.store import memory_path
+from nbmemory.store import MAX_MESSAGE_BYTES, memory_path
 from support import (
+    NOT_UTF8_STORES,
     REFUSED_STORES,
     agent_docs,
     hostile_names,
@@ -37,6 +41,8 @@ from support import (
 )
 
 TESTS = Path(__file__).parent
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
 def one_per_module_on_files(fixture_name: str, config: pytest.Config) -> str:
@@ -453,6 +459,18 @@ def test_compaction_through_the_api_leaves_an_archive(lab, agents):
     status, data = call(lab, "/agents/Writer/compact", body={"summary": "bad \udcff"})
     assert status == 400 and "lone surrogate" in data["message"]
     assert agent_docs("Writer").archives() == archives
+
+
+def test_text_over_the_size_of_a_message_is_refused_with_413_and_nothing_written(lab, agents):
+    over = "y" * (MAX_MESSAGE_BYTES + 1)
+    memory, archives = stored("Scout"), agent_docs("Scout").archives()
+    for route, body in (("compact", {"summary": over}), ("notes", {"pin": over})):
+        status, data = call(lab, f"/agents/Scout/{route}", body=body)
+        assert status == 413, (route, status)
+        assert f"{MAX_MESSAGE_BYTES + 1:,} bytes" in data["message"]
+        assert "\n" not in data["message"]
+    assert stored("Scout") == memory and agent_docs("Scout").archives() == archives
+    assert not agent_docs("Scout").exists("NOTES.md")
 
 
 def test_a_compaction_previewed_changes_nothing_until_its_summary_is_sent(lab, agents):
@@ -900,6 +918,46 @@ def test_a_refused_store_stops_the_server_with_one_line_and_no_password(tmp_path
     )
     assert leaks("Qz7Kx9", run.stdout + run.stderr) == []
     assert "Traceback" not in run.stderr and "agents' memory in" not in run.stderr
+
+
+@pytest.fixture
+def jp_server_config(store_variable: str, monkeypatch: pytest.MonkeyPatch, capsys) -> Config:
+    """pytest-jupyter's server in the test's process, with nbmemory on and ``store_variable``
+    as its $NBMEMORY_STORE (``capsys`` first: it holds what the server writes as it starts)."""
+    monkeypatch.setenv("NBMEMORY_STORE", store_variable)
+    return Config({"ServerApp": {"jpserver_extensions": {"nbmemory": True}}})
+
+
+@pytest.mark.parametrize(("store_variable", "password", "named"), NOT_UTF8_STORES)
+async def test_a_store_variable_that_cannot_be_used_turns_nbmemory_off_in_one_line(
+    store_variable, password, named, jp_serverapp, jp_fetch, capsys, caplog
+):
+    records = caplog.get_records("setup")
+    said = capsys.readouterr().err + "\n".join(caplog.handler.format(r) for r in records)
+    assert leaks(password, said) == []
+    (line,) = [line for line in said.splitlines() if "NBMEMORY_STORE" in line]
+    assert "nbmemory: $NBMEMORY_STORE: postgresql://" in line and named in line
+    assert line.endswith("; nbmemory is off in this server")
+    assert "Traceback" not in said and "nbmemory | extension was successfully loaded" not in said
+    with pytest.raises(HTTPClientError) as missing:
+        await jp_fetch("nbmemory", "api", "agents")
+    assert missing.value.code == 404
+    await jp_serverapp.extension_manager.stop_all_extensions()  # it raised KeyError
+
+
+def test_a_server_with_a_store_variable_it_cannot_use_logs_one_line_and_stops_on_sigterm(
+    tmp_path, monkeypatch
+):
+    setting, password, named = NOT_UTF8_STORES[0]
+    monkeypatch.setenv("NBMEMORY_STORE", setting)
+    with jupyter_lab(tmp_path, extra_args=(server_extension_on(tmp_path),)) as server:
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=60) == 0
+        log = server.log.read_text()
+    (line,) = [line for line in log.splitlines() if "NBMEMORY_STORE" in line]
+    assert "nbmemory: $NBMEMORY_STORE: postgresql://" in line and named in line
+    assert "Traceback" not in log and "nbmemory | extension was successfully loaded" not in log
+    assert leaks(password, log) == []
 
 
 @pytest.mark.files("the server names its workspace folder when the agents are files in it")

@@ -2,7 +2,8 @@
 
 import json
 
-from nbmemory.terms import is_question, missing_terms, salient_terms, words
+from nbmemory import terms
+from nbmemory.terms import LONGEST_STEMMED, is_question, missing_terms, salient_terms, words
 from support import run_python
 
 STEMS_IN_A_NEW_PROCESS = """
@@ -27,6 +28,17 @@ def test_words_are_stemmed_as_snowball_stems_them_without_its_other_languages():
     answer = json.loads(run_python(STEMS_IN_A_NEW_PROCESS, text).stdout)
     assert answer["found"] == answer["snowball"]
     assert not any("french" in name or "arabic" in name for name in answer["loaded"])
+
+
+def test_a_word_too_long_for_any_language_is_a_term_as_it_is_never_stemmed(monkeypatch):
+    stemmed: list[str] = []
+    stem = terms._stem
+    monkeypatch.setattr(terms, "_stems", {})  # none remembered from an earlier test
+    monkeypatch.setattr(terms, "_stem", lambda word: stemmed.append(word) or stem(word))
+    longest, over = "y" * LONGEST_STEMMED, "y" * (LONGEST_STEMMED + 1)
+    run = "y" * 1_000_000  # Snowball took a minute over it
+    assert words(f"{longest} {over} {run} studies") == [stem(longest), over, run, "studi"]
+    assert stemmed == [longest, "studies"]
 
 
 def test_a_question_only_asks():

@@ -708,6 +708,20 @@ def test_a_role_filter_pages_searches_and_keeps_the_counts(widgets):
 # Shown with a static summary
 
 
+def test_its_summary_says_when_no_compaction_can_get_below_the_threshold(widgets):
+    long_prompt = "Follow the house style." + " data" * 700
+    agent = Agent(
+        agent_name="Crowded", persistent_memory=True, context_length=800, system_prompt=long_prompt
+    )
+    agent.add_memory("The budget is 40k EUR.")
+    widget = settled(MemoryWidget("Crowded"))
+    widgets.append(widget)
+    assert widget.info["stuck"] and not widget.info["compacts_next"]
+    said = widget._static_bundle()["text/plain"]
+    assert "Can't compact below the threshold: the system prompt takes" in said
+    assert "compacts first" not in said
+
+
 def test_it_shows_as_a_static_summary_then_the_view(widgets, monkeypatch):
     import IPython.display
 

@@ -193,6 +193,7 @@ from nbmemory import Agent
 from nbmemory.cli import main
 agent = Agent(agent_name="Open", persistent_memory=True)
 agent.run("Remember: the door code is 1234.")
+main(["notes", "Open", "--accept", "1"])
 agent.short_memory.compact("a summary")
 main(["export", "Open", "--format", "json", "-o", sys.argv[1]])
 agent.short_memory.save_filepath = sys.argv[2]

@@ -18,6 +18,7 @@ export interface IUsageWords {
   usage: string;
   threshold: string;
   compacts_next: string;
+  stuck: string;
   over_window: string;
   settings: string;
 }
@@ -32,6 +33,7 @@ export interface IUsage {
   encoding: string;
   recorded: boolean;
   compacts_next: boolean;
+  stuck: boolean;
   parts: IPart[];
   words: IUsageWords;
 }

@@ -16,7 +16,7 @@ export type ReviewAction =
 
 /** How the model's edits of its notes are taken, as `nbmemory.note_history` names them. */
 const APPROVALS: [string, string][] = [
-  ['default', "by default: reviewed after another tool's result"],
+  ['default', 'by default: kept for your review'],
   ['auto', 'applied at once'],
   ['ask', 'kept for your review'],
   ['off', 'refused']

@@ -113,7 +113,7 @@ export class ContextXray {
       `Next request: ${number(tokens)} of ${number(window)} tokens; ${compresses}`
     );
 
-    this.compacts.textContent = words.compacts_next || words.over_window;
+    this.compacts.textContent = words.compacts_next || words.stuck || words.over_window;
     this.compacts.hidden = !this.compacts.textContent;
 
     const rows = parts.map((part, index) => {

@@ -31,7 +31,7 @@ from nbmemory.compressor import CompactionPlan
 from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
-from nbmemory.note_history import APPROVALS, Author
+from nbmemory.note_history import APPROVALS, Author, pending
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.provenance import SERVER_ROOT_ENV, Provenance, notebook_path
@@ -39,7 +39,7 @@ from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
 from nbmemory.store import Workspace
-from nbmemory.wording import counted
+from nbmemory.wording import counted, review_words
 
 _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer
 
@@ -369,6 +369,10 @@ class NbMemoryMagics(Magics):
             display(
                 self._compacted(agent.agent_name, compressor.last_compaction, "This run compacted")
             )
+        if agent.notes is not None and agent.notes.pending():
+            from IPython.display import display
+
+            display(TextBlock(_waiting(self._reader(), agent.agent_name)))
         if answer is None:
             return None
         if args.out:
@@ -427,6 +431,8 @@ class NbMemoryMagics(Magics):
     @argument("--notes", action="store_true", help="show its pinned notes")
     @argument("--pin", metavar="NOTE", help="pin a note: every request carries it")
     @argument("--unpin", metavar="NOTE", help="unpin a note: its number, or words found in it")
+    @argument("--accept", type=int, metavar="N", help="apply note edit N, which waits for review")
+    @argument("--reject", type=int, metavar="N", help="drop note edit N, which waits for review")
     @argument("-w", "--widget", action="store_true", help="show the live memory widget")
     @no_var_expand
     @line_magic
@@ -447,6 +453,7 @@ class NbMemoryMagics(Magics):
             %memory ResearchAgent --pin "Budget: 40k EUR, fixed."
             %memory ResearchAgent --notes            # pinned notes, never compacted
             %memory ResearchAgent --unpin 1
+            %memory ResearchAgent --accept 3         # a note edit the model proposed
         """
         args = parse_argstring(self.memory, line)
         args.name = _unquoted(args.name)
@@ -461,17 +468,23 @@ class NbMemoryMagics(Magics):
         if ram is not None:
             return _ram_view(ram, args)
         reader = self._reader()
-        if args.pin is not None or args.unpin is not None:
+        if any(v is not None for v in (args.pin, args.unpin, args.accept, args.reject)):
             reader.agent(name)
             notes = Notes(reader.workspace.agent(name))
             by = Author("person", "magic")
+            if args.accept is not None:
+                notes.accept(args.accept, by=by)
+            if args.reject is not None:
+                notes.reject(args.reject, by=by)
             if args.unpin is not None:
                 notes.remove(_unquoted(args.unpin), by=by)
             if args.pin is not None:
                 notes.add(_unquoted(args.pin), by=by)
             args.notes = True
         if args.notes:
-            return TextBlock(listing(reader.notes(name)) or f"{name} has no pinned notes")
+            shown = listing(reader.notes(name)) or f"{name} has no pinned notes"
+            waiting = _waiting(reader, name)
+            return TextBlock(f"{shown}\n\n{waiting}" if waiting else shown)
         if args.path:
             path = reader.agent(name).path
             if reader.store != "files":
@@ -638,6 +651,13 @@ def _export(name: str, messages: list[dict[str, Any]], path: str, form: str | No
     """Write ``messages`` of agent ``name`` to ``path`` as JSON, YAML or Markdown."""
     target = Path(os.path.expanduser(path))
     return write_atomic(target, export_text(name, messages, form or format_of(target)))
+
+
+def _waiting(reader: ReadModel, name: str) -> str:
+    """The note edits of agent ``name`` that wait for a person's review, with the ``%memory``
+    commands that settle them; ``""`` if none."""
+    waiting = [(c.n, c.describe()) for c in pending(reader.note_history(name))]
+    return review_words(waiting, f"%memory {name}")
 
 
 def _ram_view(agent: Agent, args: Any) -> Any:

@@ -1,11 +1,20 @@
-"""nbmemory's reading tools for ``jupyter_server_mcp``, the MCP server Jupyter AI brings.
+"""nbmemory's reading tools for ``jupyter_server_mcp``, the MCP server Jupyter AI brings,
+offered only when a person lists them.
 
-jupyter_server_mcp finds :data:`TOOLS` through the entry point group
-``jupyter_server_mcp.tools`` and serves them to Jupyter AI's agents, on a localhost port of its
-own, with Host and Origin checks but without Jupyter's token: any process on the machine may call
-them. So only the tools that read are offered there; ``remember``, ``edit_notes`` and
-``compact`` are at ``/nbmemory/mcp`` of the server extension, behind Jupyter's token and
-authorizer.
+jupyter_server_mcp serves its tools to Jupyter AI's agents on a localhost port of its own, with
+Host and Origin checks but without Jupyter's token: any process on the machine, any user's on a
+shared host, may call them. So nbmemory declares no entry point in its group
+``jupyter_server_mcp.tools`` and nothing of it is served there by default. A person who wants
+the reading tools there, and accepts that every local user can then read every agent the
+server's workspace holds, lists them in jupyter_server_mcp's own setting (in
+``jupyter_server_config.py``, beside any other tools it lists)::
+
+    from nbmemory.jupyter.mcp_tools import TOOLS
+
+    c.MCPExtensionApp.mcp_tools = TOOLS
+
+Even then only the tools that read are offered; ``remember``, ``edit_notes`` and ``compact``
+are at ``/nbmemory/mcp`` of the server extension, behind Jupyter's token and authorizer.
 
 Each is the tool of ``nbmemory mcp`` (:meth:`nbmemory.mcp_server.MemoryServer.call`: the same
 checks, the same answers, failures as one line) as a plain typed function whose docstring is
@@ -94,4 +103,4 @@ async def memory_usage(agent: str) -> str:
 TOOLS = [
     f"{__name__}:{tool.__name__}" for tool in (recall_memory, read_notes, list_agents, memory_usage)
 ]
-"""The value of the entry point: each tool as ``module:function``."""
+"""Each tool as ``module:function``: the values for ``MCPExtensionApp.mcp_tools``."""

@@ -13,14 +13,16 @@ import functools
 import html
 import re
 import string
+from dataclasses import dataclass
 from typing import Any
 
 import mistune
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from mistune.renderers.html import HTMLRenderer
 
 from nbmemory.report import visible
 
-_FENCE_OPEN = re.compile(r"^ {0,3}(?P<run>`{3,}(?=[^`]*$)|~{3,})")
 _PUNCTUATION = frozenset(string.punctuation)
 _RUN = re.compile(r"`+")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -28,6 +30,9 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _PLAIN = {"&": "&amp;", "<": "&lt;", "`": "\\`", "[": "\\["}
 """What a Markdown renderer with raw HTML on could read as a tag, an entity, a code span, or a
 link or image, each written so that it shows as itself."""
+_WEB_ADDRESS = re.compile(r"https?://|ftp://|www\.", re.IGNORECASE)
+"""Where a bare web address starts. The chat's renderer (marked, with GitHub's extensions)
+links it up to the next space or ``<``, a code span's opening backtick included."""
 _LIVE_LINK = re.compile(r"(?:https?:|mailto:)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x20\x7f]+")
 
@@ -103,53 +108,177 @@ def chat_markdown(text: str) -> str:
     shown as their text (a bare web address is still linked), and fenced code blocks and
     one-line code spans left as they are, since a renderer escapes code itself.
 
-    Each code region is one that a CommonMark renderer finds whatever it makes of the rest: a
-    fence opens only where it would open one and closes at any line that might close it, and
-    every backtick outside the code spans chosen here is escaped, so no renderer pairs them
-    otherwise. Where it is unsure, it escapes: the text then shows an ``&lt;`` in code, never
-    a tag."""
+    The fences are those a CommonMark parser finds (markdown-it-py): one ends where its list
+    item or block quote ends, whatever the nesting. Only those that marked (the chat's renderer,
+    which departs from CommonMark) finds too are kept (:func:`_sure`), and what is kept must
+    still be code when the Markdown written here is parsed again; what is not is escaped too,
+    and after a few tries everything is. Where it is unsure, it escapes: the text then shows an
+    ``&lt;`` in code, never a tag."""
+    lines = _LINE.findall(text)
+    found = _code_blocks(_parse(text) or [])
+    fenced = {number for block in found if block.markup for number in block.lines}
+    if any(_TABBED.match(line) for number, line in enumerate(lines) if number not in fenced):
+        found = []  # marked and CommonMark nest such a document differently
+    blocks = [block for block in found if _sure(block, lines)]
+    spans = True
+    for _ in range(_TRIES):
+        written, expected = _written(lines, blocks, spans)
+        parsed = _parse(written)
+        if parsed is None:
+            break
+        opening = {block.first for block in _code_blocks(parsed) if block.markup}
+        code = {line for block in _code_blocks(parsed) for line in block.content}
+        kept = [b for b in blocks if b.first in opening and b.content <= code]
+        spans_kept = spans and _span_contents(parsed) == expected
+        if kept == blocks and spans_kept == spans:
+            return written
+        blocks, spans = kept, spans_kept
+    return _written(lines, [], False)[0]
+
+
+def _sure(block: _Block, lines: list[str]) -> bool:
+    """Whether marked takes ``block`` for code as CommonMark does: a fence (marked reads an
+    indented block after a list item or quote as part of it) with no line inside that marked
+    would take for its end, and, in a list item or quote, no tab in the indentation or markers
+    of its lines (marked counts tabs otherwise)."""
+    inside = sorted(block.lines)[1:-1]
+    if not block.markup or any(lines[n].lstrip(" \t>").startswith(block.markup) for n in inside):
+        return False
+    return block.top or not any(_TABBED.match(lines[number]) for number in block.lines)
+
+
+_TABBED = re.compile(r"[ >*+\-.)0-9]*\t")
+"""A line whose indentation, or list and quote markers, hold a tab."""
+
+_TRIES = 3
+"""How many times a writing may lose a block or its code spans before everything is escaped."""
+
+
+@functools.cache
+def _commonmark() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": True})
+
+
+def _parse(text: str) -> list[Token] | None:
+    """``text``'s CommonMark tokens, or ``None`` if the parser failed on it (markdown-it-py 4.3
+    was seen to index past the end of a text once): then nothing is kept as code."""
+    try:
+        return _commonmark().parse(text)
+    except Exception:
+        return None
+
+
+@dataclass(frozen=True)
+class _Block:
+    """A code block by its lines (0-based): a fence's opening line and the rest, or the lines
+    of an indented block (``markup`` empty)."""
+
+    lines: frozenset[int]
+    first: int
+    markup: str
+    top: bool
+    """Not in a list item or block quote."""
+
+    @property
+    def content(self) -> frozenset[int]:
+        """Its lines but a fence's opening one."""
+        return self.lines - {self.first} if self.markup else self.lines
+
+
+def _code_blocks(tokens: list[Token]) -> list[_Block]:
+    return [
+        _Block(frozenset(range(*token.map)), token.map[0], token.markup, token.level == 0)
+        for token in tokens
+        if token.type in ("fence", "code_block") and token.map
+    ]
+
+
+def _span_contents(tokens: list[Token]) -> list[str]:
+    return [
+        child.content
+        for token in tokens
+        if token.type == "inline"
+        for child in token.children or ()
+        if child.type == "code_inline"
+    ]
+
+
+def _written(lines: list[str], blocks: list[_Block], spans: bool) -> tuple[str, list[str]]:
+    """The text with ``blocks`` kept and everything else escaped (its code spans kept if
+    ``spans``), and the contents of the code spans kept, as a parser reads them."""
+    code = {line for block in blocks for line in block.lines}
+    fences = {block.first: block.markup for block in blocks if block.markup}
     out: list[str] = []
-    fence: str | None = None
-    for line in _LINE.findall(text):
-        if fence is not None:
+    kept: list[str] = []
+    for number, line in enumerate(lines):
+        if number in fences:
+            out.append(_fence_opening(line, fences[number]))
+        elif number in code:
             out.append(line)
-            if line.lstrip(" \t>").startswith(fence):
-                fence = None
-            continue
-        opened = _FENCE_OPEN.match(line.rstrip("\r\n"))
-        if opened:
-            fence = opened["run"]
-            out.append(line)
-            continue
-        out.append(_inline(line))
-    return "".join(out)
+        else:
+            out.append(_inline(line, kept if spans else None))
+    return "".join(out), kept
 
 
-def _inline(line: str) -> str:
-    """One line outside a fenced block: its code spans as they are, the rest escaped."""
+def _fence_opening(line: str, markup: str) -> str:
+    """A fence's opening line with its info string escaped, which reads the same (escapes and
+    entities count in an info string) and is text in a renderer that takes the line for text."""
+    body = line.rstrip("\r\n")
+    at = body.index(markup) + len(markup)
+    return body[:at] + _inline(body[at:], None) + line[len(body) :]
+
+
+def _inline(line: str, spans: list[str] | None) -> str:
+    """One line outside a code block, escaped; with ``spans``, its code spans are kept as they
+    are and their contents added to ``spans``."""
     out: list[str] = []
     at = 0
+    in_address = False  # a web address that GitHub's Markdown would link runs up to here
     while at < len(line):
         ch = line[at]
+        if ch.isspace():
+            in_address = False
+        elif _WEB_ADDRESS.match(line, at):
+            in_address = True
         if ch == "\\" and at + 1 < len(line) and line[at + 1] in _PUNCTUATION:
-            out.append(line[at : at + 2])  # an escape already: it shows as itself
+            # an escape already, which shows as itself; but marked takes a backslash after a
+            # web address into the address, so the next character is written as text
+            escaped = line[at + 1]
+            out.append(_PLAIN[escaped] if escaped in "<&" else line[at : at + 2])
             at += 2
             continue
         if ch == "`":
             opener = _RUN.match(line, at)
             assert opener is not None
-            closer = _closer(line, opener.end(), len(opener[0]))
-            if closer is not None and "|" not in line[opener.end() : closer]:
-                end = closer + len(opener[0])
-                out.append(line[at:end])
-                at = end
-                continue
+            if spans is not None and not in_address and not line.endswith("~", 0, at):
+                closer = _closer(line, opener.end(), len(opener[0]))
+                if closer is not None and "|" not in line[opener.end() : closer]:
+                    end = closer + len(opener[0])
+                    out.append(line[at:end])
+                    spans.append(_span_content(line[opener.end() : closer]))
+                    at = end
+                    continue
             out.append(_PLAIN["`"] * len(opener[0]))
             at = opener.end()
+            continue
+        if line.startswith("~~~", at):  # three tildes might open a fence
+            out.append("\\~")
+            at += 1
+            while at < len(line) and line[at] == "~":
+                out.append("~")
+                at += 1
             continue
         out.append(_PLAIN.get(ch, ch))
         at += 1
     return "".join(out)
+
+
+def _span_content(between: str) -> str:
+    """A code span's content as CommonMark reads it: one space off each end when both have one
+    and it is not all spaces."""
+    if between.startswith(" ") and between.endswith(" ") and between.strip(" "):
+        return between[1:-1]
+    return between
 
 
 def _closer(line: str, start: int, length: int) -> int | None:

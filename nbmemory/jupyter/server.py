@@ -40,7 +40,8 @@ compaction, a pin or an unpin. Errors are JSON ``{"message": ..., "reason": ...}
 parameter, an empty note or notes over their budget, ``404`` for an unknown agent, archive,
 message or note, ``409`` for an unpin whose ``"note"`` (the text the client showed at that
 number) is no longer the note at that number, for nothing to compact and for a compaction
-whose preview is gone or whose memory changed since, ``502`` when the model failed to write a
+whose preview is gone or whose memory changed since, ``413`` for a summary or note over the
+size of a message (``store.MAX_MESSAGE_BYTES``), ``502`` when the model failed to write a
 summary (nothing changed). Names follow the engine's rules, so no URL
 reaches outside the workspace.
 
@@ -91,6 +92,7 @@ from nbmemory.errors import (
     InvalidAgentNameError,
     InvalidNoteError,
     InvalidTextError,
+    MessageTooLargeError,
     ModelError,
     NbmemoryError,
     NoteChangedError,
@@ -264,7 +266,22 @@ class NbMemoryServer(ExtensionApp):
             # database without its password (see ``_check_store``).
             serverapp.log.critical("nbmemory: %s; the server does not start", exc)
             raise SystemExit(2) from None
-        self.export_workspace()
+        try:
+            self.export_workspace()
+        except StoreConfigError as exc:
+            # The server's $NBMEMORY_STORE, which its kernels inherit and refuse as well: one
+            # line (the message never holds the password), not a traceback each time Jupyter
+            # links and loads the extension, and the server goes on without nbmemory.
+            serverapp.log.critical(
+                "nbmemory: $NBMEMORY_STORE: %s; nbmemory is off in this server", exc
+            )
+            self._turn_off(serverapp)
+
+    def _turn_off(self, serverapp: Any) -> None:
+        """Have Jupyter neither load nor start this extension (it still stops it)."""
+        for package in serverapp.extension_manager.extensions.values():
+            if any(point.app is self for point in package.extension_points.values()):
+                package.enabled = False
 
     def initialize_settings(self) -> None:
         if self.memory_workspace is None:
@@ -288,7 +305,10 @@ class NbMemoryServer(ExtensionApp):
             warm.done.set()
 
     async def stop_extension(self) -> None:
-        self.settings["nbmemory_heavy_reads"].shutdown()
+        """Stop what :meth:`initialize_settings` and the MCP endpoint started, if they did:
+        Jupyter stops an extension that failed to load, or was turned off, as well."""
+        if self.settings.get("nbmemory_heavy_reads") is not None:
+            self.settings["nbmemory_heavy_reads"].shutdown()
         if self.settings.get("nbmemory_mcp") is not None:
             await self.settings["nbmemory_mcp"].stop()
 
@@ -726,6 +746,8 @@ class CompactHandler(_Handler):
             raise tornado.web.HTTPError(400, '"preview" must be true or false')
         if summary is not None and (not isinstance(summary, str) or not summary.strip()):
             raise tornado.web.HTTPError(400, "summary must be a non-empty string")
+        if summary is not None:
+            _within_size(summary, "summary")
         if not isinstance(keep, list) or not all(
             isinstance(term, str) and term.strip() and len(term) <= MAX_TERM for term in keep
         ):
@@ -896,6 +918,8 @@ class NotesHandler(_Handler):
             raise tornado.web.HTTPError(400, '"note" goes with "unpin", as a string')
         if unpin is not None and not unpin.strip():
             raise tornado.web.HTTPError(400, '"unpin" needs a note number or words')
+        if pin is not None:
+            _within_size(pin, "note")
         return pin, unpin, shown
 
     def edit(
@@ -919,6 +943,15 @@ class NotesHandler(_Handler):
 
 
 _REVIEWS = ("accept", "reject", "restore")
+
+
+def _within_size(text: str, what: str) -> None:
+    """413 if ``text``, sent to be stored, is over the size of a message
+    (``store.MAX_MESSAGE_BYTES``)."""
+    try:
+        memory_store.check_size(text, what)
+    except MessageTooLargeError as exc:
+        raise tornado.web.HTTPError(413, str(exc)) from None
 
 
 class PathHandler(_Handler):

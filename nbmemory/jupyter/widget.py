@@ -1071,7 +1071,8 @@ class MemoryWidget(anywidget.AnyWidget):
         if parts:
             lines.append("Next request: " + " · ".join(parts))
         if not self.counting:
-            lines += filter(None, [words.get("compacts_next"), words.get("over_window")])
+            said = [words.get(key) for key in ("compacts_next", "stuck", "over_window")]
+            lines += filter(None, said)
         if self.compactions:
             last = self.compactions[-1]
             lines.append(

@@ -83,7 +83,7 @@ function drawXray(model, v, exists, used, win, scale) {
   gauge.classList.toggle("compacts", compacting);
   miniGauge.classList.toggle("compacts", compacting);
   const counted = exists && !model.get("counting");
-  compactsNext.textContent = counted ? words.compacts_next || words.over_window || "" : "";
+  compactsNext.textContent = counted ? words.compacts_next || words.stuck || words.over_window || "" : "";
 }
 
 // The static summary shown with this widget (for a notebook opened without its kernel):
