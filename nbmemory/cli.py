@@ -409,7 +409,7 @@ def parser() -> argparse.ArgumentParser:
         "--approval",
         choices=[*APPROVALS, DEFAULT],
         help="how the model's edits are taken: applied (auto), proposed for review (ask), "
-        "refused (off), or by default (ask after another tool's result, else auto)",
+        "refused (off), or by default (ask)",
     )
     path = command("path", cmd_path, "print the path of an agent's MEMORY.md")
     path.add_argument("name")

@@ -203,20 +203,36 @@ from nbmemory import Conversation
 from nbmemory.store import memory_path
 tag, count, compact_every, big = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 pause_at = int(sys.argv[6])
+meet = dict(pair.split(":") for pair in sys.argv[7].split(",") if pair)
 
 CHANGES = {"open", "write", "fsync", "close", "replace", "rename", "mkdir", "unlink", "ftruncate",
            "flock", "fchmod"}
 
-def pause(frame, event, arg):  # the test seam: stop after the pause_at-th system call
+STATEMENTS = {("psycopg.connection", "execute"), ("psycopg.transaction", "__exit__")}
+
+def pause(frame, event, arg):  # the test seam: stop after the pause_at-th change
     global pause_at
     if event == "c_return" and getattr(arg, "__name__", None) in CHANGES and getattr(
         arg, "__module__", None
     ) in ("posix", "fcntl"):
-        pause_at -= 1
-        if pause_at == 0:
-            sys.setprofile(None)
-            print(f"paused after {arg.__name__}", flush=True)
-            time.sleep(3600)
+        call = arg.__name__
+    elif event == "return" and (frame.f_globals.get("__name__"), frame.f_code.co_name) in (
+        STATEMENTS
+    ):  # on the database: a statement answered, or the commit
+        call = frame.f_code.co_name
+    else:
+        return
+    pause_at -= 1
+    if pause_at == 0:
+        sys.setprofile(None)
+        print(f"paused after {call}", flush=True)
+        time.sleep(3600)
+
+def met():  # whether every message the writers meet at is stored
+    from nbmemory import Workspace
+    docs = Workspace.from_env().agent("Shared")
+    data = b"".join(docs.read(path) for path in [*docs.archives(), docs.path("MEMORY.md")])
+    return all(f"\\n{other}-{i}\\n".encode() in data for other, i in meet.items())
 
 convo = Conversation(name="Shared", memory_md_path=memory_path("Shared"))
 time.sleep(max(0.0, float(sys.argv[5]) - time.time()))
@@ -224,6 +240,8 @@ for i in range(count):
     size = big if i % 7 == 3 else 40
     convo.add("User", f"{tag}-{i}\\n" + "x" * size + f"\\n---\\n### fake — {tag}-{i}")
     print(f"ack {tag}-{i}", flush=True)
+    while meet and i == int(meet[tag]) and not met():
+        time.sleep(0.01)
     if compact_every and i % compact_every == compact_every - 1:
         print("compacting", flush=True)
         if pause_at:
@@ -234,16 +252,21 @@ for i in range(count):
 """
 
 
-def start_writer(tag, count, compact_every=0, big=20_000, start_at=0.0, pause_at=0):
+def start_writer(tag, count, compact_every=0, big=20_000, start_at=0.0, pause_at=0, meet=None):
     """A process adding ``count`` messages (every 7th of ``big`` bytes), printing an ack after each.
 
     It starts writing at ``start_at`` (a ``time.time()`` value), so that writers overlap. With
     ``pause_at``, its first compaction stops after its ``pause_at``-th system call that can
-    change a file (each open, write, fsync, close, rename, lock) and prints ``paused after
-    <call>``, so that a test can kill it exactly there, whatever the machine's load.
+    change a file (each open, write, fsync, close, rename, lock), or on the database after its
+    ``pause_at``-th statement or commit, and prints ``paused after <call>``, so that a test can
+    kill it exactly there, whatever the machine's load. With ``meet`` (each writer's tag and
+    the number of one of its messages), it waits after that message of its own until all of
+    them are stored: no writer goes on before the others have got there, whatever the order
+    the machine runs them in.
     """
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     args = [tag, str(count), str(compact_every), str(big), str(start_at), str(pause_at)]
+    args.append(",".join(f"{other}:{i}" for other, i in (meet or {}).items()))
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, *args],
         env=env,

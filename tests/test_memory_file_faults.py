@@ -10,7 +10,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -25,18 +24,25 @@ pytestmark = pytest.mark.files(
 )
 
 WRITER = """
-import random, resource, sys, time
+import os, random, resource, sys, time
 from nbmemory import Conversation
 from nbmemory.errors import MemoryWriteError
 from nbmemory.store import memory_path
 tag, count, compact_every, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-pause = float(sys.argv[5])
+pause, oversize, deleted, after = float(sys.argv[5]), int(sys.argv[6]), *sys.argv[7:9]
+after = int(after)
 rng = random.Random(tag)
 convo = Conversation(name="Shared", memory_md_path=memory_path("Shared"))
 if limit:
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-for i in range(count):
+i = 0
+while i < count:
+    if deleted and after and os.path.exists(deleted):
+        print(f"deleted before {tag}-{i}", flush=True)  # this message and the next ones begin after
+        count, after = i + after, 0
     text = f"{tag}-{i}\\n" + "y" * rng.choice([10, 200, 2000, 8000])
+    if oversize and i % 50 == 25:  # more than the limit or the disk can take: always refused
+        text = f"{tag}-{i}\\n" + "y" * oversize
     began = time.time()
     try:
         convo.add("User", text)
@@ -50,14 +56,30 @@ for i in range(count):
         except OSError:
             print("compaction failed", flush=True)
     time.sleep(pause)
+    i += 1
 """
 
 
-def start(tag, count, compact_every=0, limit=0, workspace=None, pause=0.0):
+def start(
+    tag,
+    count,
+    compact_every=0,
+    limit=0,
+    workspace=None,
+    pause=0.0,
+    oversize=0,
+    deleted=None,
+    after=0,
+):
+    """A writer process adding ``count`` messages tagged ``tag`` (every 50th, from the 26th,
+    of ``oversize`` bytes when it is given), compacting every ``compact_every``, under a file
+    size ``limit``. Given the path ``deleted``, it stops once it has added ``after`` messages
+    begun after that path appeared (saying from which one: ``deleted before TAG-N``)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if workspace is not None:
         env["WORKSPACE_DIR"] = str(workspace)
-    args = [tag, str(count), str(compact_every), str(limit), str(pause)]
+    args = [tag, str(count), str(compact_every), str(limit), str(pause), str(oversize)]
+    args += [str(deleted or ""), str(after)]
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, *args], env=env, stdout=subprocess.PIPE, text=True
     )
@@ -79,36 +101,54 @@ def stored(folder: Path) -> tuple[Counter, dict[str, str]]:
     return counts, texts
 
 
-def test_deleting_the_agent_folder_under_writers_and_a_compactor_loses_nothing_after(workspace):
-    folder = agent_dir("Shared")
-    writers = [start(f"w{n}", 600, pause=0.003) for n in range(4)]
-    writers.append(start("c", 300, compact_every=10, pause=0.006))
-    acks: list[tuple[str, float]] = []
-    first = writers[0].stdout.readline()
-    acks.append((first.split()[1], float(first.split()[2])))
-    time.sleep(0.3)
-    while True:  # writers may recreate files while the tree is removed: try again
-        with contextlib.suppress(FileNotFoundError, OSError):
-            shutil.rmtree(folder)
-            break
-    deleted = time.time()
-    for writer in writers:
-        out, _ = writer.communicate(timeout=300)
-        assert writer.returncode == 0
-        acks += [
-            (line.split()[1], float(line.split()[2])) for line in out.splitlines() if "ack" in line
-        ]
+def test_deleting_the_agent_folder_under_writers_and_a_compactor_loses_nothing_after(
+    workspace, tmp_path
+):
+    """Four writers and a compactor are running when the folder is deleted (each has added
+    20 messages, the compactor compacted, and none stops before it is told of the deletion);
+    told, each adds 100 more. Those 500 are all acknowledged and stored once, nothing twice."""
+    folder, deleted = agent_dir("Shared"), tmp_path / "deleted"
+    writers = [start(f"w{n}", 10**6, pause=0.003, deleted=deleted, after=100) for n in range(4)]
+    writers.append(start("c", 10**6, compact_every=10, pause=0.006, deleted=deleted, after=100))
+    outputs = [""] * len(writers)
+    try:
+        for n, writer in enumerate(writers):
+            while outputs[n].count("\nack ") < 20:
+                line = writer.stdout.readline()
+                assert line, "a writer stopped before the deletion"
+                outputs[n] += "\n" + line
+        while True:  # writers may recreate files while the tree is removed: try again
+            with contextlib.suppress(OSError):
+                shutil.rmtree(folder)
+                break
+        deleted.touch()  # the folder was gone: what is begun from now on is after the deletion
+        for n, writer in enumerate(writers):
+            outputs[n] += writer.communicate(timeout=300)[0]
+            assert writer.returncode == 0
+    finally:
+        for writer in writers:
+            if writer.poll() is None:
+                writer.kill()
+                writer.wait()
+    after: list[str] = []
+    for out in outputs:
+        [first] = [line.split()[-1] for line in out.splitlines() if line.startswith("deleted ")]
+        tag, number = first.rsplit("-", 1)
+        begun_after = [f"{tag}-{i}" for i in range(int(number), int(number) + 100)]
+        acked = {line.split()[1] for line in out.splitlines() if line.startswith("ack ")}
+        assert set(begun_after) <= acked, "every message begun after the deletion was added"
+        after += begun_after
     counts, _ = stored(folder)
-    after = [tag for tag, began in acks if began > deleted]
-    assert len(after) > 500, "the deletion came too late to show anything"
     assert [tag for tag in after if counts[tag] != 1] == []
     assert max(counts.values()) == 1
 
 
 @pytest.mark.parametrize("fault", ["file size limit", "full disk"])
 def test_a_full_disk_keeps_acknowledged_messages_and_no_refused_one(tmp_path, fault):
+    """Each writer adds messages larger than the limit or the disk (the 26th, the 76th…): the
+    fault happens whatever the order in which the writers and their compactions interleave."""
     workspace = tmp_path / "workspace"
-    limit = 0
+    limit, oversize = 0, 2**20 + 1
     if fault == "full disk":
         workspace.mkdir()
         mounted = subprocess.run(
@@ -118,11 +158,10 @@ def test_a_full_disk_keeps_acknowledged_messages_and_no_refused_one(tmp_path, fa
         if mounted.returncode:
             pytest.skip("mounting a tmpfs needs root; the file size limit case covers it")
     else:
-        limit = 48 * 1024
+        limit = oversize = 48 * 1024
     try:
         writers = [
-            start(f"f{n}", 300, compact_every=10, limit=limit, workspace=workspace)
-            for n in range(2)
+            start(f"f{n}", 300, 10, limit, workspace, oversize=oversize + 1) for n in range(2)
         ]
         lines = []
         for writer in writers:
@@ -133,7 +172,9 @@ def test_a_full_disk_keeps_acknowledged_messages_and_no_refused_one(tmp_path, fa
         counts, texts = stored(folder)
         acked = {line.split()[1]: int(line.split()[3]) for line in lines if line.startswith("ack")}
         refused = {line.split()[1] for line in lines if line.startswith("refused")}
-        assert refused and len(acked) > 100, (len(refused), len(acked))
+        oversized = {f"f{n}-{i}" for n in range(2) for i in range(25, 300, 50)}
+        assert oversized <= refused, "the fault happened: every oversized message was refused"
+        assert len(acked) > 100, (len(refused), len(acked))
         assert {tag: counts[tag] for tag in acked if counts[tag] != 1} == {}
         assert all(len(texts[tag]) == size for tag, size in acked.items())  # none changed
         on_disk = b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())

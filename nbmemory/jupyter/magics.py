@@ -104,10 +104,10 @@ class NbMemoryMagics(Magics):
     ).tag(config=True)
     notes_approval = Unicode(
         "",
-        help="""How agents' own edits of their pinned notes are taken: "auto" (applied), "ask"
-        (proposed, for a person to accept or reject: nbmemory notes NAME --pending) or "off"
-        (refused). Empty: "ask" while the agent's context holds a result of a tool other than its
-        memory tools (text someone else wrote), else "auto".""",
+        help="""How agents' own edits of their pinned notes are taken: "auto" (applied,
+        recorded as applied without review), "ask" (proposed, for a person to accept or reject:
+        %memory NAME --accept N) or "off" (refused). Empty: what a person set for the agent's
+        memory (nbmemory notes NAME --approval), else "ask".""",
     ).tag(config=True)
 
     def __init__(self, shell: Any) -> None:
