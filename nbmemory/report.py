@@ -160,10 +160,13 @@ class AgentTable:
             for row in self.rows
         ]
 
-    def _note(self) -> str:
-        if all(row.usage.recorded for row in self.rows):
-            return ""
-        return f"* {LABELS['default settings']}"
+    def _notes(self) -> list[str]:
+        """What the table's figures need said: default settings, agents that cannot compact."""
+        recorded = all(row.usage.recorded for row in self.rows)
+        notes = [] if recorded else [f"* {LABELS['default settings']}"]
+        stuck = [row for row in self.rows if row.usage.stuck]
+        notes += [f"{row.name}: {row.usage.to_json()['words']['stuck']}" for row in stuck]
+        return notes
 
     def __repr__(self) -> str:
         if not self.rows:
@@ -174,7 +177,7 @@ class AgentTable:
             "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
             for row in table
         ]
-        return "\n".join([*lines, *filter(None, [self._note()])])
+        return "\n".join([*lines, *self._notes()])
 
     def _repr_markdown_(self) -> str:
         if not self.rows:
@@ -182,8 +185,8 @@ class AgentTable:
         lines = ["| " + " | ".join(self.HEADERS) + " |", "|" + "---|" * len(self.HEADERS)]
         for cells in self._cells():
             lines.append("| " + " | ".join(markdown_escape(c) for c in cells) + " |")
-        note = self._note()
-        return "\n".join(lines) + (f"\n\n{markdown_escape(note)}" if note else "")
+        notes = "".join(f"\n\n{markdown_escape(note)}" for note in self._notes())
+        return "\n".join(lines) + notes
 
 
 class Audit:

@@ -19,7 +19,7 @@ from nbmemory.errors import CompactionError, MemoryWarning, ModelError
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
-from nbmemory.report import usage_line
+from nbmemory.report import AgentTable, usage_line
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
 from support import stored, stored_messages
@@ -393,6 +393,9 @@ def test_an_agent_whose_fixed_parts_fill_the_threshold_never_compacts_and_says_w
     assert usage.stuck[0] == part and not usage.compacts_next
     assert f"the {part} takes" in usage.to_json()["words"]["stuck"]
     assert f"the {part} takes" in usage_line("Full", usage)
+    assert f"Full: Can't compact below the threshold: the {part} takes" in repr(
+        AgentTable(ReadModel().agents())  # as %memory and nbmemory ls list the agents
+    )
 
 
 @pytest.mark.parametrize("window", [800, 2000, 4000])
