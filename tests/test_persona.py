@@ -22,6 +22,7 @@ from jupyterlab_chat.websocket_model import WsChatModel
 from nbmemory import Agent
 from nbmemory.jupyter.persona import COMPACT, NO_TEXT, STOPPED, NbMemoryPersona
 from nbmemory.jupyter.widget import MemoryWidget
+from nbmemory.note_history import pending
 from nbmemory.read_model import ReadModel
 from test_render import Tags
 
@@ -109,6 +110,21 @@ def test_a_fact_from_an_earlier_chat_is_answered_after_a_restart(lab, workspace)
     assert "BLUEFIN-7" in asyncio.run(later())
     said = ReadModel().messages("chat", newest_first=False).items
     assert said[0].text == "Our warehouse project is code-named BLUEFIN-7."  # %memory chat
+
+
+def test_a_note_the_model_proposes_is_said_in_the_chat_with_how_to_accept_it(lab, workspace):
+    async def main() -> str:
+        chat = Chat(lab, "notes.chat")
+        said = await chat.say("Remember: the vault code rotates on <b>Mondays</b>.")
+        await chat.close()
+        return said
+
+    said = asyncio.run(main())
+    assert said.startswith("1 note edit waits for your review (not pinned yet):")
+    assert "`%memory chat --accept 1`" in said and "`nbmemory notes chat --accept 1`" in said
+    assert "&lt;b>Mondays&lt;/b>" in said, "the model's text stays text"
+    assert ReadModel().notes("chat") == []
+    assert [c.n for c in pending(ReadModel().note_history("chat"))] == [1]
 
 
 def test_the_chats_agent_is_the_notebooks_agent(lab, workspace, monkeypatch):
