@@ -293,6 +293,7 @@ class ContextCompressor:
         counter = TokenCounter(agent.model_name)
         dropped = dropped if self.keep_dropped else []
         facts = max(0, min(self._summary_tokens(agent), room - counter.count(summary)))
+        facts = self._summary_tokens(agent) if keep else facts  # a person's terms come first
         listed = kept_facts(transcript, keep, dropped, facts, counter)
         summary = f"{summary}\n\n{listed}" if listed else summary
         return CompactionPlan(
