@@ -29,7 +29,7 @@ from nbmemory.errors import (
 )
 from nbmemory.export import FORMATS, export_text
 from nbmemory.layout import MAX_DOCUMENT_BYTES, export_layout, import_layout
-from nbmemory.note_history import APPROVALS, DEFAULT, Author, pending
+from nbmemory.note_history import APPROVALS, DEFAULT, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
@@ -170,7 +170,7 @@ def cmd_notes(args: argparse.Namespace) -> str:
         notes.add(args.pin, by=by)
     shown = listing(reader.notes(args.name)) or f"{args.name} has no pinned notes"
     waiting = review_words(
-        [(c.n, c.describe()) for c in pending(reader.note_history(args.name))],
+        [(c.n, c.describe()) for c in reader.waiting_notes(args.name)],
         f"nbmemory notes {args.name}",
     )
     return f"{shown}\n\n{waiting}" if waiting else shown

@@ -34,7 +34,7 @@ from nbmemory.errors import (
 )
 from nbmemory.follow import EMPTY, FollowedFile, follow, follow_memories
 from nbmemory.memory_file import archive_time
-from nbmemory.note_history import HISTORY_FILE, Change
+from nbmemory.note_history import HISTORY_FILE, Change, pending
 from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.provenance import EMPTY as NO_LINEAGE
 from nbmemory.provenance import PROVENANCE_FILE, Cell, Lineage
@@ -864,6 +864,10 @@ class ReadModel:
         """Every recorded change to agent ``name``'s notes, oldest first, and a last "outside"
         entry if the file changed since (see ``nbmemory.note_history``)."""
         return _notes(self._folder(name), self.settings(name)[0].model).history()
+
+    def waiting_notes(self, name: str) -> list[Change]:
+        """Agent ``name``'s note edits that wait for a person's review, oldest first."""
+        return pending(self.note_history(name))
 
     def records(self, name: str, archive: str | None = None) -> list[dict[str, Any]]:
         """Every message of the memory (or of ``archive``) as stored: role, content, timestamp.

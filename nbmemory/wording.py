@@ -199,14 +199,19 @@ def counted(value: int, word: str) -> str:
     return f"{number(value)} {word}{'' if value == 1 else 's'}"
 
 
+def review_head(count: int) -> str:
+    """``1 note edit waits for your review (not pinned yet):``."""
+    verb = "waits" if count == 1 else "wait"
+    return f"{counted(count, 'note edit')} {verb} for your review (not pinned yet):"
+
+
 def review_words(waiting: list[tuple[int, str]], command: str) -> str:
     """What a text view says of the note edits waiting for a person's review: each ``(n,
     said)`` as the record says it, with the commands (``command`` and ``--accept N`` or
     ``--reject N``) that settle it; ``""`` when none waits."""
     if not waiting:
         return ""
-    verb = "waits" if len(waiting) == 1 else "wait"
-    lines = [f"{counted(len(waiting), 'note edit')} {verb} for your review (not pinned yet):"]
+    lines = [review_head(len(waiting))]
     for n, said in waiting:
         lines.append(f"  {said}")
         lines.append(f"    accept: {command} --accept {n}    reject: {command} --reject {n}")

@@ -31,7 +31,7 @@ from nbmemory.compressor import CompactionPlan
 from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
 from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
-from nbmemory.note_history import APPROVALS, Author, pending
+from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import Notes, listing
 from nbmemory.pg_store import MaskedUrl
 from nbmemory.provenance import SERVER_ROOT_ENV, Provenance, notebook_path
@@ -369,10 +369,11 @@ class NbMemoryMagics(Magics):
             display(
                 self._compacted(agent.agent_name, compressor.last_compaction, "This run compacted")
             )
-        if agent.notes is not None and agent.notes.pending():
+        waiting = _waiting(self._reader(), agent.agent_name) if agent.notes is not None else ""
+        if waiting:
             from IPython.display import display
 
-            display(TextBlock(_waiting(self._reader(), agent.agent_name)))
+            display(TextBlock(waiting))
         if answer is None:
             return None
         if args.out:
@@ -656,7 +657,7 @@ def _export(name: str, messages: list[dict[str, Any]], path: str, form: str | No
 def _waiting(reader: ReadModel, name: str) -> str:
     """The note edits of agent ``name`` that wait for a person's review, with the ``%memory``
     commands that settle them; ``""`` if none."""
-    waiting = [(c.n, c.describe()) for c in pending(reader.note_history(name))]
+    waiting = [(c.n, c.describe()) for c in reader.waiting_notes(name)]
     return review_words(waiting, f"%memory {name}")
 
 

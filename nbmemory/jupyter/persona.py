@@ -32,10 +32,9 @@ from traitlets import TraitError, Unicode, validate
 from nbmemory.agent import Agent
 from nbmemory.errors import AgentNotFoundError, InvalidAgentNameError, NbmemoryError
 from nbmemory.jupyter.render import chat_markdown
-from nbmemory.note_history import pending
 from nbmemory.read_model import ReadModel, Usage
 from nbmemory.store import Workspace
-from nbmemory.wording import counted
+from nbmemory.wording import review_head
 from nbmemory.workspace import validate_agent_name
 
 AVATAR = Path(__file__).with_name("static") / "persona.svg"
@@ -126,18 +125,14 @@ class NbMemoryPersona(BasePersona):
     def _waiting(self) -> set[int]:
         """The numbers of the agent's note edits that wait for a person's review."""
         try:
-            return {change.n for change in pending(self.reader.note_history(self.agent_name))}
+            return {change.n for change in self.reader.waiting_notes(self.agent_name)}
         except NbmemoryError:  # no memory yet: nothing waits
             return set()
 
     def _tell_new_proposals(self, before: set[int]) -> None:
         """Say in the chat which note edits this answer proposed and how a person accepts
         them: the model's edits wait for review, and the chat is where the person is."""
-        new = [
-            change
-            for change in pending(self.reader.note_history(self.agent_name))
-            if change.n not in before
-        ]
+        new = [c for c in self.reader.waiting_notes(self.agent_name) if c.n not in before]
         name = self.agent_name
         lines = [
             f"- {change.describe()}: accept it with `%memory {name} --accept {change.n}` in a "
@@ -145,8 +140,7 @@ class NbMemoryPersona(BasePersona):
             for change in new
         ]
         if lines:
-            head = f"{counted(len(new), 'note edit')} {'waits' if len(new) == 1 else 'wait'}"
-            said = f"{head} for your review (not pinned yet):\n\n" + "\n".join(lines)
+            said = f"{review_head(len(new))}\n\n" + "\n".join(lines)
             self.send_message(chat_markdown(said))
 
     # ------------------------------------------------------------------------------------------
