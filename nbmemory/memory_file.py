@@ -34,11 +34,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from nbmemory.atomic import fsync_dir, write_all, write_atomic
-from nbmemory.errors import (
-    InvalidTextError,
-    MemoryWarning,
-    MemoryWriteError,
-)
+from nbmemory.errors import InvalidTextError, MemoryWarning, MemoryWriteError
 from nbmemory.link_watch import LinkWatch, link_watch
 
 try:
