@@ -35,8 +35,10 @@ _PRELOAD_INTRO = (
 )
 _PRELOAD_HEAD = f"{PRELOAD_MARKER}\n{_PRELOAD_INTRO}\n\n"
 KEEP_EVERY = 64
+KEEP_SHARE = 8
 """Blocks counted by a conversation between two writes of its kept counts (see
-``nbmemory.token_counts``)."""
+``nbmemory.token_counts``): ``KEEP_EVERY``, or an eighth of the memory once that is more, so
+that keeping them costs a constant time per message however long the memory grows."""
 
 
 def preload_text(header: str, blocks: str) -> str:
@@ -209,6 +211,8 @@ class Conversation(SwarmsConversation):
         self._reset_counts()
         self._workspace = workspace
         """Where ``memory_md_path`` is looked up (default: the environment's workspace)."""
+        self._docs_of: tuple[Any, AgentDocs | None] = (None, None)
+        self._search_index = search.ContentIndex()
         self._memory: Any = None
         """A ``MemoryFile`` or a ``DatabaseMemory`` (see ``Workspace.open_memory``)."""
         self._header = ""
@@ -326,7 +330,12 @@ class Conversation(SwarmsConversation):
     def docs(self) -> AgentDocs | None:
         """The documents of the agent whose memory this is (its archives, notes and records),
         or ``None`` without a ``memory_md_path``."""
-        return memory_docs(self._memory) if self._memory is not None else None
+        memory = self._memory
+        if memory is None:
+            return None
+        if self._docs_of[0] is not memory:  # the docs are asked for at every token count
+            self._docs_of = (memory, memory_docs(memory))
+        return self._docs_of[1]
 
     def memory_messages(self) -> list[dict[str, Any]]:
         """The messages in MEMORY.md now, parsed (all processes' writes included)."""
@@ -572,11 +581,7 @@ class Conversation(SwarmsConversation):
 
     def search(self, keyword: str) -> list[dict[str, Any]]:
         """Messages of the current history whose content contains ``keyword`` (case-sensitive)."""
-        return [
-            m
-            for m in self.conversation_history
-            if keyword in (c if type(c := m["content"]) is str else content_text(c))
-        ]
+        return self._search_index.search(self.conversation_history, keyword)
 
     search_keyword_in_conversation = search
 
@@ -631,6 +636,8 @@ class Conversation(SwarmsConversation):
         self._counted_total = 0
         self._last_line: tuple[dict[str, Any], int] | None = None
         self._block_counts: list[int] = []
+        self._block_keys: list[str | None] = []
+        """Each block's :func:`~nbmemory.token_counts.digest` (``None`` for a blank one)."""
         self._block_total = 0
         self._preload_counts: list[int] = []
         """Tokens of the preload's head and of the header (see :func:`preload_texts`)."""
@@ -650,9 +657,11 @@ class Conversation(SwarmsConversation):
             if len(self._counts) > len(history):
                 self._reset_counts()
             for message in history[len(self._counts) :]:
-                count = self._counter.count(self._format_line(message, self.time_enabled) + "\n\n")
+                line = self._format_line(message, self.time_enabled)
+                alone, count = self._counter.count_ending(line, "\n\n")
                 self._counts.append(count)
                 self._counted_total += count
+                self._last_line = (message, alone - count)
             if not history:
                 return 0
             last = history[-1]
@@ -689,7 +698,8 @@ class Conversation(SwarmsConversation):
         Blocks are counted once, the first time a total is asked for after they were added;
         counts kept beside the memory are taken as they are (see ``nbmemory.token_counts``),
         and what was counted is kept there when a whole memory was, and every ``KEEP_EVERY``
-        blocks (so a resumed agent, and every view, need not count it again).
+        blocks or ``1 / KEEP_SHARE`` of the memory (so a resumed agent, and every view, need
+        not count it again).
         """
         with self._lock:
             if self._memory is None or self._session_start is None:
@@ -714,14 +724,19 @@ class Conversation(SwarmsConversation):
         taking kept counts as they are; keep the counts when enough were made."""
         kept = KeptCounts(self.docs, self._counter)
         new = self._blocks(len(self._block_counts))
-        counts = iter(kept.each(block_text(m) for m in new if m is not None))
+        texts = [block_text(m) for m in new if m is not None]
+        keys = [digest(text) for text in texts]
+        counts = iter(kept.each(texts, keys))
+        found = iter(keys)
         for message in new:
             self._block_counts.append(0 if message is None else next(counts))
+            self._block_keys.append(None if message is None else next(found))
             self._block_total += self._block_counts[-1]
         if not self._preload_counts:
             self._preload_counts = [kept.tokens(text) for text in preload_texts(self._header)]
         self._unkept += kept.counted
-        if self._unkept >= min(KEEP_EVERY, len(self._block_counts)):
+        blocks = len(self._block_counts)
+        if self._unkept >= min(max(KEEP_EVERY, blocks // KEEP_SHARE), blocks):
             self.keep_counts()
 
     def _blocks(self, start: int = 0) -> list[dict[str, Any] | None]:
@@ -743,11 +758,10 @@ class Conversation(SwarmsConversation):
             encoding = self._counter.encoding_name
             if encoding == APPROXIMATE:
                 return False
-            blocks = self._blocks()[: len(self._block_counts)]
             counts = {
-                digest(block_text(m)): n
-                for m, n in zip(blocks, self._block_counts, strict=True)
-                if m is not None
+                key: n
+                for key, n in zip(self._block_keys, self._block_counts, strict=True)
+                if key is not None
             }
             for text, n in zip(preload_texts(self._header), self._preload_counts, strict=True):
                 counts[digest(text)] = n

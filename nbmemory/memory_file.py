@@ -142,11 +142,17 @@ def block_bytes(role: str, content: Any, timestamp: str) -> bytes:
     """:func:`format_block` as UTF-8 (``InvalidTextError`` for text that has none), made in
     pieces: the heading's dash makes the whole block wide text, that encoding would narrow
     again, where most content is ASCII and encodes as a copy."""
+    global _heading
     try:
-        heading = f"### {role} — {timestamp}\n\n".encode()
-        return heading + encode_content(content).encode() + _BLOCK_END_BYTES
+        heading = _heading  # one read: another thread may replace it
+        if heading[0] != timestamp or heading[1] != role:  # most blocks share the last's
+            heading = _heading = (timestamp, role, f"### {role} — {timestamp}\n\n".encode())
+        return heading[2] + encode_content(content).encode() + _BLOCK_END_BYTES
     except UnicodeEncodeError as exc:
         raise _invalid(exc, "message") from None
+
+
+_heading: tuple[str, str, bytes] = ("", "", b"")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
+import operator
 import os
 import threading
 from collections.abc import Sequence
@@ -67,13 +68,103 @@ class MessageIndex:
             return list(range(count))
         needle = query.casefold()
         found = []
-        pos = haystack.find(needle, 0, bound)
+        pos = find(haystack, needle, 0, bound)
         while pos != -1:
             index = bisect.bisect_right(starts, pos) - 1
             found.append(index)
             end = starts[index + 1] if index + 1 < count else bound
-            pos = haystack.find(needle, end, bound)
+            pos = find(haystack, needle, end, bound)
         return found
+
+
+_COMMON = " etaoinsrhldcumwfgypbvk\n.,-'\"ETAOINSRHLDCUMWFGYPBVK0123456789:;()/_?!=*#>x"
+"""Characters from the most to the least common in prose and code: a search looks for the
+rarest of a query's characters first (one ``memchr``), then checks the query there."""
+_RANK = {c: i for i, c in enumerate(_COMMON)}
+_TOO_MANY = 128
+"""A check per this many characters scanned at most: else the rarest character is not rare
+here, and ``str.find`` looks for the whole query."""
+
+
+def find(text: str, needle: str, start: int = 0, end: int | None = None) -> int:
+    """``text.find(needle, start, end)``, faster where ``needle`` holds a character rare in
+    ``text``: a name, a number, a code (CPython finds a single character by ``memchr``, a
+    longer text by a slower scan)."""
+    if len(needle) < 2:
+        return text.find(needle, start, end)
+    start, end, _ = slice(start, end).indices(len(text))
+    at = max(range(len(needle)), key=lambda i: _RANK.get(needle[i], len(_COMMON)))
+    rare, last = needle[at], end - len(needle) + at + 1
+    pos, checks = start + at, 0
+    while pos < last:
+        hit = text.find(rare, pos, last)
+        if hit == -1:
+            return -1
+        if text.startswith(needle, hit - at):
+            return hit - at
+        checks += 1
+        if checks * _TOO_MANY > hit - start + 4096:
+            return text.find(needle, hit - at + 1, end)
+        pos = hit + 1
+    return -1
+
+
+_CONTENT = operator.itemgetter("content")
+_APART = "\x00"
+
+
+class ContentIndex:
+    """Case-sensitive search of messages kept in RAM, which their owner may change at any
+    time: their contents are joined once and searched with ``str.find``; each search checks
+    that every message still holds the same text (at C speed) and joins again only what
+    changed: the new messages when some were added, all of them otherwise."""
+
+    def __init__(self) -> None:
+        self._contents: list[Any] = []
+        self._text = ""
+        self._starts: list[int] = []
+        self._lock = threading.Lock()
+
+    def search(self, messages: Sequence[dict[str, Any]], keyword: str) -> list[dict[str, Any]]:
+        """Those of ``messages`` whose content (as :func:`content_text`) contains ``keyword``."""
+        contents = list(map(_CONTENT, messages))
+        with self._lock:
+            if not self._take(contents):
+                pairs = zip(messages, contents, strict=False)  # another thread may add
+                return [m for m, c in pairs if keyword in content_text(c)]
+            text, starts = self._text, self._starts
+        found = []
+        at = find(text, keyword)
+        while at != -1:
+            index = bisect.bisect_right(starts, at) - 1
+            end = starts[index + 1] - 1 if index + 1 < len(starts) else len(text)
+            if at + len(keyword) <= end:
+                found.append(messages[index])
+                at = find(text, keyword, end + 1)
+            else:  # the match runs past the message: text of it holds the separator
+                at = find(text, keyword, at + 1)
+        return found
+
+    def _take(self, contents: list[Any]) -> bool:
+        """Make the joined text that of ``contents``; whether it could be (all of them text:
+        structured content, which may change in place, is never kept)."""
+        known = len(self._contents)
+        extended = 0 < known <= len(contents) and contents[:known] == self._contents
+        if extended and known == len(contents):
+            return True
+        new = contents[known:] if extended else contents
+        try:
+            joined = _APART.join(new)
+        except TypeError:
+            self._contents, self._text, self._starts = [], "", []
+            return False
+        base = self._text + _APART if extended else ""
+        lengths = itertools.accumulate((len(c) + 1 for c in new), initial=len(base))
+        starts = list(itertools.islice(lengths, len(new)))
+        self._starts = self._starts + starts if extended else starts
+        self._text = base + joined
+        self._contents = contents
+        return True
 
 
 def followed_index(followed: FollowedFile) -> MessageIndex:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nbmemory.errors import StoreError
@@ -106,10 +106,11 @@ class KeptCounts:
         self.counted = 0
         """How many texts were counted: not found among the kept counts."""
 
-    def tokens(self, text: str) -> int:
-        """The tokens of ``text``: kept, else counted (once per process: :func:`counted`)."""
+    def tokens(self, text: str, key: str | None = None) -> int:
+        """The tokens of ``text`` (whose :func:`digest` is ``key``): kept, else counted (once
+        per process: :func:`counted`)."""
         kept = self.read()
-        key = digest(text)
+        key = key or digest(text)
         found = kept.get(key) if kept else None
         if found is None:
             self.counted += 1
@@ -124,11 +125,12 @@ class KeptCounts:
             self._counts = read_counts(self.docs, encoding) if self.docs is not None else {}
         return self._counts
 
-    def each(self, texts: Iterable[str]) -> list[int]:
-        """The tokens of each of ``texts``, kept or counted (the kept counts are read only for
-        ``ENOUGH`` texts or more)."""
+    def each(self, texts: Iterable[str], keys: Sequence[str] | None = None) -> list[int]:
+        """The tokens of each of ``texts`` (whose digests are ``keys``, when known), kept or
+        counted (the kept counts are read only for ``ENOUGH`` texts or more)."""
         texts = list(texts)
+        pairs = zip(texts, keys or [None] * len(texts), strict=True)
         if len(texts) < ENOUGH and self._counts is None:
             self.counted += len(texts)
-            return [counted(self.counter, text) for text in texts]
-        return [self.tokens(text) for text in texts]
+            return [counted(self.counter, text, key) for text, key in pairs]
+        return [self.tokens(text, key) for text, key in pairs]

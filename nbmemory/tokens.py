@@ -17,6 +17,7 @@ import math
 import re
 import threading
 import types
+import unicodedata
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,12 +148,72 @@ class TokenCounter:
         if self._encoding is None:
             return math.ceil(len(text) / 4)
         if len(text) <= _PIECE * 2:
-            return len(self._encoding.encode_ordinary(text))
+            if len(text) < _LONG_WORD or max(map(len, text.split())) < _LONG_WORD:
+                return len(self._encoding.encode_ordinary(text))
+            return self._with_long_words(text)
         total = start = 0
         for run in _LONG_RUN.finditer(text):
             total += self._exact(text[start : run.start()]) + self._estimate(run[0])
             start = run.end()
         return total + self._exact(text[start:])
+
+    def count_ending(self, text: str, end: str) -> tuple[int, int]:
+        """The tokens of ``text`` and of ``text + end``, where ``end`` is whitespace (the blank
+        line between two messages), counting ``text`` once: only its last words are counted
+        again with ``end`` after them, as the tokenizer may join the two."""
+        alone = self.count(text)
+        if self._encoding is None or self._encoding_name not in _SPACED or not end.isspace():
+            return alone, self.count(text + end)
+        if not text or unicodedata.category(text[-1])[0] in "LN":
+            return alone, alone + self._count_end(end)
+        cut = text.rfind(" ")
+        while cut > 0 and unicodedata.category(text[cut - 1])[0] not in "LN":
+            cut = text.rfind(" ", 0, cut)
+        if cut <= 0 or len(text) - cut > _TAIL:
+            return alone, self.count(text + end)
+        tail = text[cut:]
+        return alone, alone + self.count(tail + end) - self.count(tail)
+
+    def _count_end(self, end: str) -> int:
+        counts = _end_counts.setdefault(self._encoding_name, {})
+        found = counts.get(end)
+        if found is None:
+            found = counts[end] = len(self._encoding.encode_ordinary(end))
+        return found
+
+    def _with_long_words(self, text: str) -> int:
+        """Tokens of a text holding words of ``_LONG_WORD`` letters or more (runs that tiktoken
+        takes long over: its time grows with the square of a word's length), each long word
+        counted once per process and encoding, the text around it as it is."""
+        if self._encoding_name not in _SPACED:
+            return len(self._encoding.encode_ordinary(text))
+        total = start = at = 0
+        for word in text.split(" "):
+            if len(word) >= _LONG_WORD:
+                for run in _LETTERS.finditer(word):
+                    first, end = run.span()
+                    if end < len(word) and not word[end].isspace():
+                        continue
+                    if first == 0:
+                        cut = max(at - 1, 0)  # the space before a word starts its piece
+                    elif word[first - 1] in "\r\n":
+                        cut = at + first
+                    else:
+                        continue
+                    total += len(self._encoding.encode_ordinary(text[start:cut]))
+                    total += self._long_word(text[cut : at + end])
+                    start = at + end
+            at += len(word) + 1
+        return total + len(self._encoding.encode_ordinary(text[start:]))
+
+    def _long_word(self, word: str) -> int:
+        counts = _long_words.setdefault(self._encoding_name, {})
+        found = counts.get(word)
+        if found is None:
+            if len(counts) >= _LONG_WORDS_KEPT:
+                counts.clear()
+            found = counts[word] = len(self._encoding.encode_ordinary(word))
+        return found
 
     def _exact(self, text: str) -> int:
         return sum(len(self._encoding.encode_ordinary(piece)) for piece in _pieces(text))
@@ -187,6 +248,16 @@ _LONG_RUN_CHARS = 32768
 _LONG_RUN = re.compile(rf"\S{{{_LONG_RUN_CHARS + 1},}}")
 """A run without whitespace whose tokens are estimated, not counted (see ``_estimate``)."""
 _SAMPLE = 8192
+_SPACED = frozenset({"r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base"})
+"""Encodings whose split starts a piece at a space before a letter, and at whitespace after a
+letter or digit, whatever follows: a text cut there counts as the sum of its parts, exactly."""
+_LONG_WORD = 40
+_LETTERS = re.compile(rf"[^\W\d_]{{{_LONG_WORD},}}")
+_LONG_WORDS_KEPT = 1024
+_TAIL = 256
+"""The longest end of a text recounted with the blank line after it: else all of it is."""
+_long_words: dict[str, dict[str, int]] = {}
+_end_counts: dict[str, dict[str, int]] = {}
 
 
 def _pieces(text: str) -> Iterator[str]:

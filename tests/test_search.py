@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from nbmemory import Agent
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nbmemory import Agent, Conversation, search
 from nbmemory.read_model import ReadModel
 from nbmemory.search import MessageIndex, file_index
 from support import agent_docs, run_python
@@ -57,3 +60,44 @@ def test_the_read_model_never_shows_a_hit_beyond_its_reading(workspace):
     index.extend([*index.messages, {"role": "User", "content": "alpha two, not in the file"}])
     assert model.search("Finder", "alpha").total == 1
     assert model.find("Finder", "two").index is None
+
+
+def test_a_conversation_search_sees_every_change_to_the_history():
+    convo = Conversation(name="Finder")
+    convo.add("User", "The code name is BLUEFIN-7.")
+    convo.add("Finder", "Noted: BLUEFIN-7.")
+    assert [m["role"] for m in convo.search("BLUEFIN")] == ["User", "Finder"]
+    assert convo.search("bluefin") == []  # case-sensitive, as in swarms
+    convo.add("User", "BLUEFIN ships in May.")
+    assert len(convo.search("BLUEFIN")) == 3  # added after a search
+    convo.conversation_history[0]["content"] = "The code name changed."  # edited in place
+    assert convo.search("BLUEFIN")[0]["content"] == "Noted: BLUEFIN-7."
+    convo.delete(1)
+    assert [m["content"] for m in convo.search("BLUEFIN")] == ["BLUEFIN ships in May."]
+    convo.add("Tool", {"result": "BLUEFIN"})
+    assert len(convo.search("BLUEFIN")) == 2
+    convo.conversation_history[-1]["content"]["result"] = "ORCA"  # structured, changed in place
+    assert len(convo.search("BLUEFIN")) == 1
+    assert len(convo.search("")) == len(convo.conversation_history)
+
+
+def test_a_match_never_runs_from_one_message_into_the_next():
+    convo = Conversation(name="Finder")
+    convo.add("User", "left\x00")
+    convo.add("User", "right")
+    convo.add("User", "\x00right")
+    assert [m["content"] for m in convo.search("t\x00r")] == []
+    assert [m["content"] for m in convo.search("\x00r")] == ["\x00right"]
+    assert [m["content"] for m in convo.search("t\x00")] == ["left\x00"]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    text=st.text(alphabet="eta zqZ7é\x00", max_size=300).map(lambda t: t * 40),
+    needle=st.text(alphabet="eta zqZ7é\x00", max_size=5),
+    start=st.integers(-20, 400),
+    end=st.one_of(st.none(), st.integers(-20, 12_000)),
+)
+def test_find_finds_what_str_find_finds(text, needle, start, end):
+    """The rarest character is looked for first; where it is common, the whole needle is."""
+    assert search.find(text, needle, start, end) == text.find(needle, start, end)

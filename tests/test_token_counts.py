@@ -130,6 +130,30 @@ def test_kept_counts_cover_every_block_of_a_long_memory_and_are_kept_every_few(o
     assert len(kept) >= 200 - 64  # kept at most KEEP_EVERY blocks ago
 
 
+def test_the_counts_of_a_long_memory_are_kept_every_eighth_of_it(on_store, monkeypatch):
+    """Each write of the kept counts costs the memory's size: the longer the memory, the
+    rarer they are, so that keeping them costs a constant time per message."""
+    convo = written(count=1)
+    for i in range(4000):
+        convo.add("User", f"message {i}")
+    convo.context_tokens()
+    sizes = []
+    real_write = conversation.write_counts
+    monkeypatch.setattr(
+        conversation,
+        "write_counts",
+        lambda docs, encoding, counts: (
+            sizes.append(len(counts)) or real_write(docs, encoding, counts)
+        ),
+    )
+    for i in range(600):
+        convo.add("User", f"more {i}")
+        convo.context_tokens()
+    assert len(sizes) == 1  # 4,000 + 512 blocks counted; every 64 were 9 writes
+    kept = token_counts.read_counts(agent_docs("Keeper"), "o200k_base")
+    assert len(kept) >= (4601 + 2) * 7 // 8
+
+
 def rewrite(docs, data: bytes, *, in_place: bool = False) -> None:
     """Give agent ``docs`` the memory ``data``: in the same file, or a new one."""
     if docs.is_database:

@@ -4,6 +4,8 @@ import os
 import random
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from nbmemory import tokens
 from nbmemory.tokens import TokenCounter, context_window, encoding_name_for_model, get_encoding
@@ -104,6 +106,45 @@ def test_a_long_text_is_counted_in_pieces_as_the_whole_would_be():
     assert counter.count(prose) == len(encoding.encode_ordinary(prose))
     run = "x" * 100_000  # no space to cut before: within a token per piece
     assert abs(counter.count(run) - len(encoding.encode_ordinary(run))) <= 100_000 // 4096 + 1
+
+
+_PARTS = st.one_of(
+    st.sampled_from([" ", "  ", "\n", "\n\n", "\t", ".", "?!", "'s", "'", "-", "/", "(", "12345"]),
+    st.text(alphabet="abcXYZéßЖ中ー0123456789\u0301½Ⅻ_", min_size=1, max_size=8),
+    st.builds(
+        lambda c, n, after: c * n + after,
+        st.sampled_from("xXyéЖ中½"),
+        st.integers(30, 200),
+        st.sampled_from(["", "'s", "'S", "\u0301", ".", "1", "\n", "\r\n", "ñ"]),
+    ),
+    st.builds(
+        lambda a, n: (a * n)[:n], st.sampled_from(["ab", "aB", "Ab", "xyz"]), st.integers(30, 120)
+    ),
+)
+_TEXTS = st.lists(_PARTS, max_size=30).map("".join)
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4"])
+@settings(max_examples=600, deadline=None)
+@given(text=_TEXTS)
+@example(text="I " + "n" * 40 + "'t know")  # o200k: one piece with its contraction
+@example(text="The " + "y" * 42 + "'s end")
+def test_texts_with_long_words_count_as_tiktoken_counts_them(model, text):
+    """A long word is counted apart (and once per process): the sum is tiktoken's count."""
+    counter = TokenCounter(model)
+    encoding = get_encoding(counter.encoding_name)
+    assert counter.count(text) == len(encoding.encode_ordinary(text))
+    assert counter.count(text) == len(encoding.encode_ordinary(text))
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4"])
+@settings(max_examples=600, deadline=None)
+@given(text=_TEXTS, end=st.sampled_from(["\n\n", "\n", " ", "\t\n", " \n\n"]))
+def test_a_text_and_the_same_text_with_a_blank_line_after_it_are_both_exact(model, text, end):
+    counter = TokenCounter(model)
+    encoding = get_encoding(counter.encoding_name)
+    exact = (len(encoding.encode_ordinary(text)), len(encoding.encode_ordinary(text + end)))
+    assert counter.count_ending(text, end) == exact
 
 
 def test_a_10_mib_run_without_spaces_is_estimated_within_two_percent():
