@@ -97,6 +97,26 @@ def bench(library: str, repeats: int) -> dict[str, float | None]:
 
     results["keyword search, 10,000 messages"] = median_of(repeats * 4, search)
 
+    def check_after_add() -> float:
+        """As an agent's loop asks: a message, then the figure (that message counted)."""
+        convo.add("User", text(len(convo)))
+        start = time.perf_counter()
+        convo.count_history_tokens()
+        return time.perf_counter() - start
+
+    results["token-budget check right after an add"] = median_of(repeats * 20, check_after_add)
+
+    def search_after_add() -> float:
+        convo.add("User", text(len(convo)))
+        start = time.perf_counter()
+        convo.search("zeppelin")
+        return time.perf_counter() - start
+
+    results["keyword search right after an add"] = median_of(repeats * 4, search_after_add)
+    results["an agent's token figure right after an add (MEMORY.md blocks)"] = (
+        figure_after_add(root, repeats) if library == "nbmemory" else None
+    )
+
     resume_path = root / "agents" / "resume" / "MEMORY.md"
     resume_path.parent.mkdir(parents=True)
     resume_path.write_text(memory_file_text(MESSAGES, "resume"), encoding="utf-8")
@@ -124,11 +144,32 @@ def bench(library: str, repeats: int) -> dict[str, float | None]:
     if library == "nbmemory":
         results.update(archive_search(root, repeats, Conversation))
         results.update(long_run_recall(root, repeats, Conversation))
+        results.update(conversation_recall(root, repeats))
         results.update(widget_figures(repeats))
         results.update(first_token_figure(repeats))
 
     results[f"import {library}"] = median_of(repeats, lambda: import_time(library))
     return results
+
+
+def figure_after_add(root: Path, repeats: int) -> float:
+    """``Conversation.context_tokens`` after each add to a 10,000-message memory: the figure an
+    agent checks against its threshold, counted as MEMORY.md holds each block."""
+    from nbmemory import Conversation
+
+    path = root / "agents" / "figure" / "MEMORY.md"
+    convo = Conversation(name="figure", memory_md_path=str(path), tokenizer_model_name="gpt-4o")
+    for i in range(MESSAGES):
+        convo.add("User", text(i))
+    convo.context_tokens()
+
+    def figure() -> float:
+        convo.add("User", text(len(convo)))
+        start = time.perf_counter()
+        convo.context_tokens()
+        return time.perf_counter() - start
+
+    return median_of(repeats * 20, figure)
 
 
 def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, float]:
@@ -231,6 +272,64 @@ def long_run_recall(root: Path, repeats: int, conversation_class) -> dict[str, f
         return elapsed
 
     return {"recall over a megabyte run of one letter (y), index built": median_of(repeats, recall)}
+
+
+TURNS = 600
+"""Turns of the conversation whose memory ``conversation_recall`` asks questions of."""
+
+
+def conversation_recall(root: Path, repeats: int) -> dict[str, float]:
+    """Recall per question, as an agent's recall tool ranks by default (words fused with the
+    offline word vectors), over the memory of a 600-turn conversation between two people:
+    ``retrieval.py``'s, written as it writes it (compacted after each session, so MEMORY.md
+    and a few dozen archives). Warm: an agent that has recalled once, asked every question
+    about the two people in turn; cold: the first question in a new process state."""
+    import retrieval
+
+    from nbmemory import conversation, embeddings, follow, recall, recall_index, word_vectors
+    from nbmemory.recall import recall as recall_passages
+
+    made = retrieval.dialogue(1000, 34, 18)
+    assert len(made.turns) >= TURNS
+    made.turns = made.turns[:TURNS]
+    clock = conversation.now_iso  # retrieval.write sets each turn's time through it
+    try:
+        docs = retrieval.write(made, root / "conversation", "Listener")
+    finally:
+        conversation.now_iso = clock
+    assert len(docs.archives()) > 10
+    questions = []
+    for topic in retrieval.TOPICS:
+        for person in made.people:
+            asked = (topic.direct, topic.other_words, topic.when, topic.now)
+            questions += [question.format(p=person) for question in asked if question]
+        if topic.both:
+            questions.append(topic.both.format(a=made.people[0], b=made.people[1]))
+
+    def ask(question: str) -> float:
+        start = time.perf_counter()
+        passages = recall_passages(docs, question)
+        elapsed = time.perf_counter() - start
+        assert passages
+        return elapsed
+
+    def cold(question: str) -> float:
+        follow._followed.clear()  # as in a new process: read, indexed and embedded again
+        recall_index._kept.clear()
+        recall._archive_lists.clear()
+        recall._archived_kept.clear()
+        recall._counted.cache_clear()
+        word_vectors._loaded = None
+        embeddings._shared.clear()
+        return ask(question)
+
+    first = statistics.median(cold(questions[n % len(questions)]) for n in range(repeats))
+    ask("warming up")
+    warm = [ask(question) for _ in range(repeats) for question in questions]
+    return {
+        "recall per question, 600-turn memory, default ranking (warm)": statistics.median(warm),
+        "recall per question, 600-turn memory, default ranking (cold)": first,
+    }
 
 
 def memory_tool_tokens(root: Path) -> dict[str, float]:

@@ -56,6 +56,9 @@ PER_RECALL = 2_048
 RETRY_AFTER = 60.0
 """Seconds without embedding calls after one failed."""
 DEFAULT_OPTIONS: Mapping[str, Any] = {"timeout": 30, "max_retries": 1}
+GATHERED_BYTES = 16 * 2**20
+"""Bytes of vectors, at most, an index keeps gathered in the order recall asks for them (the
+offline word vectors of ``word_vectors.REACH`` messages take 4 MiB)."""
 _KEY = len(text_key(""))
 _MAGIC = b"nbmemory-embeddings 1 "
 _warned: set[tuple[str, str, str]] = set()
@@ -71,9 +74,11 @@ def _warn_once(docs: AgentDocs, model: str, what: str, message: str) -> None:
 class _Table:
     """Vectors in RAM, unit length, one row each, found by key."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: int = 0) -> None:
         self.rows: dict[bytes, int] = {}
         self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.version = version
+        """Counts the changes: a row found for a key holds while it is the same."""
 
     @property
     def dimensions(self) -> int | None:
@@ -82,8 +87,9 @@ class _Table:
     def add(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
         if not len(keys):
             return
+        self.version += 1
         if self.dimensions not in (None, vectors.shape[1]):
-            self.__init__()  # the model's vectors changed shape: start again
+            self.__init__(self.version)  # the model's vectors changed shape: start again
         fresh = list({key: n for n, key in enumerate(keys) if key not in self.rows}.values())
         vectors = vectors[fresh]
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -287,6 +293,9 @@ class SemanticIndex:
         )
         self._table = _Table()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._rows: tuple[tuple[bytes | None, ...], int, np.ndarray, Any] | None = None
+        """The last keys ranked, the version of the vectors then, their rows, and their
+        vectors gathered (``_rows_of``, ``_gathered``)."""
         self._paused_until = 0.0
         self._lock = threading.Lock()
         self.requests = 0
@@ -309,7 +318,9 @@ class SemanticIndex:
         found = np.flatnonzero(scores > self._floor)  # NaN (no vector) is left out too
         if len(found) > count:
             found = found[np.argpartition(-scores[found], count)[:count]]
-        return sorted(((float(scores[n]), int(n)) for n in found), reverse=True)
+        best = scores[found]
+        order = np.lexsort((found, best))[::-1]  # by cosine, then the later, as tuples sort
+        return list(zip(best[order].tolist(), found[order].tolist(), strict=True))
 
     def similarities(
         self, query: str, keys: Sequence[bytes | None], texts: Sequence[str | None]
@@ -318,19 +329,46 @@ class SemanticIndex:
         :meth:`ranked` embeds them; ``None`` if the provider failed."""
         with self._lock:
             self._load(())
-            missing = self._missing(keys)
+            rows = self._rows_of(keys)
+            missing = [] if rows is not None else self._missing(keys)
             if missing:
                 self._load([keys[n] for n in missing])
                 missing = self._missing(keys)
             found = self._embed(query, [keys[n] for n in missing], [texts[n] for n in missing])
             if found is None:
                 return None
-            rows = np.fromiter((self._table.rows.get(k, -1) for k in keys), np.int64, len(keys))
+            if rows is None:
+                rows = self._rows_of(keys, made=True)
             scores = np.full(len(keys), np.nan, dtype=np.float32)
             present = rows >= 0
             if present.any() and found.shape[0] == self._table.dimensions:
-                scores[present] = self._table.matrix[rows[present]] @ found
+                scores[present] = self._gathered(keys, rows, present) @ found
             return scores
+
+    def _gathered(self, keys: Sequence[bytes | None], rows: np.ndarray, present: Any) -> Any:
+        """The vectors of ``keys`` that have one, in order: kept with their rows (up to
+        ``GATHERED_BYTES``), since every query of a memory asks for the same."""
+        kept = self._rows
+        if kept is not None and kept[0] is keys and kept[2] is rows and kept[3] is not None:
+            return kept[3]
+        gathered = self._table.matrix[rows[present]]
+        if kept is not None and kept[2] is rows and gathered.nbytes <= GATHERED_BYTES:
+            self._rows = (*kept[:3], gathered)
+        return gathered
+
+    def _rows_of(self, keys: Sequence[bytes | None], *, made: bool = False) -> np.ndarray | None:
+        """The row of each key's vector (-1 for none), or ``None`` unless they were worked out
+        for this very tuple of keys (``made``: work them out) as the vectors are now, when
+        every key had one: recall asks with the same keys at every query of a memory."""
+        kept = self._rows
+        if kept is not None and kept[0] is keys and kept[1] == self._table.version:
+            return kept[2]
+        if not made:
+            return None
+        rows = np.fromiter((self._table.rows.get(k, -1) for k in keys), np.int64, len(keys))
+        if isinstance(keys, tuple) and np.count_nonzero(rows >= 0) == len(keys) - keys.count(None):
+            self._rows = (keys, self._table.version, rows, None)
+        return rows
 
     def _missing(self, keys: Sequence[bytes | None]) -> list[int]:
         """Positions of keys with no vector, newest first, each key once, at most

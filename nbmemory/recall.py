@@ -9,7 +9,9 @@ is kept, and with the question or answer that goes with it. A question that asks
 things ("What do Maya and Tomas play?") is also asked one part at a time, and the passages
 hold the best of each part. Each archive
 is indexed once and its index kept beside the memory (``recall_index``), as is the index of
-MEMORY.md's messages; in a process, a grown MEMORY.md is indexed for its new messages only.
+MEMORY.md's messages; in a process, a grown MEMORY.md is indexed for its new messages only,
+and what the archives hold taken together (each word's figures across them, the messages
+ranked by meaning) is worked out once, until an archive is added, removed or indexed again.
 A query's cost is bounded: only its first ``QUERY_TERMS`` distinct words (of its first
 ``QUERY_CHARS`` characters) count, and only its best matches by words are re-ranked.
 
@@ -38,9 +40,10 @@ import functools
 import heapq
 import os
 import re
+import stat
 import threading
-from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -66,7 +69,7 @@ from nbmemory.store import AgentDocs, FileDocs
 from nbmemory.terms import bm25_term, idf, words
 from nbmemory.tokens import TokenCounter
 from nbmemory.wording import cell_words, superseded_words
-from nbmemory.workspace import MEMORY_FILE, as_path, holds_memory
+from nbmemory.workspace import ARCHIVE_DIR, MEMORY_FILE, as_path, holds_memory
 
 PROMPT_LINE = (
     f"Earlier sessions are archived, not lost: when a question needs something that is not in "
@@ -556,7 +559,11 @@ class SemanticIndex(Protocol):
     reach: int | None
 
     def ranked(
-        self, query: str, keys: list[bytes | None], texts: list[str | None], count: int
+        self,
+        query: str,
+        keys: Sequence[bytes | None],
+        texts: Sequence[str | None],
+        count: int,
     ) -> list[tuple[float, int]] | None: ...
 
 
@@ -568,7 +575,49 @@ def query_terms(query: str) -> list[str]:
 
 def sources(docs: AgentDocs) -> list[Path]:
     """The documents recall searches: the agent's archives, oldest first, then MEMORY.md."""
-    return [*docs.archives(), docs.path(MEMORY_FILE)]
+    return [*_archives(docs), docs.path(MEMORY_FILE)]
+
+
+_archive_lists: dict[str, tuple[tuple[Any, ...], list[Path]]] = {}
+"""The archives of each agent's folder on files as last listed, with what they were listed
+for (``_listing``)."""
+_LISTS_KEPT = 256
+"""Agents whose archives a process keeps listed."""
+
+
+def _archives(docs: AgentDocs) -> list[Path]:
+    """``docs.archives()``, listed again only when the names in ``archive/`` or ``MEMORY.md``
+    changed: which archives there are, in order, and whether the newest is an unfinished
+    compaction's (the start of ``MEMORY.md``) depend on nothing else, and listing them, which
+    makes a path of each and compares files, costs more than a query by words."""
+    if docs.is_database or docs.unlisted() is not docs:
+        return docs.archives()
+    key = repr(docs)
+    stamp = _listing(docs.folder)
+    kept = _archive_lists.get(key)
+    if stamp is not None and kept is not None and kept[0] == stamp:
+        return kept[1]
+    found = docs.archives()
+    if stamp is not None:
+        if len(_archive_lists) >= _LISTS_KEPT:
+            _archive_lists.clear()
+        _archive_lists[key] = (stamp, found)
+    return found
+
+
+def _listing(folder: Path) -> tuple[Any, ...] | None:
+    """What an agent's list of archives depends on: the names in its ``archive/`` folder and
+    ``MEMORY.md``'s identity, size and time; ``None`` if either is missing or not what it
+    should be (then the archives are listed every time)."""
+    try:
+        where = os.lstat(folder / ARCHIVE_DIR)
+        if not stat.S_ISDIR(where.st_mode):
+            return None
+        names = tuple(sorted(os.listdir(folder / ARCHIVE_DIR)))
+        memory = os.stat(folder / MEMORY_FILE)
+    except OSError:
+        return None
+    return (where.st_ino, names, memory.st_ino, memory.st_size, memory.st_mtime_ns)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -674,7 +723,7 @@ def _default_index(docs: AgentDocs) -> SemanticIndex | None:
 
 def _find(docs: AgentDocs, query: str, limit: int, semantic: SemanticIndex | None) -> Found:
     indexes = _indexes(docs)
-    if not sum(index.documents for _, index in indexes):
+    if not indexes.documents:
         return Found([], 0)
     lineage = provenance.lineage(docs)
     parts = sub_queries(query)
@@ -696,7 +745,7 @@ def _find(docs: AgentDocs, query: str, limit: int, semantic: SemanticIndex | Non
 
 
 def _ranked(
-    indexes: list[tuple[Path, _Index]],
+    indexes: _Corpus,
     query: str,
     limit: int,
     semantic: SemanticIndex | None,
@@ -722,7 +771,7 @@ def _ranked(
     return sorted(ranked, key=lambda item: item[:3], reverse=True), matched
 
 
-def _held(indexes: list[tuple[Path, _Index]], asked: set[str], best: tuple[Any, ...]) -> float:
+def _held(indexes: _Corpus, asked: set[str], best: tuple[Any, ...]) -> float:
     """The share of the query's weight (its words' ``idf``) that a match by words holds, its
     speaker's name included: 1 when it says every word asked."""
     weights = _term_weights(indexes, asked)[2]
@@ -758,21 +807,18 @@ ADDED_WEIGHT = 0.3
 """What the most telling added word counts for, as a share of a word the query said."""
 
 
-def _feedback(
-    ranked: list[tuple[Any, ...]], asked: set[str], indexes: list[tuple[Path, _Index]]
-) -> dict[str, float]:
+def _feedback(ranked: list[tuple[Any, ...]], asked: set[str], indexes: _Corpus) -> dict[str, float]:
     """Words the best matches share that the query did not say, each with the share of its
     weight it counts for: a question in other words than its answer reaches the answer
     through what was said around its best matches (a question's answer, the same topic)."""
     if not ranked:
         return {}
-    documents = sum(index.documents for _, index in indexes)
+    documents = indexes.documents
     top = ranked[0][0] or 1.0
     weight: Counter[str] = Counter()
     for score, _, i, _, index, j, _ in ranked[:FEEDBACK]:
         for k in (i,) if j is None else (i, j):
-            found = Counter(words((index.text(k) or "")[:EMBEDDED_CHARS]))
-            length = sum(found.values()) or 1
+            found, length = _counted((index.text(k) or "")[:EMBEDDED_CHARS])
             for term, count in found.items():
                 if term not in asked:
                     weight[term] += score / top * count / length
@@ -781,7 +827,7 @@ def _feedback(
     # Rare words only: they tell the topic, and each brings few messages to rank again.
     common = min(max(2, documents // 20), max(_FEW, documents // 1000))
     for term in list(weight):
-        n = sum(index.frequency(term) for _, index in indexes)
+        n = indexes.frequency(term)
         if n > common or n < 1:
             del weight[term]
         else:
@@ -791,6 +837,15 @@ def _feedback(
         return {}
     most = best[0][1]
     return {term: ADDED_WEIGHT * w / most for term, w in best}
+
+
+@functools.lru_cache(maxsize=256)
+def _counted(text: str) -> tuple[Counter[str], int]:
+    """The words of a text (its first ``EMBEDDED_CHARS``), each with its count, and how many
+    there are (at least 1), for ``_feedback``: the best matches of one question are often
+    those of the next. Read, never changed."""
+    found = Counter(words(text))
+    return found, sum(found.values()) or 1
 
 
 def _interleaved(rankings: list[list[tuple[Any, ...]]], limit: int) -> list[tuple[Any, ...]]:
@@ -819,7 +874,7 @@ def _interleaved(rankings: list[list[tuple[Any, ...]]], limit: int) -> list[tupl
     return best
 
 
-def _indexes(docs: AgentDocs) -> list[tuple[Path, _Index]]:
+def _indexes(docs: AgentDocs) -> _Corpus:
     """The index of each document recall searches that holds messages: an archive's kept
     beside the memory (``recall_index``), ``MEMORY.md``'s in RAM, extended as it grows."""
     found: list[tuple[Path, _Index]] = []
@@ -831,9 +886,147 @@ def _indexes(docs: AgentDocs) -> list[tuple[Path, _Index]]:
         if stored is not None and stored.count:
             found.append((path, stored))
     followed = follow(memory, docs)
+    current = None
     if followed is not None and followed.messages:
-        found.append((memory, _index(docs, followed)))
-    return found
+        current = (memory, _index(docs, followed))
+    return _Corpus(_archived(docs, found), current)
+
+
+class _Archived:
+    """What recall asks of an agent's archives taken together, worked out once for them: an
+    archive never changes, so the figures of a word across a few dozen archives (how many
+    messages hold it, how many its person says, which archives hold it) are looked up in
+    each archive's index the first time a query asks, not at every query. Made anew when an
+    archive is added, removed or indexed again (``same``)."""
+
+    def __init__(self, files: list[tuple[Path, _Index]]) -> None:
+        self.files = files
+        self.documents = sum(index.documents for _, index in files)
+        self.words = sum(index.words for _, index in files)
+        self._terms: dict[str, tuple[int, int, tuple[int, ...]]] = {}
+        self._near: dict[Any, list[tuple[int | None, frozenset[str], frozenset[str]] | None]] = {}
+        self._lock = threading.Lock()
+        self.meaning: tuple[Any, ...] | None = None
+        """The messages ranked by meaning, after what they were worked out for: the reach,
+        ``MEMORY.md``'s index and how many messages it held (``_reach``)."""
+
+    def same(self, files: list[tuple[Path, _Index]]) -> bool:
+        """Whether these are the archives and the indexes the figures were worked out for."""
+        return len(files) == len(self.files) and all(
+            path == kept_path and index is kept_index
+            for (path, index), (kept_path, kept_index) in zip(files, self.files, strict=True)
+        )
+
+    def near(self, index: _Index, i: int) -> tuple[int | None, frozenset[str], frozenset[str]]:
+        """For message ``i`` of one of the archives' ``index``: the message ``beside`` it,
+        the words of its speaker, and those of the speakers of the messages recall may return
+        before and after it (``_toward``). They never change: worked out once, as asked."""
+        found = self._near.get(index)
+        if found is None:
+            found = self._near.setdefault(index, [None] * index.count)
+        near = found[i]
+        if near is None:
+            told = [_next_said(index, i, step) for step in (-1, 1)]
+            near = found[i] = (
+                beside(index, i),
+                index.speaker(i),
+                frozenset().union(*(index.speaker(j) for j in told if j is not None)),
+            )
+        return near
+
+    def term(self, term: str) -> tuple[int, int, tuple[int, ...]]:
+        """How many archived messages hold ``term``, how many its person says, and the ranks
+        of the archives that hold it."""
+        found = self._terms.get(term)
+        if found is None:
+            counts = [index.frequency(term) for _, index in self.files]
+            spoken = sum(index.spoken.get(term, 0) for _, index in self.files)
+            holders = tuple(rank for rank, count in enumerate(counts) if count)
+            found = (sum(counts), spoken, holders)
+            with self._lock:
+                if len(self._terms) >= _TERMS_KEPT:  # made-up words: no memory kept of them
+                    self._terms.clear()
+                self._terms[term] = found
+        return found
+
+
+_TERMS_KEPT = 50_000
+"""Words whose figures one ``_Archived`` keeps."""
+_ARCHIVED_KEPT = 16
+"""Agents whose ``_Archived`` a process keeps (the least recently used goes first)."""
+_archived_kept: OrderedDict[str, _Archived] = OrderedDict()
+_archived_lock = threading.Lock()
+
+
+def _archived(docs: AgentDocs, files: list[tuple[Path, _Index]]) -> _Archived:
+    """The figures of agent ``docs``'s archives ``files``: those kept if they were worked out
+    for the same archives and indexes, else new ones, kept."""
+    key = repr(docs)
+    with _archived_lock:
+        kept = _archived_kept.pop(key, None)
+        if kept is None or not kept.same(files):
+            kept = _Archived(files)
+        _archived_kept[key] = kept
+        while len(_archived_kept) > _ARCHIVED_KEPT:
+            _archived_kept.popitem(last=False)
+    return kept
+
+
+class _Corpus(Sequence[tuple[Path, _Index]]):
+    """The documents one recall searches, oldest first, as ``(path, index)``: the archives'
+    (``_Archived``) then ``MEMORY.md``'s, if it holds messages; with the figures of a word
+    across all of them."""
+
+    def __init__(self, archived: _Archived, memory: tuple[Path, _Index] | None) -> None:
+        self.archived = archived
+        self.memory = memory[1] if memory is not None else None
+        self.files = archived.files if memory is None else [*archived.files, memory]
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, n: Any) -> Any:
+        return self.files[n]
+
+    def __iter__(self) -> Iterator[tuple[Path, _Index]]:
+        return iter(self.files)
+
+    @property
+    def documents(self) -> int:
+        """How many messages recall may return."""
+        return self.archived.documents + (0 if self.memory is None else self.memory.documents)
+
+    @property
+    def words(self) -> int:
+        return self.archived.words + (0 if self.memory is None else self.memory.words)
+
+    def frequency(self, term: str) -> int:
+        """How many messages hold ``term``."""
+        found = self.archived.term(term)[0]
+        return found if self.memory is None else found + self.memory.frequency(term)
+
+    def spoken(self, term: str) -> int:
+        """How many messages the person ``term`` names says."""
+        found = self.archived.term(term)[1]
+        return found if self.memory is None else found + self.memory.spoken.get(term, 0)
+
+    def beside(self, index: _Index, i: int) -> int | None:
+        """``beside(index, i)``, found once for an archive's message."""
+        return beside(index, i) if index is self.memory else self.archived.near(index, i)[0]
+
+    def toward(self, index: _Index, i: int, named: frozenset[str] | set[str]) -> float:
+        """``_toward(index, i, named)``, its speakers found once for an archive's message."""
+        if index is self.memory:
+            return _toward(index, i, named)
+        _, said_by, told = self.archived.near(index, i)
+        return 1 + NAMED if said_by & named else 1 + TOLD if told & named else 1.0
+
+    def holding(self, terms: Collection[str]) -> list[int]:
+        """The ranks of the documents that hold any of ``terms``, in order."""
+        ranks = {rank for term in terms for rank in self.archived.term(term)[2]}
+        if self.memory is not None and any(self.memory.frequency(term) for term in terms):
+            ranks.add(len(self.files) - 1)
+        return sorted(ranks)
 
 
 def _build(docs: AgentDocs, path: Path) -> recall_index.Built | None:
@@ -858,19 +1051,19 @@ def _current_first(ranked: list[tuple[Any, ...]], lineage: Lineage) -> list[tupl
 
 
 def _term_weights(
-    indexes: list[tuple[Path, _Index]], terms: Collection[str]
+    indexes: _Corpus, terms: Collection[str]
 ) -> tuple[dict[str, int], dict[str, int], dict[str, float]]:
     """For each of ``terms``: how many messages hold it, how many its person says (a name
     counts as said by each of them, so that it weighs what it tells), and its weight (``idf``)."""
-    documents = sum(index.documents for _, index in indexes)
-    frequency = {t: sum(index.frequency(t) for _, index in indexes) for t in terms}
-    spoken = {t: sum(index.spoken.get(t, 0) for _, index in indexes) for t in terms}
+    documents = indexes.documents
+    frequency = {t: indexes.frequency(t) for t in terms}
+    spoken = {t: indexes.spoken(t) for t in terms}
     weights = {t: idf(documents, min(documents, n + spoken[t])) for t, n in frequency.items()}
     return frequency, spoken, weights
 
 
 def _lexical(
-    indexes: list[tuple[Path, _Index]],
+    indexes: _Corpus,
     query: str,
     asked: set[str],
     limit: int,
@@ -879,13 +1072,13 @@ def _lexical(
     """The best matches by words, best first: ``(score, file rank, message, path, index,
     message beside it or None, what it says)``; and how many messages matched. ``added``:
     words the query did not say, each with the share of its weight it counts for."""
-    documents = sum(index.documents for _, index in indexes)
+    documents = indexes.documents
     if not asked:
         return [], 0
     said = asked
     if added:
         asked = asked | set(added)
-    average = sum(index.words for _, index in indexes) / documents
+    average = indexes.words / documents
     frequency, spoken, weights = _term_weights(indexes, asked)
     for t, share in (added or {}).items():
         weights[t] *= share
@@ -894,15 +1087,24 @@ def _lexical(
     # Words rare enough to pick the candidates: then common words are only looked up in them,
     # which keeps a query fast on a long history.
     rare = [t for t, count in frequency.items() if 0 < count <= max(_FEW, documents // 20)]
+    others = asked.difference(rare)
     scored: list[tuple[Any, ...]] = []
     found: dict[tuple[int, int], dict[str, int]] = {}  # the query's words in a message
-    for rank, (path, index) in enumerate(indexes):
+    for rank in indexes.holding(rare or asked):  # the others hold none of the words
+        path, index = indexes[rank]
         scores: dict[int, float] = {}
         held: dict[int, int] = {}  # how many of the query's words a message holds
         lengths = index.lengths
         if rare:
-            for i in {i for term in rare for i in index.postings(term)[0]}:
-                counts, length = index.asked(i, asked), lengths[i]
+            # The rare words' counts come with their postings; only the others are looked up.
+            holds: dict[int, dict[str, int]] = {}
+            for term in rare:
+                for i, count in zip(*index.postings(term), strict=False):
+                    holds.setdefault(i, {})[term] = count
+            for i, counts in holds.items():
+                if others:
+                    counts.update(index.asked(i, others))
+                length = lengths[i]
                 found[rank, i] = counts
                 held[i] = len(counts)
                 scores[i] = sum(
@@ -930,7 +1132,9 @@ def _lexical(
     pool = heapq.nlargest(size * (4 if named else 1), scored, key=lambda item: item[:3])
     if named:
         pool = heapq.nlargest(
-            size, pool, key=lambda item: (item[0] * _toward(item[4], item[2], named), *item[1:3])
+            size,
+            pool,
+            key=lambda item: (item[0] * indexes.toward(item[4], item[2], named), *item[1:3]),
         )
     ranked = []
     latest: dict[tuple[Any, ...], int] = {}
@@ -938,7 +1142,7 @@ def _lexical(
         counts = found.get((rank, i))
         if counts is None:
             counts = index.asked(i, asked)
-        j = beside(index, i)
+        j = indexes.beside(index, i)
         if j is None and index.asks[i]:
             score *= QUESTION
         # Whose fact it is: the answer's speaker when a question carries its answer.
@@ -953,7 +1157,7 @@ def _lexical(
                 if not counts.get(name)
             )
             score *= 1 + NAMED
-        elif named and not named & set(counts) and _toward(index, teller, named) == 1:
+        elif named and not named & set(counts) and indexes.toward(index, teller, named) == 1:
             score *= APART
         dated = when and (index.dated[i] or (j is not None and index.dated[j]))
         if dated:
@@ -979,7 +1183,7 @@ def _lexical(
 
 def _by_meaning(
     semantic: SemanticIndex,
-    indexes: list[tuple[Path, _Index]],
+    indexes: _Corpus,
     query: str,
     asked: set[str],
     limit: int,
@@ -988,8 +1192,51 @@ def _by_meaning(
     ``semantic.reach`` messages (all if ``None``); ``None`` if the provider failed. Messages
     recall never returns, and those with nothing the query does not already say, are left
     out; a bare question counts less (``QUESTION``), as by words."""
+    parts, keys, starts, texts = _reach(indexes, semantic.reach)
+    if not any(keys):
+        return []
+    pool = max(_POOL, limit * 20)
+    # Asked for more than the pool: the question itself and its earlier askings are dropped.
+    found = semantic.ranked(query[:QUERY_CHARS], keys, texts, 2 * pool + 16)
+    if found is None:
+        return None
+    named = {t for t in asked if indexes.spoken(t)}
+    best = []
+    for score, n in found:
+        part = bisect.bisect_right(starts, n) - 1
+        rank, first = parts[part]
+        index, i = indexes[rank][1], n - starts[part] + first
+        if not index.is_recallable(i):
+            continue
+        distinct = index.distinct(i)  # it holds no more of the query's words than it asks
+        if distinct <= len(asked) and distinct <= len(index.asked(i, asked)):
+            continue
+        if index.asks[i] and indexes.beside(index, i) is None:
+            score *= QUESTION
+        if named:
+            toward = indexes.toward(index, i, named)
+            if toward == 1:
+                continue
+            score *= toward
+        best.append((score, rank, i))
+    best.sort(reverse=True)  # ties: the newer file, the later message
+    return [(rank, i) for _, rank, i in best[:pool]]
+
+
+def _reach(
+    indexes: _Corpus, reach: int | None
+) -> tuple[list[tuple[int, int]], tuple[bytes | None, ...], list[int], _Joined]:
+    """The messages ranked by meaning: the newest ``reach`` that recall may return (all if
+    ``None``), as parts ``(file rank, first message)``, their vector keys joined in one
+    tuple, where each part begins in it, and their texts. Kept with the archives' figures
+    while ``MEMORY.md``'s index holds as many messages: every query asks the same."""
+    memory = indexes.memory
+    count = memory.count if memory is not None else 0
+    kept = indexes.archived.meaning
+    if kept is not None and kept[0] == reach and kept[1] is memory and kept[2] == count:
+        return kept[3]
     parts: list[tuple[int, int, list[bytes | None]]] = []  # (file rank, first message, keys)
-    left = semantic.reach
+    left = reach
     for rank in reversed(range(len(indexes))):  # the newest file first
         every = indexes[rank][1].keys()
         first = 0
@@ -1009,31 +1256,9 @@ def _by_meaning(
         len(keys),
         [first for _, first, _ in parts],
     )
-    if not any(keys):
-        return []
-    pool = max(_POOL, limit * 20)
-    # Asked for more than the pool: the question itself and its earlier askings are dropped.
-    found = semantic.ranked(query[:QUERY_CHARS], keys, texts, 2 * pool + 16)
-    if found is None:
-        return None
-    named = {t for t in asked if any(index.spoken.get(t, 0) for _, index in indexes)}
-    best = []
-    for score, n in found:
-        part = bisect.bisect_right(starts, n) - 1
-        rank, first, _ = parts[part]
-        index, i = indexes[rank][1], n - starts[part] + first
-        if not index.is_recallable(i) or index.distinct(i) <= len(index.asked(i, asked)):
-            continue
-        if index.asks[i] and beside(index, i) is None:
-            score *= QUESTION
-        if named:
-            toward = _toward(index, i, named)
-            if toward == 1:
-                continue
-            score *= toward
-        best.append((score, rank, i))
-    best.sort(reverse=True)  # ties: the newer file, the later message
-    return [(rank, i) for _, rank, i in best[:pool]]
+    found = ([(rank, first) for rank, first, _ in parts], tuple(keys), starts, texts)
+    indexes.archived.meaning = (reach, memory, count, found)
+    return found
 
 
 def _reached(keys: list[bytes | None], left: int) -> tuple[int, int]:
@@ -1059,7 +1284,7 @@ rankings by words and by meaning (the latter times the index's ``weight``)."""
 
 
 def _fused(
-    indexes: list[tuple[Path, _Index]],
+    indexes: _Corpus,
     lexical: list[tuple[Any, ...]],
     by_meaning: list[tuple[int, int]],
     weight: float,
@@ -1074,7 +1299,8 @@ def _fused(
         entry = items.get((rank, i))
         if entry is None:
             path, index = indexes[rank]
-            entry = items[rank, i] = [0.0, (0.0, rank, i, path, index, beside(index, i), None)]
+            j = indexes.beside(index, i)
+            entry = items[rank, i] = [0.0, (0.0, rank, i, path, index, j, None)]
         entry[0] += weight / (FUSION_K + place)
     fused = [(score, *item[1:]) for score, item in items.values()]
     return sorted(fused, key=lambda item: item[:3], reverse=True)

@@ -717,13 +717,14 @@ def archive_index(
             return None
         if not stat.S_ISREG(st.st_mode):
             return None
-        source = _file_source(archive, st)
         check = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     key = f"{docs!r}\n{archive}"
     with _kept_lock:
         kept = _kept.get(key)
     if kept is not None and kept[0] == check:
         return kept[1]
+    if not docs.is_database:
+        source = _file_source(archive, st)
     found = _read(docs, archive, source, speaker_words, head)
     if found is None:
         built = build()

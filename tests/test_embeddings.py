@@ -102,6 +102,21 @@ def test_another_model_builds_its_own_vectors(openai_server, on_store):
         assert len(list((agent.short_memory.docs.folder / EMBEDDINGS_DIR).iterdir())) == 2
 
 
+def test_messages_ranked_before_the_model_changed_shape_are_embedded_anew(openai_server, on_store):
+    from fake_openai import fake_embedding
+    from nbmemory.embeddings import SemanticIndex
+
+    options = {"api_base": openai_server.url, "api_key": "test-key", "max_retries": 0}
+    index = SemanticIndex(embedder(openai_server).short_memory.docs, "openai/fake-embed", options)
+    texts = [FACT, *FILLER]
+    keys = tuple(text_key(text) for text in texts)  # recall asks with the same keys each time
+    assert index.ranked(ASKED, keys, texts, 1)[0][1] == 0
+    openai_server.embed = lambda batch: [fake_embedding(text, 512) for text in batch]
+    bike = "Tomas bought a blue bike."
+    index.ranked(bike, (*keys, text_key(bike)), [*texts, bike], 1)  # 512 numbers: start again
+    assert index.ranked(ASKED, keys, texts, 1)[0][1] == 0  # the same keys: their rows anew
+
+
 @pytest.mark.files("the vectors' file")
 def test_a_deleted_or_damaged_index_is_rebuilt(openai_server):
     agent = seeded(openai_server)

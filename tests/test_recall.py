@@ -145,6 +145,49 @@ def test_an_append_extends_the_index_and_a_compaction_builds_a_new_one(store, re
     assert follow(memory_path("Grow"), docs).grown["recall"] is not index  # rewritten: anew
 
 
+def test_a_message_said_after_a_recall_is_found_by_meaning_at_once(workspace):
+    convo = Conversation(name="Pets", memory_md_path=memory_path("Pets"))
+    convo.add("Maya", "Lunch ran long again.")
+    convo.compact("Small talk.")  # an archive: recall keeps what it worked out of it
+    convo.add("Tomas", "The weather was mild.")
+    docs = agent_docs("Pets")
+    assert "Maya" not in [p.role for p in recall(docs, "Which dog breed?")]  # asked once
+    convo.add("Maya", "We adopted a beagle puppy.")  # not one word of the question
+    [found, *_] = recall(docs, "Which dog breed?")  # the default ranking: by meaning too
+    assert (found.role, found.text) == ("Maya", "We adopted a beagle puppy.")
+
+
+def test_a_compaction_right_after_a_recall_is_searched_at_once(workspace):
+    convo = Conversation(name="Moves", memory_md_path=memory_path("Moves"))
+    convo.add("Maya", "Lunch ran long again.")
+    convo.compact("Small talk.")
+    convo.add("Maya", FACT)
+    docs = agent_docs("Moves")
+    [before] = recall(docs, QUESTION, limit=1)
+    assert before.text == FACT and before.source == "MEMORY.md"
+    convo.compact("Project Falcon was discussed.")
+    [after] = recall(docs, QUESTION, limit=1)  # found where the compaction put it
+    assert after.text == FACT and after.source == agent_docs("Moves").archives()[-1].name
+
+
+def test_an_archive_removed_or_put_back_is_seen_by_the_next_recall(workspace):
+    convo = Conversation(name="Kept", memory_md_path=memory_path("Kept"))
+    convo.add("Maya", FACT)
+    convo.compact("Project Falcon was discussed.")
+    convo.add("Tomas", "Lunch ran long again.")
+    convo.compact("Small talk.")
+    docs = agent_docs("Kept")
+    first, _ = docs.archives()
+    held = docs.read(first)
+    assert [p.text for p in recall(docs, QUESTION, limit=1)] == [FACT]
+    docs.remove(first)  # a person deletes the archive: its messages are gone
+    assert FACT not in [p.text for p in recall(docs, QUESTION)]
+    convo.add("Tomas", "The weather was mild.")
+    assert FACT not in [p.text for p in recall(docs, QUESTION)]
+    docs.write(first, held)  # and puts it back, MEMORY.md unchanged since the last recall
+    assert [p.text for p in recall(docs, QUESTION, limit=1)] == [FACT]
+
+
 def test_a_query_counts_only_its_first_distinct_words():
     from nbmemory.recall import QUERY_CHARS, QUERY_TERMS, query_terms
 
