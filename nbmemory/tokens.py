@@ -190,9 +190,11 @@ class TokenCounter:
         total = start = at = 0
         for word in text.split(" "):
             if len(word) >= _LONG_WORD:
-                for run in _LETTERS.finditer(word):
-                    first, end = run.span()
-                    if end < len(word) and not word[end].isspace():
+                end = 0
+                for run in word.split():
+                    first = word.find(run, end)
+                    end = first + len(run)
+                    if len(run) < _LONG_WORD or not run.isalpha():
                         continue
                     if first == 0:
                         cut = max(at - 1, 0)  # the space before a word starts its piece
@@ -252,7 +254,6 @@ _SPACED = frozenset({"r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200
 """Encodings whose split starts a piece at a space before a letter, and at whitespace after a
 letter or digit, whatever follows: a text cut there counts as the sum of its parts, exactly."""
 _LONG_WORD = 40
-_LETTERS = re.compile(rf"[^\W\d_]{{{_LONG_WORD},}}")
 _LONG_WORDS_KEPT = 1024
 _TAIL = 256
 """The longest end of a text recounted with the blank line after it: else all of it is."""
