@@ -25,7 +25,7 @@ from minilm import MiniLM, model_folder
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nbmemory import word_vectors  # noqa: E402
+from nbmemory.recall import word_vectors  # noqa: E402
 
 DIMENSIONS = 256
 

@@ -76,7 +76,7 @@ def seed(root: Path, store: str) -> None:
 
 
 def measure(root: Path, store: str, runs: int) -> dict[str, float]:
-    from nbmemory import recall_index
+    from nbmemory.recall import index_size
     from nbmemory.store import Workspace
 
     def child() -> dict[str, float]:
@@ -91,7 +91,7 @@ def measure(root: Path, store: str, runs: int) -> dict[str, float]:
 
     first = child()["cold"]  # nothing kept yet: every archive is indexed and kept
     figures = [child() for _ in range(runs)]
-    size = recall_index.index_size(Workspace(root, store or None).agent("archived"))
+    size = index_size(Workspace(root, store or None).agent("archived"))
     return {
         "first recall ever: archives indexed (s)": first,
         "recall after a restart, cold (s)": statistics.median(f["cold"] for f in figures),

@@ -505,7 +505,7 @@ def main() -> None:
             told.append((made, write(made, root, "Listener", args.run)))
         for made, docs in told:
             library = Library(made)
-            from nbmemory.embeddings import SemanticIndex
+            from nbmemory.recall.embeddings import SemanticIndex
 
             searchers = {
                 "recall": lambda d, q, k: recall(d, q, k, semantic=None),

@@ -192,13 +192,13 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
         return elapsed
 
     def recall(cold: bool) -> float:
-        from nbmemory import recall_index
+        from nbmemory.recall import kept_indexes
         from nbmemory.recall import recall as recall_passages
         from nbmemory.store import FileDocs
 
         if cold:  # as after a restart: the indexes recall kept beside the memory are read again
             follow._followed.clear()
-            recall_index._kept.clear()
+            kept_indexes._kept.clear()
         start = time.perf_counter()
         passages = recall_passages(
             FileDocs(folder), "which budgets mention a zeppelin?", semantic=None
@@ -208,13 +208,13 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
         return elapsed
 
     def by_meaning(cold: bool) -> float:
-        from nbmemory import embeddings, recall_index, word_vectors
+        from nbmemory.recall import embeddings, kept_indexes, word_vectors
         from nbmemory.recall import recall as recall_passages
         from nbmemory.store import FileDocs
 
         if cold:  # a new process: indexes read again, the word vectors loaded and applied again
             follow._followed.clear()
-            recall_index._kept.clear()
+            kept_indexes._kept.clear()
             word_vectors._loaded = None
             embeddings._shared.clear()
         start = time.perf_counter()
@@ -250,7 +250,8 @@ of a word's length."""
 def long_run_recall(root: Path, repeats: int, conversation_class) -> dict[str, float]:
     """Recall over a memory that holds a 1 MB run of one letter, as in a new process whose
     first recall indexes the memory (the run's word met for the first time)."""
-    from nbmemory import follow, recall_index, terms
+    from nbmemory import follow, terms
+    from nbmemory.recall import kept_indexes
     from nbmemory.recall import recall as recall_passages
     from nbmemory.store import FileDocs
     from nbmemory.workspace import RECALL_INDEX_DIR
@@ -263,7 +264,7 @@ def long_run_recall(root: Path, repeats: int, conversation_class) -> dict[str, f
     def recall() -> float:
         shutil.rmtree(folder / RECALL_INDEX_DIR, ignore_errors=True)
         follow._followed.clear()
-        recall_index._kept.clear()
+        kept_indexes._kept.clear()
         terms._stems.clear()
         start = time.perf_counter()
         passages = recall_passages(FileDocs(folder), "zeppelin budget", semantic=None)
@@ -286,7 +287,8 @@ def conversation_recall(root: Path, repeats: int) -> dict[str, float]:
     about the two people in turn; cold: the first question in a new process state."""
     import retrieval
 
-    from nbmemory import conversation, embeddings, follow, recall, recall_index, word_vectors
+    from nbmemory import conversation, follow
+    from nbmemory.recall import corpus, embeddings, kept_indexes, ranking, word_vectors
     from nbmemory.recall import recall as recall_passages
 
     made = retrieval.dialogue(1000, 34, 18)
@@ -315,10 +317,10 @@ def conversation_recall(root: Path, repeats: int) -> dict[str, float]:
 
     def cold(question: str) -> float:
         follow._followed.clear()  # as in a new process: read, indexed and embedded again
-        recall_index._kept.clear()
-        recall._archive_lists.clear()
-        recall._archived_kept.clear()
-        recall._counted.cache_clear()
+        kept_indexes._kept.clear()
+        corpus._archive_lists.clear()
+        corpus._archived_kept.clear()
+        ranking._counted.cache_clear()
         word_vectors._loaded = None
         embeddings._shared.clear()
         return ask(question)

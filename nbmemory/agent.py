@@ -338,7 +338,7 @@ class Agent:
             return None
         wanted = (docs, self.embedding_model, self.embedding_options)
         if self._semantic is None or self._semantic[0] != wanted:
-            from nbmemory.embeddings import SemanticIndex  # numpy, only when it is wanted
+            from nbmemory.recall.embeddings import SemanticIndex  # numpy, only when it is wanted
 
             made = SemanticIndex(docs, self.embedding_model, self.embedding_options)
             self._semantic = (

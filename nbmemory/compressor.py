@@ -23,7 +23,7 @@ from nbmemory.conversation import SUMMARY_MARKER, block_tokens, preloaded_messag
 from nbmemory.errors import CompactionError, MemoryWarning, ModelError
 from nbmemory.llm import completion
 from nbmemory.provenance import Provenance
-from nbmemory.recall_text import TOOL_NAME as RECALL
+from nbmemory.recall import TOOL_NAME as RECALL
 from nbmemory.run_settings import DEFAULT_THRESHOLD, SMALLEST_SUMMARY_TOKENS, compaction_floor
 from nbmemory.search import content_text
 from nbmemory.terms import missing_terms

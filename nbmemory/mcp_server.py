@@ -359,7 +359,7 @@ class MemoryServer:
         vectors are written beside the memory, and this server only reads it."""
         if llm.embedding_model(None) != llm.WORDS_MODEL:
             return None
-        from nbmemory.embeddings import shared  # numpy, at the first recall
+        from nbmemory.recall.embeddings import shared  # numpy, at the first recall
 
         return shared(docs, llm.WORDS_MODEL)
 

@@ -22,8 +22,8 @@ from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import TOOL_NAME as NOTES
 from nbmemory.notes import parse as parse_notes
 from nbmemory.notes import saved_notes
-from nbmemory.recall_text import TOOL_NAME as RECALL
-from nbmemory.recall_text import described, sub_queries
+from nbmemory.recall.text import TOOL_NAME as RECALL
+from nbmemory.recall.text import described, sub_queries
 from nbmemory.reply import Reply, ToolCall
 from nbmemory.search import content_text
 from nbmemory.terms import bm25_term, idf, is_question, words

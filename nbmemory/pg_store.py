@@ -112,7 +112,7 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (agent, model, hash)
         )""",
     ],
-    # Recall's index of each archive (``recall_index``): rebuilt when missing or stale, so no
+    # Recall's index of each archive (``recall.kept_indexes``): rebuilt when missing or stale, so no
     # version is bumped either. Stored uncompressed, so that a part of it is read alone: a query
     # reads its ``head`` bytes (the postings), then only the texts of its passages.
     3: [

@@ -39,7 +39,7 @@ from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.provenance import EMPTY as NO_LINEAGE
 from nbmemory.provenance import PROVENANCE_FILE, Cell, Lineage
 from nbmemory.provenance import lineage as lineage_of
-from nbmemory.recall_index import index_size
+from nbmemory.recall import index_size
 from nbmemory.run_settings import (
     SETTINGS_FILE,
     RunSettings,

@@ -31,7 +31,7 @@ EMBEDDINGS_DIR = ".embeddings"
 """Where recall keeps the vectors of an agent's messages (one file per embedding model): an
 index, rebuilt from the memory when missing, never exported or imported."""
 RECALL_INDEX_DIR = ".recall-index"
-"""Where recall keeps the index of each archive (see ``nbmemory.recall_index``): rebuilt when
+"""Where recall keeps the index of each archive (see ``nbmemory.recall.kept_indexes``): rebuilt when
 missing, stale or damaged, never exported or imported."""
 MAX_NAME_BYTES = 255
 DIR_MODE = 0o700

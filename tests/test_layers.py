@@ -27,19 +27,8 @@ LAYERS = {
         "export",
     ],
     "memory": ["swarms_conversation", "conversation"],
-    "agent": [
-        "llm",
-        "word_vectors",
-        "embeddings",
-        "recall_index",
-        "recall_text",
-        "recall",
-        "offline",
-        "tools",
-        "compressor",
-        "agent",
-        "demo",
-    ],
+    "models and recall": ["llm", "offline", "recall"],
+    "agent": ["tools", "compressor", "agent", "demo"],
     "read model": ["read_model", "report"],
     "front ends": ["cli", "__main__", "mcp_server", "jupyter"],
 }
@@ -65,6 +54,12 @@ def modules() -> dict[str, Path]:
     return found
 
 
+def is_module(name: str) -> bool:
+    """Whether a dotted name is a module (or package) of nbmemory's source."""
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def imports(path: Path) -> list[tuple[str, bool]]:
     """(module imported, whether the import is inside a function) for every import in a file."""
     tree = ast.parse(path.read_text())
@@ -77,7 +72,9 @@ def imports(path: Path) -> list[tuple[str, bool]]:
                 found.extend((alias.name, nested) for alias in child.names)
             elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
                 names = [f"{child.module}.{alias.name}" for alias in child.names]
-                found.extend((name, nested) for name in [child.module, *names])
+                # ``from nbmemory.recall import text`` imports the module, not the package's names.
+                package = [] if all(map(is_module, names)) else [child.module]
+                found.extend((name, nested) for name in [*package, *names])
             visit(child, inner)
 
     visit(tree, False)

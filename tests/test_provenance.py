@@ -16,7 +16,7 @@ from nbmemory.memory_file import format_block, parse
 from nbmemory.provenance import PROVENANCE_FILE, Provenance
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import recall
-from nbmemory.recall_text import describe, described
+from nbmemory.recall.text import describe, described
 from nbmemory.report import MessageList
 from nbmemory.store import memory_path
 from support import ROOT, agent_docs, stored

@@ -3,7 +3,7 @@ read back."""
 
 from __future__ import annotations
 
-from nbmemory.recall_text import Passage, describe, described, sub_queries
+from nbmemory.recall.text import Passage, describe, described, sub_queries
 
 
 def test_a_question_about_several_things_is_asked_one_thing_at_a_time():

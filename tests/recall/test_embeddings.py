@@ -12,7 +12,7 @@ import pytest
 from nbmemory import Agent
 from nbmemory.errors import MemoryWarning
 from nbmemory.recall import recall
-from nbmemory.recall_index import text_key
+from nbmemory.recall.stored_index import text_key
 from nbmemory.workspace import EMBEDDINGS_DIR
 from support import run_python
 
@@ -104,7 +104,7 @@ def test_another_model_builds_its_own_vectors(openai_server, on_store):
 
 def test_messages_ranked_before_the_model_changed_shape_are_embedded_anew(openai_server, on_store):
     from fake_openai import fake_embedding
-    from nbmemory.embeddings import SemanticIndex
+    from nbmemory.recall.embeddings import SemanticIndex
 
     options = {"api_base": openai_server.url, "api_key": "test-key", "max_retries": 0}
     index = SemanticIndex(embedder(openai_server).short_memory.docs, "openai/fake-embed", options)
@@ -218,7 +218,7 @@ def test_by_default_recall_uses_the_offline_vectors_and_sends_nothing(openai_ser
         "a = Agent('Plain', persistent_memory=True)\n"
         "a.short_memory.add('User', 'The red car.')\n"
         "print(a.run('Which car?'))\n"
-        "print(sorted(m for m in ('numpy', 'nbmemory.embeddings') if m in sys.modules))"
+        "print(sorted(m for m in ('numpy', 'nbmemory.recall.embeddings') if m in sys.modules))"
     )
     result = run_python(code, env={"NBMEMORY_EMBEDDING_MODEL": "none"})
     assert result.stdout.strip().endswith("[]")
@@ -292,7 +292,8 @@ def test_without_fcntl_as_on_windows_the_vectors_file_is_locked_with_filelock(op
     code = (
         "import sys\n"
         "sys.modules['fcntl'] = None  # what Windows has: no such module\n"
-        "from nbmemory import Agent, embeddings\n"
+        "from nbmemory import Agent\n"
+        "from nbmemory.recall import embeddings\n"
         "from nbmemory.recall import recall\n"
         "assert embeddings.fcntl is None\n"
         "agent = Agent('Maya', persistent_memory=True, embedding_model='openai/fake-embed',\n"

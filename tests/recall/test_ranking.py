@@ -8,7 +8,7 @@ from nbmemory import Agent, Conversation
 from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.errors import AgentNotFoundError
 from nbmemory.recall import PROMPT_LINE, recall
-from nbmemory.recall_text import TOOL_NAME, describe, sub_queries
+from nbmemory.recall.text import TOOL_NAME, describe, sub_queries
 from nbmemory.store import memory_path
 from support import agent_docs, run_python, stored, stored_messages, text_lengths
 
@@ -122,8 +122,8 @@ def test_recall_is_off_for_ephemeral_agents_and_on_request(openai_server):
 
 @pytest.mark.parametrize("store", ["files", "database"])
 def test_an_append_extends_the_index_and_a_compaction_builds_a_new_one(store, request, monkeypatch):
-    from nbmemory import recall as recall_module
     from nbmemory.follow import follow
+    from nbmemory.recall import file_index
 
     if store == "database":
         request.getfixturevalue("database")
@@ -131,7 +131,7 @@ def test_an_append_extends_the_index_and_a_compaction_builds_a_new_one(store, re
     convo.add("Tool", "filler words " * 100_000)
     convo.add("User", FACT)
     docs = agent_docs("Grow")
-    tokenized = text_lengths(monkeypatch, recall_module, "words")
+    tokenized = text_lengths(monkeypatch, file_index, "words")
     assert [p.text for p in recall(docs, "Falcon")] == [FACT]
     index = follow(memory_path("Grow"), docs).grown["recall"]
     for n in range(3):
@@ -189,7 +189,8 @@ def test_an_archive_removed_or_put_back_is_seen_by_the_next_recall(workspace):
 
 
 def test_a_query_counts_only_its_first_distinct_words():
-    from nbmemory.recall import QUERY_CHARS, QUERY_TERMS, query_terms
+    from nbmemory.recall.ranking import QUERY_TERMS, query_terms
+    from nbmemory.recall.text import QUERY_CHARS
 
     convo = Conversation(name="Capped", memory_md_path=memory_path("Capped"))
     convo.add("User", FACT)
@@ -203,7 +204,8 @@ def test_a_query_counts_only_its_first_distinct_words():
 
 
 def test_the_tool_says_how_much_of_a_query_counts():
-    from nbmemory.recall import QUERY_TERMS, recall_tool
+    from nbmemory.recall import recall_tool
+    from nbmemory.recall.ranking import QUERY_TERMS
     from nbmemory.tools import ToolBox
 
     [schema] = ToolBox([recall_tool(lambda: None)]).schemas()
@@ -336,7 +338,8 @@ def test_recall_takes_an_agent_folder_on_files(workspace):
 
 
 def test_a_transcript_fed_to_an_agent_is_recalled_as_its_people_said_it(workspace):
-    from nbmemory import follow, recall_index
+    from nbmemory import follow
+    from nbmemory.recall import kept_indexes
 
     agent = Agent(agent_name="Log", persistent_memory=True)
     asked = "[8 May 2023] Maya: Are you still thinking about learning an instrument?"
@@ -353,7 +356,7 @@ def test_a_transcript_fed_to_an_agent_is_recalled_as_its_people_said_it(workspac
     for compacted in (False, True):
         if compacted:
             agent.compact()
-            recall_index._kept.clear()
+            kept_indexes._kept.clear()
             follow._followed.clear()
         # Who speaks is the name a line opens with (after its time); the question carries its
         # answer beside it, across the agent's reply between them.
@@ -409,7 +412,7 @@ def test_a_line_opening_with_a_heading_keeps_its_words(workspace):
 
 
 def test_a_megabyte_run_of_one_letter_is_indexed_as_one_term_and_recall_goes_on(workspace):
-    from nbmemory import recall_index
+    from nbmemory.recall import kept_indexes
 
     run = "y" * 1_000_000  # Snowball's step on "y" took a minute over it
     convo = Conversation(name="Long", memory_md_path=memory_path("Long"))
@@ -420,5 +423,5 @@ def test_a_megabyte_run_of_one_letter_is_indexed_as_one_term_and_recall_goes_on(
     [best] = recall(agent_docs("Long"), "Where is the key?", limit=1)
     assert best.text.endswith("and the key is under the mat")
     [archive] = agent_docs("Long").archives()
-    kept = recall_index._kept[f"{agent_docs('Long')!r}\n{archive}"][1]
+    kept = kept_indexes._kept[f"{agent_docs('Long')!r}\n{archive}"][1]
     assert kept.postings(run) == ([0], [1])  # the run as it is, its own term

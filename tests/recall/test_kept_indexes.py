@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from nbmemory import Agent, Conversation, cli, follow, recall_index
-from nbmemory import recall as recall_module
+from nbmemory import Agent, Conversation, cli, follow
 from nbmemory.errors import MemoryWarning
-from nbmemory.recall import recall, recall_tool
-from nbmemory.recall_index import MEMORY_INDEX, index_size
-from nbmemory.recall_text import described
+from nbmemory.recall import corpus, kept_indexes, recall, recall_tool, stored_index
+from nbmemory.recall.kept_indexes import MEMORY_INDEX, index_size
+from nbmemory.recall.speakers import speaker_words
+from nbmemory.recall.text import described
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
 from nbmemory.wording import byte_size
@@ -31,14 +31,15 @@ QUERY = "What is the code name of project Falcon?"
 
 RECALL_IN_A_NEW_PROCESS = """
 import json, sys
-from nbmemory import Workspace, recall as module
+from nbmemory import Workspace
 from nbmemory.follow import follow
+from nbmemory.recall import corpus, file_index, recall
 built, kept = [], []
-build, keep = module._build, module.recall_index.keep_memory
-module._build = lambda docs, path: built.append(path.name) or build(docs, path)
-module.recall_index.keep_memory = lambda *args: kept.append(1) or keep(*args)
+build, keep = corpus.built_archive, file_index.keep_memory
+corpus.built_archive = lambda docs, path: built.append(path.name) or build(docs, path)
+file_index.keep_memory = lambda *args: kept.append(1) or keep(*args)
 docs = Workspace.from_env().agent("Keeper")
-found = module.recall(docs, sys.argv[1])
+found = recall(docs, sys.argv[1])
 index = follow(docs.path("MEMORY.md"), docs).grown["recall"]
 print(json.dumps({
     "built": built,
@@ -87,16 +88,16 @@ def found(query: str = QUERY) -> list[tuple[str, int, str]]:
 def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The archives recall indexes from their text from now on, by name."""
     built: list[str] = []
-    build = recall_module._build
+    build = corpus.built_archive
     monkeypatch.setattr(
-        recall_module, "_build", lambda docs, path: built.append(path.name) or build(docs, path)
+        corpus, "built_archive", lambda docs, path: built.append(path.name) or build(docs, path)
     )
     return built
 
 
 def as_new_process() -> None:
     """Forget the indexes this process read and the memory it followed, as a restart does."""
-    recall_index._kept.clear()
+    kept_indexes._kept.clear()
     follow._followed.clear()
 
 
@@ -166,7 +167,7 @@ def damage(name: str, how: str) -> None:
     elif how == "stale":
         data = next(other for key, other in indexes.items() if key != name)
     elif how == "older":
-        data = b"nbmemory recall index 2\n" + data.removeprefix(recall_index.MAGIC)
+        data = b"nbmemory recall index 2\n" + data.removeprefix(stored_index.MAGIC)
     if docs.is_database:
         with docs.db.statement("damage an index") as conn:
             if how == "deleted":
@@ -174,7 +175,7 @@ def damage(name: str, how: str) -> None:
             elif how == "stale":  # another archive's row, whole
                 conn.execute(
                     "UPDATE nbmemory_recall_index SET data = %s, head = %s WHERE source = %s",
-                    (data, recall_index.head_size(data), name),
+                    (data, stored_index.head_size(data), name),
                 )
             else:
                 conn.execute(
@@ -237,16 +238,16 @@ def test_an_index_that_cannot_be_trusted_is_rebuilt_with_a_warning_if_damaged(
 def tampered(data: bytes, change: Callable[[dict[str, Any], bytearray], None]) -> bytes:
     """An index whose header and body ``change(head, body)`` changed, its checksums made
     again to match: what no checksum catches."""
-    end = data.index(b"\n", len(recall_index.MAGIC))
-    head = json.loads(data[len(recall_index.MAGIC) : end])
+    end = data.index(b"\n", len(stored_index.MAGIC))
+    head = json.loads(data[len(stored_index.MAGIC) : end])
     start = end + 1 + -(end + 1) % 8
     body = bytearray(data[start:])
     change(head, body)
     lazy = min(head["lazy_from"], len(body))
     head["crc32"], head["crc32_rest"] = zlib.crc32(body[:lazy]), zlib.crc32(body[lazy:])
     line = json.dumps(head).encode() + b"\n"
-    line += bytes(-(len(recall_index.MAGIC) + len(line)) % 8)
-    return recall_index.MAGIC + line + bytes(body)
+    line += bytes(-(len(stored_index.MAGIC) + len(line)) % 8)
+    return stored_index.MAGIC + line + bytes(body)
 
 
 def replace_index(name: str, data: bytes) -> None:
@@ -441,5 +442,5 @@ def test_numbers_too_large_for_a_narrow_type_are_kept_in_a_wider_one(on_store):
     as_new_process()
     assert (found("zeppelin budget"), found()) == first
     [archived] = [data for name, data in kept().items() if name != MEMORY_INDEX]
-    index = recall_index.StoredIndex(archived, recall_module.speaker_words)
+    index = stored_index.StoredIndex(archived, speaker_words)
     assert index.chars(1) > 70_000 and index.asked(0, ["zeppelin"]) == {"zeppelin": 300}

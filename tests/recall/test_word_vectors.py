@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nbmemory import Agent, embeddings, word_vectors
+from nbmemory import Agent
 from nbmemory.errors import MemoryWarning
-from nbmemory.recall import recall
+from nbmemory.recall import embeddings, recall, word_vectors
 from nbmemory.workspace import EMBEDDINGS_DIR
 from support import run_python
 

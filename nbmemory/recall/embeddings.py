@@ -43,9 +43,10 @@ try:
 except ImportError:  # Windows: filelock takes over, as for MEMORY.md (memory_file)
     fcntl = None  # type: ignore[assignment]
 
-from nbmemory import llm, word_vectors
+from nbmemory import llm
 from nbmemory.errors import MemoryWarning, ModelError, StoreError
-from nbmemory.recall_index import EMBEDDED_CHARS, text_key
+from nbmemory.recall import word_vectors
+from nbmemory.recall.stored_index import EMBEDDED_CHARS, text_key
 from nbmemory.store import AgentDocs
 from nbmemory.workspace import EMBEDDINGS_DIR, file_of, open_index_folder, open_into
 

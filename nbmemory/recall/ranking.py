@@ -1,0 +1,583 @@
+"""Ranking: the passages of an agent's memory that best match a query.
+
+:func:`recall` and :func:`find` rank the messages of an agent's ``Corpus``: BM25 over stemmed
+words, re-ranked by who said it, whether it says when and which is newer (``_lexical``);
+widened by the rare words the best matches share (``_feedback``); fused with a ranking by
+meaning when an embedding model is given (``_by_meaning``, ``_fused``); a cell's superseded
+runs counted less. A question asking several things is asked one part at a time too, the
+rankings taken in turn. The weights of the re-ranking are named here.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import enum
+import functools
+import heapq
+import os
+import re
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from nbmemory import llm, provenance
+from nbmemory.errors import AgentNotFoundError
+from nbmemory.follow import follow
+from nbmemory.provenance import Cell, Lineage
+from nbmemory.recall.corpus import Corpus, corpus_of, within_reach
+from nbmemory.recall.exchanges import NAMED, Index
+from nbmemory.recall.kept_indexes import discard, warn_damaged
+from nbmemory.recall.stored_index import EMBEDDED_CHARS, Damaged
+from nbmemory.recall.text import (
+    DEFAULT_PASSAGES,
+    QUERY_CHARS,
+    Passage,
+    sub_queries,
+)
+from nbmemory.store import AgentDocs, FileDocs
+from nbmemory.terms import bm25_term, idf, words
+from nbmemory.wording import cell_words, superseded_words
+from nbmemory.workspace import MEMORY_FILE, as_path, holds_memory
+
+QUERY_TERMS = 24
+_FEW = 50
+_POOL = 100
+
+
+_ASKS_WHEN = re.compile(
+    r"^\s*(?:when|since when|how long ago|(?:on |in )?what (?:date|day|year|month|time)|"
+    r"(?:on |in )?which (?:date|day|year|month))\b",
+    re.IGNORECASE,
+)
+
+
+APART = 0.25
+"""What a message counts for, times, when the query names people who neither said it, nor
+were told it, nor are named in it: another exchange's."""
+
+
+DATED = 1.0
+"""How much more a message that carries a date counts for a "when" question."""
+QUESTION = 0.5
+"""What a bare question (one that carries no answer beside it) counts: it asks, it tells less."""
+SUPERSEDED = 0.5
+"""What a message from a cell's earlier run counts once the cell was run again: the later run
+is the current one, and ranks first when both match as well."""
+
+
+class SemanticIndex(Protocol):
+    """What recall asks of an agent's embeddings (``embeddings.SemanticIndex``): a ranking,
+    the ``weight`` of a place in it against a place by words (1: as much), and its ``reach``:
+    how many of the newest messages it ranks (``None``: all)."""
+
+    weight: float
+    reach: int | None
+
+    def ranked(
+        self,
+        query: str,
+        keys: Sequence[bytes | None],
+        texts: Sequence[str | None],
+        count: int,
+    ) -> list[tuple[float, int]] | None: ...
+
+
+def query_terms(query: str) -> list[str]:
+    """The words recall looks for: the first ``QUERY_TERMS`` distinct content words of the
+    query's first ``QUERY_CHARS`` characters, so that no query costs more than a short one."""
+    return list(dict.fromkeys(words(query[:QUERY_CHARS])))[:QUERY_TERMS]
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """What a recall found: its best passages, and how many messages matched the query in all
+    (the passages' among them)."""
+
+    passages: list[Passage]
+    matched: int
+
+
+class _Default(enum.Enum):
+    MODEL = "the default embedding model"
+
+    def __repr__(self) -> str:
+        return "DEFAULT_MODEL"
+
+
+DEFAULT_MODEL = _Default.MODEL
+"""``semantic`` of :func:`recall` and :func:`find` by default: the embedding model an agent
+uses by default (``llm.default_embedding_model``: the offline word vectors unless
+``$NBMEMORY_EMBEDDING_MODEL`` names another), its vectors kept for the process
+(``embeddings.shared``)."""
+Semantic = SemanticIndex | None | _Default
+
+
+def recall(
+    docs: AgentDocs | str | os.PathLike[str],
+    query: str,
+    limit: int = DEFAULT_PASSAGES,
+    semantic: Semantic = DEFAULT_MODEL,
+) -> list[Passage]:
+    """The passages of an agent's memory and archives that best match ``query``, best first.
+    ``docs``: the agent's documents (``Workspace.agent(name)``), or its folder on files
+    (``$WORKSPACE_DIR/agents/<name>``, or its ``MEMORY.md``).
+
+    BM25 over stemmed words, then: a message said by a person the query names counts more
+    (``NAMED``), and one of another exchange (neither by them, nor to them, nor naming them)
+    less (``APART``), as an agent may hear several people; one that says when counts more
+    for a question asking when (``DATED``); a question counts less (``QUESTION``) unless its
+    answer is beside it; of messages that match the same words, said by the same, the newest
+    ranks first; and a passage carries the question or answer that goes with its message.
+    The rare words the best matches share widen the query (``FEEDBACK``, ``ADDED``): what only
+    the widened query finds is placed among the matches at ``WIDENED`` of its score, so an
+    answer said in other words than the question is reached through what was said around it.
+    A question asking several things (``sub_queries``) is asked whole and one part at a time,
+    the rankings taken in turn.
+
+    With ``semantic`` (an agent's embeddings; by default, as an agent's recall tool ranks:
+    ``DEFAULT_MODEL``), the ranking by words and the ranking by meaning are fused (reciprocal
+    rank fusion, ``FUSION_K``), so a question in other words than the fact finds it; if the
+    embedding provider fails, the ranking by words alone (one warning). ``None``: by words
+    alone.
+    """
+    return find(docs, query, limit, semantic).passages
+
+
+def find(
+    docs: AgentDocs | str | os.PathLike[str],
+    query: str,
+    limit: int = DEFAULT_PASSAGES,
+    semantic: Semantic = DEFAULT_MODEL,
+) -> Found:
+    """:func:`recall`'s passages, and how many messages matched in all."""
+    if isinstance(docs, (str, os.PathLike)):
+        docs = _agent_folder(docs)
+    if semantic is DEFAULT_MODEL:
+        semantic = _default_index(docs)
+    try:
+        return _find(docs, query, limit, semantic)
+    except Damaged as exc:  # a kept index found damaged as it is read: made again
+        warn_damaged(docs, exc.name, exc)
+        discard(docs, exc.name)
+        followed = follow(docs.path(MEMORY_FILE), docs)
+        if followed is not None:
+            with followed.lock:
+                followed.grown.pop("recall", None)
+        return _find(docs, query, limit, semantic)
+
+
+def _agent_folder(folder: str | os.PathLike[str]) -> AgentDocs:
+    """The documents of an agent's folder on files (or of the folder of the ``MEMORY.md`` named);
+    ``AgentNotFoundError`` if it holds none."""
+    path = as_path(folder)
+    if path.name == MEMORY_FILE and path.is_file():
+        path = path.parent
+    if not holds_memory(path):
+        raise AgentNotFoundError(
+            f"{path} holds no agent's memory (MEMORY.md or archive/): pass an agent's folder, "
+            "$WORKSPACE_DIR/agents/<name>, or Workspace.agent(name)"
+        )
+    return FileDocs(path)
+
+
+def _default_index(docs: AgentDocs) -> SemanticIndex | None:
+    model = llm.default_embedding_model()
+    if not llm.embedding_model(model):
+        return None
+    from nbmemory.recall.embeddings import shared  # numpy, at the first recall
+
+    return shared(docs, model)
+
+
+def _find(docs: AgentDocs, query: str, limit: int, semantic: SemanticIndex | None) -> Found:
+    indexes = corpus_of(docs)
+    if not indexes.documents:
+        return Found([], 0)
+    lineage = provenance.lineage(docs)
+    parts = sub_queries(query)
+    asked = [query, *parts] if len(parts) > 1 else [query]
+    rankings = [_ranked(indexes, q, limit, semantic, lineage) for q in asked]
+    matched = max(count for _, count in rankings)
+    passages = [
+        _passage(
+            path,
+            index,
+            i,
+            score,
+            () if j is None else (_passage(path, index, j, 0.0, lineage=lineage),),
+            lineage,
+        )
+        for score, _, i, path, index, j, _ in _interleaved([r for r, _ in rankings], limit)
+    ]
+    return Found(passages, max(matched, len(passages)))
+
+
+def _ranked(
+    indexes: Corpus,
+    query: str,
+    limit: int,
+    semantic: SemanticIndex | None,
+    lineage: Lineage,
+) -> tuple[list[tuple[Any, ...]], int]:
+    """The matches of ``query``, best first (newer files and messages win ties), and how
+    many messages matched."""
+    asked = set(query_terms(query))
+    ranked, matched = _lexical(indexes, query, asked, limit)
+    added = _feedback(ranked, asked, indexes)
+    if added:
+        # What only the widened query finds is offered, not counted as matched.
+        ranked = _after(ranked, _lexical(indexes, query, asked, limit, added)[0])
+    if semantic is not None:
+        by_meaning = _by_meaning(semantic, indexes, query, asked, limit)
+        if by_meaning is not None:
+            # The more of the question the best match by words says, the less meaning reorders.
+            held = _held(indexes, asked, ranked[0]) if ranked else 0.0
+            ranked = _fused(indexes, ranked, by_meaning, semantic.weight * (1 - held))
+            matched = max(matched, len(ranked))
+    if len(lineage):
+        ranked = _current_first(ranked, lineage)
+    return sorted(ranked, key=lambda item: item[:3], reverse=True), matched
+
+
+def _held(indexes: Corpus, asked: set[str], best: tuple[Any, ...]) -> float:
+    """The share of the query's weight (its words' ``idf``) that a match by words holds, its
+    speaker's name included: 1 when it says every word asked."""
+    weights = _term_weights(indexes, asked)[2]
+    total = sum(weights.values())
+    matched, speaker = best[6][0], best[6][1]
+    return sum(weights[t] for t in asked & (matched | speaker)) / total if total else 0.0
+
+
+def _after(ranked: list[tuple[Any, ...]], widened: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``ranked`` with what only ``widened`` (the ranking of the query widened by feedback)
+    found, scored ``WIDENED`` of ``ranked``'s best as its own best is: feedback reorders
+    nothing the query matched, it finds what was said in other words and places it among
+    them."""
+    matched = {(item[1], item[2]) for item in ranked}
+    top = ranked[0][0] if ranked and ranked[0][0] > 0 else 1.0
+    best = widened[0][0] if widened and widened[0][0] > 0 else 1.0
+    found = list(ranked)
+    found += [
+        (WIDENED * top * item[0] / best, *item[1:])
+        for item in widened[:_POOL]
+        if (item[1], item[2]) not in matched
+    ]
+    return sorted(found, key=lambda item: item[:3], reverse=True)
+
+
+WIDENED = 0.5
+"""What the ranking widened by feedback counts for, beside the query's own."""
+FEEDBACK = 5
+"""Best matches whose words widen a query (pseudo-relevance feedback, as RM3 does)."""
+ADDED = 10
+"""Words, at most, that feedback adds to a query."""
+ADDED_WEIGHT = 0.3
+"""What the most telling added word counts for, as a share of a word the query said."""
+
+
+def _feedback(ranked: list[tuple[Any, ...]], asked: set[str], indexes: Corpus) -> dict[str, float]:
+    """Words the best matches share that the query did not say, each with the share of its
+    weight it counts for: a question in other words than its answer reaches the answer
+    through what was said around its best matches (a question's answer, the same topic)."""
+    if not ranked:
+        return {}
+    documents = indexes.documents
+    top = ranked[0][0] or 1.0
+    weight: Counter[str] = Counter()
+    for score, _, i, _, index, j, _ in ranked[:FEEDBACK]:
+        for k in (i,) if j is None else (i, j):
+            found, length = _counted((index.text(k) or "")[:EMBEDDED_CHARS])
+            for term, count in found.items():
+                if term not in asked:
+                    weight[term] += score / top * count / length
+    if not weight:
+        return {}
+    # Rare words only: they tell the topic, and each brings few messages to rank again.
+    common = min(max(2, documents // 20), max(_FEW, documents // 1000))
+    for term in list(weight):
+        n = indexes.frequency(term)
+        if n > common or n < 1:
+            del weight[term]
+        else:
+            weight[term] *= idf(documents, n)
+    best = weight.most_common(ADDED)
+    if not best:
+        return {}
+    most = best[0][1]
+    return {term: ADDED_WEIGHT * w / most for term, w in best}
+
+
+@functools.lru_cache(maxsize=256)
+def _counted(text: str) -> tuple[Counter[str], int]:
+    """The words of a text (its first ``EMBEDDED_CHARS``), each with its count, and how many
+    there are (at least 1), for ``_feedback``: the best matches of one question are often
+    those of the next. Read, never changed."""
+    found = Counter(words(text))
+    return found, sum(found.values()) or 1
+
+
+def _interleaved(rankings: list[list[tuple[Any, ...]]], limit: int) -> list[tuple[Any, ...]]:
+    """The best ``limit`` matches of one ranking, or of several (a question and each of its
+    parts) taken in turn: the best of each comes before the second best of any, so that
+    ``limit`` passages hold what each part asks.
+
+    A message kept word for word across a compaction is in two files, and a question and its
+    answer may each be found: each is returned once (but a question asked twice, answered
+    differently, is two passages)."""
+    best: list[tuple[Any, ...]] = []
+    seen: set[str | None] = set()
+    places = [0] * len(rankings)
+    while len(best) < limit and any(p < len(r) for p, r in zip(places, rankings, strict=True)):
+        for n, ranked in enumerate(rankings):
+            while places[n] < len(ranked) and len(best) < limit:
+                item = ranked[places[n]]
+                places[n] += 1
+                index = item[4]
+                held = [item[2]] if item[5] is None else [item[2], item[5]]
+                said = {index.text(k) for k in held}
+                if not said <= seen:
+                    seen |= said
+                    best.append(item)
+                    break
+    return best
+
+
+def _current_first(ranked: list[tuple[Any, ...]], lineage: Lineage) -> list[tuple[Any, ...]]:
+    """``ranked`` with the messages of superseded runs of a cell counting ``SUPERSEDED``, best
+    first again (ties keep the order of file and message: the newer first)."""
+    weighed = []
+    for item in ranked:
+        cell = lineage.of_key(item[4].message_key(item[2]))
+        weighed.append((item[0] * SUPERSEDED, *item[1:]) if cell and cell.superseded else item)
+    return sorted(weighed, key=lambda item: item[:3], reverse=True)
+
+
+def _term_weights(
+    indexes: Corpus, terms: Collection[str]
+) -> tuple[dict[str, int], dict[str, int], dict[str, float]]:
+    """For each of ``terms``: how many messages hold it, how many its person says (a name
+    counts as said by each of them, so that it weighs what it tells), and its weight (``idf``)."""
+    documents = indexes.documents
+    frequency = {t: indexes.frequency(t) for t in terms}
+    spoken = {t: indexes.spoken(t) for t in terms}
+    weights = {t: idf(documents, min(documents, n + spoken[t])) for t, n in frequency.items()}
+    return frequency, spoken, weights
+
+
+def _lexical(
+    indexes: Corpus,
+    query: str,
+    asked: set[str],
+    limit: int,
+    added: Mapping[str, float] | None = None,
+) -> tuple[list[tuple[Any, ...]], int]:
+    """The best matches by words, best first: ``(score, file rank, message, path, index,
+    message beside it or None, what it says)``; and how many messages matched. ``added``:
+    words the query did not say, each with the share of its weight it counts for."""
+    documents = indexes.documents
+    if not asked:
+        return [], 0
+    said = asked
+    if added:
+        asked = asked | set(added)
+    average = indexes.words / documents
+    frequency, spoken, weights = _term_weights(indexes, asked)
+    for t, share in (added or {}).items():
+        weights[t] *= share
+    named = {t for t, n in spoken.items() if n}
+    when = _ASKS_WHEN.match(query[:QUERY_CHARS]) is not None
+    # Words rare enough to pick the candidates: then common words are only looked up in them,
+    # which keeps a query fast on a long history.
+    rare = [t for t, count in frequency.items() if 0 < count <= max(_FEW, documents // 20)]
+    others = asked.difference(rare)
+    scored: list[tuple[Any, ...]] = []
+    found: dict[tuple[int, int], dict[str, int]] = {}  # the query's words in a message
+    for rank in indexes.holding(rare or asked):  # the others hold none of the words
+        path, index = indexes[rank]
+        scores: dict[int, float] = {}
+        held: dict[int, int] = {}  # how many of the query's words a message holds
+        lengths = index.lengths
+        if rare:
+            # The rare words' counts come with their postings; only the others are looked up.
+            holds: dict[int, dict[str, int]] = {}
+            for term in rare:
+                for i, count in zip(*index.postings(term), strict=False):
+                    holds.setdefault(i, {})[term] = count
+            for i, counts in holds.items():
+                if others:
+                    counts.update(index.asked(i, others))
+                length = lengths[i]
+                found[rank, i] = counts
+                held[i] = len(counts)
+                scores[i] = sum(
+                    weight * bm25_term(counts[term], length, average)
+                    for term, weight in weights.items()
+                    if counts.get(term)
+                )
+        else:
+            for term, weight in weights.items():
+                for i, count in zip(*index.postings(term), strict=False):
+                    gain = weight * bm25_term(count, lengths[i], average)
+                    scores[i] = scores.get(i, 0.0) + gain
+                    held[i] = held.get(i, 0) + 1
+        # A message with nothing the query does not already say (the question itself, an
+        # earlier asking of it) answers nothing.
+        scored.extend(
+            (score, rank, i, path, index)
+            for i, score in scores.items()
+            if index.distinct(i) > held[i]
+        )
+    # Who said it, when, and what goes with it re-rank the best by their words alone, so that
+    # a query costs no more than before on a long history. A query that names people takes
+    # what they said, or was said to them, first.
+    size = max(_POOL, limit * 20)
+    pool = heapq.nlargest(size * (4 if named else 1), scored, key=lambda item: item[:3])
+    if named:
+        pool = heapq.nlargest(
+            size,
+            pool,
+            key=lambda item: (item[0] * indexes.toward(item[4], item[2], named), *item[1:3]),
+        )
+    ranked = []
+    latest: dict[tuple[Any, ...], int] = {}
+    for score, rank, i, path, index in pool:
+        counts = found.get((rank, i))
+        if counts is None:
+            counts = index.asked(i, asked)
+        j = indexes.beside(index, i)
+        if j is None and index.asks[i]:
+            score *= QUESTION
+        # Whose fact it is: the answer's speaker when a question carries its answer.
+        teller = j if j is not None and j > i else i
+        said_by = index.speaker(teller) & named
+        if said_by:
+            # The speaker's name is as good as said: "Maya: I play" answers "What does Maya
+            # play?" as "Maya plays" would, and more.
+            score += sum(
+                weights[name] * bm25_term(1, index.lengths[i], average)
+                for name in said_by
+                if not counts.get(name)
+            )
+            score *= 1 + NAMED
+        elif named and not named & set(counts) and indexes.toward(index, teller, named) == 1:
+            score *= APART
+        dated = when and (index.dated[i] or (j is not None and index.dated[j]))
+        if dated:
+            score *= 1 + DATED
+        # Messages that match the same words of the query (most of what it asks), said by the
+        # same, say the same thing: the newest is the current one (a fact said again later,
+        # changed), and ranks with the best of them if it matches at least half as well.
+        matched = frozenset(counts)
+        same = (matched, index.speaker(teller), dated)
+        newest = latest.get(same)
+        if newest is None or ranked[newest][1:3] < (rank, i):
+            latest[same] = len(ranked)
+        ranked.append((score, rank, i, path, index, j, same))
+    best_of: dict[tuple[Any, ...], float] = {}
+    for item in ranked:
+        best_of[item[6]] = max(best_of.get(item[6], 0.0), item[0])
+    topic = sum(weights[t] for t in said - named)
+    for same, n in latest.items():
+        if sum(weights[t] for t in same[0]) >= topic / 2 and ranked[n][0] >= best_of[same] / 2:
+            ranked[n] = (best_of[same], *ranked[n][1:])
+    return sorted(ranked, key=lambda item: item[:3], reverse=True), len(scored)
+
+
+def _by_meaning(
+    semantic: SemanticIndex,
+    indexes: Corpus,
+    query: str,
+    asked: set[str],
+    limit: int,
+) -> list[tuple[int, int]] | None:
+    """The best matches by meaning, best first, as ``(file rank, message)``, among the newest
+    ``semantic.reach`` messages (all if ``None``); ``None`` if the provider failed. Messages
+    recall never returns, and those with nothing the query does not already say, are left
+    out; a bare question counts less (``QUESTION``), as by words."""
+    parts, keys, starts, texts = within_reach(indexes, semantic.reach)
+    if not any(keys):
+        return []
+    pool = max(_POOL, limit * 20)
+    # Asked for more than the pool: the question itself and its earlier askings are dropped.
+    found = semantic.ranked(query[:QUERY_CHARS], keys, texts, 2 * pool + 16)
+    if found is None:
+        return None
+    named = {t for t in asked if indexes.spoken(t)}
+    best = []
+    for score, n in found:
+        part = bisect.bisect_right(starts, n) - 1
+        rank, first = parts[part]
+        index, i = indexes[rank][1], n - starts[part] + first
+        if not index.is_recallable(i):
+            continue
+        distinct = index.distinct(i)  # it holds no more of the query's words than it asks
+        if distinct <= len(asked) and distinct <= len(index.asked(i, asked)):
+            continue
+        if index.asks[i] and indexes.beside(index, i) is None:
+            score *= QUESTION
+        if named:
+            toward = indexes.toward(index, i, named)
+            if toward == 1:
+                continue
+            score *= toward
+        best.append((score, rank, i))
+    best.sort(reverse=True)  # ties: the newer file, the later message
+    return [(rank, i) for _, rank, i in best[:pool]]
+
+
+FUSION_K = 60
+"""Reciprocal rank fusion: a message scores the sum of 1 / (FUSION_K + its place) over the
+rankings by words and by meaning (the latter times the index's ``weight``)."""
+
+
+def _fused(
+    indexes: Corpus,
+    lexical: list[tuple[Any, ...]],
+    by_meaning: list[tuple[int, int]],
+    weight: float,
+) -> list[tuple[Any, ...]]:
+    """The two rankings fused (``FUSION_K``), a place by meaning counting ``weight`` of one by
+    words, best first; ties go to the newer message."""
+    items: dict[tuple[int, int], list[Any]] = {}
+    pool = max(_POOL, len(by_meaning))
+    for place, item in enumerate(lexical[:pool], 1):
+        items.setdefault((item[1], item[2]), [0.0, item])[0] += 1 / (FUSION_K + place)
+    for place, (rank, i) in enumerate(by_meaning, 1):
+        entry = items.get((rank, i))
+        if entry is None:
+            path, index = indexes[rank]
+            j = indexes.beside(index, i)
+            entry = items[rank, i] = [0.0, (0.0, rank, i, path, index, j, None)]
+        entry[0] += weight / (FUSION_K + place)
+    fused = [(score, *item[1:]) for score, item in items.values()]
+    return sorted(fused, key=lambda item: item[:3], reverse=True)
+
+
+def _passage(
+    path: Path,
+    index: Index,
+    i: int,
+    score: float,
+    carried: tuple[Passage, ...] = (),
+    lineage: Lineage = provenance.EMPTY,
+) -> Passage:
+    return Passage(
+        source=path.name,
+        index=i,
+        role=index.role(i),
+        timestamp=index.timestamp(i),
+        text=index.text(i) or "",
+        score=score,
+        beside=carried,
+        cell=_cell_label(lineage.of_key(index.message_key(i))) if len(lineage) else None,
+    )
+
+
+def _cell_label(cell: Cell | None) -> str | None:
+    if cell is None:
+        return None
+    where = cell.provenance
+    label = cell_words(where.notebook, where.execution_count)
+    return f"{label}, {superseded_words(cell.superseded_by)}" if cell.superseded else label
