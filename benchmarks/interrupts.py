@@ -37,8 +37,8 @@ sys.path[:0] = [str(ROOT), str(HERE), str(ROOT / "tests")]
 from pg_server import new_database, postgres_server  # noqa: E402
 from run import SWARMS, print_table, swarms_python  # noqa: E402
 
-from nbmemory.memory_file import parse  # noqa: E402
 from nbmemory.store import Workspace  # noqa: E402
+from nbmemory.store.memory_format import parse  # noqa: E402
 
 EXIT_LIMIT = 30.0
 CHILD = """

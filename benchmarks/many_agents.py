@@ -245,8 +245,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     with_bytecode()
-    from nbmemory import Workspace, store
-    from nbmemory.layout import import_layout
+    from nbmemory import Workspace
+    from nbmemory.store.layout import import_layout
+    from nbmemory.store.workspace import database_at
 
     with tempfile.TemporaryDirectory(prefix="bench-many-") as name, postgres_server() as server:
         tmp = Path(name)
@@ -272,7 +273,7 @@ def main() -> None:
                     + [[label, figures] for label, figures in big(tmp, url, args.big_mb).items()]
                 )
         finally:
-            store.database_at(url).close()
+            database_at(url).close()
 
 
 if __name__ == "__main__":

@@ -137,9 +137,9 @@ def main() -> None:
                 on_database = measure(Path(tmp) / "database", url, args.repeats)
                 grown_database = measure_growth(Path(tmp) / "database-grown", url, args.repeats)
             finally:
-                from nbmemory import store
+                from nbmemory.store.workspace import database_at
 
-                store.database_at(url).close()
+                database_at(url).close()
     rows = [["workload", "files", "PostgreSQL"]]
     for name, value in on_files.items():
         rows.append([name, show(value, name), show(on_database[name], name)])

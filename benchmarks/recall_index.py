@@ -27,7 +27,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 from workloads import memory_file_text, text  # noqa: E402
 
-from nbmemory.memory_file import format_block  # noqa: E402
+from nbmemory.store.memory_format import format_block  # noqa: E402
 
 ARCHIVES = 10
 MESSAGES = 10_000

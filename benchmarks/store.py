@@ -28,9 +28,10 @@ DATABASE_GOALS = {"add, per message (persistent)": "<= 400 us"}
 
 def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
     """The workloads on a workspace in ``root``, on the database at ``url`` (else files)."""
-    from nbmemory import Conversation, Workspace, follow
-    from nbmemory.layout import import_layout
+    from nbmemory import Conversation, Workspace
     from nbmemory.read_model import ReadModel
+    from nbmemory.store import follow
+    from nbmemory.store.layout import import_layout
 
     workspace = Workspace(root / "workspace", url)
     agents = root / "workspace" / "agents"
@@ -151,9 +152,9 @@ def main() -> None:
                 on_database = measure(Path(tmp) / "database", url, args.repeats)
                 bare = floor(url, args.repeats)
             finally:
-                from nbmemory import store
+                from nbmemory.store.workspace import database_at
 
-                store.database_at(url).close()
+                database_at(url).close()
     rows = [
         [
             "workload",

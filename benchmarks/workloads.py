@@ -29,7 +29,7 @@ def text(i: int) -> str:
 
 
 def memory_file_text(n: int, conversation: str) -> str:
-    from nbmemory.memory_file import format_block, format_header
+    from nbmemory.store.memory_format import format_block, format_header
 
     blocks = (
         format_block("User" if i % 2 else conversation, text(i), "2026-04-20T18:35:04")
@@ -173,7 +173,7 @@ def figure_after_add(root: Path, repeats: int) -> float:
 
 
 def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, float]:
-    from nbmemory import follow
+    from nbmemory.store import follow
 
     folder = root / "agents" / "archived"
     (folder / "archive").mkdir(parents=True)
@@ -194,7 +194,7 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
     def recall(cold: bool) -> float:
         from nbmemory.recall import kept_indexes
         from nbmemory.recall import recall as recall_passages
-        from nbmemory.store import FileDocs
+        from nbmemory.store.docs import FileDocs
 
         if cold:  # as after a restart: the indexes recall kept beside the memory are read again
             follow._followed.clear()
@@ -210,7 +210,7 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
     def by_meaning(cold: bool) -> float:
         from nbmemory.recall import embeddings, kept_indexes, word_vectors
         from nbmemory.recall import recall as recall_passages
-        from nbmemory.store import FileDocs
+        from nbmemory.store.docs import FileDocs
 
         if cold:  # a new process: indexes read again, the word vectors loaded and applied again
             follow._followed.clear()
@@ -250,11 +250,12 @@ of a word's length."""
 def long_run_recall(root: Path, repeats: int, conversation_class) -> dict[str, float]:
     """Recall over a memory that holds a 1 MB run of one letter, as in a new process whose
     first recall indexes the memory (the run's word met for the first time)."""
-    from nbmemory import follow, terms
+    from nbmemory import terms
     from nbmemory.recall import kept_indexes
     from nbmemory.recall import recall as recall_passages
-    from nbmemory.store import FileDocs
-    from nbmemory.workspace import RECALL_INDEX_DIR
+    from nbmemory.store import follow
+    from nbmemory.store.docs import FileDocs
+    from nbmemory.store.folders import RECALL_INDEX_DIR
 
     folder = root / "agents" / "long-run"
     convo = conversation_class(name="long-run", memory_md_path=str(folder / "MEMORY.md"))
@@ -287,9 +288,10 @@ def conversation_recall(root: Path, repeats: int) -> dict[str, float]:
     about the two people in turn; cold: the first question in a new process state."""
     import retrieval
 
-    from nbmemory import conversation, follow
+    from nbmemory import conversation
     from nbmemory.recall import corpus, embeddings, kept_indexes, ranking, word_vectors
     from nbmemory.recall import recall as recall_passages
+    from nbmemory.store import follow
 
     made = retrieval.dialogue(1000, 34, 18)
     assert len(made.turns) >= TURNS
@@ -365,11 +367,12 @@ def widget_figures(repeats: int) -> dict[str, float]:
     """The widget at 10,000 messages: first render, cost per add(), what it sends to the browser.
 
     First render is construction until the first page and the figures are set, cold (the read
-    model has not read the file yet: ``nbmemory.follow``'s cache is emptied before each run) and
-    warm (the read model already follows the file, as after ``%memory`` or the sidebar).
+    model has not read the file yet: ``nbmemory.store.follow``'s cache is emptied before each
+    run) and warm (the read model already follows the file, as after ``%memory`` or the sidebar).
     """
-    from nbmemory import Conversation, follow
+    from nbmemory import Conversation
     from nbmemory.jupyter.widget import MemoryWidget
+    from nbmemory.store import follow
 
     folder = Path(tempfile.mkdtemp(prefix="bench-widget-"))
     path = folder / "agents" / "bench" / "MEMORY.md"

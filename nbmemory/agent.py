@@ -19,7 +19,6 @@ from nbmemory.compactions import Compaction, write_record
 from nbmemory.compressor import CompactionPlan, ContextCompressor
 from nbmemory.conversation import Conversation
 from nbmemory.errors import CompactionError, MemoryFormatError
-from nbmemory.memory_file import encoded
 from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import MARKER as NOTES_MARKER
 from nbmemory.notes import PROMPT_LINE as NOTES_LINE
@@ -32,17 +31,19 @@ from nbmemory.recall import TOOL_NAME as RECALL_TOOL
 from nbmemory.recall import recall_tool
 from nbmemory.run_settings import RunSettings, read_settings, reply_room, write_settings
 from nbmemory.search import content_text
-from nbmemory.store import AgentDocs, Workspace
-from nbmemory.terms import missing_terms
-from nbmemory.tokens import TokenCounter, context_window
-from nbmemory.tools import Tool, ToolBox
-from nbmemory.workspace import (
+from nbmemory.store import Workspace
+from nbmemory.store.docs import AgentDocs
+from nbmemory.store.folders import (
     MEMORY_FILE,
-    agent_dir,
+    agent_folder,
     check_folder,
     make_private_dir,
     validate_agent_name,
 )
+from nbmemory.store.memory_format import encoded
+from nbmemory.terms import missing_terms
+from nbmemory.tokens import TokenCounter, context_window
+from nbmemory.tools import Tool, ToolBox
 
 DEFAULT_AGENT_NAME = "swarm-worker-01"
 AUTO_LOOP_LIMIT = 25
@@ -607,7 +608,7 @@ class Agent:
         ``agent_state.json``; a relative name is in the agent's folder; ``.json`` is added."""
         root = self.workspace.root
         folder = (
-            agent_dir(self.agent_name, root)
+            agent_folder(self.agent_name, root)
             if self.persistent_memory
             else root / "states" / self.agent_name
         )

@@ -17,9 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from nbmemory import store
 from nbmemory.agent import Agent
-from nbmemory.atomic import write_atomic
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
@@ -28,10 +26,8 @@ from nbmemory.errors import (
     NoteNotFoundError,
 )
 from nbmemory.export import FORMATS, export_text
-from nbmemory.layout import MAX_DOCUMENT_BYTES, export_layout, import_layout
 from nbmemory.note_history import APPROVALS, DEFAULT, Author
 from nbmemory.notes import Notes, listing
-from nbmemory.pg_store import hide_password
 from nbmemory.read_model import FOLD_CHARS, ReadModel
 from nbmemory.recall import DEFAULT_BUDGET
 from nbmemory.report import (
@@ -44,6 +40,10 @@ from nbmemory.report import (
     visible,
 )
 from nbmemory.store import Workspace
+from nbmemory.store import workspace as memory_store
+from nbmemory.store.atomic import write_atomic
+from nbmemory.store.layout import MAX_DOCUMENT_BYTES, export_layout, import_layout
+from nbmemory.store.masked_url import hide_password
 from nbmemory.wording import counted, review_words
 
 
@@ -217,7 +217,7 @@ def cmd_server(args: argparse.Namespace) -> str:
     if args.workspace:  # relative to here, like every other command's
         options.insert(0, f"--NbMemoryServer.workspace={os.path.abspath(args.workspace)}")
     if args.store:  # the server reads it, and exports it to its kernels
-        os.environ[store.ENV] = args.store
+        os.environ[memory_store.ENV] = args.store
     serve(options)
     return ""
 
@@ -481,7 +481,7 @@ def leave(code: int) -> NoReturn:
     closed, without freeing its objects one by one as an interpreter's exit does: after a
     listing of thousands of agents that holds two tokenizers and every memory it read, that
     took 0.1-0.25 s of a one-second command, for memory the system takes back at once."""
-    store.close_databases()
+    memory_store.close_databases()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -499,7 +499,7 @@ def _command(args: argparse.Namespace) -> int:
                     raise NbmemoryError("give --store or --store-file, not both")
                 args.store = read_store_file(args.store_file)
             if args.store is not None:
-                store.check(args.store)
+                memory_store.check(args.store)
             output = args.run(args)
     except (NotFound, AgentNotFoundError, ArchiveNotFoundError, NoteNotFoundError) as exc:
         print(terminal(f"nbmemory: {exc}"), file=sys.stderr)

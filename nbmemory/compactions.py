@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from nbmemory.store import AgentDocs
+from nbmemory.store.docs import AgentDocs
 
 
 @dataclass(frozen=True)

@@ -12,20 +12,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nbmemory import memory_file, provenance, search
-from nbmemory.atomic import write_atomic
+from nbmemory import provenance, search
 from nbmemory.compactions import Compaction, write_record
 from nbmemory.errors import MemoryFormatError, MemoryWarning, NbmemoryError
-from nbmemory.memory_file import block_bytes, format_block, format_header, now_iso
 from nbmemory.notes import Notes
 from nbmemory.provenance import Provenance
 from nbmemory.search import MemoryHit, content_text
-from nbmemory.store import AgentDocs, Workspace, memory_docs
+from nbmemory.store import Workspace, memory_format
+from nbmemory.store.atomic import write_atomic
+from nbmemory.store.docs import AgentDocs, memory_docs
+from nbmemory.store.folders import make_private_dir, read_regular
+from nbmemory.store.memory_format import block_bytes, format_block, format_header, now_iso
 from nbmemory.swarms_conversation import SwarmsConversation, conversations_folder
 from nbmemory.terms import missing_terms
 from nbmemory.token_counts import KeptCounts, counted, digest, write_counts
 from nbmemory.tokens import APPROXIMATE, TokenCounter, context_window
-from nbmemory.workspace import make_private_dir, read_regular
 
 PRELOAD_MARKER = "[Persistent Memory — MEMORY.md]"
 SUMMARY_MARKER = "[Compressed Memory Summary]"
@@ -54,7 +55,7 @@ def preloaded_messages(text: str) -> list[dict[str, Any]] | None:
     if not text.startswith(PRELOAD_MARKER):
         return None
     first = text.find("\n### ")
-    return memory_file.parse(text[first + 1 :], header=False).messages if first >= 0 else []
+    return memory_format.parse(text[first + 1 :], header=False).messages if first >= 0 else []
 
 
 def block_text(message: dict[str, Any]) -> str:
@@ -265,8 +266,8 @@ class Conversation(SwarmsConversation):
             self._history.append(message)
             self._session_start += 1
             return
-        parsed = memory_file.parse(data)
-        self.preloaded_messages = memory_file.report(parsed, self._memory.path)
+        parsed = memory_format.parse(data)
+        self.preloaded_messages = memory_format.warned_messages(parsed, self._memory.path)
         self._header = parsed.header
         if not parsed.messages:
             return
@@ -623,7 +624,7 @@ class Conversation(SwarmsConversation):
 
     def _compacted_on_disk(self, summary: dict[str, Any]) -> bool:
         """Whether the memory holds ``summary`` alone, as a compaction to it leaves it."""
-        messages = memory_file.parse(self._memory.read_bytes()).messages
+        messages = memory_format.parse(self._memory.read_bytes()).messages
         return len(messages) == 1 and all(
             messages[0].get(key) == summary[key] for key in ("role", "content", "timestamp")
         )
@@ -858,8 +859,8 @@ class Conversation(SwarmsConversation):
 
 
 def _parse_preload(data: bytes) -> list[dict[str, Any]]:
-    """The messages of a file that :func:`memory_file.read_whole` found whole."""
-    return memory_file.parse(data).messages
+    """The messages of a file that :func:`memory_format.read_whole` found whole."""
+    return memory_format.parse(data).messages
 
 
 def _plain_file_name(name: str) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 from nbmemory.agent import Agent
 from nbmemory.conversation import Conversation
 from nbmemory.store import Workspace
-from nbmemory.workspace import MEMORY_FILE
+from nbmemory.store.folders import MEMORY_FILE
 
 AGENT = "demo-agent"
 TURNS = [

@@ -109,7 +109,7 @@ class InvalidTextError(NbmemoryError, ValueError):
 
 class MessageTooLargeError(NbmemoryError, ValueError):
     """Text sent to be stored that is over the size a message may have
-    (``store.MAX_MESSAGE_BYTES``); nothing was written."""
+    (``docs.MAX_MESSAGE_BYTES``); nothing was written."""
 
 
 class StoreError(NbmemoryError):

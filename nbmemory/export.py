@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from nbmemory.memory_file import format_block, format_header
+from nbmemory.store.memory_format import format_block, format_header
 
 FORMATS = ("json", "yaml", "md")
 

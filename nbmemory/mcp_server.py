@@ -51,12 +51,13 @@ from nbmemory.errors import (
 )
 from nbmemory.note_history import Author
 from nbmemory.notes import NOTES_FILE, Notes, listing, review_answer
-from nbmemory.pg_store import hide_password
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import DEFAULT_BUDGET, DEFAULT_PASSAGES, LISTED, describe, find
 from nbmemory.report import AgentTable, parts_line, usage_line
-from nbmemory.store import Workspace, check_size
-from nbmemory.workspace import ARCHIVE_DIR, MEMORY_FILE, validate_agent_name
+from nbmemory.store import Workspace
+from nbmemory.store.docs import check_size
+from nbmemory.store.folders import ARCHIVE_DIR, MEMORY_FILE, validate_agent_name
+from nbmemory.store.masked_url import hide_password
 
 SCHEME = "memory"
 ROLE = "MCP"

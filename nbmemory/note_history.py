@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nbmemory.errors import MemoryWarning
-from nbmemory.memory_file import now_iso
-from nbmemory.store import AgentDocs
+from nbmemory.store.docs import AgentDocs
+from nbmemory.store.memory_format import now_iso
 
 HISTORY_FILE = "NOTES.history.jsonl"
 APPROVALS = ("auto", "ask", "off")

@@ -38,7 +38,8 @@ from nbmemory.errors import (
     NotesFullError,
 )
 from nbmemory.note_history import Author, Change
-from nbmemory.store import AgentDocs, docs_at
+from nbmemory.store.docs import AgentDocs
+from nbmemory.store.workspace import docs_at
 from nbmemory.token_counts import KeptCounts
 from nbmemory.tokens import TokenCounter
 

@@ -2,7 +2,7 @@
 
 The magics, the widget, the server and the CLI never parse files or count tokens on their own;
 they ask here, so the same thing shows the same number everywhere. Nothing here creates,
-changes or locks a file, and files are followed (``nbmemory.follow``): when nothing changed a
+changes or locks a file, and files are followed (``nbmemory.store.follow``): when nothing changed a
 read costs a ``stat``, and after an append only the new bytes are read.
 """
 
@@ -21,8 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nbmemory import follow as follow_module
-from nbmemory import llm, workspace
+from nbmemory import llm
 from nbmemory.compactions import Compaction, read_record, record_path
 from nbmemory.conversation import block_text, preload_tokens
 from nbmemory.errors import (
@@ -32,8 +31,6 @@ from nbmemory.errors import (
     MemoryWarning,
     UnsafeFileError,
 )
-from nbmemory.follow import EMPTY, FollowedFile, follow, follow_memories
-from nbmemory.memory_file import archive_time
 from nbmemory.note_history import HISTORY_FILE, Change, pending
 from nbmemory.notes import NOTES_FILE, Notes
 from nbmemory.provenance import EMPTY as NO_LINEAGE
@@ -48,7 +45,12 @@ from nbmemory.run_settings import (
     read_settings,
 )
 from nbmemory.search import content_text, followed_index
-from nbmemory.store import AgentDocs, FileDocs, Workspace, as_workspace
+from nbmemory.store import Workspace, folders
+from nbmemory.store import follow as follow_module
+from nbmemory.store.archives import archive_time
+from nbmemory.store.docs import AgentDocs, FileDocs
+from nbmemory.store.follow import EMPTY, FollowedFile, follow, follow_memories
+from nbmemory.store.workspace import as_workspace
 from nbmemory.terms import left_out, salient_terms
 from nbmemory.token_counts import KeptCounts
 from nbmemory.tokens import TokenCounter
@@ -399,7 +401,7 @@ def _tokens(followed: FollowedFile, kept: KeptCounts, first: int | None = None) 
 def _usable(name: str) -> bool:
     """Whether a stored agent name can name an agent; warns about one that cannot."""
     try:
-        workspace.validate_agent_name(name)
+        folders.validate_agent_name(name)
     except InvalidAgentNameError as exc:
         warnings.warn(f"agent {name!r} left out: {exc}", MemoryWarning, stacklevel=3)
         return False
@@ -664,7 +666,7 @@ class ReadModel:
     def exists(self, name: str) -> bool:
         """Whether ``name`` is one of :meth:`names`, without listing them."""
         try:
-            workspace.validate_agent_name(name)
+            folders.validate_agent_name(name)
         except InvalidAgentNameError:
             return False
         return self.workspace.has_agent(name)
@@ -674,7 +676,7 @@ class ReadModel:
         checked on files (``UnsafeFileError`` for a link)."""
         docs = self.workspace.agent(name)
         if not docs.is_database:
-            workspace.check_folder(docs.folder)
+            folders.check_folder(docs.folder)
         return docs
 
     def _listed(self, name: str) -> AgentDocs:
@@ -692,7 +694,7 @@ class ReadModel:
 
     def _memory(self, name: str) -> tuple[Path, FollowedFile | None]:
         docs = self._folder(name)
-        path = docs.path(workspace.MEMORY_FILE)
+        path = docs.path(folders.MEMORY_FILE)
         return path, follow(path, docs)
 
     def settings(self, name: str) -> tuple[RunSettings, bool]:
@@ -702,7 +704,7 @@ class ReadModel:
     def usage(self, name: str) -> Usage:
         """How full agent ``name``'s next request is (see :class:`Usage`)."""
         docs = self._folder(name)
-        return self._usage(docs, follow(docs.path(workspace.MEMORY_FILE), docs))
+        return self._usage(docs, follow(docs.path(folders.MEMORY_FILE), docs))
 
     def _usage(self, docs: AgentDocs, followed: FollowedFile | None) -> Usage:
         settings, recorded = _settings(docs)
@@ -734,10 +736,10 @@ class ReadModel:
     def agent(self, name: str) -> AgentInfo:
         """The figures of agent ``name``; ``AgentNotFoundError`` if it has no memory here."""
         docs = self._folder(name)
-        return self._info(docs, follow(docs.path(workspace.MEMORY_FILE), docs))
+        return self._info(docs, follow(docs.path(folders.MEMORY_FILE), docs))
 
     def _info(self, docs: AgentDocs, followed: FollowedFile | None) -> AgentInfo:
-        path = docs.path(workspace.MEMORY_FILE)
+        path = docs.path(folders.MEMORY_FILE)
         messages = followed.messages if followed is not None else []
         last = messages[-1].get("timestamp") if messages else None
         if not last and followed is not None:
@@ -788,7 +790,7 @@ class ReadModel:
             if stored < follow_module.LARGE:
                 return None
         else:
-            path = docs.path(workspace.MEMORY_FILE)
+            path = docs.path(folders.MEMORY_FILE)
             try:
                 st = os.lstat(path)
             except OSError:
@@ -850,7 +852,7 @@ class ReadModel:
     def file_path(self, name: str, archive: str | None = None) -> Path:
         """Where agent ``name``'s MEMORY.md (which may not exist yet) or ``archive`` is."""
         if archive is None:
-            return self._folder(name).path(workspace.MEMORY_FILE)
+            return self._folder(name).path(folders.MEMORY_FILE)
         for path in self._archive_paths(self._folder(name).name):
             if path.name == archive:
                 return path
@@ -881,7 +883,7 @@ class ReadModel:
         messages = self._file(name, archive).messages
         if not 0 <= index < len(messages):
             raise IndexError(f"{name} has no message {index} in {archive or 'MEMORY.md'}")
-        source = archive or workspace.MEMORY_FILE
+        source = archive or folders.MEMORY_FILE
         return _item(index, messages[index], source, None, self.lineage(name))
 
     def message_tokens(
@@ -1033,7 +1035,7 @@ class ReadModel:
         for source in sources:
             followed = self._file(name, source)
             index = followed_index(followed)
-            label = source or workspace.MEMORY_FILE
+            label = source or folders.MEMORY_FILE
             hits.extend(
                 (label, i, followed.messages[i])
                 for i in index.search(query, within=len(followed.messages))
@@ -1062,7 +1064,7 @@ class ReadModel:
         followed = self._file(name, archive)
         index = followed_index(followed)
         messages = followed.messages
-        source = archive or workspace.MEMORY_FILE
+        source = archive or folders.MEMORY_FILE
         hits = [i for i in index.search(term, within=len(messages)) if has_role(messages[i], role)]
         limit = max(1, limit)
         if not hits:
@@ -1104,8 +1106,8 @@ class ReadModel:
 
 
 _VERSIONED = (
-    workspace.MEMORY_FILE,
-    workspace.ARCHIVE_DIR,
+    folders.MEMORY_FILE,
+    folders.ARCHIVE_DIR,
     SETTINGS_FILE,
     NOTES_FILE,
     HISTORY_FILE,

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from nbmemory.store import AgentDocs
+from nbmemory.store.docs import AgentDocs
 from nbmemory.tokens import context_window, encoding_name_for_model
 
 SETTINGS_FILE = "settings.json"

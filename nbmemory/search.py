@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nbmemory.follow import FollowedFile, follow
-from nbmemory.store import AgentDocs
+from nbmemory.store.docs import AgentDocs
+from nbmemory.store.follow import FollowedFile, follow
 
 
 @dataclass(frozen=True)

@@ -351,7 +351,7 @@ class SwarmsConversation:
 
     def export_conversation(self, filename: str) -> None:
         """Write the history to ``filename``: JSON for ``.json``, else ``role: content`` lines."""
-        from nbmemory.atomic import write_atomic
+        from nbmemory.store.atomic import write_atomic
 
         if filename.endswith(".json"):
             text = json.dumps(self.conversation_history, indent=4, default=str)

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nbmemory.errors import StoreError
+from nbmemory.store.folders import COUNTS_FILE, open_reader
 from nbmemory.tokens import TokenCounter
-from nbmemory.workspace import COUNTS_FILE, open_reader
 
 FORMAT = "nbmemory token counts 1"
 MAX_BYTES = 32 * 2**20

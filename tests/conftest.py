@@ -113,11 +113,11 @@ def database_url(postgres: str, request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def database(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The workspace's store is a fresh database (``$NBMEMORY_STORE``): its URL."""
-    from nbmemory import store
+    from nbmemory.store.workspace import database_at
 
     monkeypatch.setenv("NBMEMORY_STORE", database_url)
     yield database_url
-    store.database_at(database_url).close()
+    database_at(database_url).close()
 
 
 @pytest.fixture(params=["files", "postgresql"])

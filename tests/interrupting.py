@@ -37,8 +37,8 @@ from typing import Any
 
 from nbmemory import Conversation, Workspace
 from nbmemory.errors import MemoryWarning
-from nbmemory.memory_file import parse
 from nbmemory.read_model import ReadModel
+from nbmemory.store.memory_format import parse
 
 NAME = "Interrupted"
 _CALLS = ("CALL", "CALL_FUNCTION_EX", "CALL_KW")

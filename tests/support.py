@@ -46,7 +46,7 @@ def stored(name: str, doc: str | os.PathLike[str] = "MEMORY.md") -> bytes:
 
 def stored_messages(name: str, doc: str | os.PathLike[str] = "MEMORY.md") -> list[dict]:
     """The messages of agent ``name``'s memory (or of an archive) as its store holds them."""
-    from nbmemory.memory_file import parse
+    from nbmemory.store.memory_format import parse
 
     return parse(stored(name, doc)).messages
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nbmemory import Conversation
+from nbmemory import Conversation, Workspace
 from nbmemory.cli import main
-from nbmemory.memory_file import parse
-from nbmemory.pg_store import PgStore
 from nbmemory.provenance import Provenance
 from nbmemory.read_model import ReadModel
 from nbmemory.store import memory_path
+from nbmemory.store.memory_format import parse
+from nbmemory.store.postgresql import PgStore
+from nbmemory.store.workspace import database_at
 from support import (
     REFUSED_STORES,
     ROOT,
@@ -217,7 +218,7 @@ def test_a_command_that_only_reads_ends_without_freeing_what_it_read(prepared, a
 def test_output_cut_short_by_its_reader_ends_quietly(workspace):
     """``nbmemory show NAME | head -1``: the reader goes away after one line, and the command
     ends without a traceback (what it still had to print goes nowhere)."""
-    from nbmemory.memory_file import format_block, format_header
+    from nbmemory.store.memory_format import format_block, format_header
 
     path = Path(memory_path("Long"))
     path.parent.mkdir(parents=True)
@@ -296,7 +297,7 @@ def test_audit_lists_compactions_and_what_they_dropped(workspace, capsys):
 def test_the_store_option_reads_and_writes_the_database(
     database_url, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ):
-    from nbmemory import Workspace, store, workspace_dir
+    from nbmemory import Workspace, workspace_dir
 
     monkeypatch.delenv("NBMEMORY_STORE", raising=False)  # the environment's store is files
     shared = Workspace(workspace_dir(), database_url)
@@ -314,7 +315,7 @@ def test_the_store_option_reads_and_writes_the_database(
         assert main(["--store", database_url, "path", "Shared"]) == 1
         assert "kept in the database" in capsys.readouterr().err
     finally:
-        store.database_at(database_url).close()
+        database_at(database_url).close()
 
 
 def test_a_bad_store_is_a_clear_one_line_error(capsys: pytest.CaptureFixture):
@@ -386,12 +387,11 @@ def test_the_store_can_come_from_a_file_or_the_variable_alone(
 ):
     """Not on the command line, where other users see it. The test server trusts local
     connections, so the password is accepted whatever it is: it must just never be shown."""
-    from nbmemory import store
 
     url = database_url.replace("nbmemory@", "nbmemory:Qz7Kx9@")
     path = tmp_path / "store-url"
     path.write_text(f"\ufeff  {url} \n")  # a byte order mark and blanks, as editors leave them
-    shared = store.Workspace(tmp_path / "workspace", url)
+    shared = Workspace(tmp_path / "workspace", url)
     try:
         Conversation(
             name="Shared", memory_md_path=shared.memory_path("Shared"), workspace=shared
@@ -403,13 +403,13 @@ def test_the_store_can_come_from_a_file_or_the_variable_alone(
         assert "kept in the database postgresql://nbmemory@127.0.0.1:" in err
         assert leaks("Qz7Kx9", err) == []
     finally:
-        store.database_at(url).close()
+        database_at(url).close()
     shown = nbmemory("--store-file", str(path), "show", "Shared")
     assert shown.returncode == 0 and "On the DB." in shown.stdout
     monkeypatch.setenv("NBMEMORY_STORE", url)
     assert "On the DB." in nbmemory("show", "Shared").stdout
     assert (ReadModel().store, leaks("Qz7Kx9", ReadModel().store)) == (PgStore(url).shown, [])
-    store.database_at(url).close()
+    database_at(url).close()
 
 
 def test_store_file_mistakes_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture):

@@ -3,7 +3,7 @@
 import stat
 
 from nbmemory.compactions import Compaction, read_record, record_path, write_record
-from nbmemory.store import FileDocs
+from nbmemory.store.docs import FileDocs
 
 
 def test_a_record_is_kept_beside_its_archive_and_read_back(tmp_path):

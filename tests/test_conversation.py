@@ -4,8 +4,8 @@ import pytest
 
 from nbmemory import ChangeEvent, Conversation, MemoryFormatError, MemoryWarning
 from nbmemory.conversation import PRELOAD_MARKER, preload_text, preloaded_messages
-from nbmemory.memory_file import parse
 from nbmemory.store import list_agents, memory_path
+from nbmemory.store.memory_format import parse
 from nbmemory.tokens import TokenCounter
 from support import append_raw, run_python, stored, stored_messages
 

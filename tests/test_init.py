@@ -14,7 +14,15 @@ HEAVY = [
     "mcp",
     "numpy",
 ]
-LATER = ["nbmemory.pg_store", "psycopg", "logging", "uuid", "secrets"]
+LATER = [
+    "nbmemory.store.postgresql",
+    "nbmemory.store.pg_connection",
+    "nbmemory.store.pg_schema",
+    "psycopg",
+    "logging",
+    "uuid",
+    "secrets",
+]
 """Imported when first used (a database, a log line, an id), not by ``import nbmemory``."""
 
 

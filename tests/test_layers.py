@@ -10,13 +10,9 @@ from support import ROOT
 
 PACKAGE = ROOT / "nbmemory"
 LAYERS = {
-    "base": ["errors", "workspace", "atomic", "link_watch", "reply", "tokens", "terms", "wording"],
+    "base": ["errors", "reply", "tokens", "terms", "wording"],
     "storage": [
-        "memory_file",
-        "pg_store",
         "store",
-        "layout",
-        "follow",
         "run_settings",
         "compactions",
         "note_history",
@@ -42,7 +38,13 @@ extension work without the SDK."""
 JUPYTER_AI_ONLY = ("jupyter_ai", "jupyter_ai_persona_manager", "jupyterlab_chat")
 """Jupyter AI (``nbmemory[jupyter-ai]``): its persona alone imports it."""
 PERSONA = "nbmemory.jupyter.persona"
-FILE_READERS = ("memory_file", "follow", "search", "tokens")
+FILE_READERS = (
+    "nbmemory.store.memory_format",
+    "nbmemory.store.memory_file",
+    "nbmemory.store.follow",
+    "nbmemory.search",
+    "nbmemory.tokens",
+)
 """What a view must not use: it reads through the read model instead."""
 
 
@@ -163,13 +165,13 @@ def test_views_read_through_the_read_model():
             continue
         for name, _ in imports(path):
             target = internal(name, known)
-            if target and layer_of(target) in FILE_READERS:
+            if target in FILE_READERS:
                 readers.append(f"{module} imports {target}")
     assert not readers
 
 
 ENVIRONMENT = {
-    "nbmemory.store": {"Workspace.from_env"},
+    "nbmemory.store.workspace": {"Workspace.from_env"},
     "nbmemory.llm": {
         "default_model",
         "default_embedding_model",
@@ -247,17 +249,22 @@ def test_a_store_is_chosen_when_an_object_is_built_never_per_document_call():
             if name not in ROUTERS:
                 continue
             constructor = scope.endswith("__init__") or scope.endswith(".workspace")
-            if module == "nbmemory.store" and scope in helpers:
+            if module == "nbmemory.store.workspace" and scope in helpers:
                 continue
             if not constructor and not scope.endswith(".memory_md_path"):
                 found.append(f"{module}: {scope} calls {name}")
     assert not found
 
 
-def test_the_store_module_keeps_no_choice_in_the_environment():
-    store = (PACKAGE / "store.py").read_text(encoding="utf-8")
-    assert "os.environ[" not in store and "setenv" not in store
-    from nbmemory import store as module
+def test_the_store_keeps_no_choice_in_the_environment():
+    for path in (PACKAGE / "store").glob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        assert "os.environ[" not in source and "setenv" not in source, path.name
+    from nbmemory import store
+    from nbmemory.store import workspace
 
-    for gone in ("use", "database", "locate", "locate_folder", "read", "write", "describe"):
-        assert not hasattr(module, gone), f"store.{gone} routes by path or keeps global state"
+    for module in (store, workspace):
+        for gone in ("use", "database", "locate", "locate_folder", "read", "write", "describe"):
+            assert not hasattr(module, gone), (
+                f"{module.__name__}.{gone} routes by path or keeps global state"
+            )

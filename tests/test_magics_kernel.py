@@ -11,8 +11,8 @@ from jupyter_client.manager import start_new_kernel
 from nbclient import NotebookClient
 from nbclient.util import run_sync
 
-from nbmemory.memory_file import parse
 from nbmemory.read_model import ReadModel
+from nbmemory.store.memory_format import parse
 from support import ROOT, leaks, stored, stored_messages
 
 

@@ -28,9 +28,9 @@ from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import DEFAULT_BUDGET
 from nbmemory.report import AgentTable
-from nbmemory.store import MAX_MESSAGE_BYTES
+from nbmemory.store.docs import MAX_MESSAGE_BYTES
+from nbmemory.store.folders import EMBEDDINGS_DIR
 from nbmemory.tokens import TokenCounter
-from nbmemory.workspace import EMBEDDINGS_DIR
 from support import ROOT, leaks, run_python, stored, stored_messages
 
 HOSTILE = (

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from nbmemory import Agent
 from nbmemory.cli import main
 from nbmemory.errors import InvalidNoteError, NoteChangedError, NoteNotFoundError, NotesFullError
-from nbmemory.memory_file import parse as parse_memory
 from nbmemory.notes import (
     MARKER,
     NOTES_FILE,
@@ -26,6 +25,7 @@ from nbmemory.notes import (
     tool_answer,
 )
 from nbmemory.read_model import ReadModel
+from nbmemory.store.memory_format import parse as parse_memory
 from support import agent_docs, http_agent, stored
 
 BREAKS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]

@@ -12,13 +12,13 @@ import pytest
 
 from nbmemory import Agent, Conversation, cli, provenance
 from nbmemory.errors import MemoryWarning
-from nbmemory.memory_file import format_block, parse
 from nbmemory.provenance import PROVENANCE_FILE, Provenance
 from nbmemory.read_model import ReadModel
 from nbmemory.recall import recall
 from nbmemory.recall.text import describe, described
 from nbmemory.report import MessageList
 from nbmemory.store import memory_path
+from nbmemory.store.memory_format import format_block, parse
 from support import ROOT, agent_docs, stored
 
 FIRST = Provenance("work/analysis.ipynb", "cell-a", 12, "kernel-1")

@@ -16,12 +16,12 @@ from nbmemory.errors import (
     InvalidAgentNameError,
     MemoryWarning,
 )
-from nbmemory.follow import follow
-from nbmemory.memory_file import format_block, format_header
 from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
+from nbmemory.store.follow import follow
+from nbmemory.store.memory_format import format_block, format_header
 from support import agent_docs, hostile_names, plant_agent, run_python, snapshot, text_lengths
 
 APPEND = (
@@ -577,7 +577,10 @@ def test_a_bad_stored_name_is_left_out_of_every_listing_with_one_warning(on_stor
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts of what a listing reads: agent listings, statements sent to the database, files
     opened, messages counted (or looked up among the kept counts)."""
-    from nbmemory import follow, pg_store, read_model, store, token_counts
+    from nbmemory import read_model, token_counts
+    from nbmemory.store import docs, follow
+    from nbmemory.store.postgresql import PgStore
+    from nbmemory.store.workspace import Workspace
 
     counts = {"listings": 0, "statements": 0, "opens": 0, "counted": 0}
 
@@ -590,10 +593,10 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
         monkeypatch.setattr(module, name, spy)
 
-    counting(store.Workspace, "agents", "listings")
-    counting(pg_store.PgStore, "statement", "statements")
+    counting(Workspace, "agents", "listings")
+    counting(PgStore, "statement", "statements")
     counting(follow, "open_reader", "opens")
-    counting(store, "read_regular", "opens")
+    counting(docs, "read_regular", "opens")
     counting(token_counts, "open_reader", "opens")
     counting(read_model, "block_text", "counted")
     return counts
@@ -708,7 +711,7 @@ def test_a_big_memory_is_listed_from_pieces_with_the_figures_of_a_whole_reading(
     or a database's rows streamed): the same messages, tokens, last activity and size as when
     it is read whole, before and after an append; a damaged one is read whole, so its
     problems are told as always."""
-    from nbmemory import follow as following
+    from nbmemory.store import follow as following
 
     monkeypatch.setattr(following, "LARGE", 1)  # every memory is "big"
     monkeypatch.setattr(following, "PIECE", 700)  # and read in pieces of a few blocks

@@ -5,7 +5,7 @@ import stat
 from nbmemory import Agent
 from nbmemory.compressor import ContextCompressor
 from nbmemory.run_settings import SETTINGS_FILE, RunSettings, read_settings, write_settings
-from nbmemory.store import FileDocs
+from nbmemory.store.docs import FileDocs
 from support import agent_docs
 
 

@@ -21,13 +21,15 @@ from traitlets.config import Config
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Agent, Conversation, Workspace
 from nbmemory.jupyter.server import NbMemoryServer, WarmUp
-from nbmemory.memory_file import format_block, format_header
 from nbmemory.note_history import Author
 from nbmemory.notes import Notes
 from nbmemory.provenance import Provenance
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
-from nbmemory.store import MAX_MESSAGE_BYTES, memory_path
+from nbmemory.store import memory_path
+from nbmemory.store.docs import MAX_MESSAGE_BYTES
+from nbmemory.store.memory_format import format_block, format_header
+from nbmemory.store.workspace import database_at
 from support import (
     NOT_UTF8_STORES,
     REFUSED_STORES,
@@ -858,8 +860,8 @@ def test_the_server_reads_and_tells_its_kernels_the_store_it_is_given(tmp_path, 
     """``--NbMemoryServer.store=URL``: the API lists the database's agents and names the
     database (the sidebar test shows the server's kernels writing there), never with its
     password (which the test server, trusting local connections, does not check)."""
-    from nbmemory import Workspace, store
-    from nbmemory.pg_store import PgStore
+    from nbmemory import Workspace
+    from nbmemory.store.postgresql import PgStore
 
     url = database_url.replace("nbmemory@", "nbmemory:Qz7Kx9@")
     shared = Workspace(tmp_path, url)
@@ -868,7 +870,7 @@ def test_the_server_reads_and_tells_its_kernels_the_store_it_is_given(tmp_path, 
             name="Shared", memory_md_path=memory_path("Shared", shared), workspace=shared
         ).add("User", "hello")
     finally:
-        store.database_at(url).close()
+        database_at(url).close()
     args = (server_extension_on(tmp_path), f"--NbMemoryServer.store={url}")
     with jupyter_lab(tmp_path, extra_args=args) as server:
         status, data = call(server, "/agents")

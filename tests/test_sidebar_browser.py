@@ -34,6 +34,7 @@ from nbmemory.notes import Notes
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
+from nbmemory.store.workspace import database_at
 from nbmemory.wording import search_words
 from support import agent_docs
 
@@ -502,8 +503,7 @@ def test_the_sidebar_reads_the_database_the_server_was_pointed_at(
     require("jupyterlab", "playwright")
     from playwright.sync_api import expect
 
-    from nbmemory import store
-    from nbmemory.pg_store import PgStore
+    from nbmemory.store.postgresql import PgStore
 
     root = tmp_path / "lab"
     root.mkdir()
@@ -548,10 +548,10 @@ def test_the_sidebar_reads_the_database_the_server_was_pointed_at(
             assert panel.locator(".jp-nbmemory-body img, .jp-nbmemory-body script").count() == 0
             screenshot(panel, "sidebar-database.png")
         assert hits == []
-        assert store.Workspace(workspace, database_url).agents() == ["Lab"]
+        assert Workspace(workspace, database_url).agents() == ["Lab"]
         assert not workspace.exists() and not (root / "agent_workspace").exists()
     finally:
-        store.database_at(database_url).close()
+        database_at(database_url).close()
 
 
 def test_compact_from_the_sidebar_previews_the_models_summary_first(

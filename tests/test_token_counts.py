@@ -4,15 +4,15 @@ import shutil
 
 import pytest
 
-from nbmemory import Conversation, cli, conversation, follow, token_counts
-from nbmemory.atomic import write_atomic
-from nbmemory.layout import export_layout
-from nbmemory.memory_file import format_block, format_header
+from nbmemory import Conversation, cli, conversation, token_counts
 from nbmemory.read_model import ReadModel
 from nbmemory.run_settings import RunSettings, write_settings
-from nbmemory.store import Workspace, memory_path
+from nbmemory.store import Workspace, follow, memory_path
+from nbmemory.store.atomic import write_atomic
+from nbmemory.store.folders import COUNTS_FILE
+from nbmemory.store.layout import export_layout
+from nbmemory.store.memory_format import format_block, format_header
 from nbmemory.tokens import TokenCounter
-from nbmemory.workspace import COUNTS_FILE
 from support import agent_docs, plant_agent, snapshot
 
 MODEL = "gpt-4o"

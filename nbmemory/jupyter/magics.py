@@ -22,10 +22,8 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Int, TraitError, Unicode, observe, validate
 
-from nbmemory import llm, workspace
-from nbmemory import store as memory_store
+from nbmemory import llm
 from nbmemory.agent import Agent
-from nbmemory.atomic import write_atomic
 from nbmemory.compactions import Compaction
 from nbmemory.compressor import CompactionPlan
 from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
@@ -33,12 +31,14 @@ from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
 from nbmemory.note_history import APPROVALS, Author
 from nbmemory.notes import Notes, listing
-from nbmemory.pg_store import MaskedUrl
 from nbmemory.provenance import SERVER_ROOT_ENV, Provenance, notebook_path
 from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
-from nbmemory.store import Workspace
+from nbmemory.store import Workspace, folders
+from nbmemory.store import workspace as memory_store
+from nbmemory.store.atomic import write_atomic
+from nbmemory.store.masked_url import MaskedUrl
 from nbmemory.wording import counted, review_words
 
 _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer
@@ -173,7 +173,7 @@ class NbMemoryMagics(Magics):
 
     def _agent(self, args: Any) -> Agent:
         """The agent called ``args.name``, created or started afresh as the options ask."""
-        name = workspace.validate_agent_name(args.name)
+        name = folders.validate_agent_name(args.name)
         wanted = {
             "model_name": self._model(args.model),
             "persistent_memory": self.persistent and not args.ephemeral,
@@ -273,7 +273,7 @@ class NbMemoryMagics(Magics):
 
     def _in_ram(self, name: str) -> Agent | None:
         """The kernel's agent ``name`` if its memory is kept in RAM only."""
-        agent = self.agents.get(workspace.validate_agent_name(name))
+        agent = self.agents.get(folders.validate_agent_name(name))
         return agent if agent is not None and agent.short_memory.memory_md_path is None else None
 
     def _compactor(self, name: str) -> Agent:
@@ -463,7 +463,7 @@ class NbMemoryMagics(Magics):
             return AgentTable(self._reader().agents())
         name = args.name
         if args.widget:
-            workspace.validate_agent_name(name)
+            folders.validate_agent_name(name)
             return self._widget(name)
         ram = self._in_ram(name)
         if ram is not None:

@@ -34,8 +34,8 @@ from nbmemory.errors import AgentNotFoundError, InvalidAgentNameError, NbmemoryE
 from nbmemory.jupyter.render import chat_markdown
 from nbmemory.read_model import ReadModel, Usage
 from nbmemory.store import Workspace
+from nbmemory.store.folders import validate_agent_name
 from nbmemory.wording import review_head
-from nbmemory.workspace import validate_agent_name
 
 AVATAR = Path(__file__).with_name("static") / "persona.svg"
 COMPACT = "/compact"

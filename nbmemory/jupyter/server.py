@@ -41,7 +41,7 @@ parameter, an empty note or notes over their budget, ``404`` for an unknown agen
 message or note, ``409`` for an unpin whose ``"note"`` (the text the client showed at that
 number) is no longer the note at that number, for nothing to compact and for a compaction
 whose preview is gone or whose memory changed since, ``413`` for a summary or note over the
-size of a message (``store.MAX_MESSAGE_BYTES``), ``502`` when the model failed to write a
+size of a message (``docs.MAX_MESSAGE_BYTES``), ``502`` when the model failed to write a
 summary (nothing changed). Names follow the engine's rules, so no URL
 reaches outside the workspace.
 
@@ -80,8 +80,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, TraitError, Unicode, validate
 
-from nbmemory import note_history, workspace
-from nbmemory import store as memory_store
+from nbmemory import note_history
 from nbmemory.agent import Agent
 from nbmemory.compactions import Compaction
 from nbmemory.compressor import CompactionPlan
@@ -104,9 +103,12 @@ from nbmemory.errors import (
 from nbmemory.export import FORMATS, export_text
 from nbmemory.note_history import Author
 from nbmemory.notes import Notes
-from nbmemory.pg_store import MaskedUrl
 from nbmemory.provenance import SERVER_ROOT_ENV
 from nbmemory.read_model import FOLD_CHARS, AgentInfo, Item, ReadModel
+from nbmemory.store import folders
+from nbmemory.store import workspace as memory_store
+from nbmemory.store.docs import check_size
+from nbmemory.store.masked_url import MaskedUrl
 from nbmemory.wording import preview_words, vocabulary
 
 AUTH_RESOURCE = "nbmemory"
@@ -237,7 +239,7 @@ class NbMemoryServer(ExtensionApp):
         elif os.environ.get("WORKSPACE_DIR"):
             path = Path(os.environ["WORKSPACE_DIR"]).expanduser()
         else:
-            path = root / workspace.DEFAULT_WORKSPACE
+            path = root / folders.DEFAULT_WORKSPACE
         return Path(os.path.abspath(path))
 
     def export_workspace(self) -> Path:
@@ -355,7 +357,7 @@ _APP_KEY = "_nbmemory_app"
 
 class WarmUp:
     """The agents listed once when the server starts, in the background, as the panel's first
-    request will list them: what that reads and counts is kept (``nbmemory.follow``)."""
+    request will list them: what that reads and counts is kept (``nbmemory.store.follow``)."""
 
     def __init__(self) -> None:
         self.done = threading.Event()
@@ -502,7 +504,7 @@ class _Handler(APIHandler):
             roles = self.model.roles(name, archive)
             return {
                 "name": name,
-                "source": archive or workspace.MEMORY_FILE,
+                "source": archive or folders.MEMORY_FILE,
                 "total": page.total,
                 "offset": page.offset,
                 "limit": paging["limit"],
@@ -947,9 +949,9 @@ _REVIEWS = ("accept", "reject", "restore")
 
 def _within_size(text: str, what: str) -> None:
     """413 if ``text``, sent to be stored, is over the size of a message
-    (``store.MAX_MESSAGE_BYTES``)."""
+    (``docs.MAX_MESSAGE_BYTES``)."""
     try:
-        memory_store.check_size(text, what)
+        check_size(text, what)
     except MessageTooLargeError as exc:
         raise tornado.web.HTTPError(413, str(exc)) from None
 

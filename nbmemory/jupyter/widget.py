@@ -45,7 +45,6 @@ import ipywidgets
 import traitlets
 
 from nbmemory import note_history
-from nbmemory import workspace as workspace_module
 from nbmemory.agent import Agent
 from nbmemory.compressor import CompactionPlan
 from nbmemory.conversation import ChangeEvent, Conversation
@@ -70,7 +69,7 @@ from nbmemory.read_model import (
     to_items,
 )
 from nbmemory.report import markdown_escape, visible
-from nbmemory.store import Workspace
+from nbmemory.store import Workspace, folders
 from nbmemory.wording import (
     counted,
     message_number,
@@ -84,7 +83,7 @@ PAGE_SIZE = 20
 POLL_SECONDS = 0.5
 CHANGES_SHOWN = 20
 """Note changes a widget lists: those waiting for review, then the latest."""
-MEMORY_SOURCE = workspace_module.MEMORY_FILE
+MEMORY_SOURCE = folders.MEMORY_FILE
 RAM_SOURCE = "memory (RAM)"
 MARKED_VERSION = "18.2.1"
 """The vendored renderer: npm ``marked`` 18.2.1, ``lib/marked.esm.js`` (MIT, see marked.LICENSE)."""
@@ -395,7 +394,7 @@ class MemoryWidget(anywidget.AnyWidget):
 
         path = conversation.memory_md_path if conversation is not None else None
         if isinstance(source, str):
-            name = workspace_module.validate_agent_name(source)
+            name = folders.validate_agent_name(source)
             if agent is not None and agent.agent_name != name:
                 raise ValueError(f"agent {agent.agent_name!r} given for the view of {name!r}")
         elif path is not None:

@@ -19,13 +19,13 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from nbmemory.follow import follow
 from nbmemory.recall.exchanges import NAMED, TOLD, Index, beside, next_said, toward
 from nbmemory.recall.file_index import built_archive, memory_index
 from nbmemory.recall.kept_indexes import archive_indexes
 from nbmemory.recall.speakers import speaker_words, teller_and_text
-from nbmemory.store import AgentDocs
-from nbmemory.workspace import ARCHIVE_DIR, MEMORY_FILE
+from nbmemory.store.docs import AgentDocs
+from nbmemory.store.folders import ARCHIVE_DIR, MEMORY_FILE
+from nbmemory.store.follow import follow
 
 
 def sources(docs: AgentDocs) -> list[Path]:

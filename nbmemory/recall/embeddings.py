@@ -40,15 +40,15 @@ import numpy as np
 
 try:
     import fcntl
-except ImportError:  # Windows: filelock takes over, as for MEMORY.md (memory_file)
+except ImportError:  # Windows: filelock takes over, as for MEMORY.md (store.folder_lock)
     fcntl = None  # type: ignore[assignment]
 
 from nbmemory import llm
 from nbmemory.errors import MemoryWarning, ModelError, StoreError
 from nbmemory.recall import word_vectors
 from nbmemory.recall.stored_index import EMBEDDED_CHARS, text_key
-from nbmemory.store import AgentDocs
-from nbmemory.workspace import EMBEDDINGS_DIR, file_of, open_index_folder, open_into
+from nbmemory.store.docs import AgentDocs
+from nbmemory.store.folders import EMBEDDINGS_DIR, file_of, open_index_folder, open_into
 
 BATCH = 128
 """Texts per embedding request (providers cap a request; OpenAI at 2,048 inputs)."""

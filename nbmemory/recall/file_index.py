@@ -17,8 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nbmemory import memory_file, provenance
-from nbmemory.follow import FollowedFile
+from nbmemory import provenance
 from nbmemory.recall.kept_indexes import keep_memory, kept_memory
 from nbmemory.recall.speakers import (
     answered_text,
@@ -28,7 +27,9 @@ from nbmemory.recall.speakers import (
     teller_and_text,
 )
 from nbmemory.recall.stored_index import Built, StoredIndex, text_key
-from nbmemory.store import AgentDocs
+from nbmemory.store import memory_format
+from nbmemory.store.docs import AgentDocs
+from nbmemory.store.follow import FollowedFile
 from nbmemory.terms import words
 
 _DATE_WORDS = (
@@ -337,5 +338,5 @@ def built_archive(docs: AgentDocs, path: Path) -> Built | None:
     except FileNotFoundError:
         return None
     index = FileIndex(docs.name)
-    index.extend(memory_file.parse(data).messages)
+    index.extend(memory_format.parse(data).messages)
     return index.built()

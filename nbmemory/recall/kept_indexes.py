@@ -31,11 +31,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from nbmemory.atomic import write_atomic
 from nbmemory.errors import MemoryWarning, StoreError
 from nbmemory.recall.stored_index import MAGIC, Built, Damaged, StoredIndex, encode, head_size
-from nbmemory.store import AgentDocs
-from nbmemory.workspace import (
+from nbmemory.store.atomic import write_atomic
+from nbmemory.store.docs import AgentDocs
+from nbmemory.store.folders import (
     ARCHIVE_DIR,
     MEMORY_FILE,
     RECALL_INDEX_DIR,

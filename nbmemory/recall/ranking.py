@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 from nbmemory import llm, provenance
 from nbmemory.errors import AgentNotFoundError
-from nbmemory.follow import follow
 from nbmemory.provenance import Cell, Lineage
 from nbmemory.recall.corpus import Corpus, corpus_of, within_reach
 from nbmemory.recall.exchanges import NAMED, Index
@@ -36,10 +35,11 @@ from nbmemory.recall.text import (
     Passage,
     sub_queries,
 )
-from nbmemory.store import AgentDocs, FileDocs
+from nbmemory.store.docs import AgentDocs, FileDocs
+from nbmemory.store.folders import MEMORY_FILE, as_path, holds_memory
+from nbmemory.store.follow import follow
 from nbmemory.terms import bm25_term, idf, words
 from nbmemory.wording import cell_words, superseded_words
-from nbmemory.workspace import MEMORY_FILE, as_path, holds_memory
 
 QUERY_TERMS = 24
 _FEW = 50

@@ -11,7 +11,7 @@ from nbmemory.recall.text import (
     TOOL_NAME,
     describe,
 )
-from nbmemory.store import AgentDocs
+from nbmemory.store.docs import AgentDocs
 from nbmemory.tokens import TokenCounter
 
 PROMPT_LINE = (

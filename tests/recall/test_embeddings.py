@@ -13,7 +13,8 @@ from nbmemory import Agent
 from nbmemory.errors import MemoryWarning
 from nbmemory.recall import recall
 from nbmemory.recall.stored_index import text_key
-from nbmemory.workspace import EMBEDDINGS_DIR
+from nbmemory.store.folders import EMBEDDINGS_DIR
+from nbmemory.store.workspace import database_at
 from support import run_python
 
 FACT = "Lena got a red car last week."
@@ -225,7 +226,7 @@ def test_by_default_recall_uses_the_offline_vectors_and_sends_nothing(openai_ser
 
 
 def test_a_database_of_schema_1_gains_the_table(openai_server, database_url, monkeypatch):
-    from nbmemory.pg_store import MIGRATIONS, SCHEMA_VERSION
+    from nbmemory.store.pg_schema import MIGRATIONS, SCHEMA_VERSION
 
     with psycopg.connect(database_url) as conn:
         conn.execute(
@@ -239,9 +240,7 @@ def test_a_database_of_schema_1_gains_the_table(openai_server, database_url, mon
         agent = seeded(openai_server)
         assert recall(agent.short_memory.docs, ASKED, semantic=agent.semantic_index())
     finally:
-        from nbmemory import store
-
-        store.database_at(database_url).close()
+        database_at(database_url).close()
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT max(version) FROM nbmemory_schema").fetchone() == (
             SCHEMA_VERSION,
@@ -266,8 +265,8 @@ def test_records_written_twice_by_racing_processes_are_read_once(openai_server):
 
 
 def test_import_leaves_the_vectors_out(openai_server, tmp_path, database, monkeypatch):
-    from nbmemory import Workspace, store
-    from nbmemory.layout import import_layout
+    from nbmemory import Workspace
+    from nbmemory.store.layout import import_layout
 
     monkeypatch.delenv("NBMEMORY_STORE")
     source = Workspace(tmp_path / "source")
@@ -282,7 +281,7 @@ def test_import_leaves_the_vectors_out(openai_server, tmp_path, database, monkey
     recall(agent.short_memory.docs, ASKED, semantic=agent.semantic_index())
     assert (tmp_path / "source" / "agents" / "Maya" / EMBEDDINGS_DIR).is_dir()
     assert import_layout(tmp_path / "source", Workspace(tmp_path / "db", database)) == ["Maya"]
-    assert store.database_at(database).documents("Maya") == ["settings.json"]
+    assert database_at(database).documents("Maya") == ["settings.json"]
 
 
 @pytest.mark.files("the vectors' file")

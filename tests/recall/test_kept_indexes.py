@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from nbmemory import Agent, Conversation, cli, follow
+from nbmemory import Agent, Conversation, cli
 from nbmemory.errors import MemoryWarning
 from nbmemory.recall import corpus, kept_indexes, recall, recall_tool, stored_index
 from nbmemory.recall.kept_indexes import MEMORY_INDEX, index_size
 from nbmemory.recall.speakers import speaker_words
 from nbmemory.recall.text import described
-from nbmemory.store import memory_path
+from nbmemory.store import follow, memory_path
+from nbmemory.store.folders import RECALL_INDEX_DIR
 from nbmemory.tokens import TokenCounter
 from nbmemory.wording import byte_size
-from nbmemory.workspace import RECALL_INDEX_DIR
 from support import agent_docs, run_python
 
 FACT = "The code name of project Falcon is BLUEFIN-7."
@@ -32,7 +32,7 @@ QUERY = "What is the code name of project Falcon?"
 RECALL_IN_A_NEW_PROCESS = """
 import json, sys
 from nbmemory import Workspace
-from nbmemory.follow import follow
+from nbmemory.store.follow import follow
 from nbmemory.recall import corpus, file_index, recall
 built, kept = [], []
 build, keep = corpus.built_archive, file_index.keep_memory

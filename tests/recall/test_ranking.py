@@ -122,8 +122,8 @@ def test_recall_is_off_for_ephemeral_agents_and_on_request(openai_server):
 
 @pytest.mark.parametrize("store", ["files", "database"])
 def test_an_append_extends_the_index_and_a_compaction_builds_a_new_one(store, request, monkeypatch):
-    from nbmemory.follow import follow
     from nbmemory.recall import file_index
+    from nbmemory.store.follow import follow
 
     if store == "database":
         request.getfixturevalue("database")
@@ -338,8 +338,8 @@ def test_recall_takes_an_agent_folder_on_files(workspace):
 
 
 def test_a_transcript_fed_to_an_agent_is_recalled_as_its_people_said_it(workspace):
-    from nbmemory import follow
     from nbmemory.recall import kept_indexes
+    from nbmemory.store import follow
 
     agent = Agent(agent_name="Log", persistent_memory=True)
     asked = "[8 May 2023] Maya: Are you still thinking about learning an instrument?"

@@ -8,7 +8,7 @@ import pytest
 from nbmemory import Agent
 from nbmemory.errors import MemoryWarning
 from nbmemory.recall import embeddings, recall, word_vectors
-from nbmemory.workspace import EMBEDDINGS_DIR
+from nbmemory.store.folders import EMBEDDINGS_DIR
 from support import run_python
 
 FACT = "We adopted a beagle from the animal shelter yesterday, and the kids already adore it."

@@ -5,7 +5,7 @@ import pytest
 from nbmemory import Conversation, InvalidAgentNameError, list_agents, workspace_dir
 from nbmemory.errors import InvalidDocumentNameError
 from nbmemory.store import agent_dir, memory_path
-from nbmemory.workspace import as_path, validate_agent_name, validate_document_name
+from nbmemory.store.folders import as_path, validate_agent_name, validate_document_name
 
 BAD_NAMES = {
     "": "empty",
@@ -252,7 +252,7 @@ def test_an_interrupt_anywhere_in_an_open_leaves_no_descriptor_open(tmp_path):
 
     from interrupting import Interrupter
 
-    from nbmemory.workspace import open_folder, open_reader, open_regular
+    from nbmemory.store.folders import open_folder, open_reader, open_regular
 
     folder = tmp_path / "agents" / "Scout"
     folder.mkdir(parents=True)

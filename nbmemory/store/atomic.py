@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from nbmemory.workspace import open_into
+from nbmemory.store.folders import open_into
 
 
 def fsync_dir(folder: Path) -> None:

@@ -104,14 +104,9 @@ def agents_root(workspace: str | os.PathLike[str]) -> Path:
     return Path(workspace) / "agents"
 
 
-def agent_dir(name: str, workspace: str | os.PathLike[str]) -> Path:
+def agent_folder(name: str, workspace: str | os.PathLike[str]) -> Path:
     """The folder of agent ``name`` in a workspace (validated; nothing is created)."""
     return agents_root(workspace) / validate_agent_name(name)
-
-
-def memory_path(name: str, workspace: str | os.PathLike[str]) -> Path:
-    """The ``MEMORY.md`` of agent ``name`` in a workspace (validated; nothing is created)."""
-    return agent_dir(name, workspace) / MEMORY_FILE
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -379,7 +374,7 @@ def holds_memory(folder: str | os.PathLike[str]) -> bool:
     )
 
 
-def list_agents(workspace: str | os.PathLike[str]) -> list[str]:
+def agent_folders(workspace: str | os.PathLike[str]) -> list[str]:
     """Names of the folders of a workspace on files that hold a memory, sorted, as they are:
     like a database's rows, a name may be one :func:`validate_agent_name` refuses (a folder
     someone else made), which callers skip."""

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbmemory import memory_file
-from nbmemory.memory_file import BLOCK_END
-from nbmemory.store import AgentDocs, DatabaseDocs
-from nbmemory.workspace import MEMORY_FILE, as_path, open_reader
+from nbmemory.store import memory_format
+from nbmemory.store.docs import AgentDocs, DatabaseDocs
+from nbmemory.store.folders import MEMORY_FILE, as_path, open_reader
+from nbmemory.store.memory_format import BLOCK_END
 
 if TYPE_CHECKING:
-    from nbmemory.pg_store import PgStore
+    from nbmemory.store.postgresql import PgStore
 
 _TAIL = 64  # bytes compared before reading an append, to notice a file rewritten in place
 
@@ -89,7 +89,7 @@ def _open(path: Path, st: os.stat_result) -> Any:
     return handle
 
 
-def _clean_end(data: bytes, parsed: memory_file.ParsedMemory) -> int | None:
+def _clean_end(data: bytes, parsed: memory_format.ParsedMemory) -> int | None:
     if parsed.problems:
         return None
     if data.endswith(BLOCK_END.encode()) or (not parsed.messages and data.endswith(b"\n\n")):
@@ -225,7 +225,7 @@ def tally(
     path: Path, key: str, count: Callable[[list[dict[str, Any]]], list[int]]
 ) -> FollowedFile | None:
     """The memory file at ``path`` as a listing shows it, found piece by piece
-    (``memory_file.parse_pieces``) in memory that a piece bounds, not the file: its
+    (``memory_format.parse_pieces``) in memory that a piece bounds, not the file: its
     ``messages`` are :class:`Tallied` (how many, and the last), its ``per_message[key]`` the
     counts ``count`` gives for each piece's messages. Kept, per ``key``, for the next
     listing while the file is unchanged; ``None`` when the file is missing, not a regular
@@ -340,7 +340,7 @@ def _tallied_from(
         size += len(data)
         return data
 
-    for parsed in memory_file.parse_pieces(piece, PIECE, header=old is None):
+    for parsed in memory_format.parse_pieces(piece, PIECE, header=old is None):
         if parsed.problems:
             return None
         header = parsed.header or header
@@ -386,7 +386,7 @@ def follow_memories(agents: Sequence[AgentDocs]) -> list[FollowedFile | None]:
 
 
 def _parsed(data: bytes, identity: tuple[int, int], mtime_ns: int) -> FollowedFile:
-    parsed = memory_file.parse(data)
+    parsed = memory_format.parse(data)
     return FollowedFile(
         identity=identity,
         size=len(data),
@@ -402,7 +402,7 @@ def _parsed(data: bytes, identity: tuple[int, int], mtime_ns: int) -> FollowedFi
 def _extended(old: FollowedFile, new: bytes, mtime_ns: int) -> FollowedFile:
     """``old`` followed by the blocks ``new`` (appended after its clean end)."""
     assert old.end is not None
-    parsed = memory_file.parse(new, header=False)
+    parsed = memory_format.parse(new, header=False)
     end = _clean_end(new, parsed)
     with old.lock:
         carried = {key: values.copy() for key, values in old.per_message.items()}

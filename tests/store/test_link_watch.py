@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from nbmemory.link_watch import link_watch
+from nbmemory.store.link_watch import link_watch
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
 

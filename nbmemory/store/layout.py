@@ -16,7 +16,6 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from nbmemory.atomic import write_all
 from nbmemory.errors import (
     AgentNotFoundError,
     ExportIncompleteError,
@@ -26,9 +25,10 @@ from nbmemory.errors import (
     NbmemoryError,
     StoreConfigError,
 )
-from nbmemory.memory_file import LOCK_FILE
-from nbmemory.store import DatabaseDocs, FileDocs, Workspace
-from nbmemory.workspace import (
+from nbmemory.store.atomic import write_all
+from nbmemory.store.docs import DatabaseDocs, FileDocs
+from nbmemory.store.folder_lock import LOCK_FILE
+from nbmemory.store.folders import (
     COUNTS_FILE,
     EMBEDDINGS_DIR,
     MEMORY_FILE,
@@ -44,6 +44,7 @@ from nbmemory.workspace import (
     validate_agent_name,
     validate_document_name,
 )
+from nbmemory.store.workspace import Workspace
 
 INDEXES = (EMBEDDINGS_DIR, RECALL_INDEX_DIR)
 """Folders of indexes recall rebuilds: never exported or imported."""

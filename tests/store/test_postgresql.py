@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 import traceback
-import urllib.parse
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from nbmemory import Agent, Conversation, store
+from nbmemory import Agent, Conversation
 from nbmemory.errors import (
     InvalidAgentNameError,
     MemoryWarning,
@@ -36,11 +35,14 @@ from nbmemory.errors import (
     StoreSchemaError,
     StoreUnavailableError,
 )
-from nbmemory.memory_file import parse
 from nbmemory.notes import Notes
-from nbmemory.pg_store import SCHEMA_VERSION, MaskedUrl, PgStore, hide_password
 from nbmemory.read_model import ReadModel
 from nbmemory.store import Workspace, memory_path, workspace_dir
+from nbmemory.store.memory_format import parse
+from nbmemory.store.pg_schema import SCHEMA_VERSION
+from nbmemory.store.postgresql import PgStore
+from nbmemory.store.workspace import check as check_store
+from nbmemory.store.workspace import database_at
 from support import FIXTURES, REFUSED_STORES, ROOT, UNREACHABLE_STORES, leaks, start_writer
 
 
@@ -122,7 +124,7 @@ def test_the_read_model_reads_the_database_as_it_reads_files(
     try:
         on_database = build()
     finally:
-        store.database_at(database_url).close()
+        database_at(database_url).close()
     assert on_database == on_files
     assert on_files["archives"] and on_files["search"] and on_files["notes"]
     assert not (tmp_path / "db").exists()
@@ -160,9 +162,9 @@ def test_a_memory_streamed_in_slices_is_the_memory_and_a_reader_may_stop_early(
     """``memory_slices`` gives the memory's bytes in order, none longer than a slice, whatever
     its rows hold; since a stamp, only what was appended; a reader that stops early leaves its
     connection to the others."""
-    from nbmemory import pg_store
+    from nbmemory.store import postgresql
 
-    monkeypatch.setattr(pg_store, "SLICE", 10)
+    monkeypatch.setattr(postgresql, "SLICE", 10)
     db = PgStore(database)
     for i in range(5):
         db.append("a", b"# header\n", f"### {i} \u2014 t\n\n{'x' * 7 * i}\n".encode())
@@ -182,7 +184,7 @@ def test_a_memory_streamed_in_slices_is_the_memory_and_a_reader_may_stop_early(
 
 
 def test_agent_names_are_checked_before_anything_is_written(database: str):
-    db = store.database_at(database)
+    db = database_at(database)
     for bad in ["../escape", "a/b", "", "x\x00y"]:
         with pytest.raises(InvalidAgentNameError):
             db.append(bad, b"header\n", b"block")
@@ -271,7 +273,7 @@ def everything_shown(error: BaseException) -> str:
 
 @pytest.mark.parametrize(("setting", "password", "named"), REFUSED_STORES)
 def test_a_refused_store_is_named_without_its_password(setting, password, named):
-    for attempt in (PgStore, store.check, lambda url: Workspace("ws", url)):
+    for attempt in (PgStore, check_store, lambda url: Workspace("ws", url)):
         with pytest.raises(StoreConfigError) as failure:
             attempt(setting)
         assert named in str(failure.value), attempt
@@ -314,45 +316,6 @@ def test_a_password_with_reserved_characters_works_percent_encoded(
         finally:
             db.close()
     assert leaks(raw, everything_shown(refused.value) + caplog.text + repr(db)) == []
-
-
-def test_a_password_is_hidden_in_every_form_its_escapes_may_be_quoted_in():
-    """Escapes that decode to bytes that are not UTF-8: a message may quote them as bytes
-    (``b'Qz7\\xe9Kx9'``, as a ``UnicodeDecodeError`` does), decoded one byte a character, or
-    with each bad byte replaced."""
-    url = "postgresql://u:Qz7%E9Kx9@db.example/agents?sslmode=require&password=Wy5%FF%C3Tv3"
-    for password in ("Qz7%E9Kx9", "Wy5%FF%C3Tv3"):
-        raw = urllib.parse.unquote_to_bytes(password)
-        quoted = [
-            repr(raw),
-            repr(UnicodeDecodeError("utf-8", raw, 3, 4, "invalid continuation byte")),
-            raw.decode("latin-1"),
-            repr(raw.decode("latin-1")),
-            raw.decode("utf-8", "replace"),
-            raw.decode("utf-8", "surrogateescape"),
-            repr(raw.decode("utf-8", "surrogateescape")),
-        ]
-        for said in quoted:
-            assert leaks(password, hide_password(said, url)) == [], said
-
-
-def test_a_store_setting_shows_itself_without_its_password():
-    url = MaskedUrl("postgresql://team:Qz7Kx9@db.example:5432/agents?password=Qz7Kx9")
-    assert url == "postgresql://team:Qz7Kx9@db.example:5432/agents?password=Qz7Kx9"
-    assert str(url) == url and f"{url}".startswith("postgresql://team:Qz7Kx9@")
-    assert repr(url) == "'postgresql://team:***@db.example:5432/agents?password=***'"
-    assert repr(MaskedUrl("")) == "''"
-
-
-def test_a_password_parameter_is_hidden_however_its_name_is_written():
-    """libpq percent-decodes parameter names: ``pass%77ord`` is ``password``."""
-    url = "postgresql://team@db.example/agents?pass%77ord=Qz7Kx9&ssl%70assword=Wy5Tv3"
-    assert PgStore(url).shown == "postgresql://team@db.example/agents"
-    assert repr(MaskedUrl(url)) == (
-        "'postgresql://team@db.example/agents?pass%77ord=***&ssl%70assword=***'"
-    )
-    said = hide_password(f"{url} failed: password Qz7Kx9, key Wy5Tv3", url)
-    assert leaks("Qz7Kx9", said) == leaks("Wy5Tv3", said) == []
 
 
 def test_a_dropped_connection_loses_nothing_acknowledged(database: str):
@@ -427,7 +390,7 @@ def test_an_interrupted_append_is_never_mistaken_for_an_earlier_one_with_the_sam
 ):
     """The same text said twice in one second makes the same block: after an interrupt, only
     a row written since this process's last append can be the interrupted one."""
-    from nbmemory.memory_file import block_bytes
+    from nbmemory.store.memory_format import block_bytes
 
     memory = Conversation(name="Echo", memory_md_path=memory_path("Echo"))._memory
     block = block_bytes("User", "same again", "2026-04-20T18:35:04")
@@ -445,7 +408,7 @@ def test_an_append_after_unfinished_text_writes_what_the_file_store_writes(
     """Text a crashed writer left unfinished stays apart from the next message, byte for byte
     as on files (the database gets such text by importing a folder); a block cut short, which
     the file store moves to quarantine/, stays there as unparsed text."""
-    from nbmemory.layout import import_layout
+    from nbmemory.store.layout import import_layout
 
     header = (FIXTURES / "spec_memory.md").read_bytes()
     tails = [b"### User \xe2\x80\x94 2026-04-20T18:40:00\n\nhalf a mess", b"\n"]
@@ -541,7 +504,7 @@ def test_a_server_that_stops_and_comes_back(monkeypatch: pytest.MonkeyPatch):
             contents = [m["content"] for m in parse(stored("Scout").read("MEMORY.md")).messages]
             assert contents == ["before the outage", "after the outage"]
         finally:
-            store.database_at(server.url).close()
+            database_at(server.url).close()
 
 
 def test_a_memory_path_outside_an_agent_folder_stays_a_file(database: str, tmp_path: Path):
@@ -657,7 +620,7 @@ def test_processes_appending_at_once_lose_nothing(database: str):
 
 
 def test_a_database_of_schema_3_keeps_its_documents_and_appends_as_rows(database: str):
-    from nbmemory.pg_store import MIGRATIONS
+    from nbmemory.store.pg_schema import MIGRATIONS
 
     with psycopg.connect(database) as conn:
         conn.execute(
@@ -683,7 +646,7 @@ def test_a_database_of_schema_3_keeps_its_documents_and_appends_as_rows(database
 
 
 def test_an_export_writes_an_appended_document_whole(database: str, tmp_path: Path):
-    from nbmemory.layout import export_layout
+    from nbmemory.store.layout import export_layout
 
     Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hi")
     docs = stored("Scout")

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from nbmemory.memory_file import archive_files, parse
 from nbmemory.store import agent_dir
+from nbmemory.store.archives import archive_files
+from nbmemory.store.memory_format import parse
 from support import ROOT
 
 pytestmark = pytest.mark.files(

@@ -8,9 +8,9 @@ import threading
 import pytest
 
 from nbmemory import Conversation
-from nbmemory.follow import follow
-from nbmemory.memory_file import format_block
 from nbmemory.store import Workspace, memory_path
+from nbmemory.store.follow import follow
+from nbmemory.store.memory_format import format_block
 from support import run_python
 
 APPEND = (

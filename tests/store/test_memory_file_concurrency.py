@@ -8,14 +8,15 @@ from collections import Counter
 import pytest
 
 from nbmemory import Conversation
-from nbmemory.memory_file import archive_files, parse, unfinished_archive
 from nbmemory.read_model import ReadModel
 from nbmemory.store import agent_dir, memory_path
+from nbmemory.store.archives import archive_files, unfinished_archive
+from nbmemory.store.memory_format import parse
 from support import start_writer
 
 pytestmark = pytest.mark.files(
     "memory_file.py's locking among processes sharing a folder "
-    "(test_pg_store.py races and kills writers on the database)"
+    "(test_postgresql.py races and kills writers on the database)"
 )
 
 

@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from nbmemory.atomic import write_atomic
+from nbmemory.store.atomic import write_atomic
 
 
 def test_it_replaces_the_file_privately(tmp_path):

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from pg_server import new_database
 
-from nbmemory import Agent, Conversation, Workspace, cli, store
+from nbmemory import Agent, Conversation, Workspace, cli
 from nbmemory.errors import MemoryWarning, StoreConfigError, StoreError
-from nbmemory.layout import export_layout, import_layout
 from nbmemory.read_model import ReadModel
 from nbmemory.store import memory_path
-from nbmemory.workspace import COUNTS_FILE, RECALL_INDEX_DIR
+from nbmemory.store.folders import COUNTS_FILE, RECALL_INDEX_DIR
+from nbmemory.store.layout import export_layout, import_layout
+from nbmemory.store.workspace import database_at
 from support import FIXTURES, agent_docs, run_python, stored
 
 
@@ -62,10 +63,10 @@ def test_export_import_export_gives_the_same_files(
         assert cli.main(["--store", first, "export", "--layout", str(tmp_path / "a")]) == 0
         assert cli.main(["--store", second, "import", str(tmp_path / "a")]) == 0
         assert cli.main(["--store", second, "export", "--layout", str(tmp_path / "b")]) == 0
-        on_database = ReadModel(store.Workspace(tmp_path / "unused", second)).agent("Scout")
+        on_database = ReadModel(Workspace(tmp_path / "unused", second)).agent("Scout")
     finally:
         for url in (first, second):
-            store.database_at(url).close()
+            database_at(url).close()
     original = tree(files / "agents")
     assert "Scout/.token-counts.json" in original  # a cache of one store: not carried over
     original = {path: data for path, data in original.items() if not path.endswith(COUNTS_FILE)}
@@ -93,7 +94,7 @@ def test_import_loads_nothing_if_one_agent_is_there_already(
     shutil.copy(FIXTURES / "spec_memory.md", source / "Gamma" / "MEMORY.md")
     with pytest.raises(StoreError, match="already has Beta: nothing was imported"):
         import_layout(tmp_path / "source", Workspace.from_env())
-    assert store.Workspace.from_env().agents() == ["Alpha", "Beta"]
+    assert Workspace.from_env().agents() == ["Alpha", "Beta"]
 
 
 def test_export_never_overwrites_and_import_needs_a_database(
@@ -131,7 +132,7 @@ def test_the_command_imports_in_a_real_process(tmp_path: Path, database: str):
     )
     assert "imported 1 agent(s)" in done.stdout and "SwarmsAgent" in done.stdout
     assert (
-        store.Workspace("x", database).agent("SwarmsAgent").read("MEMORY.md")
+        Workspace("x", database).agent("SwarmsAgent").read("MEMORY.md")
         == (FIXTURES / "swarms_16_memory.md").read_bytes()
     )
 
@@ -257,14 +258,14 @@ def test_import_skips_files_whose_names_could_not_be_exported_again(tmp_path: Pa
         assert import_layout(tmp_path / "source", Workspace.from_env()) == ["Scout"]
     assert all("\x07" not in str(w.message) and "\x1b" not in str(w.message) for w in warned)
     assert len(warned) == 2
-    assert store.database_at(database).documents("Scout") == []
+    assert database_at(database).documents("Scout") == []
 
 
 def test_import_skips_an_agent_over_the_size_limit_and_streams_the_others(
     tmp_path: Path, database: str, monkeypatch: pytest.MonkeyPatch
 ):
-    from nbmemory import layout
-    from nbmemory.memory_file import format_block, format_header
+    from nbmemory.store import layout
+    from nbmemory.store.memory_format import format_block, format_header
 
     source = tmp_path / "source" / "agents"
     for name, size in (("Big", 5_000), ("Small", 100), ("Huge", 50)):
@@ -283,7 +284,7 @@ def test_import_skips_an_agent_over_the_size_limit_and_streams_the_others(
     moved = tmp_path / "moved" / "agents"
     shutil.copytree(source / "Big", moved / "Big")
     assert cli.main(["import", str(moved.parent), "--max-document-mb", "0.01"]) == 0
-    db = store.database_at(database)
+    db = database_at(database)
     assert db.memory("Big") == (source / "Big" / "MEMORY.md").read_bytes()
     with db.statement("count") as conn:
         rows = conn.execute("SELECT count(*) FROM nbmemory_memory WHERE agent = 'Big'").fetchone()
