@@ -7,6 +7,7 @@ Run by run.py, once in this environment and once in the swarms venv.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -97,9 +98,11 @@ def bench(library: str, repeats: int) -> dict[str, float | None]:
 
     results["keyword search, 10,000 messages"] = median_of(repeats * 4, search)
 
+    more = itertools.count(MESSAGES)
+
     def check_after_add() -> float:
         """As an agent's loop asks: a message, then the figure (that message counted)."""
-        convo.add("User", text(len(convo)))
+        convo.add("User", text(next(more)))
         start = time.perf_counter()
         convo.count_history_tokens()
         return time.perf_counter() - start
@@ -107,7 +110,7 @@ def bench(library: str, repeats: int) -> dict[str, float | None]:
     results["token-budget check right after an add"] = median_of(repeats * 20, check_after_add)
 
     def search_after_add() -> float:
-        convo.add("User", text(len(convo)))
+        convo.add("User", text(next(more)))
         start = time.perf_counter()
         convo.search("zeppelin")
         return time.perf_counter() - start
