@@ -115,14 +115,17 @@ _APART = "\x00"
 
 class ContentIndex:
     """Case-sensitive search of messages kept in RAM, which their owner may change at any
-    time: their contents are joined once and searched with ``str.find``; each search checks
-    that every message still holds the same text (at C speed) and joins again only what
-    changed: the new messages when some were added, all of them otherwise."""
+    time: their contents are joined, ``CHUNK`` messages to a text, and searched with
+    :func:`find`; each search checks that every message still holds the same text (at C
+    speed) and joins again only what changed: the last chunk when messages were added, all
+    of them otherwise."""
+
+    CHUNK = 512
 
     def __init__(self) -> None:
         self._contents: list[Any] = []
-        self._text = ""
-        self._starts: list[int] = []
+        self._chunks: list[tuple[int, str, list[int]]] = []
+        """(index of its first message, the contents joined, where each starts in it)."""
         self._lock = threading.Lock()
 
     def search(self, messages: Sequence[dict[str, Any]], keyword: str) -> list[dict[str, Any]]:
@@ -132,38 +135,41 @@ class ContentIndex:
             if not self._take(contents):
                 pairs = zip(messages, contents, strict=False)  # another thread may add
                 return [m for m, c in pairs if keyword in content_text(c)]
-            text, starts = self._text, self._starts
+            chunks = self._chunks
         found = []
-        at = find(text, keyword)
-        while at != -1:
-            index = bisect.bisect_right(starts, at) - 1
-            end = starts[index + 1] - 1 if index + 1 < len(starts) else len(text)
-            if at + len(keyword) <= end:
-                found.append(messages[index])
-                at = find(text, keyword, end + 1)
-            else:  # the match runs past the message: text of it holds the separator
-                at = find(text, keyword, at + 1)
+        for first, text, starts in chunks:
+            at = find(text, keyword)
+            while at != -1:
+                index = bisect.bisect_right(starts, at) - 1
+                end = starts[index + 1] - 1 if index + 1 < len(starts) else len(text)
+                if at + len(keyword) <= end:
+                    found.append(messages[first + index])
+                    at = find(text, keyword, end + 1)
+                else:  # the match runs past the message: text of it holds the separator
+                    at = find(text, keyword, at + 1)
         return found
 
     def _take(self, contents: list[Any]) -> bool:
-        """Make the joined text that of ``contents``; whether it could be (all of them text:
+        """Make the chunks those of ``contents``; whether they could be (all of them text:
         structured content, which may change in place, is never kept)."""
         known = len(self._contents)
-        extended = 0 < known <= len(contents) and contents[:known] == self._contents
-        if extended and known == len(contents):
+        if known == len(contents) and contents == self._contents:
             return True
-        new = contents[known:] if extended else contents
+        chunks = self._chunks
+        if 0 < known < len(contents) and contents[:known] == self._contents:
+            chunks = chunks[:-1]  # the last chunk is joined again with the new messages
+        else:
+            chunks = []
+        first = len(chunks) * self.CHUNK
         try:
-            joined = _APART.join(new)
+            for at in range(first, len(contents), self.CHUNK):
+                part = contents[at : at + self.CHUNK]
+                lengths = itertools.accumulate((len(c) + 1 for c in part), initial=0)
+                chunks.append((at, _APART.join(part), list(itertools.islice(lengths, len(part)))))
         except TypeError:
-            self._contents, self._text, self._starts = [], "", []
+            self._contents, self._chunks = [], []
             return False
-        base = self._text + _APART if extended else ""
-        lengths = itertools.accumulate((len(c) + 1 for c in new), initial=len(base))
-        starts = list(itertools.islice(lengths, len(new)))
-        self._starts = self._starts + starts if extended else starts
-        self._text = base + joined
-        self._contents = contents
+        self._contents, self._chunks = contents, chunks
         return True
 
 

@@ -101,3 +101,14 @@ def test_a_match_never_runs_from_one_message_into_the_next():
 def test_find_finds_what_str_find_finds(text, needle, start, end):
     """The rarest character is looked for first; where it is common, the whole needle is."""
     assert search.find(text, needle, start, end) == text.find(needle, start, end)
+
+
+def test_a_long_history_is_searched_whole_as_it_grows():
+    convo = Conversation(name="Finder")
+    for i in range(1300):  # three chunks of joined text
+        convo.add("User", f"note {i}" + (" ORCA" if i % 500 == 499 else ""))
+    assert [m["content"] for m in convo.search("ORCA")] == ["note 499 ORCA", "note 999 ORCA"]
+    convo.add("User", "ORCA again")
+    convo.conversation_history[999]["content"] = "note 999"
+    assert [m["content"] for m in convo.search("ORCA")] == ["note 499 ORCA", "ORCA again"]
+    assert len(convo.search("note 1")) == 1 + 10 + 100 + 300
