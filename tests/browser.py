@@ -1,8 +1,9 @@
 """Real-browser helpers: a throwaway JupyterLab server and a real Chromium driven by playwright.
 
-See ``/work/shared/notes/jupyter-build.md``: Lab runs on 127.0.0.1 with a token, in its own
-process group, with isolated settings. Chromium is the one :func:`chromium` finds (never
-``playwright install``, which downloads browsers). Missing tools make the test fail, not skip.
+Lab runs on 127.0.0.1 with a token, in its own process group, with settings, workspaces and
+runtime files in a folder of its own, so that no test sees another's or the user's. Chromium
+is the one :func:`chromium` finds (never ``playwright install``, which downloads browsers).
+Missing tools make the test fail, not skip.
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
-"""The layers of DESIGN.md, checked on the import graph of the package's source."""
+"""The layers of ARCHITECTURE.md, checked on the import graph of the package's source."""
 
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from support import ROOT
 
@@ -97,7 +101,7 @@ def internal(module: str, known: dict[str, Path]) -> str | None:
 
 def test_every_module_has_a_layer():
     unplaced = {layer_of(m) for m in modules() if m != "nbmemory"} - set(RANK)
-    assert not unplaced, f"add these to LAYERS in this test (and to DESIGN.md): {unplaced}"
+    assert not unplaced, f"add these to LAYERS in this test (and to ARCHITECTURE.md): {unplaced}"
 
 
 def test_imports_point_down_the_layers():
@@ -268,3 +272,25 @@ def test_the_store_keeps_no_choice_in_the_environment():
             assert not hasattr(module, gone), (
                 f"{module.__name__}.{gone} routes by path or keeps global state"
             )
+
+
+def test_the_architecture_page_names_every_layer_and_package():
+    page = (ROOT / "ARCHITECTURE.md").read_text()
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    missing = [name for name in [*LAYERS, *(f"{p}/" for p in packages)] if name not in page]
+    assert not missing, f"ARCHITECTURE.md does not say where these are: {missing}"
+
+
+def test_nothing_in_the_repository_cites_a_file_outside_it():
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode:
+        pytest.skip("not a git checkout")
+    outside = re.compile(r"\.\./shared|/wor[k]/|DESIGN\.md")  # [k]: not a citation itself
+    citing = [
+        name
+        for name in listed.stdout.split("\0")
+        if name
+        and (ROOT / name).is_file()
+        and outside.search((ROOT / name).read_text(errors="replace"))
+    ]
+    assert not citing
