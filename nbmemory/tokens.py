@@ -250,9 +250,10 @@ _LONG_RUN_CHARS = 32768
 _LONG_RUN = re.compile(rf"\S{{{_LONG_RUN_CHARS + 1},}}")
 """A run without whitespace whose tokens are estimated, not counted (see ``_estimate``)."""
 _SAMPLE = 8192
-_SPACED = frozenset({"r50k_base", "p50k_base", "p50k_edit", "cl100k_base", "o200k_base"})
-"""Encodings whose split starts a piece at a space before a letter, and at whitespace after a
-letter or digit, whatever follows: a text cut there counts as the sum of its parts, exactly."""
+_SPACED = frozenset({"cl100k_base", "o200k_base"})
+"""The encodings nbmemory counts with (:func:`encoding_name_for_model`), whose split starts a
+piece at a space or a line break before a letter, and at whitespace after a letter or digit,
+whatever follows: a text cut there counts as the sum of its parts, exactly."""
 _LONG_WORD = 40
 _LONG_WORDS_KEPT = 1024
 _TAIL = 256
