@@ -165,7 +165,7 @@ class TokenCounter:
         if self._encoding is None or self._encoding_name not in _SPACED or not end.isspace():
             return alone, self.count(text + end)
         if not text or unicodedata.category(text[-1])[0] in "LN":
-            return alone, alone + self._count_end(end)
+            return alone, alone + self._kept_count(end)
         cut = text.rfind(" ")
         while cut > 0 and unicodedata.category(text[cut - 1])[0] not in "LN":
             cut = text.rfind(" ", 0, cut)
@@ -173,13 +173,6 @@ class TokenCounter:
             return alone, self.count(text + end)
         tail = text[cut:]
         return alone, alone + self.count(tail + end) - self.count(tail)
-
-    def _count_end(self, end: str) -> int:
-        counts = _end_counts.setdefault(self._encoding_name, {})
-        found = counts.get(end)
-        if found is None:
-            found = counts[end] = len(self._encoding.encode_ordinary(end))
-        return found
 
     def _with_long_words(self, text: str) -> int:
         """Tokens of a text holding words of ``_LONG_WORD`` letters or more (runs that tiktoken
@@ -203,18 +196,20 @@ class TokenCounter:
                     else:
                         continue
                     total += len(self._encoding.encode_ordinary(text[start:cut]))
-                    total += self._long_word(text[cut : at + end])
+                    total += self._kept_count(text[cut : at + end])
                     start = at + end
             at += len(word) + 1
         return total + len(self._encoding.encode_ordinary(text[start:]))
 
-    def _long_word(self, word: str) -> int:
-        counts = _long_words.setdefault(self._encoding_name, {})
-        found = counts.get(word)
+    def _kept_count(self, text: str) -> int:
+        """The tokens of ``text``, counted once per process and encoding: a long word, or the
+        blank line between messages."""
+        counts = _kept_counts.setdefault(self._encoding_name, {})
+        found = counts.get(text)
         if found is None:
-            if len(counts) >= _LONG_WORDS_KEPT:
+            if len(counts) >= _COUNTS_KEPT:
                 counts.clear()
-            found = counts[word] = len(self._encoding.encode_ordinary(word))
+            found = counts[text] = len(self._encoding.encode_ordinary(text))
         return found
 
     def _exact(self, text: str) -> int:
@@ -255,11 +250,10 @@ _SPACED = frozenset({"cl100k_base", "o200k_base"})
 piece at a space or a line break before a letter, and at whitespace after a letter or digit,
 whatever follows: a text cut there counts as the sum of its parts, exactly."""
 _LONG_WORD = 40
-_LONG_WORDS_KEPT = 1024
+_COUNTS_KEPT = 1024
 _TAIL = 256
 """The longest end of a text recounted with the blank line after it: else all of it is."""
-_long_words: dict[str, dict[str, int]] = {}
-_end_counts: dict[str, dict[str, int]] = {}
+_kept_counts: dict[str, dict[str, int]] = {}
 
 
 def _pieces(text: str) -> Iterator[str]:
