@@ -15,7 +15,7 @@ messages the ones stored (an interrupted ``add()`` whose block was stored has it
 history too), no file or folder left open, and no warning when the memory is next opened or
 added to (what its own interrupt left, it cleared up itself). It prints one JSON line per N,
 then exits, interrupted once more on its way out if asked (``--exit-interrupted``): the test
-times that exit.
+checks that it got there ("exiting") and that the process ended cleanly.
 
 The seam is ``sys.settrace``, enabled only in this process and only around OP: nbmemory itself
 holds no hook, so it costs nothing when not tested. N is deterministic: the same code path gives
