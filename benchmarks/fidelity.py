@@ -72,7 +72,7 @@ for turn in json.loads(sys.argv[2]):
 MEASURE = """
 import json, sys
 from nbmemory import Agent
-from nbmemory.read_model import ReadModel
+from nbmemory.views.read_model import ReadModel
 facts = json.loads(sys.argv[2])
 agent = Agent(agent_name=%r, persistent_memory=True, context_length=int(sys.argv[1]),
               recall=sys.argv[3] == "on")

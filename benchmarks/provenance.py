@@ -34,8 +34,8 @@ GROWTH_ADDS = 200
 def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
     """The workloads on a workspace in ``root``, on the database at ``url`` (else files)."""
     from nbmemory import Conversation, Workspace
-    from nbmemory.provenance import Provenance
-    from nbmemory.read_model import ReadModel
+    from nbmemory.memory.provenance import Provenance
+    from nbmemory.views.read_model import ReadModel
 
     workspace = Workspace(root / "workspace", url)
     where = Provenance("reports/analysis.ipynb", "0b6c3f5e-cell", 12, "4f1c-kernel-session")
@@ -80,7 +80,7 @@ def measure_growth(root: Path, url: str | None, repeats: int) -> dict[tuple[str,
     provenance lines, keyed by how they were written ("whole": one write, as an older store or
     an import leaves them; "appended": one append each, as messages add them)."""
     from nbmemory import Conversation, Workspace
-    from nbmemory.provenance import PROVENANCE_FILE, Provenance
+    from nbmemory.memory.provenance import PROVENANCE_FILE, Provenance
 
     workspace = Workspace(root / "workspace", url)
     where = Provenance("reports/analysis.ipynb", "0b6c3f5e-cell", 12, "4f1c-kernel-session")

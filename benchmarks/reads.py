@@ -126,8 +126,8 @@ def compactions_figures(runs: int) -> dict[str, list[float]]:
 
 def recall_figures(runs: int) -> dict[str, list[float]]:
     from nbmemory import Conversation, Workspace
-    from nbmemory.read_model import ReadModel
     from nbmemory.recall import recall
+    from nbmemory.views.read_model import ReadModel
 
     rng = random.Random(7)
     vocabulary = [f"w{n}x" for n in range(200_000)]

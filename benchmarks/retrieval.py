@@ -383,7 +383,7 @@ def write(made: Dialogue, root: Path, name: str, run: bool = False):
     With ``run``, each turn is a task of ``agent.run`` ("Maya: ...") that the offline model
     answers, in an 8,000-token window its compressor compacts when full."""
     from nbmemory import Agent, Workspace
-    from nbmemory import conversation as conversation_module
+    from nbmemory.memory import conversation as conversation_module
 
     workspace = Workspace(root)
     agent = Agent(
@@ -440,7 +440,7 @@ def ours(docs, made: Dialogue, question: str, k: int, recall) -> list[list[int]]
 
 
 def split(question: str) -> list[str]:
-    from nbmemory import offline
+    from nbmemory.models import offline
 
     parts = getattr(offline, "sub_queries", None)
     return parts(question) if parts else [question]

@@ -29,9 +29,9 @@ DATABASE_GOALS = {"add, per message (persistent)": "<= 400 us"}
 def measure(root: Path, url: str | None, repeats: int) -> dict[str, float]:
     """The workloads on a workspace in ``root``, on the database at ``url`` (else files)."""
     from nbmemory import Conversation, Workspace
-    from nbmemory.read_model import ReadModel
     from nbmemory.store import follow
     from nbmemory.store.layout import import_layout
+    from nbmemory.views.read_model import ReadModel
 
     workspace = Workspace(root / "workspace", url)
     agents = root / "workspace" / "agents"

@@ -291,7 +291,7 @@ def conversation_recall(root: Path, repeats: int) -> dict[str, float]:
     about the two people in turn; cold: the first question in a new process state."""
     import retrieval
 
-    from nbmemory import conversation
+    from nbmemory.memory import conversation
     from nbmemory.recall import corpus, embeddings, kept_indexes, ranking, word_vectors
     from nbmemory.recall import recall as recall_passages
     from nbmemory.store import follow
@@ -439,7 +439,7 @@ def widget_figures(repeats: int) -> dict[str, float]:
 FIRST_FIGURE = (
     "import sys, time\n"
     "from nbmemory import Workspace\n"
-    "from nbmemory.read_model import ReadModel\n"
+    "from nbmemory.views.read_model import ReadModel\n"
     "start = time.perf_counter()\n"
     "tokens = ReadModel(Workspace(sys.argv[1])).usage('bench').tokens\n"
     "print(time.perf_counter() - start, tokens)\n"
@@ -450,7 +450,8 @@ def first_token_figure(repeats: int) -> dict[str, float]:
     """The first token figure of a 10,000-message memory in a new process, once its modules
     are imported: with no counts kept (every block counted), then with the counts a resumed
     agent kept beside the memory (the figure must be the same)."""
-    from nbmemory import Conversation, Workspace, llm
+    from nbmemory import Conversation, Workspace
+    from nbmemory.models import llm
 
     root = Path(tempfile.mkdtemp(prefix="bench-first-"))
     place = Workspace(root)

@@ -4,7 +4,7 @@ This is the public API. Importing it is cheap: litellm, IPython and the widget l
 imported only by the parts that need them, and nothing is written to disk.
 """
 
-from nbmemory import compressor
+from nbmemory import compressor, conversation
 from nbmemory.agent import Agent
 from nbmemory.compressor import ContextCompressor
 from nbmemory.conversation import ChangeEvent, Conversation, TokenUsage
@@ -20,7 +20,7 @@ from nbmemory.errors import (
     ProviderError,
     RateLimitError,
 )
-from nbmemory.search import MemoryHit
+from nbmemory.memory.search import MemoryHit
 from nbmemory.store import Workspace, list_agents, workspace_dir
 
 __version__ = "0.1.0"
@@ -82,6 +82,7 @@ __all__ = [
     "Workspace",
     "__version__",
     "compressor",
+    "conversation",
     "list_agents",
     "workspace_dir",
 ]

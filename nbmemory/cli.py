@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from nbmemory.agent import Agent
+from nbmemory.agent.agent import Agent
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
@@ -25,12 +25,17 @@ from nbmemory.errors import (
     NbmemoryError,
     NoteNotFoundError,
 )
-from nbmemory.export import FORMATS, export_text
-from nbmemory.note_history import APPROVALS, DEFAULT, Author
-from nbmemory.notes import Notes, listing
-from nbmemory.read_model import FOLD_CHARS, ReadModel
+from nbmemory.memory.export import FORMATS, export_text
+from nbmemory.memory.note_history import APPROVALS, DEFAULT, Author
+from nbmemory.memory.notes import Notes, listing
 from nbmemory.recall import DEFAULT_BUDGET
-from nbmemory.report import (
+from nbmemory.store import Workspace
+from nbmemory.store import workspace as memory_store
+from nbmemory.store.atomic import write_atomic
+from nbmemory.store.layout import MAX_DOCUMENT_BYTES, export_layout, import_layout
+from nbmemory.store.masked_url import hide_password
+from nbmemory.views.read_model import FOLD_CHARS, ReadModel
+from nbmemory.views.report import (
     AgentTable,
     Audit,
     MessageList,
@@ -39,11 +44,6 @@ from nbmemory.report import (
     usage_line,
     visible,
 )
-from nbmemory.store import Workspace
-from nbmemory.store import workspace as memory_store
-from nbmemory.store.atomic import write_atomic
-from nbmemory.store.layout import MAX_DOCUMENT_BYTES, export_layout, import_layout
-from nbmemory.store.masked_url import hide_password
 from nbmemory.wording import counted, review_words
 
 
@@ -202,7 +202,7 @@ def cmd_import(args: argparse.Namespace) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> str:
-    from nbmemory.demo import run
+    from nbmemory.agent.demo import run
 
     run(_workspace(args))
     return ""

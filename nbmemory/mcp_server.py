@@ -40,8 +40,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl
 
-from nbmemory import llm
-from nbmemory.agent import Agent
+from nbmemory.agent.agent import Agent
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
@@ -49,15 +48,16 @@ from nbmemory.errors import (
     InvalidDocumentNameError,
     NbmemoryError,
 )
-from nbmemory.note_history import Author
-from nbmemory.notes import NOTES_FILE, Notes, listing, review_answer
-from nbmemory.read_model import ReadModel
+from nbmemory.memory.note_history import Author
+from nbmemory.memory.notes import NOTES_FILE, Notes, listing, review_answer
+from nbmemory.models import llm
 from nbmemory.recall import DEFAULT_BUDGET, DEFAULT_PASSAGES, LISTED, describe, find
-from nbmemory.report import AgentTable, parts_line, usage_line
 from nbmemory.store import Workspace
 from nbmemory.store.docs import check_size
 from nbmemory.store.folders import ARCHIVE_DIR, MEMORY_FILE, validate_agent_name
 from nbmemory.store.masked_url import hide_password
+from nbmemory.views.read_model import ReadModel
+from nbmemory.views.report import AgentTable, parts_line, usage_line
 
 SCHEME = "memory"
 ROLE = "MCP"

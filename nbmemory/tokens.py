@@ -126,7 +126,7 @@ class TokenCounter:
     def encoding_name(self) -> str:
         """The tiktoken encoding used, or ``APPROXIMATE`` when none can be loaded. Known
         without loading the encoding when its file is there: loading waits for a count, which
-        token counts kept beside a memory may spare (``nbmemory.token_counts``)."""
+        token counts kept beside a memory may spare (``nbmemory.memory.token_counts``)."""
         if encoding_file(self._encoding_name) is None:
             self._load()
         return self._encoding_name

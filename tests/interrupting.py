@@ -37,8 +37,8 @@ from typing import Any
 
 from nbmemory import Conversation, Workspace
 from nbmemory.errors import MemoryWarning
-from nbmemory.read_model import ReadModel
 from nbmemory.store.memory_format import parse
+from nbmemory.views.read_model import ReadModel
 
 NAME = "Interrupted"
 _CALLS = ("CALL", "CALL_FUNCTION_EX", "CALL_KW")

@@ -12,12 +12,12 @@ import yaml
 
 from nbmemory import Conversation, Workspace
 from nbmemory.cli import main
-from nbmemory.provenance import Provenance
-from nbmemory.read_model import ReadModel
+from nbmemory.memory.provenance import Provenance
 from nbmemory.store import memory_path
 from nbmemory.store.memory_format import parse
 from nbmemory.store.postgresql import PgStore
 from nbmemory.store.workspace import database_at
+from nbmemory.views.read_model import ReadModel
 from support import (
     REFUSED_STORES,
     ROOT,

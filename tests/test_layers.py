@@ -14,24 +14,16 @@ from support import ROOT
 
 PACKAGE = ROOT / "nbmemory"
 LAYERS = {
-    "base": ["errors", "reply", "tokens", "terms", "wording"],
-    "storage": [
-        "store",
-        "run_settings",
-        "compactions",
-        "note_history",
-        "notes",
-        "provenance",
-        "token_counts",
-        "search",
-        "export",
-    ],
-    "memory": ["swarms_conversation", "conversation"],
-    "models and recall": ["llm", "offline", "recall"],
-    "agent": ["tools", "compressor", "agent", "demo"],
-    "read model": ["read_model", "report"],
+    "base": ["errors", "tokens", "terms", "wording"],
+    "storage": ["store"],
+    "memory": ["memory", "conversation"],
+    "models and recall": ["models", "recall"],
+    "agent": ["agent", "compressor"],
+    "views": ["views"],
     "front ends": ["cli", "__main__", "mcp_server", "jupyter"],
 }
+SWARMS_PATHS = {"nbmemory.conversation": "memory", "nbmemory.compressor": "agent"}
+"""The two modules swarms code imports by name, each the same module as one inside a package."""
 RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module in modules}
 JUPYTER_ONLY = ("IPython", "anywidget", "ipywidgets", "tornado", "jupyter_server", "mistune")
 MCP_ONLY = ("mcp",)
@@ -46,7 +38,7 @@ FILE_READERS = (
     "nbmemory.store.memory_format",
     "nbmemory.store.memory_file",
     "nbmemory.store.follow",
-    "nbmemory.search",
+    "nbmemory.memory.search",
     "nbmemory.tokens",
 )
 """What a view must not use: it reads through the read model instead."""
@@ -88,12 +80,12 @@ def imports(path: Path) -> list[tuple[str, bool]]:
 
 
 def layer_of(module: str) -> str:
-    """``nbmemory.jupyter.widget`` -> ``jupyter``; ``nbmemory.read_model`` -> ``read_model``."""
+    """``nbmemory.jupyter.widget`` -> ``jupyter``; ``nbmemory.errors`` -> ``errors``."""
     return module.split(".")[1] if module.count(".") else module
 
 
 def internal(module: str, known: dict[str, Path]) -> str | None:
-    """The nbmemory module an import names (``nbmemory.llm.Reply`` -> ``nbmemory.llm``)."""
+    """The nbmemory module an import names (``nbmemory.errors.X`` -> ``nbmemory.errors``)."""
     while module and module not in known:
         module = module.rpartition(".")[0]
     return module or None
@@ -156,7 +148,7 @@ def test_optional_libraries_stay_in_their_corner():
             mcp_module = name.startswith(MCP_FRONT_ENDS)
             if mcp_module and module not in MCP_FRONT_ENDS and not nested:
                 misplaced.append(f"{module} imports {name} at import time")
-            if root == "litellm" and (module != "nbmemory.llm" or not nested):
+            if root == "litellm" and (module != "nbmemory.models.llm" or not nested):
                 misplaced.append(f"{module} imports litellm{'' if nested else ' at import time'}")
     assert not misplaced
 
@@ -176,7 +168,7 @@ def test_views_read_through_the_read_model():
 
 ENVIRONMENT = {
     "nbmemory.store.workspace": {"Workspace.from_env"},
-    "nbmemory.llm": {
+    "nbmemory.models.llm": {
         "default_model",
         "default_embedding_model",
         "litellm",
@@ -294,3 +286,23 @@ def test_nothing_in_the_repository_cites_a_file_outside_it():
         and outside.search((ROOT / name).read_text(errors="replace"))
     ]
     assert not citing
+
+
+def test_the_swarms_paths_are_the_modules_inside_the_packages():
+    import importlib
+
+    for public, package in SWARMS_PATHS.items():
+        inside = f"nbmemory.{package}.{public.rpartition('.')[2]}"
+        assert importlib.import_module(public) is importlib.import_module(inside)
+
+
+def test_inside_the_package_only_the_public_api_imports_the_swarms_paths():
+    known = modules()
+    found = [
+        f"{module} imports {name}"
+        for module, path in known.items()
+        if module not in ("nbmemory", *SWARMS_PATHS)
+        for name, _ in imports(path)
+        if internal(name, known) in SWARMS_PATHS
+    ]
+    assert not found

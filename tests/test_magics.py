@@ -12,12 +12,12 @@ from IPython.testing.globalipapp import start_ipython
 from nbmemory import Workspace
 from nbmemory.errors import MemoryWarning
 from nbmemory.jupyter.render import Answer
-from nbmemory.note_history import HISTORY_FILE
-from nbmemory.notes import PROMPT_LINE as NOTES_LINE
-from nbmemory.read_model import ReadModel
+from nbmemory.memory.note_history import HISTORY_FILE
+from nbmemory.memory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import list_agents, memory_path
 from nbmemory.store.memory_format import parse
+from nbmemory.views.read_model import ReadModel
 from support import REFUSED_STORES, agent_docs, leaks, stored_messages
 
 

@@ -11,8 +11,8 @@ from jupyter_client.manager import start_new_kernel
 from nbclient import NotebookClient
 from nbclient.util import run_sync
 
-from nbmemory.read_model import ReadModel
 from nbmemory.store.memory_format import parse
+from nbmemory.views.read_model import ReadModel
 from support import ROOT, leaks, stored, stored_messages
 
 
@@ -265,7 +265,9 @@ def test_kernels_with_separate_disks_share_an_agent_through_the_database(
         )
         after = execute(client_b, "%memory Depot")  # the other kernel sees the compaction
         assert "The depot is in Lyon." in after and "Where is the depot?" not in after
-        figures = "from nbmemory.read_model import ReadModel\ninfo = ReadModel().agent('Depot')\n"
+        figures = (
+            "from nbmemory.views.read_model import ReadModel\ninfo = ReadModel().agent('Depot')\n"
+        )
         assert execute(client_b, figures + "print(info.messages, info.archives)").strip() == "1 1"
     finally:
         for manager, client in [(manager_a, client_a), (manager_b, client_b)]:
@@ -400,7 +402,7 @@ def test_a_saved_notebook_records_the_cell_of_each_agent_message(kernel_env, tmp
         for index in (0, 1, 2):
             client.execute_cell(saved.cells[index], index)
         # The warehouse cell again, as [4]. Its messages say what the first run's said: a
-        # second later, their blocks differ by their time (see nbmemory.provenance).
+        # second later, their blocks differ by their time (see nbmemory.memory.provenance).
         time.sleep(1.05)
         client.execute_cell(warehouse, 1)
         client.execute_cell(inspect, 3)

@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Agent, Workspace
 from nbmemory.jupyter.server import NbMemoryServer
-from nbmemory.read_model import ReadModel
+from nbmemory.views.read_model import ReadModel
 from support import run_python, stored_messages
 from test_magics_kernel import execute
 from test_mcp_server import HOSTILE, READERS, Updates, answer, every_tool_and_resource, failure

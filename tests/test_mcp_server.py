@@ -23,14 +23,14 @@ from pydantic import AnyUrl
 from nbmemory import Agent, Workspace, cli
 from nbmemory.errors import NbmemoryError
 from nbmemory.mcp_server import ROLE, Document, MemoryServer, Watcher
-from nbmemory.note_history import Author
-from nbmemory.notes import Notes
-from nbmemory.read_model import ReadModel
+from nbmemory.memory.note_history import Author
+from nbmemory.memory.notes import Notes
 from nbmemory.recall import DEFAULT_BUDGET
-from nbmemory.report import AgentTable
 from nbmemory.store.docs import MAX_MESSAGE_BYTES
 from nbmemory.store.folders import EMBEDDINGS_DIR
 from nbmemory.tokens import TokenCounter
+from nbmemory.views.read_model import ReadModel
+from nbmemory.views.report import AgentTable
 from support import ROOT, leaks, run_python, stored, stored_messages
 
 HOSTILE = (
@@ -147,7 +147,7 @@ async def another_process_changes_memory_then_notes(session: ClientSession, upda
     await updates.wait_for(memory)
     run_python(
         "from nbmemory import Workspace\n"
-        "from nbmemory.notes import Notes\n"
+        "from nbmemory.memory.notes import Notes\n"
         "Notes(Workspace.from_env().agent('Research')).add('Budget: 40k EUR.')\n"
     )
     await updates.wait_for(notes)

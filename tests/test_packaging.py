@@ -86,7 +86,7 @@ def test_the_wheel_holds_the_license_the_labextension_and_its_install_json(wheel
     assert {f"{lab}/package.json", f"{lab}/static/style.js"} <= names
     assert any(re.fullmatch(rf"{lab}/static/remoteEntry\.\w+\.js", name) for name in names)
     assert f"{DATA}/etc/jupyter/jupyter_server_config.d/nbmemory.json" in names
-    assert "nbmemory/word_vectors.bin" in names  # recall's offline vectors
+    assert "nbmemory/recall/word_vectors.bin" in names  # recall's offline vectors
     static = ROOT / "nbmemory" / "jupyter" / "static"  # the widget's modules, its CSS, marked
     assert {p.relative_to(ROOT).as_posix() for p in static.rglob("*") if p.is_file()} <= names
     assert install == {
@@ -133,7 +133,7 @@ def test_the_sdist_holds_the_license_the_changelog_and_the_sources(tmp_path):
         "CHANGELOG.md",
         "labextension/install.json",
         "labextension/src/index.ts",
-        "nbmemory/word_vectors.bin",
+        "nbmemory/recall/word_vectors.bin",
     ]:
         assert name in names
     assert not any(name.startswith("nbmemory/labextension/") for name in names)

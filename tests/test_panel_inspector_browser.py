@@ -26,11 +26,11 @@ from browser import (
     write_notebook,
 )
 from nbmemory import Conversation, Workspace
-from nbmemory.notes import Notes
-from nbmemory.provenance import Provenance
-from nbmemory.read_model import PARTS, ReadModel
-from nbmemory.run_settings import RunSettings, write_settings
+from nbmemory.memory.notes import Notes
+from nbmemory.memory.provenance import Provenance
+from nbmemory.memory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
+from nbmemory.views.read_model import PARTS, ReadModel
 from nbmemory.wording import search_words
 from support import agent_docs
 
@@ -347,7 +347,7 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
     require("jupyterlab", "playwright")
     from playwright.sync_api import expect
 
-    from nbmemory.export import export_text
+    from nbmemory.memory.export import export_text
 
     convo = persistent("Scout")
     for i in range(250):

@@ -22,8 +22,8 @@ from jupyterlab_chat.websocket_model import WsChatModel
 from nbmemory import Agent
 from nbmemory.jupyter.persona import COMPACT, NO_TEXT, STOPPED, NbMemoryPersona
 from nbmemory.jupyter.widget import MemoryWidget
-from nbmemory.note_history import pending
-from nbmemory.read_model import ReadModel
+from nbmemory.memory.note_history import pending
+from nbmemory.views.read_model import ReadModel
 from test_render import Tags
 
 PERSONA_ID = "jupyter-ai-personas::nbmemory::NbMemoryPersona"

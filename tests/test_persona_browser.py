@@ -16,7 +16,7 @@ import pytest
 
 from browser import WAIT_MS, counting_server, jupyter_lab, lab_args, open_lab, require, screenshot
 from nbmemory import Agent
-from nbmemory.read_model import ReadModel
+from nbmemory.views.read_model import ReadModel
 from test_render import LIST_FENCES, MARKED_READS_OTHERWISE
 
 pytestmark = pytest.mark.browser

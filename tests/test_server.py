@@ -21,15 +21,15 @@ from traitlets.config import Config
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Agent, Conversation, Workspace
 from nbmemory.jupyter.server import NbMemoryServer, WarmUp
-from nbmemory.note_history import Author
-from nbmemory.notes import Notes
-from nbmemory.provenance import Provenance
-from nbmemory.read_model import ReadModel
-from nbmemory.run_settings import RunSettings, write_settings
+from nbmemory.memory.note_history import Author
+from nbmemory.memory.notes import Notes
+from nbmemory.memory.provenance import Provenance
+from nbmemory.memory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
 from nbmemory.store.docs import MAX_MESSAGE_BYTES
 from nbmemory.store.memory_format import format_block, format_header
 from nbmemory.store.workspace import database_at
+from nbmemory.views.read_model import ReadModel
 from support import (
     NOT_UTF8_STORES,
     REFUSED_STORES,
@@ -333,7 +333,7 @@ def test_a_memory_in_a_hidden_folder_under_the_root_has_no_path_from_it_unless_a
 
 
 def test_export_is_what_the_cli_writes(lab, agents, tmp_path):
-    from nbmemory.export import export_text
+    from nbmemory.memory.export import export_text
 
     model = ReadModel(agents)
     for form in ("json", "yaml", "md"):
@@ -689,7 +689,8 @@ def test_notes_polls_are_304_until_the_notes_change(lab, agents):
         [
             sys.executable,
             "-c",
-            "import sys\nfrom nbmemory.notes import Notes\nNotes(sys.argv[1]).add(sys.argv[2])\n",
+            "import sys\nfrom nbmemory.memory.notes import Notes\n"
+            "Notes(sys.argv[1]).add(sys.argv[2])\n",
             str(agent_docs("Scout").folder),
             "Pinned by another process.",
         ],

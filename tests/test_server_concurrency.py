@@ -16,8 +16,8 @@ from traitlets.config import Config
 
 from nbmemory import Conversation
 from nbmemory.jupyter.server import HEAVY_WORKERS, HeavyReads
-from nbmemory.read_model import ReadModel
 from nbmemory.store import memory_path
+from nbmemory.views.read_model import ReadModel
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 

@@ -29,12 +29,12 @@ from browser import (
     write_notebook,
 )
 from nbmemory import Conversation, Workspace
-from nbmemory.note_history import Author
-from nbmemory.notes import Notes
-from nbmemory.read_model import ReadModel
-from nbmemory.run_settings import RunSettings, write_settings
+from nbmemory.memory.note_history import Author
+from nbmemory.memory.notes import Notes
+from nbmemory.memory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
 from nbmemory.store.workspace import database_at
+from nbmemory.views.read_model import ReadModel
 from nbmemory.wording import search_words
 from support import agent_docs
 
@@ -418,7 +418,8 @@ def test_pin_and_unpin_from_the_sidebar(tmp_path: Path, workspace: Path) -> None
             [
                 sys.executable,
                 "-c",
-                "import sys\nfrom nbmemory.notes import Notes\nNotes(sys.argv[1]).add(sys.argv[2])",
+                "import sys\nfrom nbmemory.memory.notes import Notes\n"
+                "Notes(sys.argv[1]).add(sys.argv[2])",
                 str(notes_file.parent),
                 "Pinned elsewhere.",
             ],
@@ -663,7 +664,7 @@ def test_choosing_a_messages_cell_opens_its_notebook_at_that_cell(
     require("jupyterlab", "playwright", "nbformat")
     from playwright.sync_api import expect
 
-    from nbmemory.provenance import Provenance
+    from nbmemory.memory.provenance import Provenance
 
     root = tmp_path / "lab"
     (root / "reports").mkdir(parents=True)
@@ -678,7 +679,9 @@ def test_choosing_a_messages_cell_opens_its_notebook_at_that_cell(
 
     with jupyter_lab(root, extra_args=args) as server, open_notebook(server, path) as page:
         run_cells(page, *(cell_index[c] for c in ("setup", "warehouse", "scratch", "latency")))
-        time.sleep(1.05)  # the run again writes blocks with another time (nbmemory.provenance)
+        time.sleep(
+            1.05
+        )  # the run again writes blocks with another time (nbmemory.memory.provenance)
         run_cells(page, cell_index["warehouse"])
         # The scratch cell is deleted from the notebook, which is saved and closed.
         page.evaluate(

@@ -29,7 +29,7 @@ from browser import (
     write_notebook,
 )
 from fake_openai import FakeOpenAI
-from nbmemory.read_model import ReadModel
+from nbmemory.views.read_model import ReadModel
 
 pytestmark = pytest.mark.browser
 

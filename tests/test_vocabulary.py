@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 from nbmemory import Conversation
-from nbmemory.provenance import Cell, Provenance
-from nbmemory.read_model import (
+from nbmemory.memory.provenance import Cell, Provenance
+from nbmemory.store import memory_path
+from nbmemory.views.read_model import (
     ArchiveInfo,
     CompactionInfo,
     Found,
@@ -17,7 +18,6 @@ from nbmemory.read_model import (
     Usage,
     provenance_json,
 )
-from nbmemory.store import memory_path
 from nbmemory.wording import (
     PAGERS,
     PARTS,

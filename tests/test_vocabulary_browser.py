@@ -20,9 +20,9 @@ from browser import (
     write_notebook,
 )
 from nbmemory import Agent, Conversation
-from nbmemory.read_model import ReadModel
-from nbmemory.run_settings import RunSettings, write_settings
+from nbmemory.memory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
+from nbmemory.views.read_model import ReadModel
 from nbmemory.wording import LABELS, PAGERS, counted, phrase, search_words
 from support import agent_docs
 

@@ -18,11 +18,11 @@ import pytest
 
 from nbmemory import Agent, Conversation
 from nbmemory.jupyter.widget import PAGE_SIZE, RAM_SOURCE, MemoryWidget
-from nbmemory.note_history import Author
-from nbmemory.notes import Notes
-from nbmemory.provenance import Provenance
-from nbmemory.read_model import FOLD_CHARS, ReadModel
+from nbmemory.memory.note_history import Author
+from nbmemory.memory.notes import Notes
+from nbmemory.memory.provenance import Provenance
 from nbmemory.store import memory_path
+from nbmemory.views.read_model import FOLD_CHARS, ReadModel
 from support import ROOT, agent_docs, http_agent, run_python, stored, stored_messages
 
 HOSTILE = [
@@ -546,7 +546,8 @@ def test_a_note_pinned_by_another_process_appears(widgets):
     widget = settled(MemoryWidget("Shared"))
     widgets.append(widget)
     run_python(
-        "import sys\nfrom nbmemory.notes import Notes\nNotes(sys.argv[1]).add(sys.argv[2])\n",
+        "import sys\nfrom nbmemory.memory.notes import Notes\n"
+        "Notes(sys.argv[1]).add(sys.argv[2])\n",
         str(agent_docs("Shared").folder),
         "Pinned by another process.",
     )

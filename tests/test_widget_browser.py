@@ -22,8 +22,8 @@ from browser import (
     write_notebook,
 )
 from nbmemory import Conversation
-from nbmemory.note_history import Author
-from nbmemory.notes import Notes
+from nbmemory.memory.note_history import Author
+from nbmemory.memory.notes import Notes
 from nbmemory.store import memory_path
 from support import agent_docs, stored, stored_messages
 
@@ -372,8 +372,8 @@ def test_each_message_shows_its_cell_and_a_superseded_run_is_marked(tmp_path: Pa
     import nbformat
     from playwright.sync_api import expect
 
-    from nbmemory.provenance import Provenance
-    from nbmemory.read_model import ReadModel
+    from nbmemory.memory.provenance import Provenance
+    from nbmemory.views.read_model import ReadModel
 
     hostile_name = '<img src=x onerror="window.__pwned=1">.ipynb'
     convo = write_memory("Analyst")
@@ -391,7 +391,9 @@ def test_each_message_shows_its_cell_and_a_superseded_run_is_marked(tmp_path: Pa
     nbformat.write(notebook, root / "cells.ipynb")
     with jupyter_lab(root) as server, open_notebook(server, "cells.ipynb", height=1400) as page:
         run_cells(page, 0, 1)
-        time.sleep(1.05)  # the run again writes blocks with another time (nbmemory.provenance)
+        time.sleep(
+            1.05
+        )  # the run again writes blocks with another time (nbmemory.memory.provenance)
         run_cells(page, 1, 2)
         widget = page.locator('[data-testid="nbmemory-widget"]')
         messages = widget.locator('[data-testid="messages"] [data-testid="message"]')

@@ -26,11 +26,11 @@ from browser import (
 )
 from fake_openai import FakeOpenAI
 from nbmemory import Agent
-from nbmemory.notes import Notes
-from nbmemory.read_model import PARTS, ReadModel
-from nbmemory.search import content_text
+from nbmemory.memory.notes import Notes
+from nbmemory.memory.search import content_text
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
+from nbmemory.views.read_model import PARTS, ReadModel
 from nbmemory.wording import search_words
 from support import agent_docs
 
@@ -542,7 +542,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
     import os
 
     from nbmemory import Conversation, Workspace
-    from nbmemory.run_settings import RunSettings, write_settings
+    from nbmemory.memory.run_settings import RunSettings, write_settings
 
     require("jupyterlab", "playwright", "nbformat")
     from playwright.sync_api import expect

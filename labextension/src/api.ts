@@ -125,7 +125,7 @@ export interface INotes {
   history?: INoteChange[];
 }
 
-/** One change to the notes, as `nbmemory.note_history.Change` records it. */
+/** One change to the notes, as `nbmemory.memory.note_history.Change` records it. */
 export interface INoteChange {
   n: number;
   change: string;

@@ -14,7 +14,7 @@ export type ReviewAction =
   | { restore: number }
   | { approval: string };
 
-/** How the model's edits of its notes are taken, as `nbmemory.note_history` names them. */
+/** How the model's edits of its notes are taken, as `nbmemory.memory.note_history` names them. */
 const APPROVALS: [string, string][] = [
   ['default', 'by default: kept for your review'],
   ['auto', 'applied at once'],

@@ -22,23 +22,23 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Int, TraitError, Unicode, observe, validate
 
-from nbmemory import llm
-from nbmemory.agent import Agent
-from nbmemory.compactions import Compaction
-from nbmemory.compressor import CompactionPlan
+from nbmemory.agent.agent import Agent
+from nbmemory.agent.compressor import CompactionPlan
 from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
-from nbmemory.export import export_text, format_of
 from nbmemory.jupyter.render import Answer, safe_bundle
-from nbmemory.note_history import APPROVALS, Author
-from nbmemory.notes import Notes, listing
-from nbmemory.provenance import SERVER_ROOT_ENV, Provenance, notebook_path
-from nbmemory.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
+from nbmemory.memory.compactions import Compaction
+from nbmemory.memory.export import export_text, format_of
+from nbmemory.memory.note_history import APPROVALS, Author
+from nbmemory.memory.notes import Notes, listing
+from nbmemory.memory.provenance import SERVER_ROOT_ENV, Provenance, notebook_path
+from nbmemory.models import llm
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
-from nbmemory.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
 from nbmemory.store import Workspace, folders
 from nbmemory.store import workspace as memory_store
 from nbmemory.store.atomic import write_atomic
 from nbmemory.store.masked_url import MaskedUrl
+from nbmemory.views.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
+from nbmemory.views.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
 from nbmemory.wording import counted, review_words
 
 _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer

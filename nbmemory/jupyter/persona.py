@@ -29,12 +29,12 @@ from jupyter_ai_persona_manager.awareness_models import Usage as ChatUsage
 from jupyterlab_chat.models import Message, NewMessage
 from traitlets import TraitError, Unicode, validate
 
-from nbmemory.agent import Agent
+from nbmemory.agent.agent import Agent
 from nbmemory.errors import AgentNotFoundError, InvalidAgentNameError, NbmemoryError
 from nbmemory.jupyter.render import chat_markdown
-from nbmemory.read_model import ReadModel, Usage
 from nbmemory.store import Workspace
 from nbmemory.store.folders import validate_agent_name
+from nbmemory.views.read_model import ReadModel, Usage
 from nbmemory.wording import review_head
 
 AVATAR = Path(__file__).with_name("static") / "persona.svg"

@@ -21,7 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mistune.renderers.html import HTMLRenderer
 
-from nbmemory.report import visible
+from nbmemory.views.report import visible
 
 _PUNCTUATION = frozenset(string.punctuation)
 _RUN = re.compile(r"`+")

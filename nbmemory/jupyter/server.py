@@ -23,15 +23,14 @@ Routes, under ``<base_url>/nbmemory/api``::
 and, with ``nbmemory[mcp]`` installed, ``<base_url>/nbmemory/mcp``: ``nbmemory mcp``'s tools and
 resources over streamable HTTP, behind the same authentication (:mod:`nbmemory.jupyter.mcp_http`).
 
-Every handler reads through :class:`nbmemory.read_model.ReadModel` (compaction writes through
-:meth:`nbmemory.agent.Agent.compact`, which records it as every compaction is recorded, pins
-and unpins through :class:`nbmemory.notes.Notes`), in a worker thread so the server's event loop
-never waits on a disk. Reads whose cost grows with an agent's history (``/compactions``) have
-their own few threads (:class:`HeavyReads`), and each user at most one of them at a time: a
-burst of them waits behind itself, never in front of another request. Every GET carries an
-``ETag`` built from ``ReadModel.version`` and the query, and answers ``304`` with no body to a
-matching ``If-None-Match``: a poll when nothing changed costs a few ``stat`` calls and a few
-hundred bytes.
+Every handler reads through :class:`nbmemory.views.read_model.ReadModel` (compaction writes through
+:meth:`nbmemory.agent.agent.Agent.compact`, which records it as every compaction is recorded, pins
+and unpins through :class:`nbmemory.memory.notes.Notes`), in a worker thread so the server's event
+loop never waits on a disk. Reads whose cost grows with an agent's history (``/compactions``) have
+their own few threads (:class:`HeavyReads`), and each user at most one of them at a time: a burst
+of them waits behind itself, never in front of another request. Every GET carries an ``ETag`` built
+from ``ReadModel.version`` and the query, and answers ``304`` with no body to a matching
+``If-None-Match``: a poll when nothing changed costs a few ``stat`` calls and a few hundred bytes.
 
 Authorization: requests need Jupyter's authentication, then the server's authorizer is asked
 about the resource ``"nbmemory"``, with the action ``"read"`` for GETs and ``"write"`` for a
@@ -80,10 +79,8 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, TraitError, Unicode, validate
 
-from nbmemory import note_history
-from nbmemory.agent import Agent
-from nbmemory.compactions import Compaction
-from nbmemory.compressor import CompactionPlan
+from nbmemory.agent.agent import Agent
+from nbmemory.agent.compressor import CompactionPlan
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
@@ -100,15 +97,17 @@ from nbmemory.errors import (
     StoreConfigError,
     UnsafeFileError,
 )
-from nbmemory.export import FORMATS, export_text
-from nbmemory.note_history import Author
-from nbmemory.notes import Notes
-from nbmemory.provenance import SERVER_ROOT_ENV
-from nbmemory.read_model import FOLD_CHARS, AgentInfo, Item, ReadModel
+from nbmemory.memory import note_history
+from nbmemory.memory.compactions import Compaction
+from nbmemory.memory.export import FORMATS, export_text
+from nbmemory.memory.note_history import Author
+from nbmemory.memory.notes import Notes
+from nbmemory.memory.provenance import SERVER_ROOT_ENV
 from nbmemory.store import folders
 from nbmemory.store import workspace as memory_store
 from nbmemory.store.docs import check_size
 from nbmemory.store.masked_url import MaskedUrl
+from nbmemory.views.read_model import FOLD_CHARS, AgentInfo, Item, ReadModel
 from nbmemory.wording import preview_words, vocabulary
 
 AUTH_RESOURCE = "nbmemory"

@@ -1,6 +1,6 @@
 """``MemoryWidget``: a live view of one agent's memory (anywidget; traits are the whole contract).
 
-Everything it shows comes from the read model (:mod:`nbmemory.read_model`), serialized as the
+Everything it shows comes from the read model (:mod:`nbmemory.views.read_model`), serialized as the
 server serializes it for the panel: the figures (``AgentInfo.to_json()`` in the ``info`` trait:
 tokens against the window and the compression threshold, what the next request carries part by
 part, counts, bytes, and their words), pages of messages in either order (with each message's
@@ -12,11 +12,12 @@ nothing changed); given an ``Agent`` or ``Conversation`` it also listens to thei
 for immediacy and for the answer being streamed. Only a ``Conversation`` kept in RAM is read
 from the object itself. It may be shown before the agent exists and fills in once it is written.
 
-It also shows the agent's pinned notes (``NOTES.md``, see :mod:`nbmemory.notes`) and lets a
-person pin and unpin them: the browser sends ``{"command": "pin", "note": ...}`` or
-``{"command": "unpin", "number": n, "note": <the text it showed>}``, handled here through
-:class:`nbmemory.notes.Notes` (which locks the agent's folder and writes atomically); refusals
-(over the budget, an empty note, notes changed meanwhile) go to ``status`` and change nothing.
+It also shows the agent's pinned notes (``NOTES.md``, see :mod:`nbmemory.memory.notes`) and lets a
+person pin and unpin them: the browser sends ``{"command": "pin", "note": ...}`` or ``{"command":
+"unpin", "number": n, "note": <the text it showed>}``, handled here through
+:class:`nbmemory.memory.notes.Notes` (which locks the agent's folder and writes atomically);
+refusals (over the budget, an empty note, notes changed meanwhile) go to ``status`` and change
+nothing.
 
 Its Compact button asks first: ``{"command": "preview", "keep": [...]}`` puts the model's summary,
 the tokens before and after and the terms it would drop in ``compaction_preview``, changing
@@ -44,10 +45,8 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from nbmemory import note_history
-from nbmemory.agent import Agent
-from nbmemory.compressor import CompactionPlan
-from nbmemory.conversation import ChangeEvent, Conversation
+from nbmemory.agent.agent import Agent
+from nbmemory.agent.compressor import CompactionPlan
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
@@ -55,9 +54,12 @@ from nbmemory.errors import (
     NbmemoryError,
     NoteChangedError,
 )
-from nbmemory.note_history import Author
-from nbmemory.notes import DEFAULT_BUDGET, Notes
-from nbmemory.read_model import (
+from nbmemory.memory import note_history
+from nbmemory.memory.conversation import ChangeEvent, Conversation
+from nbmemory.memory.note_history import Author
+from nbmemory.memory.notes import DEFAULT_BUDGET, Notes
+from nbmemory.store import Workspace, folders
+from nbmemory.views.read_model import (
     FOLD_CHARS,
     ArchiveInfo,
     CompactionInfo,
@@ -68,8 +70,7 @@ from nbmemory.read_model import (
     page_of,
     to_items,
 )
-from nbmemory.report import markdown_escape, visible
-from nbmemory.store import Workspace, folders
+from nbmemory.views.report import markdown_escape, visible
 from nbmemory.wording import (
     counted,
     message_number,
@@ -337,7 +338,7 @@ class MemoryWidget(anywidget.AnyWidget):
     note_changes = traitlets.List(traitlets.Dict()).tag(sync=True)
     """The model's note edits waiting for review, then the latest recorded changes to the
     notes, newest first: ``{"n", "said", "pending"}`` (``said`` worded by
-    ``nbmemory.note_history``, as every view words it)."""
+    ``nbmemory.memory.note_history``, as every view words it)."""
     """Tokens the notes add to every request, counted for the agent's recorded model."""
     notes_budget = traitlets.Int(DEFAULT_BUDGET).tag(sync=True)
 

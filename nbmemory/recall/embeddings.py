@@ -43,8 +43,8 @@ try:
 except ImportError:  # Windows: filelock takes over, as for MEMORY.md (store.folder_lock)
     fcntl = None  # type: ignore[assignment]
 
-from nbmemory import llm
 from nbmemory.errors import MemoryWarning, ModelError, StoreError
+from nbmemory.models import llm
 from nbmemory.recall import word_vectors
 from nbmemory.recall.stored_index import EMBEDDED_CHARS, text_key
 from nbmemory.store.docs import AgentDocs

@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nbmemory import provenance
+from nbmemory.memory import provenance
 from nbmemory.recall.kept_indexes import keep_memory, kept_memory
 from nbmemory.recall.speakers import (
     answered_text,

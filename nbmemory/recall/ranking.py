@@ -22,9 +22,10 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from nbmemory import llm, provenance
 from nbmemory.errors import AgentNotFoundError
-from nbmemory.provenance import Cell, Lineage
+from nbmemory.memory import provenance
+from nbmemory.memory.provenance import Cell, Lineage
+from nbmemory.models import llm
 from nbmemory.recall.corpus import Corpus, corpus_of, within_reach
 from nbmemory.recall.exchanges import NAMED, Index
 from nbmemory.recall.kept_indexes import discard, warn_damaged

@@ -14,9 +14,9 @@ import functools
 import re
 from typing import Any
 
-from nbmemory.conversation import SUMMARY_MARKER
+from nbmemory.memory.conversation import SUMMARY_MARKER
+from nbmemory.memory.search import content_text
 from nbmemory.recall.text import TOOL_NAME
-from nbmemory.search import content_text
 from nbmemory.terms import words
 
 

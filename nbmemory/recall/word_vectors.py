@@ -1,12 +1,12 @@
 """Offline vectors for recall's ranking by meaning: one per English word, nothing downloaded.
 
-``encode(texts)`` gives each text the mean of its content words' vectors, as a unit vector,
-so that "brought home from the rescue" lands near "adopted from the animal shelter" without
-an embedding service. The vectors ship in ``nbmemory/word_vectors.bin`` (about 22,000 words, 256
-dimensions, int8 with a scale per word, 5.8 MB), distilled from all-MiniLM-L6-v2 (Apache-2.0)
-by ``benchmarks/make_word_vectors.py``. They are weaker than a sentence model's, so recall
-gives their ranking ``WEIGHT`` of a provider's in the fusion. ``MODEL`` is their name wherever
-an embedding model is named (``Agent(embedding_model=...)``); it is the default.
+``encode(texts)`` gives each text the mean of its content words' vectors, as a unit vector, so that
+"brought home from the rescue" lands near "adopted from the animal shelter" without an embedding
+service. The vectors ship beside this module in ``word_vectors.bin`` (about 22,000 words, 256
+dimensions, int8 with a scale per word, 5.8 MB), distilled from all-MiniLM-L6-v2 (Apache-2.0) by
+``benchmarks/make_word_vectors.py``. They are weaker than a sentence model's, so recall gives their
+ranking ``WEIGHT`` of a provider's in the fusion. ``MODEL`` is their name wherever an embedding
+model is named (``Agent(embedding_model=...)``); it is the default.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nbmemory.llm import WORDS_MODEL
+from nbmemory.models.llm import WORDS_MODEL
 from nbmemory.terms import STOPWORDS
 
 if TYPE_CHECKING:
@@ -35,8 +35,8 @@ REACH = 4_096
 never returns do not count), so that a recall costs the same on any history: the vectors are
 made in each process (about 9 µs a message, 1 KiB of RAM), never stored, since they cost less
 to make than to read."""
-PATH = Path(__file__).parent.parent / "word_vectors.bin"
-"""The vectors, in the package's top folder (``nbmemory/word_vectors.bin``)."""
+PATH = Path(__file__).parent / "word_vectors.bin"
+"""The vectors, beside this module."""
 _MAGIC = b"nbmemory-word-vectors 1"
 _WORD = re.compile(r"[a-z]+")
 _CHUNK = 256  # texts whose word rows are gathered at once: they stay in the cache

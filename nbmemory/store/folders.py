@@ -25,7 +25,7 @@ ARCHIVE_DIR = "archive"
 QUARANTINE_DIR = "quarantine"
 COUNTS_FILE = ".token-counts.json"
 """Token counts of the memory, kept by writers so readers need not count it (see
-``nbmemory.token_counts``): a cache, never exported or imported."""
+``nbmemory.memory.token_counts``): a cache, never exported or imported."""
 """Where what a crash left behind is put aside: kept, but out of search and the views."""
 EMBEDDINGS_DIR = ".embeddings"
 """Where recall keeps the vectors of an agent's messages (one file per embedding model): an

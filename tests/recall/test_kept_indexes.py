@@ -394,7 +394,7 @@ def test_the_tools_answer_stays_within_its_budget_and_says_what_more_matched(on_
 
 
 def test_archived_passages_keep_their_cell_through_the_kept_index(on_store):
-    from nbmemory.provenance import Provenance
+    from nbmemory.memory.provenance import Provenance
 
     convo = Conversation(name="Keeper", memory_md_path=memory_path("Keeper"))
     convo.provenance = Provenance("work/analysis.ipynb", "cell-a", 12, "kernel-1")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nbmemory import Agent, Conversation
-from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.errors import AgentNotFoundError
+from nbmemory.memory.conversation import SUMMARY_MARKER
 from nbmemory.recall import PROMPT_LINE, recall
 from nbmemory.recall.text import TOOL_NAME, describe, sub_queries
 from nbmemory.store import memory_path
@@ -204,9 +204,9 @@ def test_a_query_counts_only_its_first_distinct_words():
 
 
 def test_the_tool_says_how_much_of_a_query_counts():
+    from nbmemory.agent.tools import ToolBox
     from nbmemory.recall import recall_tool
     from nbmemory.recall.ranking import QUERY_TERMS
-    from nbmemory.tools import ToolBox
 
     [schema] = ToolBox([recall_tool(lambda: None)]).schemas()
     described = schema["function"]["parameters"]["properties"]["query"]["description"]
@@ -279,8 +279,8 @@ def test_a_fact_said_again_changed_ranks_the_newer_first(workspace):
 
 
 def test_the_tool_says_it_may_be_called_once_per_fact():
+    from nbmemory.agent.tools import ToolBox
     from nbmemory.recall import recall_tool
-    from nbmemory.tools import ToolBox
 
     [schema] = ToolBox([recall_tool(lambda: None)]).schemas()
     assert "once per fact" in " ".join(schema["function"]["description"].split())

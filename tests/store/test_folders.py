@@ -134,7 +134,7 @@ def test_a_planted_link_is_never_followed_out_of_the_workspace(
     from nbmemory import Agent
     from nbmemory.cli import main
     from nbmemory.errors import NbmemoryError
-    from nbmemory.read_model import ReadModel
+    from nbmemory.views.read_model import ReadModel
     from support import snapshot
 
     outside = outside_tree(tmp_path / "outside")

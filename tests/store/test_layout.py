@@ -11,11 +11,11 @@ from pg_server import new_database
 
 from nbmemory import Agent, Conversation, Workspace, cli
 from nbmemory.errors import MemoryWarning, StoreConfigError, StoreError
-from nbmemory.read_model import ReadModel
 from nbmemory.store import memory_path
 from nbmemory.store.folders import COUNTS_FILE, RECALL_INDEX_DIR
 from nbmemory.store.layout import export_layout, import_layout
 from nbmemory.store.workspace import database_at
+from nbmemory.views.read_model import ReadModel
 from support import FIXTURES, agent_docs, run_python, stored
 
 

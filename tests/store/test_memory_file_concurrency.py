@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 
 from nbmemory import Conversation
-from nbmemory.read_model import ReadModel
 from nbmemory.store import agent_dir, memory_path
 from nbmemory.store.archives import archive_files, unfinished_archive
 from nbmemory.store.memory_format import parse
+from nbmemory.views.read_model import ReadModel
 from support import start_writer
 
 pytestmark = pytest.mark.files(

@@ -202,8 +202,8 @@ def make_special(path: Path, kind: str) -> None:
 def test_a_special_file_as_memory_is_refused_and_every_other_agent_still_shows(workspace, kind):
     from nbmemory import Conversation
     from nbmemory.errors import UnsafeFileError
-    from nbmemory.read_model import ReadModel
     from nbmemory.store import memory_path
+    from nbmemory.views.read_model import ReadModel
     from support import snapshot
 
     Conversation(name="Fine", memory_md_path=memory_path("Fine")).add("User", "hello")

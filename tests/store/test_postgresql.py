@@ -35,14 +35,14 @@ from nbmemory.errors import (
     StoreSchemaError,
     StoreUnavailableError,
 )
-from nbmemory.notes import Notes
-from nbmemory.read_model import ReadModel
+from nbmemory.memory.notes import Notes
 from nbmemory.store import Workspace, memory_path, workspace_dir
 from nbmemory.store.memory_format import parse
 from nbmemory.store.pg_schema import SCHEMA_VERSION
 from nbmemory.store.postgresql import PgStore
 from nbmemory.store.workspace import check as check_store
 from nbmemory.store.workspace import database_at
+from nbmemory.views.read_model import ReadModel
 from support import FIXTURES, REFUSED_STORES, ROOT, UNREACHABLE_STORES, leaks, start_writer
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from nbmemory import Agent, Conversation, MemoryWarning, Workspace
-from nbmemory.read_model import ReadModel
 from nbmemory.recall import recall
 from nbmemory.store.docs import DatabaseDocs, FileDocs
 from nbmemory.store.memory_format import parse
 from nbmemory.store.workspace import database_at
+from nbmemory.views.read_model import ReadModel
 
 
 def test_a_workspace_on_files_maps_its_agents_paths_and_leaves_the_others_alone(tmp_path: Path):

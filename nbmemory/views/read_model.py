@@ -21,9 +21,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nbmemory import llm
-from nbmemory.compactions import Compaction, read_record, record_path
-from nbmemory.conversation import block_text, preload_tokens
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
@@ -31,20 +28,24 @@ from nbmemory.errors import (
     MemoryWarning,
     UnsafeFileError,
 )
-from nbmemory.note_history import HISTORY_FILE, Change, pending
-from nbmemory.notes import NOTES_FILE, Notes
-from nbmemory.provenance import EMPTY as NO_LINEAGE
-from nbmemory.provenance import PROVENANCE_FILE, Cell, Lineage
-from nbmemory.provenance import lineage as lineage_of
-from nbmemory.recall import index_size
-from nbmemory.run_settings import (
+from nbmemory.memory.compactions import Compaction, read_record, record_path
+from nbmemory.memory.conversation import block_text, preload_tokens
+from nbmemory.memory.note_history import HISTORY_FILE, Change, pending
+from nbmemory.memory.notes import NOTES_FILE, Notes
+from nbmemory.memory.provenance import EMPTY as NO_LINEAGE
+from nbmemory.memory.provenance import PROVENANCE_FILE, Cell, Lineage
+from nbmemory.memory.provenance import lineage as lineage_of
+from nbmemory.memory.run_settings import (
     SETTINGS_FILE,
     RunSettings,
     compaction_floor,
     default_settings,
     read_settings,
 )
-from nbmemory.search import content_text, followed_index
+from nbmemory.memory.search import content_text, followed_index
+from nbmemory.memory.token_counts import KeptCounts
+from nbmemory.models import llm
+from nbmemory.recall import index_size
 from nbmemory.store import Workspace, folders
 from nbmemory.store import follow as follow_module
 from nbmemory.store.archives import archive_time
@@ -52,7 +53,6 @@ from nbmemory.store.docs import AgentDocs, FileDocs
 from nbmemory.store.follow import EMPTY, FollowedFile, follow, follow_memories
 from nbmemory.store.workspace import as_workspace
 from nbmemory.terms import left_out, salient_terms
-from nbmemory.token_counts import KeptCounts
 from nbmemory.tokens import TokenCounter
 from nbmemory.wording import (
     FOLD_CHARS,
@@ -183,7 +183,7 @@ class Item:
     length: int
     source: str
     cell: Cell | None = None
-    """The notebook cell that wrote the message, if it was recorded (``nbmemory.provenance``)."""
+    """The notebook cell that wrote the message, if it was recorded (``memory.provenance``)."""
 
     @property
     def folded(self) -> bool:
@@ -833,7 +833,7 @@ class ReadModel:
 
     def lineage(self, name: str) -> Lineage:
         """Where agent ``name``'s messages came from (their notebook cells), as recorded;
-        unreadable records are skipped with a ``MemoryWarning`` (see ``nbmemory.provenance``)."""
+        unreadable records are skipped with a ``MemoryWarning`` (see ``memory.provenance``)."""
         return lineage_of(self._folder(name))
 
     def roles(self, name: str, archive: str | None = None) -> list[tuple[str, int]]:
@@ -859,12 +859,12 @@ class ReadModel:
         raise ArchiveNotFoundError(f"{name} has no archive named {archive!r}")
 
     def notes(self, name: str) -> list[str]:
-        """Agent ``name``'s pinned notes, in order (see ``nbmemory.notes``)."""
+        """Agent ``name``'s pinned notes, in order (see ``nbmemory.memory.notes``)."""
         return _notes(self._folder(name), self.settings(name)[0].model).items()
 
     def note_history(self, name: str) -> list[Change]:
         """Every recorded change to agent ``name``'s notes, oldest first, and a last "outside"
-        entry if the file changed since (see ``nbmemory.note_history``)."""
+        entry if the file changed since (see ``nbmemory.memory.note_history``)."""
         return _notes(self._folder(name), self.settings(name)[0].model).history()
 
     def waiting_notes(self, name: str) -> list[Change]:

@@ -17,15 +17,15 @@ import re
 from collections import Counter
 from typing import Any
 
-from nbmemory.conversation import SUMMARY_MARKER, preloaded_messages
-from nbmemory.notes import MARKER as NOTES_MARKER
-from nbmemory.notes import TOOL_NAME as NOTES
-from nbmemory.notes import parse as parse_notes
-from nbmemory.notes import saved_notes
+from nbmemory.memory.conversation import SUMMARY_MARKER, preloaded_messages
+from nbmemory.memory.notes import MARKER as NOTES_MARKER
+from nbmemory.memory.notes import TOOL_NAME as NOTES
+from nbmemory.memory.notes import parse as parse_notes
+from nbmemory.memory.notes import saved_notes
+from nbmemory.memory.search import content_text
+from nbmemory.models.reply import Reply, ToolCall
 from nbmemory.recall.text import TOOL_NAME as RECALL
 from nbmemory.recall.text import described, sub_queries
-from nbmemory.reply import Reply, ToolCall
-from nbmemory.search import content_text
 from nbmemory.terms import bm25_term, idf, is_question, words
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -2,7 +2,7 @@
 
 import stat
 
-from nbmemory.compactions import Compaction, read_record, record_path, write_record
+from nbmemory.memory.compactions import Compaction, read_record, record_path, write_record
 from nbmemory.store.docs import FileDocs
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbmemory import Agent, Conversation, search
-from nbmemory.read_model import ReadModel
-from nbmemory.search import MessageIndex, file_index
+from nbmemory import Agent, Conversation
+from nbmemory.memory import search
+from nbmemory.memory.search import MessageIndex, file_index
+from nbmemory.views.read_model import ReadModel
 from support import agent_docs, run_python
 
 APPEND = (

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from nbmemory import errors
-from nbmemory.reply import Reply, ToolCall
+from nbmemory.models.reply import Reply, ToolCall
 
 OFFLINE_MODEL = "nbmemory/offline"
 _import_lock = threading.Lock()
@@ -257,7 +257,7 @@ def _offline_reply(model: str, messages: list[dict[str, Any]], options: dict[str
 
 
 def _respond(messages: list[dict[str, Any]], options: dict[str, Any]) -> Reply:
-    from nbmemory.offline import respond
+    from nbmemory.models.offline import respond
 
     return respond(messages, options.get("tools"), options.get("max_tokens"))
 

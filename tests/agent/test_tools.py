@@ -3,7 +3,7 @@ from typing import Literal, Optional
 
 import pytest
 
-from nbmemory.tools import Tool, ToolBox, parse_docstring
+from nbmemory.agent.tools import Tool, ToolBox, parse_docstring
 from support import search_knowledge_base
 
 

@@ -3,8 +3,8 @@
 import stat
 
 from nbmemory import Agent
-from nbmemory.compressor import ContextCompressor
-from nbmemory.run_settings import SETTINGS_FILE, RunSettings, read_settings, write_settings
+from nbmemory.agent.compressor import ContextCompressor
+from nbmemory.memory.run_settings import SETTINGS_FILE, RunSettings, read_settings, write_settings
 from nbmemory.store.docs import FileDocs
 from support import agent_docs
 

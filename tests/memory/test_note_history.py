@@ -15,8 +15,8 @@ from nbmemory.errors import (
     NotesFullError,
     ProviderError,
 )
-from nbmemory.note_history import HISTORY_FILE, Author, read
-from nbmemory.notes import ESCAPED, NOTES_FILE, TOOL_NAME, Notes, notes_tool
+from nbmemory.memory.note_history import HISTORY_FILE, Author, read
+from nbmemory.memory.notes import ESCAPED, NOTES_FILE, TOOL_NAME, Notes, notes_tool
 from nbmemory.store import memory_path
 from support import agent_docs, http_agent, stored
 

@@ -30,17 +30,17 @@ import os
 import re
 from collections.abc import Callable
 
-from nbmemory import note_history
 from nbmemory.errors import (
     InvalidNoteError,
     NoteChangedError,
     NoteNotFoundError,
     NotesFullError,
 )
-from nbmemory.note_history import Author, Change
+from nbmemory.memory import note_history
+from nbmemory.memory.note_history import Author, Change
+from nbmemory.memory.token_counts import KeptCounts
 from nbmemory.store.docs import AgentDocs
 from nbmemory.store.workspace import docs_at
-from nbmemory.token_counts import KeptCounts
 from nbmemory.tokens import TokenCounter
 
 NOTES_FILE = "NOTES.md"

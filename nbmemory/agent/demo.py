@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nbmemory.agent import Agent
-from nbmemory.conversation import Conversation
+from nbmemory.agent.agent import Agent
+from nbmemory.memory.conversation import Conversation
 from nbmemory.store import Workspace
 from nbmemory.store.folders import MEMORY_FILE
 

@@ -4,15 +4,16 @@ import shutil
 
 import pytest
 
-from nbmemory import Conversation, cli, conversation, token_counts
-from nbmemory.read_model import ReadModel
-from nbmemory.run_settings import RunSettings, write_settings
+from nbmemory import Conversation, cli
+from nbmemory.memory import conversation, token_counts
+from nbmemory.memory.run_settings import RunSettings, write_settings
 from nbmemory.store import Workspace, follow, memory_path
 from nbmemory.store.atomic import write_atomic
 from nbmemory.store.folders import COUNTS_FILE
 from nbmemory.store.layout import export_layout
 from nbmemory.store.memory_format import format_block, format_header
 from nbmemory.tokens import TokenCounter
+from nbmemory.views.read_model import ReadModel
 from support import agent_docs, plant_agent, snapshot
 
 MODEL = "gpt-4o"

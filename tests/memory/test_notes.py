@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from nbmemory import Agent
 from nbmemory.cli import main
 from nbmemory.errors import InvalidNoteError, NoteChangedError, NoteNotFoundError, NotesFullError
-from nbmemory.notes import (
+from nbmemory.memory.notes import (
     MARKER,
     NOTES_FILE,
     TOOL_NAME,
@@ -24,8 +24,8 @@ from nbmemory.notes import (
     saved_notes,
     tool_answer,
 )
-from nbmemory.read_model import ReadModel
 from nbmemory.store.memory_format import parse as parse_memory
+from nbmemory.views.read_model import ReadModel
 from support import agent_docs, http_agent, stored
 
 BREAKS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]

@@ -7,13 +7,13 @@ import pytest
 
 import nbmemory
 from nbmemory import Agent, Conversation, InvalidAgentNameError, Workspace
-from nbmemory.compactions import read_record
-from nbmemory.compressor import ContextCompressor
+from nbmemory.agent.compressor import ContextCompressor
 from nbmemory.errors import CompactionError
-from nbmemory.notes import PROMPT_LINE as NOTES_LINE
-from nbmemory.read_model import ReadModel
+from nbmemory.memory.compactions import read_record
+from nbmemory.memory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import memory_path
+from nbmemory.views.read_model import ReadModel
 from support import (
     KNOWLEDGE,
     ROOT,

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from nbmemory import llm
-from nbmemory.offline import bm25, respond, summarize
+from nbmemory.models import llm
+from nbmemory.models.offline import bm25, respond, summarize
 from nbmemory.terms import words
 
 SEARCH_TOOL = {
@@ -175,7 +175,7 @@ def test_a_summary_keeps_facts_and_drops_speakers_and_recollections():
 
 def test_a_two_part_question_is_recalled_one_part_at_a_time():
     from nbmemory import Agent, Conversation
-    from nbmemory.offline import sub_queries
+    from nbmemory.models.offline import sub_queries
     from nbmemory.store import memory_path
 
     assert sub_queries("What do Maya and Tomas play?") == [

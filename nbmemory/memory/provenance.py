@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from nbmemory.errors import MemoryWarning
+from nbmemory.memory.token_counts import digest
 from nbmemory.store.docs import AgentDocs
 from nbmemory.store.folders import open_reader
 from nbmemory.store.memory_format import format_block
-from nbmemory.token_counts import digest
 
 PROVENANCE_FILE = "PROVENANCE.jsonl"
 SERVER_ROOT_ENV = "NBMEMORY_SERVER_ROOT"

@@ -14,23 +14,24 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from nbmemory import llm
-from nbmemory.compactions import Compaction, write_record
-from nbmemory.compressor import CompactionPlan, ContextCompressor
-from nbmemory.conversation import Conversation
+from nbmemory.agent.compressor import CompactionPlan, ContextCompressor
+from nbmemory.agent.tools import Tool, ToolBox
 from nbmemory.errors import CompactionError, MemoryFormatError
-from nbmemory.note_history import APPROVALS, Author
-from nbmemory.notes import MARKER as NOTES_MARKER
-from nbmemory.notes import PROMPT_LINE as NOTES_LINE
-from nbmemory.notes import TOOL_NAME as NOTES_TOOL
-from nbmemory.notes import Notes, notes_tool
-from nbmemory.provenance import Provenance
+from nbmemory.memory.compactions import Compaction, write_record
+from nbmemory.memory.conversation import Conversation
+from nbmemory.memory.note_history import APPROVALS, Author
+from nbmemory.memory.notes import MARKER as NOTES_MARKER
+from nbmemory.memory.notes import PROMPT_LINE as NOTES_LINE
+from nbmemory.memory.notes import TOOL_NAME as NOTES_TOOL
+from nbmemory.memory.notes import Notes, notes_tool
+from nbmemory.memory.provenance import Provenance
+from nbmemory.memory.run_settings import RunSettings, read_settings, reply_room, write_settings
+from nbmemory.memory.search import content_text
+from nbmemory.models import llm
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.recall import TOOL_NAME as RECALL_TOOL
 from nbmemory.recall import recall_tool
-from nbmemory.run_settings import RunSettings, read_settings, reply_room, write_settings
-from nbmemory.search import content_text
 from nbmemory.store import Workspace
 from nbmemory.store.docs import AgentDocs
 from nbmemory.store.folders import (
@@ -43,7 +44,6 @@ from nbmemory.store.folders import (
 from nbmemory.store.memory_format import encoded
 from nbmemory.terms import missing_terms
 from nbmemory.tokens import TokenCounter, context_window
-from nbmemory.tools import Tool, ToolBox
 
 DEFAULT_AGENT_NAME = "swarm-worker-01"
 AUTO_LOOP_LIMIT = 25

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from nbmemory.compressor import CompactionPlan
-from nbmemory.read_model import AgentInfo, CompactionInfo, Item, Usage
+from nbmemory.agent.compressor import CompactionPlan
+from nbmemory.views.read_model import AgentInfo, CompactionInfo, Item, Usage
 from nbmemory.wording import (
     LABELS,
     byte_size,

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from nbmemory import ChangeEvent, Conversation, MemoryFormatError, MemoryWarning
-from nbmemory.conversation import PRELOAD_MARKER, preload_text, preloaded_messages
+from nbmemory.memory.conversation import PRELOAD_MARKER, preload_text, preloaded_messages
 from nbmemory.store import list_agents, memory_path
 from nbmemory.store.memory_format import parse
 from nbmemory.tokens import TokenCounter

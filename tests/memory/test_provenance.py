@@ -10,15 +10,16 @@ from dataclasses import replace
 
 import pytest
 
-from nbmemory import Agent, Conversation, cli, provenance
+from nbmemory import Agent, Conversation, cli
 from nbmemory.errors import MemoryWarning
-from nbmemory.provenance import PROVENANCE_FILE, Provenance
-from nbmemory.read_model import ReadModel
+from nbmemory.memory import provenance
+from nbmemory.memory.provenance import PROVENANCE_FILE, Provenance
 from nbmemory.recall import recall
 from nbmemory.recall.text import describe, described
-from nbmemory.report import MessageList
 from nbmemory.store import memory_path
 from nbmemory.store.memory_format import format_block, parse
+from nbmemory.views.read_model import ReadModel
+from nbmemory.views.report import MessageList
 from support import ROOT, agent_docs, stored
 
 FIRST = Provenance("work/analysis.ipynb", "cell-a", 12, "kernel-1")
@@ -159,7 +160,7 @@ def test_a_record_that_cannot_be_written_warns_and_the_message_is_kept():
 WRITER = """
 import sys
 from nbmemory import Conversation
-from nbmemory.provenance import Provenance
+from nbmemory.memory.provenance import Provenance
 from nbmemory.store import memory_path
 
 tag, count = sys.argv[1], int(sys.argv[2])

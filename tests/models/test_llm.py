@@ -2,7 +2,6 @@ import json
 
 import pytest
 
-from nbmemory import llm
 from nbmemory.errors import (
     AuthenticationError,
     MissingKeyError,
@@ -10,6 +9,7 @@ from nbmemory.errors import (
     ProviderError,
     RateLimitError,
 )
+from nbmemory.models import llm
 from support import run_python
 
 HELLO = [{"role": "user", "content": "Say hello."}]
@@ -116,7 +116,8 @@ def test_the_offline_model_answers_without_importing_litellm():
 
 def test_litellm_is_imported_on_the_first_call_to_a_provider_and_offline(openai_server):
     code = (
-        "import os, sys; from nbmemory import llm, Agent; Agent(agent_name='a');"
+        "import os, sys; from nbmemory import Agent; from nbmemory.models import llm;"
+        "Agent(agent_name='a');"
         "print('litellm' in sys.modules);"
         "llm.complete('openai/test-model', [{'role': 'user', 'content': 'hi'}],"
         f" api_base={openai_server.url!r}, api_key='k', max_retries=0);"
@@ -146,7 +147,7 @@ def test_a_providers_request_goes_through_litellm(openai_server, monkeypatch, st
 def test_litellm_can_be_imported_in_the_background_once_and_quietly():
     code = (
         "import os, sys, threading\n"
-        "from nbmemory import llm\n"
+        "from nbmemory.models import llm\n"
         "llm.import_in_background(); llm.import_in_background()\n"
         "threads = [t for t in threading.enumerate() if t.name == 'nbmemory: import litellm']\n"
         "[t.join(120) for t in threads]\n"
@@ -162,7 +163,8 @@ def test_litellm_can_be_imported_in_the_background_once_and_quietly():
 def test_a_users_own_litellm_settings_are_kept():
     code = (
         "import os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] = 'False';"
-        "from nbmemory import llm; llm.litellm(); print(os.environ['LITELLM_LOCAL_MODEL_COST_MAP'])"
+        "from nbmemory.models import llm; llm.litellm();"
+        "print(os.environ['LITELLM_LOCAL_MODEL_COST_MAP'])"
     )
     env = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
     assert run_python(code, env=env).stdout.strip() == "False"

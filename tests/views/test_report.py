@@ -1,9 +1,9 @@
 """Reports for a terminal and for Markdown: hostile names and text stay literal."""
 
 from nbmemory import Conversation
-from nbmemory.read_model import ReadModel
-from nbmemory.report import AgentTable, MessageList, fenced, markdown_escape
 from nbmemory.store import memory_path
+from nbmemory.views.read_model import ReadModel
+from nbmemory.views.report import AgentTable, MessageList, fenced, markdown_escape
 
 
 def test_markdown_escape_leaves_nothing_to_interpret():

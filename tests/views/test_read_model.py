@@ -9,19 +9,19 @@ import sys
 import pytest
 
 from nbmemory import Agent, Conversation
-from nbmemory.compactions import read_record, record_path
 from nbmemory.errors import (
     AgentNotFoundError,
     ArchiveNotFoundError,
     InvalidAgentNameError,
     MemoryWarning,
 )
-from nbmemory.notes import Notes
-from nbmemory.read_model import ReadModel
-from nbmemory.run_settings import RunSettings, write_settings
+from nbmemory.memory.compactions import read_record, record_path
+from nbmemory.memory.notes import Notes
+from nbmemory.memory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
 from nbmemory.store.follow import follow
 from nbmemory.store.memory_format import format_block, format_header
+from nbmemory.views.read_model import ReadModel
 from support import agent_docs, hostile_names, plant_agent, run_python, snapshot, text_lengths
 
 APPEND = (
@@ -236,7 +236,7 @@ FACTS = [
 
 def test_the_audit_names_what_each_summary_dropped(openai_server):
     from nbmemory import ContextCompressor
-    from nbmemory.notes import Notes
+    from nbmemory.memory.notes import Notes
 
     convo = persistent("Auditor")
     for fact in FACTS:
@@ -292,14 +292,14 @@ def unrecorded(name: str, *texts: str) -> Conversation:
 
 def counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the transcripts the read model looks through for salient terms."""
-    from nbmemory import read_model
+    from nbmemory.views import read_model
 
     return text_lengths(monkeypatch, read_model, "salient_terms")
 
 
 @pytest.mark.parametrize("store", ["files", "database"])
 def test_an_archive_without_a_record_is_worked_out_once(store, request, monkeypatch):
-    from nbmemory.notes import Notes
+    from nbmemory.memory.notes import Notes
 
     if store == "database":
         request.getfixturevalue("database")
@@ -335,7 +335,7 @@ def test_a_changed_archive_is_never_trusted(workspace, monkeypatch):
 
 
 def test_an_answer_is_bounded_whatever_the_transcript(workspace):
-    from nbmemory.read_model import MAX_DROPPED, SUMMARY_CHARS
+    from nbmemory.views.read_model import MAX_DROPPED, SUMMARY_CHARS
 
     convo = persistent("Huge")
     convo.add("User", " ".join(f"TICKET-{n}" for n in range(MAX_DROPPED * 3)))
@@ -361,7 +361,7 @@ def weather(city: str) -> str:
 
 
 def test_the_xray_splits_the_next_request_into_what_it_carries(openai_server):
-    from nbmemory.read_model import PARTS
+    from nbmemory.views.read_model import PARTS
 
     options = dict(
         agent_name="Xray",
@@ -530,7 +530,7 @@ def test_a_compaction_says_both_figures_with_their_labels(workspace):
 
 
 def test_a_memory_in_ram_has_the_same_usage_as_on_disk(workspace):
-    from nbmemory.read_model import usage_in_ram
+    from nbmemory.views.read_model import usage_in_ram
 
     kept = Agent(agent_name="Kept", persistent_memory=True, context_length=3000)
     ram = Agent(agent_name="Ram", persistent_memory=False, context_length=3000)
@@ -577,10 +577,11 @@ def test_a_bad_stored_name_is_left_out_of_every_listing_with_one_warning(on_stor
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts of what a listing reads: agent listings, statements sent to the database, files
     opened, messages counted (or looked up among the kept counts)."""
-    from nbmemory import read_model, token_counts
+    from nbmemory.memory import token_counts
     from nbmemory.store import docs, follow
     from nbmemory.store.postgresql import PgStore
     from nbmemory.store.workspace import Workspace
+    from nbmemory.views import read_model
 
     counts = {"listings": 0, "statements": 0, "opens": 0, "counted": 0}
 

@@ -8,20 +8,20 @@ import pytest
 
 import support
 from nbmemory import Agent, ContextCompressor
-from nbmemory.compactions import read_record
-from nbmemory.compressor import (
+from nbmemory.agent.compressor import (
     COMPRESSION_SYSTEM_PROMPT,
     COMPRESSION_USER_TEMPLATE,
     REGROW_SHARE,
 )
-from nbmemory.conversation import SUMMARY_MARKER
 from nbmemory.errors import CompactionError, MemoryWarning, ModelError
-from nbmemory.notes import PROMPT_LINE as NOTES_LINE
-from nbmemory.read_model import ReadModel
+from nbmemory.memory.compactions import read_record
+from nbmemory.memory.conversation import SUMMARY_MARKER
+from nbmemory.memory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
-from nbmemory.report import AgentTable, usage_line
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
+from nbmemory.views.read_model import ReadModel
+from nbmemory.views.report import AgentTable, usage_line
 from support import stored, stored_messages
 
 
@@ -252,7 +252,9 @@ def test_the_summarizer_call_can_be_replaced_where_swarms_tests_replace_it():
         summarizer_model="gpt-4o", summarizer_temperature=0.2, summarizer_max_tokens=1500
     )
     agent = SimpleNamespace(short_memory=None, context_length=1000, model_name="claude-x")
-    with patch("nbmemory.compressor.completion", return_value=litellm_reply("Short.")) as call:
+    with patch(
+        "nbmemory.agent.compressor.completion", return_value=litellm_reply("Short.")
+    ) as call:
         assert compressor._summarize(agent, "turn 1\nturn 2") == "Short."
     call.assert_called_once()
     sent = call.call_args.kwargs
@@ -266,7 +268,7 @@ def test_the_summarizer_call_can_be_replaced_where_swarms_tests_replace_it():
 def test_a_replaced_summarizer_compacts_a_real_agent(workspace):
     agent = Agent(agent_name="Seamed", model_name="nbmemory/offline", persistent_memory=True)
     agent.run("The depot is in Lyon.")
-    with patch("nbmemory.compressor.completion", return_value=litellm_reply("Depot: Lyon.")):
+    with patch("nbmemory.agent.compressor.completion", return_value=litellm_reply("Depot: Lyon.")):
         assert agent._context_compressor.compress(agent) == "Depot: Lyon."
     [summary] = stored_messages("Seamed")
     assert summary["content"] == f"{SUMMARY_MARKER}\nDepot: Lyon."
@@ -274,7 +276,7 @@ def test_a_replaced_summarizer_compacts_a_real_agent(workspace):
 
 def test_by_default_the_summary_is_bounded_by_a_tenth_of_the_window():
     agent = SimpleNamespace(short_memory=None, context_length=3000, model_name="gpt-4o")
-    with patch("nbmemory.compressor.completion", return_value=litellm_reply("s")) as call:
+    with patch("nbmemory.agent.compressor.completion", return_value=litellm_reply("s")) as call:
         ContextCompressor()._summarize(agent, "history")
     assert call.call_args.kwargs["max_tokens"] == 300
 
