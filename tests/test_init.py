@@ -42,3 +42,40 @@ def test_the_public_api_is_small_and_importable():
     assert "Conversation" in nbmemory.__all__
     for name in nbmemory.__all__:
         assert hasattr(nbmemory, name)
+
+
+def test_the_swarms_imports_and_the_packages_public_names_work():
+    from nbmemory.agent import Agent
+    from nbmemory.compressor import ContextCompressor
+    from nbmemory.conversation import SUMMARY_MARKER, Conversation
+    from nbmemory.store import memory_path
+
+    assert Agent is nbmemory.Agent and Conversation is nbmemory.Conversation
+    assert ContextCompressor is nbmemory.ContextCompressor
+    assert SUMMARY_MARKER == "[Compressed Memory Summary]" and callable(memory_path)
+
+
+def entry_points() -> list[object]:
+    from nbmemory.agent import Agent
+    from nbmemory.recall import find, recall
+
+    return [Agent, Agent.run, Agent.compact, Agent.compact_preview, Agent.from_memory, recall, find]
+
+
+def test_the_public_entry_points_document_their_arguments_and_results():
+    import inspect
+
+    missing = []
+    for entry in entry_points():
+        doc = inspect.getdoc(entry) or ""
+        target = entry.__init__ if inspect.isclass(entry) else entry
+        takes = [p for p in inspect.signature(target).parameters if p not in ("self", "cls")]
+        sections = ["Args:"] * bool(takes) + ["Returns:"] * (not inspect.isclass(entry))
+        missing += [f"{entry.__qualname__}: {s}" for s in sections if s not in doc]
+        args = doc.partition("Args:")[2].partition("Returns:")[0]
+        missing += [
+            f"{entry.__qualname__}: {p}"
+            for p in takes
+            if f"{p}:" not in args and f"**{p}:" not in args
+        ]
+    assert not missing

@@ -57,32 +57,64 @@ MEMORY_CALLS_PER_RUN = 3
 class Agent:
     """An LLM agent whose memory can persist in ``$WORKSPACE_DIR/agents/<agent_name>/MEMORY.md``.
 
-    ``model_name`` defaults to ``$NBMEMORY_MODEL``, else the offline model. ``max_loops`` is
-    the number of model calls per ``run``, or ``"auto"``: until the model answers without
-    calling a tool (at most ``AUTO_LOOP_LIMIT`` calls). ``context_length=None`` resolves to the
-    model's window. ``long_term_memory`` is only stored, and saved with ``.save(path)`` on
-    autosave; give the agent a retrieval tool for knowledge it must read.
+    With persistent memory every message is written through to ``MEMORY.md`` as it happens, a
+    new process resumes from it, and the model also gets ``recall_memory`` (search its memory
+    and archives) and ``edit_notes`` (its pinned notes, which every request carries). Every
+    change to the notes is recorded. The arguments are swarms' where swarms has them.
 
-    With persistent memory the model also gets ``recall_memory`` (search its memory and
-    archives; ``recall=False`` removes it) and ``edit_notes`` (its pinned notes, which every
-    request carries; ``pinned_notes=False`` removes the tool, not the notes). Every change to the
-    notes is recorded; ``notes_approval`` says whether the model's edits wait for a person's
-    review (see :attr:`notes_approval`). ``embedding_model`` makes recall rank by meaning too:
-    by default ``$NBMEMORY_EMBEDDING_MODEL``, else ``"nbmemory/words"``, word vectors shipped
-    with nbmemory (offline, nothing sent); any litellm embedding model, with
-    ``embedding_options`` (``api_base``, ``api_key``, ``timeout``…) passed to
-    ``litellm.embedding``, its vectors kept beside the memory; ``""`` or ``"none"`` for recall
-    by words alone. Messages are embedded when recall runs. ``recall_budget`` caps the tokens
-    of recall's answer (its model's tokenizer).
+    Args:
+        agent_name: Names the memory's folder: one folder name (no separators, no ``..``, no
+            control characters, at most 255 bytes). Agents left unnamed share one memory.
+        agent_description: Stored and saved; not sent to the model.
+        system_prompt: The first message of every request.
+        model_name: Any litellm model; default ``$NBMEMORY_MODEL``, else the offline model
+            ``nbmemory/offline`` (no key, no network).
+        max_loops: Model calls per :meth:`run`, or ``"auto"``: until the model answers without
+            calling a tool (at most ``AUTO_LOOP_LIMIT`` calls).
+        persistent_memory: Keep the memory in the workspace (``MEMORY.md`` and the files beside
+            it); otherwise it lives in this process only.
+        context_compression: Compact the memory (archive, then summarize) when the next request
+            nears ``context_length``, with a :class:`~nbmemory.agent.compressor.ContextCompressor`.
+        context_length: The window in tokens; ``None`` is the model's own.
+        tools: Python functions (their signature and docstring make the schema) or ``Tool``
+            objects the model may call; see :meth:`set_tools`.
+        rules: Rules added to the system prompt of every request.
+        custom_rules_prompt: Further rules after ``rules``, as swarms names them.
+        long_term_memory: Only stored, and saved by :meth:`save` on ``autosave``; give the
+            agent a retrieval tool for knowledge it must read.
+        autosave: Save the agent's state (:meth:`save`) after each run.
+        temperature: Passed to the model; ``None`` leaves the provider's default.
+        max_tokens: The longest answer asked for; also the room a request keeps for it.
+        api_base: The provider's endpoint (an OpenAI-compatible server, a proxy).
+        api_key: The provider's key; default the provider's variable (a clear error names it).
+        timeout: Seconds a model call may take.
+        max_retries: Retries of a failed model call (rate limits, a provider's errors).
+        user_name: The role a task is added under.
+        streaming_callback: Called with each piece of a streamed answer.
+        workspace_dir: The workspace folder, instead of ``$WORKSPACE_DIR``.
+        workspace: A :class:`Workspace` (a folder on files, or a database), instead of the
+            environment's.
+        recall: Give the model ``recall_memory`` (with persistent memory).
+        recall_budget: Tokens recall's answer takes at most (its model's tokenizer).
+        embedding_model: Makes recall rank by meaning too: default
+            ``$NBMEMORY_EMBEDDING_MODEL``, else ``"nbmemory/words"`` (word vectors shipped with
+            nbmemory, nothing sent); any litellm embedding model, its vectors kept beside the
+            memory; ``""`` or ``"none"`` for recall by words alone.
+        embedding_options: Passed to ``litellm.embedding`` (``api_base``, ``api_key``,
+            ``timeout``...).
+        pinned_notes: Give the model ``edit_notes``; ``False`` removes the tool, not the notes.
+        notes_approval: Whether the model's note edits wait for a person's review (the
+            default) or apply at once (``"auto"``, recorded as applied without review); see
+            :attr:`notes_approval`.
+        saved_state_path: Where :meth:`save` and :meth:`load` go by default.
+        print_on: Print each final answer (off unless asked for: notebooks show answers).
+        verbose: Log saves and loads (``logging``, logger ``nbmemory``).
+        record_settings: Keep ``settings.json`` (model, window, fixed costs) and the memory's
+            token counts in step for the views; off for an agent made only to act on a memory.
 
-    ``workspace`` (a :class:`Workspace`: a folder, on files or on a database) says where the
-    memory is kept; without one, ``$WORKSPACE_DIR`` (or ``workspace_dir``) on
-    ``$NBMEMORY_STORE``. It keeps ``settings.json`` (its model, window and fixed costs) and its
-    memory's token counts in step for the views, unless ``record_settings=False``.
-
-    As in swarms, ``saved_state_path`` is where ``save``/``load`` go by default, ``print_on``
-    prints each final answer and ``verbose`` logs saves and loads (``logging``, logger
-    ``nbmemory``). Unlike swarms, ``print_on`` is off unless asked for: notebooks show answers.
+    Raises:
+        InvalidAgentNameError: ``agent_name`` cannot name a folder.
+        ValueError: ``max_loops`` or ``recall_budget`` is not a positive number.
     """
 
     def __init__(
@@ -220,9 +252,18 @@ class Agent:
     def from_memory(
         cls, name: str, workspace: Workspace, default_model: str | None = None, **options: Any
     ) -> Agent:
-        """An agent on the memory agent ``name`` has in ``workspace``, with the model and window
-        it recorded (else ``default_model``, else the default model): how a view acts on a
-        memory whose agent is not in this process. ``options`` go to the constructor."""
+        """An agent on the memory agent ``name`` has in ``workspace``: how a view acts on a
+        memory whose agent is not in this process.
+
+        Args:
+            name: The agent's name.
+            workspace: Where its memory is kept.
+            default_model: The model when the agent recorded none (else the default model).
+            **options: Passed to the constructor.
+
+        Returns:
+            The agent, with the model and window it recorded.
+        """
         recorded = read_settings(workspace.agent(name))
         settings: dict[str, Any] = {"model_name": default_model}
         if recorded is not None:
@@ -243,13 +284,23 @@ class Agent:
         keep: Sequence[str] = (),
         plan: CompactionPlan | None = None,
     ) -> Compaction:
-        """Compact this agent's memory now: ``summary`` replaces it, or, without one, the
-        compressor's model writes the summary (``keep``: terms to carry word for word; ``plan``:
-        a :meth:`compact_preview` a person approved, carried out as shown, or with ``summary``
-        as they edited its summary). The raw transcript is archived first, and what was done
-        (tokens of the next request before and after, terms the summary left out) is recorded
-        beside the archive, whoever compacts. ``CompactionError`` (nothing changed) when there
-        is no summary to write, nothing to compact, or the memory changed since ``plan``."""
+        """Compact this agent's memory now. The raw transcript is archived first, and what was
+        done is recorded beside the archive, whoever compacts.
+
+        Args:
+            summary: Replaces the memory; without one, the compressor's model writes it.
+            keep: Terms to carry word for word into the model's summary.
+            plan: A :meth:`compact_preview` a person approved: carried out as shown, or with
+                ``summary`` as they edited it.
+
+        Returns:
+            The record: the archive, the next request's tokens before and after, and the terms
+            the summary left out.
+
+        Raises:
+            CompactionError: Nothing changed: there is no summary to write, nothing to compact,
+                or the memory changed since ``plan``.
+        """
         compressor = self._context_compressor
         if plan is not None:
             plan.check(self)
@@ -295,10 +346,18 @@ class Agent:
         return compaction
 
     def compact_preview(self, keep: Sequence[str] = ()) -> CompactionPlan:
-        """What :meth:`compact` would do now with the model's summary, changing nothing: the
-        summary, the next request's tokens before and after, and the terms it would drop
-        (``keep``: terms a person wants kept word for word). ``CompactionError`` if there is
-        nothing to compact or no summary could be written."""
+        """What :meth:`compact` would do now with the model's summary, changing nothing.
+
+        Args:
+            keep: Terms a person wants kept word for word.
+
+        Returns:
+            The plan: the summary, the next request's tokens before and after, and the terms it
+            would drop; pass it to :meth:`compact` to carry it out.
+
+        Raises:
+            CompactionError: There is nothing to compact or no summary could be written.
+        """
         compressor = self._context_compressor
         if compressor is None:
             raise CompactionError(f"{self.agent_name}: its context compression is off")
@@ -498,12 +557,24 @@ class Agent:
         *,
         provenance: Provenance | None = None,
     ) -> str:
-        """Run ``task`` and return the final answer; text streams to ``streaming_callback``.
+        """Run ``task`` and return the final answer.
 
         Every message (task, answers, tool calls and results) is added to memory as it happens,
         so an interrupted run leaves a memory that holds everything said up to that point.
-        ``provenance`` (the notebook cell that runs the task, as a front end knows it) is
-        recorded beside MEMORY.md for each of them.
+
+        Args:
+            task: What the person asks.
+            streaming_callback: Called with each piece of the answer as it streams (instead of
+                the agent's own).
+            provenance: The notebook cell that runs the task, as a front end knows it; recorded
+                beside ``MEMORY.md`` for each message.
+
+        Returns:
+            The model's final answer.
+
+        Raises:
+            MissingKeyError: The model needs a key that is not set (nothing is added).
+            ModelError: The model call failed; what was said before stays in memory.
         """
         if not isinstance(task, str):
             raise TypeError(f"task must be a string, not {type(task).__name__}")

@@ -110,7 +110,7 @@ def find(text: str, needle: str, start: int = 0, end: int | None = None) -> int:
 
 
 _CONTENT = operator.itemgetter("content")
-_APART = "\x00"
+_SEPARATOR = "\x00"
 
 
 class ContentIndex:
@@ -165,7 +165,9 @@ class ContentIndex:
             for at in range(first, len(contents), self.CHUNK):
                 part = contents[at : at + self.CHUNK]
                 lengths = itertools.accumulate((len(c) + 1 for c in part), initial=0)
-                chunks.append((at, _APART.join(part), list(itertools.islice(lengths, len(part)))))
+                chunks.append(
+                    (at, _SEPARATOR.join(part), list(itertools.islice(lengths, len(part))))
+                )
         except TypeError:
             self._contents, self._chunks = [], []
             return False

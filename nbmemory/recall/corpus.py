@@ -19,7 +19,14 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from nbmemory.recall.exchanges import NAMED, TOLD, Index, beside, next_said, toward
+from nbmemory.recall.exchanges import (
+    SAID_BY_NAMED_GAIN,
+    SAID_TO_NAMED_GAIN,
+    Index,
+    beside,
+    next_said,
+    toward,
+)
 from nbmemory.recall.file_index import built_archive, memory_index
 from nbmemory.recall.kept_indexes import archive_indexes
 from nbmemory.recall.speakers import speaker_words, teller_and_text
@@ -218,7 +225,9 @@ class Corpus(Sequence[tuple[Path, Index]]):
         if index is self.memory:
             return toward(index, i, named)
         _, said_by, told = self.archived.near(index, i)
-        return 1 + NAMED if said_by & named else 1 + TOLD if told & named else 1.0
+        if said_by & named:
+            return 1 + SAID_BY_NAMED_GAIN
+        return 1 + SAID_TO_NAMED_GAIN if told & named else 1.0
 
     def holding(self, terms: Collection[str]) -> list[int]:
         """The ranks of the documents that hold any of ``terms``, in order."""

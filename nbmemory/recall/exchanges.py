@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from nbmemory.recall.speakers import BETWEEN
 from nbmemory.recall.text import PASSAGE_CHARS
 
-NAMED = 1.0
-"""How much more a message said by a person the query names counts (score x (1 + NAMED))."""
-TOLD = 0.5
+SAID_BY_NAMED_GAIN = 1.0
+"""How much more a message said by a person the query names counts (score x (1 + this))."""
+SAID_TO_NAMED_GAIN = 0.5
 """How much more a message said to a person the query names counts (the message before or
 after it in their exchange is theirs) when recall picks what to re-rank, and by meaning."""
 
@@ -78,13 +78,13 @@ def next_said(index: Index, i: int, step: int) -> int | None:
 
 def toward(index: Index, i: int, named: Collection[str]) -> float:
     """What message ``i`` counts for, times, for a query naming the people ``named``: said by
-    one of them (``1 + NAMED``), said to one of them (``1 + TOLD``: the message before or after
-    it, past those recall never returns, is theirs), or neither (1). An agent that hears
-    several people keeps each one's exchanges apart this way."""
+    one of them (``1 + SAID_BY_NAMED_GAIN``), said to one of them (``1 + SAID_TO_NAMED_GAIN``: the
+    message before or after it, past those recall never returns, is theirs), or neither (1). An
+    agent that hears several people keeps each one's exchanges apart this way."""
     if index.speaker(i) & named:
-        return 1 + NAMED
+        return 1 + SAID_BY_NAMED_GAIN
     for step in (-1, 1):
         j = next_said(index, i, step)
         if j is not None and index.speaker(j) & named:
-            return 1 + TOLD
+            return 1 + SAID_TO_NAMED_GAIN
     return 1.0

@@ -27,7 +27,7 @@ from nbmemory.memory import provenance
 from nbmemory.memory.provenance import Cell, Lineage
 from nbmemory.models import llm
 from nbmemory.recall.corpus import Corpus, corpus_of, within_reach
-from nbmemory.recall.exchanges import NAMED, Index
+from nbmemory.recall.exchanges import SAID_BY_NAMED_GAIN, Index
 from nbmemory.recall.kept_indexes import discard, warn_damaged
 from nbmemory.recall.stored_index import EMBEDDED_CHARS, Damaged
 from nbmemory.recall.text import (
@@ -43,8 +43,8 @@ from nbmemory.terms import bm25_term, idf, words
 from nbmemory.wording import cell_words, superseded_words
 
 QUERY_TERMS = 24
-_FEW = 50
-_POOL = 100
+_RARE_FLOOR = 50
+_RERANK_POOL = 100
 
 
 _ASKS_WHEN = re.compile(
@@ -54,7 +54,7 @@ _ASKS_WHEN = re.compile(
 )
 
 
-APART = 0.25
+OTHER_EXCHANGE_WEIGHT = 0.25
 """What a message counts for, times, when the query names people who neither said it, nor
 were told it, nor are named in it: another exchange's."""
 
@@ -122,26 +122,37 @@ def recall(
     semantic: Semantic = DEFAULT_MODEL,
 ) -> list[Passage]:
     """The passages of an agent's memory and archives that best match ``query``, best first.
-    ``docs``: the agent's documents (``Workspace.agent(name)``), or its folder on files
-    (``$WORKSPACE_DIR/agents/<name>``, or its ``MEMORY.md``).
 
     BM25 over stemmed words, then: a message said by a person the query names counts more
-    (``NAMED``), and one of another exchange (neither by them, nor to them, nor naming them)
-    less (``APART``), as an agent may hear several people; one that says when counts more
-    for a question asking when (``DATED``); a question counts less (``QUESTION``) unless its
-    answer is beside it; of messages that match the same words, said by the same, the newest
-    ranks first; and a passage carries the question or answer that goes with its message.
-    The rare words the best matches share widen the query (``FEEDBACK``, ``ADDED``): what only
-    the widened query finds is placed among the matches at ``WIDENED`` of its score, so an
-    answer said in other words than the question is reached through what was said around it.
-    A question asking several things (``sub_queries``) is asked whole and one part at a time,
-    the rankings taken in turn.
+    (``SAID_BY_NAMED_GAIN``), and one of another exchange (neither by them, nor to them, nor naming
+    them) less (``OTHER_EXCHANGE_WEIGHT``), as an agent may hear several people; one that says when
+    counts more for a question asking when (``DATED``); a question counts less (``QUESTION``)
+    unless its answer is beside it; of messages that match the same words, said by the same, the
+    newest ranks first; and a passage carries the question or answer that goes with its message.
+    The rare words the best matches share widen the query (``FEEDBACK``, ``ADDED``): what only the
+    widened query finds is placed among the matches at ``WIDENED`` of its score, so an answer said
+    in other words than the question is reached through what was said around it. A question asking
+    several things (``sub_queries``) is asked whole and one part at a time, the rankings taken in
+    turn.
 
     With ``semantic`` (an agent's embeddings; by default, as an agent's recall tool ranks:
     ``DEFAULT_MODEL``), the ranking by words and the ranking by meaning are fused (reciprocal
     rank fusion, ``FUSION_K``), so a question in other words than the fact finds it; if the
-    embedding provider fails, the ranking by words alone (one warning). ``None``: by words
-    alone.
+    embedding provider fails, the ranking by words alone (one warning).
+
+    Args:
+        docs: The agent's documents (``Workspace.agent(name)``), or its folder on files
+            (``$WORKSPACE_DIR/agents/<name>``, or its ``MEMORY.md``).
+        query: The question, in any words; only its first ``QUERY_TERMS`` distinct words count.
+        limit: How many passages at most.
+        semantic: An agent's embeddings to rank by meaning too; by default the ones an agent's
+            recall tool uses (``DEFAULT_MODEL``); ``None`` ranks by words alone.
+
+    Returns:
+        The passages, best first, each with who said it, when, and where it is kept.
+
+    Raises:
+        AgentNotFoundError: ``docs`` names a folder that holds no memory.
     """
     return find(docs, query, limit, semantic).passages
 
@@ -152,7 +163,17 @@ def find(
     limit: int = DEFAULT_PASSAGES,
     semantic: Semantic = DEFAULT_MODEL,
 ) -> Found:
-    """:func:`recall`'s passages, and how many messages matched in all."""
+    """:func:`recall`'s passages, and how many messages matched in all.
+
+    Args:
+        docs: As for :func:`recall`.
+        query: As for :func:`recall`.
+        limit: As for :func:`recall`.
+        semantic: As for :func:`recall`.
+
+    Returns:
+        The passages and the number of messages that matched, for "N more matched".
+    """
     if isinstance(docs, (str, os.PathLike)):
         docs = _agent_folder(docs)
     if semantic is DEFAULT_MODEL:
@@ -262,7 +283,7 @@ def _after(ranked: list[tuple[Any, ...]], widened: list[tuple[Any, ...]]) -> lis
     found = list(ranked)
     found += [
         (WIDENED * top * item[0] / best, *item[1:])
-        for item in widened[:_POOL]
+        for item in widened[:_RERANK_POOL]
         if (item[1], item[2]) not in matched
     ]
     return sorted(found, key=lambda item: item[:3], reverse=True)
@@ -296,7 +317,7 @@ def _feedback(ranked: list[tuple[Any, ...]], asked: set[str], indexes: Corpus) -
     if not weight:
         return {}
     # Rare words only: they tell the topic, and each brings few messages to rank again.
-    common = min(max(2, documents // 20), max(_FEW, documents // 1000))
+    common = min(max(2, documents // 20), max(_RARE_FLOOR, documents // 1000))
     for term in list(weight):
         n = indexes.frequency(term)
         if n > common or n < 1:
@@ -391,7 +412,7 @@ def _lexical(
     when = _ASKS_WHEN.match(query[:QUERY_CHARS]) is not None
     # Words rare enough to pick the candidates: then common words are only looked up in them,
     # which keeps a query fast on a long history.
-    rare = [t for t, count in frequency.items() if 0 < count <= max(_FEW, documents // 20)]
+    rare = [t for t, count in frequency.items() if 0 < count <= max(_RARE_FLOOR, documents // 20)]
     others = asked.difference(rare)
     scored: list[tuple[Any, ...]] = []
     found: dict[tuple[int, int], dict[str, int]] = {}  # the query's words in a message
@@ -433,7 +454,7 @@ def _lexical(
     # Who said it, when, and what goes with it re-rank the best by their words alone, so that
     # a query costs no more than before on a long history. A query that names people takes
     # what they said, or was said to them, first.
-    size = max(_POOL, limit * 20)
+    size = max(_RERANK_POOL, limit * 20)
     pool = heapq.nlargest(size * (4 if named else 1), scored, key=lambda item: item[:3])
     if named:
         pool = heapq.nlargest(
@@ -461,9 +482,9 @@ def _lexical(
                 for name in said_by
                 if not counts.get(name)
             )
-            score *= 1 + NAMED
+            score *= 1 + SAID_BY_NAMED_GAIN
         elif named and not named & set(counts) and indexes.toward(index, teller, named) == 1:
-            score *= APART
+            score *= OTHER_EXCHANGE_WEIGHT
         dated = when and (index.dated[i] or (j is not None and index.dated[j]))
         if dated:
             score *= 1 + DATED
@@ -500,7 +521,7 @@ def _by_meaning(
     parts, keys, starts, texts = within_reach(indexes, semantic.reach)
     if not any(keys):
         return []
-    pool = max(_POOL, limit * 20)
+    pool = max(_RERANK_POOL, limit * 20)
     # Asked for more than the pool: the question itself and its earlier askings are dropped.
     found = semantic.ranked(query[:QUERY_CHARS], keys, texts, 2 * pool + 16)
     if found is None:
@@ -542,7 +563,7 @@ def _fused(
     """The two rankings fused (``FUSION_K``), a place by meaning counting ``weight`` of one by
     words, best first; ties go to the newer message."""
     items: dict[tuple[int, int], list[Any]] = {}
-    pool = max(_POOL, len(by_meaning))
+    pool = max(_RERANK_POOL, len(by_meaning))
     for place, item in enumerate(lexical[:pool], 1):
         items.setdefault((item[1], item[2]), [0.0, item])[0] += 1 / (FUSION_K + place)
     for place, (rank, i) in enumerate(by_meaning, 1):
