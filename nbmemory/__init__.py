@@ -7,7 +7,7 @@ imported only by the parts that need them, and nothing is written to disk.
 from nbmemory import compressor, conversation
 from nbmemory.agent import Agent
 from nbmemory.compressor import ContextCompressor
-from nbmemory.conversation import ChangeEvent, Conversation, TokenUsage
+from nbmemory.conversation import ChangeEvent, Conversation
 from nbmemory.errors import (
     AuthenticationError,
     InvalidAgentNameError,
@@ -22,6 +22,7 @@ from nbmemory.errors import (
 )
 from nbmemory.memory.search import MemoryHit
 from nbmemory.store import Workspace, list_agents, workspace_dir
+from nbmemory.tokens import TokenUsage
 
 __version__ = "0.1.0"
 
@@ -42,9 +43,9 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 def _jupyter_server_extension_points() -> list[dict[str, object]]:
     """The REST API for the JupyterLab sidebar (see ``nbmemory.jupyter.server``)."""
-    from nbmemory.jupyter.server import NbMemoryServer
+    from nbmemory.jupyter.server.app import NbMemoryServer
 
-    return [{"module": "nbmemory.jupyter.server", "app": NbMemoryServer}]
+    return [{"module": "nbmemory.jupyter.server.app", "app": NbMemoryServer}]
 
 
 def load_ipython_extension(ipython: object) -> None:

@@ -34,7 +34,7 @@ from nbmemory.store import workspace as memory_store
 from nbmemory.store.atomic import write_atomic
 from nbmemory.store.layout import MAX_DOCUMENT_BYTES, export_layout, import_layout
 from nbmemory.store.masked_url import hide_password
-from nbmemory.views.read_model import FOLD_CHARS, ReadModel
+from nbmemory.views.read_model import ReadModel
 from nbmemory.views.report import (
     AgentTable,
     Audit,
@@ -44,7 +44,7 @@ from nbmemory.views.report import (
     usage_line,
     visible,
 )
-from nbmemory.wording import counted, review_words
+from nbmemory.wording import FOLD_CHARS, counted, review_words
 
 
 class NotFound(Exception):
@@ -210,7 +210,7 @@ def cmd_demo(args: argparse.Namespace) -> str:
 
 def cmd_server(args: argparse.Namespace) -> str:
     try:  # jupyter_server comes with JupyterLab, not with nbmemory
-        from nbmemory.jupyter.server import main as serve
+        from nbmemory.jupyter.server.app import main as serve
     except ImportError as exc:
         raise NbmemoryError(f"nbmemory server needs JupyterLab ({exc})") from None
     options = list(args.options)

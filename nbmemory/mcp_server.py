@@ -1,5 +1,5 @@
 """``nbmemory mcp``: a workspace's memory for any MCP client, over stdio (and over streamable
-HTTP from Jupyter: :mod:`nbmemory.jupyter.mcp_http`).
+HTTP from Jupyter: :mod:`nbmemory.jupyter.server.mcp_endpoint`).
 
 Built on the official MCP SDK (the ``mcp`` package, ``pip install 'nbmemory[mcp]'``), on the
 same engine as every other view:

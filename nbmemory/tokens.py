@@ -20,6 +20,7 @@ import types
 import unicodedata
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,19 @@ def get_encoding(name: str) -> Any:
         except (OSError, ValueError) as exc:
             warnings.warn(f"tiktoken encoding {name} not loaded: {exc}", stacklevel=2)
             return None
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """How full the context is: tokens used of ``context_length``, counted with ``encoding``."""
+
+    used: int
+    context_length: int
+    encoding: str
+
+    @property
+    def fraction(self) -> float:
+        return self.used / self.context_length if self.context_length else 0.0
 
 
 class TokenCounter:

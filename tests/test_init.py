@@ -47,10 +47,20 @@ def test_the_public_api_is_small_and_importable():
 def test_the_swarms_imports_and_the_packages_public_names_work():
     from nbmemory.agent import Agent
     from nbmemory.compressor import ContextCompressor
-    from nbmemory.conversation import SUMMARY_MARKER, Conversation
+    from nbmemory.conversation import (
+        PRELOAD_MARKER,
+        SUMMARY_MARKER,
+        ChangeEvent,
+        Conversation,
+        TokenUsage,
+        preload_text,
+        preloaded_messages,
+    )
     from nbmemory.store import memory_path
 
     assert Agent is nbmemory.Agent and Conversation is nbmemory.Conversation
+    assert ChangeEvent is nbmemory.ChangeEvent and TokenUsage is nbmemory.TokenUsage
+    assert preloaded_messages(preload_text("", "")) == [] and PRELOAD_MARKER
     assert ContextCompressor is nbmemory.ContextCompressor
     assert SUMMARY_MARKER == "[Compressed Memory Summary]" and callable(memory_path)
 
@@ -58,8 +68,11 @@ def test_the_swarms_imports_and_the_packages_public_names_work():
 def entry_points() -> list[object]:
     from nbmemory.agent import Agent
     from nbmemory.recall import find, recall
+    from nbmemory.views import ReadModel
 
-    return [Agent, Agent.run, Agent.compact, Agent.compact_preview, Agent.from_memory, recall, find]
+    agent = [Agent, Agent.run, Agent.compact, Agent.compact_preview, Agent.from_memory]
+    reads = [getattr(ReadModel, n) for n in vars(ReadModel) if not n.startswith("_")]
+    return [*agent, recall, find, ReadModel, *(r for r in reads if callable(r))]
 
 
 def test_the_public_entry_points_document_their_arguments_and_results():

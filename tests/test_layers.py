@@ -28,7 +28,11 @@ RANK = {module: rank for rank, modules in enumerate(LAYERS.values()) for module 
 JUPYTER_ONLY = ("IPython", "anywidget", "ipywidgets", "tornado", "jupyter_server", "mistune")
 MCP_ONLY = ("mcp",)
 """The MCP SDK (``nbmemory[mcp]``): the MCP front ends alone import it."""
-MCP_FRONT_ENDS = ("nbmemory.mcp_server", "nbmemory.jupyter.mcp_http", "nbmemory.jupyter.mcp_tools")
+MCP_FRONT_ENDS = (
+    "nbmemory.mcp_server",
+    "nbmemory.jupyter.server.mcp_endpoint",
+    "nbmemory.jupyter.mcp_tools",
+)
 """Any other module imports these inside a function, so nbmemory, its CLI and its Jupyter
 extension work without the SDK."""
 JUPYTER_AI_ONLY = ("jupyter_ai", "jupyter_ai_persona_manager", "jupyterlab_chat")
@@ -306,3 +310,16 @@ def test_inside_the_package_only_the_public_api_imports_the_swarms_paths():
         if internal(name, known) in SWARMS_PATHS
     ]
     assert not found
+
+
+MOST_LINES = 800
+"""A module longer than this holds more than one idea: split it where the ideas part."""
+
+
+def test_no_module_is_longer_than_most_lines():
+    long = {}
+    for module, path in modules().items():
+        lines = path.read_text(encoding="utf-8").count("\n")
+        if lines > MOST_LINES:
+            long[module] = lines
+    assert not long

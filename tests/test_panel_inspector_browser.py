@@ -30,8 +30,8 @@ from nbmemory.memory.notes import Notes
 from nbmemory.memory.provenance import Provenance
 from nbmemory.memory.run_settings import RunSettings, write_settings
 from nbmemory.store import memory_path
-from nbmemory.views.read_model import PARTS, ReadModel
-from nbmemory.wording import search_words
+from nbmemory.views.read_model import ReadModel
+from nbmemory.wording import PARTS, search_words
 from support import agent_docs
 
 pytestmark = pytest.mark.browser

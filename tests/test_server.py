@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -14,13 +16,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import tornado.web
 from tornado.httpclient import HTTPClientError
 from traitlets import TraitError
 from traitlets.config import Config
 
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Agent, Conversation, Workspace
-from nbmemory.jupyter.server import NbMemoryServer, WarmUp
+from nbmemory.jupyter.server.app import NbMemoryServer, WarmUp
 from nbmemory.memory.note_history import Author
 from nbmemory.memory.notes import Notes
 from nbmemory.memory.provenance import Provenance
@@ -33,6 +36,7 @@ from nbmemory.views.read_model import ReadModel
 from support import (
     NOT_UTF8_STORES,
     REFUSED_STORES,
+    ROOT,
     agent_docs,
     hostile_names,
     leaks,
@@ -817,21 +821,78 @@ def test_the_settings_are_traits_and_are_checked():
     for bad in (0.1, 0.0, -1.0, float("nan")):
         with pytest.raises(TraitError, match=r"at least 0\.5"):
             NbMemoryServer(poll_interval=bad)
-    help_all = subprocess.run(
-        [sys.executable, "-m", "nbmemory", "server", "--help-all"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    assert "--NbMemoryServer.workspace=<Unicode>" in help_all
-    assert "--NbMemoryServer.poll_interval=<Float>" in help_all
-    assert "--NbMemoryServer.store=<Unicode>" in help_all
+    for command in (["nbmemory", "server"], ["nbmemory.jupyter.server"]):
+        help_all = subprocess.run(
+            [sys.executable, "-m", *command, "--help-all"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        assert "--NbMemoryServer.workspace=<Unicode>" in help_all
+        assert "--NbMemoryServer.poll_interval=<Float>" in help_all
+        assert "--NbMemoryServer.store=<Unicode>" in help_all
     url = "postgresql://team:secret@db.example:5432/memory"
     assert NbMemoryServer(store=f" {url} ").store == url  # checked, never connected to here
     for bad, why in [("mysql://db/x", "not a PostgreSQL URL"), ("postgresql://h/d?x=1", "usable")]:
         with pytest.raises(TraitError, match=why):
             NbMemoryServer(store=bad)
+
+
+HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def registered_routes() -> dict[str, set[str]]:
+    """The routes the extension registers, read from its handlers list: each pattern, a named
+    part as ``*``, with the methods its handler answers."""
+    app = NbMemoryServer()
+    app.settings["nbmemory_model"] = ReadModel(Workspace.from_env())
+    app.initialize_handlers()
+    routes = {}
+    for pattern, handler, *_ in app.handlers:
+        methods = {
+            method.upper()
+            for method in HTTP_METHODS
+            if getattr(handler, method) is not getattr(tornado.web.RequestHandler, method)
+        }
+        routes[re.sub(r"\(\?P<\w+>[^)]*\)", "*", pattern)] = methods
+    return routes
+
+
+def as_pattern(path: str) -> str:
+    """A documented path as a route: no query, each upper-case placeholder (``NAME``) a ``*``."""
+    return re.sub(r"[A-Z]+", "*", path.partition("?")[0])
+
+
+def documented_in_the_app_module() -> dict[str, set[str]]:
+    """The route table of the app module's docstring: each route with the methods it lists."""
+    doc = inspect.getmodule(NbMemoryServer).__doc__
+    base = re.search(r"under ``<base_url>(\S*)``::", doc).group(1)
+    routes: dict[str, set[str]] = {}
+    for method, path in re.findall(r"^ {4}(GET|POST|PUT|PATCH|DELETE) +(/\S*)", doc, re.M):
+        routes.setdefault(as_pattern(base + path), set()).add(method)
+    return routes
+
+
+def documented_in_the_architecture() -> set[str]:
+    """The routes ARCHITECTURE.md names under "Where each front end enters": the panel's list
+    under ``/nbmemory/api/`` (``messages/N`` and the like are under ``agents/NAME``), and the
+    other ``/nbmemory/...`` routes named there."""
+    page = (ROOT / "ARCHITECTURE.md").read_text()
+    section = page.partition("## Where each front end enters")[2].partition("\n## ")[0]
+    named = re.findall(r"`([^`]+)`", section)
+    api = "/nbmemory/api/"
+    (panel,) = [bullet for bullet in section.split("\n- ") if f"`{api}`" in bullet]
+    listed = re.findall(r"`([^`]+)`", panel.partition(f"`{api}`")[2])
+    routes = {api + (n if n.startswith("agents") else f"agents/NAME/{n}") for n in listed}
+    routes |= {n for n in named if n.startswith("/nbmemory/") and n != api}
+    return {as_pattern(route) for route in routes}
+
+
+def test_the_documented_routes_are_the_routes_the_server_registers():
+    registered = registered_routes()
+    assert documented_in_the_app_module() == registered
+    assert documented_in_the_architecture() == set(registered)
 
 
 def test_a_bad_stored_name_never_blocks_the_list_or_its_poll(lab, agents):

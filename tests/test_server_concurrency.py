@@ -15,7 +15,7 @@ import pytest
 from traitlets.config import Config
 
 from nbmemory import Conversation
-from nbmemory.jupyter.server import HEAVY_WORKERS, HeavyReads
+from nbmemory.jupyter.server.workers import HEAVY_WORKERS, HeavyReads
 from nbmemory.store import memory_path
 from nbmemory.views.read_model import ReadModel
 

@@ -8,16 +8,16 @@ import re
 from nbmemory import Conversation
 from nbmemory.memory.provenance import Cell, Provenance
 from nbmemory.store import memory_path
-from nbmemory.views.read_model import (
+from nbmemory.views.answers import (
     ArchiveInfo,
     CompactionInfo,
-    Found,
     Item,
     MessageTokens,
-    ReadModel,
+    TermPage,
     Usage,
     provenance_json,
 )
+from nbmemory.views.read_model import ReadModel
 from nbmemory.wording import (
     PAGERS,
     PARTS,
@@ -65,7 +65,7 @@ def test_the_panels_types_name_exactly_what_the_read_model_serializes(workspace)
     assert types["IProvenance"] == set(provenance_json(Cell(Provenance("a.ipynb"))))
     assert types["IArchive"] == set(ArchiveInfo("a.md", 1, 2, "t").to_json())
     assert types["IMessageTokens"] == set(MessageTokens("e", 1, 2, {}).to_json())
-    assert types["IFound"] == set(Found("t", "a.md", 3, 0, 20).to_json())
+    assert types["IFound"] == set(TermPage("t", "a.md", 3, 0, 20).to_json())
     assert types["IVocabulary"] == set(vocabulary())
     assert types["IPartStyle"] == set(vocabulary()["parts"][0])
 

@@ -17,7 +17,8 @@ import mistune
 import pytest
 
 from nbmemory import Agent, Conversation
-from nbmemory.jupyter.widget import PAGE_SIZE, RAM_SOURCE, MemoryWidget
+from nbmemory.jupyter.widget import PAGE_SIZE, MemoryWidget
+from nbmemory.jupyter.widget.state import RAM_SOURCE
 from nbmemory.memory.note_history import Author
 from nbmemory.memory.notes import Notes
 from nbmemory.memory.provenance import Provenance
@@ -780,13 +781,13 @@ def test_on_the_database_it_shows_and_follows_the_same(widgets, database):
 
 
 def test_the_browser_module_is_every_view_module_inlined_and_runs(tmp_path):
-    from nbmemory.jupyter import widget as widget_module
+    from nbmemory.jupyter.widget import es_module
 
     static = ROOT / "nbmemory" / "jupyter" / "static"
-    code = widget_module._module()
+    code = es_module.browser_module()
     assert code is MemoryWidget._esm
     inlined = re.findall(r"^const (__\w+) = \(\(\) => \{$", code, re.MULTILINE)
-    shipped = {widget_module._variable(p) for p in static.rglob("*.js")} - {"__widget_js"}
+    shipped = {es_module._variable(p) for p in static.rglob("*.js")} - {"__widget_js"}
     assert sorted(inlined) == sorted(shipped)  # each module once, and none left out
     assert not re.search(r"^\s*import\b", code, re.MULTILINE)
     node = shutil.which("node")
@@ -807,9 +808,9 @@ def test_the_browser_module_is_every_view_module_inlined_and_runs(tmp_path):
 
 
 def test_the_module_assembly_refuses_what_it_cannot_inline(tmp_path, monkeypatch):
-    from nbmemory.jupyter import widget as widget_module
+    from nbmemory.jupyter.widget import es_module
 
-    monkeypatch.setattr(widget_module, "_STATIC", tmp_path)
+    monkeypatch.setattr(es_module, "STATIC", tmp_path)
     (tmp_path / "parts").mkdir()
     (tmp_path / "widget.js").write_text(
         'import { a, b as bee } from "./parts/a.js";\nexport default { a, bee };\n'
@@ -818,17 +819,17 @@ def test_the_module_assembly_refuses_what_it_cannot_inline(tmp_path, monkeypatch
         'import { c } from "./c.js";\nconst a = c + 1;\nexport { a, a as b };\n'
     )
     (tmp_path / "parts" / "c.js").write_text("const c = 1;\nexport { c };\n")
-    code = widget_module._module.__wrapped__()
+    code = es_module.browser_module.__wrapped__()
     assert code.index("const __parts_c_js = ") < code.index("const __parts_a_js = ")
     assert "const { a, b: bee } = __parts_a_js;" in code
     assert "return { a, b: a };" in code
 
     (tmp_path / "parts" / "c.js").write_text("export const c = 1;\n")
     with pytest.raises(RuntimeError, match="one export list at its end"):
-        widget_module._module.__wrapped__()
+        es_module.browser_module.__wrapped__()
     (tmp_path / "parts" / "c.js").write_text('import { a } from "./a.js";\nexport { a as c };\n')
     with pytest.raises(RuntimeError, match="import each other"):
-        widget_module._module.__wrapped__()
+        es_module.browser_module.__wrapped__()
     (tmp_path / "parts" / "c.js").write_text('import { x } from "../../x.js";\nexport { x };\n')
     with pytest.raises(RuntimeError, match="not a file of static/"):
-        widget_module._module.__wrapped__()
+        es_module.browser_module.__wrapped__()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nbmemory.jupyter import widget
+from nbmemory.jupyter.widget import MemoryWidget, es_module
 from support import ROOT
 
 MAX_KB = 95.3
@@ -39,9 +39,9 @@ def literals(*texts: str, tmp_path: Path) -> list[dict]:
 
 
 def test_the_module_sent_is_small_and_parses(tmp_path):
-    module = widget._module()
+    module = es_module.browser_module()
     assert len(module) / 1000 <= MAX_KB, len(module)
-    assert module == widget.MemoryWidget._esm
+    assert module == MemoryWidget._esm
     path = tmp_path / "widget.mjs"
     path.write_text(module, encoding="utf-8")
     node = shutil.which("node")
@@ -54,20 +54,22 @@ def test_the_module_sent_is_small_and_parses(tmp_path):
 def test_compacting_touches_no_literal(tmp_path):
     # Every string, template literal and regular expression of the sources is in the module sent,
     # as written: no line of a multi-line template literal looked like a comment or indentation.
-    whole, sent = literals(widget._module(compact=False), widget._module(), tmp_path=tmp_path)
+    whole, sent = literals(
+        es_module.browser_module(compact=False), es_module.browser_module(), tmp_path=tmp_path
+    )
     assert whole["errors"] == sent["errors"] == 0
     assert len(whole["literals"]) > 500
     assert sent["literals"] == whole["literals"]
     static = ROOT / "nbmemory" / "jupyter" / "static"
     for path in [static / "widget.js", *(static / "widget").glob("*.js")]:
-        lines = widget._compact(path.read_text(encoding="utf-8")).splitlines()
+        lines = es_module._stripped(path.read_text(encoding="utf-8")).splitlines()
         assert all(line and line == line.strip() and not line.startswith("//") for line in lines)
 
 
 def test_a_template_literal_that_compacting_would_change_is_caught(tmp_path):
     # The check above can fail: a template literal holding a comment-like line, an indented
-    # line or a blank line comes out of _compact changed, and the literals say so.
+    # line or a blank line comes out of _stripped changed, and the literals say so.
     source = "const help = `usage:\n  // not a comment\n\n  x`;\nexport { help };\n"
-    before, after = literals(source, widget._compact(source), tmp_path=tmp_path)
+    before, after = literals(source, es_module._stripped(source), tmp_path=tmp_path)
     assert before["errors"] == after["errors"] == 0
     assert before["literals"] != after["literals"]

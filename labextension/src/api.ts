@@ -93,7 +93,7 @@ export interface IItem {
   provenance: IProvenance | null;
 }
 
-/** The notebook cell that wrote a message (see read_model.provenance_json). */
+/** The notebook cell that wrote a message (see answers.provenance_json). */
 export interface IProvenance {
   notebook: string | null;
   cell_id: string | null;

@@ -1,5 +1,5 @@
 /**
- * The notebook cell a message came from (its provenance, see `read_model.provenance_json`): the
+ * The notebook cell a message came from (its provenance, see `answers.provenance_json`): the
  * line a message card shows ("cell [12] of analysis.ipynb", and "superseded by cell [15]" when
  * the cell was run again), and what choosing it does: open the notebook, make that cell the
  * active one and scroll to it, or say in the card why it cannot (the notebook or the cell is

@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from nbmemory.agent.request_parts import next_request_parts
 from nbmemory.errors import CompactionError, MemoryWarning, ModelError
 from nbmemory.memory import provenance
 from nbmemory.memory.compactions import Compaction, write_record
-from nbmemory.memory.conversation import SUMMARY_MARKER, block_tokens, preloaded_messages
+from nbmemory.memory.preload import SUMMARY_MARKER, block_tokens, preloaded_messages
 from nbmemory.memory.provenance import Provenance
 from nbmemory.memory.run_settings import (
     DEFAULT_THRESHOLD,
@@ -183,7 +184,7 @@ class ContextCompressor:
 
     def _stuck(self, agent: Any) -> bool:
         """Whether no compaction can get ``agent`` below the threshold; warns when it becomes so."""
-        parts = _fixed_parts(agent)
+        parts = next_request_parts(agent) if _counts_parts(agent) else None
         window = getattr(agent, "context_length", 0)
         floor = compaction_floor(parts, window, self.threshold) if parts else None
         if floor is not None and floor != self.stuck:
@@ -425,23 +426,11 @@ class ContextCompressor:
         return summaries[0]
 
 
-def _fixed_parts(agent: Any) -> list[tuple[str, int]] | None:
-    """The parts of ``agent``'s next request that no compaction makes smaller, by name
-    (``run_settings.FIXED_PARTS``); ``None`` for an agent-like object that cannot count them."""
-    memory = agent.short_memory
+def _counts_parts(agent: Any) -> bool:
+    """Whether ``agent`` can count the parts of its next request (``next_request_parts``):
+    nbmemory's ``Agent`` on a ``Conversation`` can, not every agent-like object."""
     overhead = getattr(agent, "request_overhead_tokens", None)
-    if not callable(overhead) or not hasattr(memory, "rules_tokens"):
-        return None
-    static, rules = memory.static_tokens(), memory.rules_tokens()
-    notes = agent.notes.tokens() if getattr(agent, "notes", None) is not None else 0
-    tools = agent.tool_tokens()
-    return [
-        ("system prompt", static - rules),
-        ("rules", rules),
-        ("pinned notes", notes),
-        ("tool schemas", tools),
-        ("reply room", overhead() - tools),
-    ]
+    return callable(overhead) and hasattr(agent.short_memory, "rules_tokens")
 
 
 def _origins(memory: Any, messages: list[dict[str, Any]]) -> list[Provenance | None]:

@@ -24,8 +24,9 @@ from traitlets import Bool, Int, TraitError, Unicode, observe, validate
 
 from nbmemory.agent.agent import Agent
 from nbmemory.agent.compressor import CompactionPlan
-from nbmemory.errors import CompactionError, NbmemoryError, StoreConfigError
+from nbmemory.errors import CompactionError, NbmemoryError
 from nbmemory.jupyter.render import Answer, safe_bundle
+from nbmemory.jupyter.store_setting import checked_store
 from nbmemory.memory.compactions import Compaction
 from nbmemory.memory.export import export_text, format_of
 from nbmemory.memory.note_history import APPROVALS, Author
@@ -34,12 +35,12 @@ from nbmemory.memory.provenance import SERVER_ROOT_ENV, Provenance, notebook_pat
 from nbmemory.models import llm
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.store import Workspace, folders
-from nbmemory.store import workspace as memory_store
 from nbmemory.store.atomic import write_atomic
-from nbmemory.store.masked_url import MaskedUrl
-from nbmemory.views.read_model import FOLD_CHARS, ReadModel, to_items, usage_in_ram
+from nbmemory.views.in_ram import usage_in_ram
+from nbmemory.views.pages import to_items
+from nbmemory.views.read_model import ReadModel
 from nbmemory.views.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
-from nbmemory.wording import counted, review_words
+from nbmemory.wording import FOLD_CHARS, counted, review_words
 
 _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer
 
@@ -139,10 +140,7 @@ class NbMemoryMagics(Magics):
 
     @validate("store")
     def _check_store(self, proposal: dict[str, Any]) -> str:
-        try:
-            return MaskedUrl(memory_store.check(proposal["value"]))
-        except StoreConfigError as exc:  # its message never holds the password
-            raise TraitError(f"NbMemoryMagics.store: {exc}") from None
+        return checked_store(proposal["value"], "NbMemoryMagics.store")
 
     @validate("notes_approval")
     def _check_approval(self, proposal: dict[str, Any]) -> str:

@@ -34,7 +34,8 @@ from nbmemory.errors import AgentNotFoundError, InvalidAgentNameError, NbmemoryE
 from nbmemory.jupyter.render import chat_markdown
 from nbmemory.store import Workspace
 from nbmemory.store.folders import validate_agent_name
-from nbmemory.views.read_model import ReadModel, Usage
+from nbmemory.views.answers import Usage
+from nbmemory.views.read_model import ReadModel
 from nbmemory.wording import review_head
 
 AVATAR = Path(__file__).with_name("static") / "persona.svg"

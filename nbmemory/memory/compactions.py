@@ -11,10 +11,14 @@ from __future__ import annotations
 import datetime
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from nbmemory.memory.notes import Notes
+from nbmemory.memory.search import content_text
 from nbmemory.store.docs import AgentDocs
+from nbmemory.terms import missing_terms
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,27 @@ class Compaction:
     kept_messages: int = 0
     missing: list[str] = field(default_factory=list)
     time: str = field(default_factory=lambda: datetime.datetime.now().isoformat(timespec="seconds"))
+
+
+def compaction_of(
+    docs: AgentDocs, archive: Path, summary: str, ignore: Iterable[str] = ()
+) -> Compaction:
+    """What compacting agent ``docs``'s memory into ``archive`` did, as its documents tell: the
+    terms of the archived transcript (every process's messages) that ``summary`` and the pinned
+    notes leave out, but for the words ``ignore`` and the roles. The request's tokens are left
+    to readers: the documents do not say what tools, notes budget or reply room it had."""
+    archived = docs.messages(archive)
+    transcript = "\n".join(content_text(m["content"]) for m in archived)
+    return Compaction(
+        archive=archive,
+        tokens_before=None,
+        tokens_after=None,
+        missing=missing_terms(
+            transcript,
+            f"{summary}\n{Notes(docs).text()}",
+            ignore=[*ignore, *(m["role"] for m in archived)],
+        ),
+    )
 
 
 def record_path(archive: str | os.PathLike[str]) -> Path:

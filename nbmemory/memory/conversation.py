@@ -1,4 +1,11 @@
-"""``Conversation``: an agent's message history, written through to its MEMORY.md."""
+"""``Conversation``: an agent's message history, written through to its MEMORY.md.
+
+This module is also swarms' ``swarms.structs.conversation`` (``nbmemory.conversation`` is the
+same module): ``__all__`` is what swarms code and the README take from it. The class leans on
+its neighbours: ``preload`` (the text a resumed memory is sent as), ``block_counts`` (the
+token counts of its blocks), ``messages`` (what it takes as a message) and
+``swarms_conversation`` (swarms' methods that nbmemory's own API does not name).
+"""
 
 from __future__ import annotations
 
@@ -14,73 +21,40 @@ from typing import Any
 
 from nbmemory.errors import MemoryFormatError, MemoryWarning, NbmemoryError
 from nbmemory.memory import provenance, search
-from nbmemory.memory.compactions import Compaction, write_record
+from nbmemory.memory.block_counts import BlockCounts
+from nbmemory.memory.compactions import compaction_of, write_record
+from nbmemory.memory.messages import check_role, exported_messages, is_blank
 from nbmemory.memory.notes import Notes
+from nbmemory.memory.preload import (
+    PRELOAD_MARKER,
+    SUMMARY_MARKER,
+    block_text,
+    block_tokens,
+    file_preload_text,
+    file_preloaded_messages,
+    preload_text,
+    preload_tokens,
+    preloaded_messages,
+)
 from nbmemory.memory.provenance import Provenance
 from nbmemory.memory.search import MemoryHit, content_text
 from nbmemory.memory.swarms_conversation import SwarmsConversation, conversations_folder
-from nbmemory.memory.token_counts import KeptCounts, counted, digest, write_counts
 from nbmemory.store import Workspace, memory_format
 from nbmemory.store.atomic import write_atomic
 from nbmemory.store.docs import AgentDocs, memory_docs
 from nbmemory.store.folders import make_private_dir, read_regular
 from nbmemory.store.memory_format import block_bytes, format_block, format_header, now_iso
-from nbmemory.terms import missing_terms
-from nbmemory.tokens import APPROXIMATE, TokenCounter, context_window
+from nbmemory.tokens import APPROXIMATE, TokenCounter, TokenUsage, context_window
 
-PRELOAD_MARKER = "[Persistent Memory — MEMORY.md]"
-SUMMARY_MARKER = "[Compressed Memory Summary]"
-_PRELOAD_INTRO = (
-    "Messages kept from earlier sessions of this agent, oldest first. "
-    "Treat them as what you remember, not as new requests."
-)
-_PRELOAD_HEAD = f"{PRELOAD_MARKER}\n{_PRELOAD_INTRO}\n\n"
-KEEP_EVERY = 64
-KEEP_SHARE = 8
-"""Blocks counted by a conversation between two writes of its kept counts (see
-``nbmemory.memory.token_counts``): ``KEEP_EVERY``, or an eighth of the memory once that is more, so
-that keeping them costs a constant time per message however long the memory grows."""
-
-
-def preload_text(header: str, blocks: str) -> str:
-    """The system message that carries a resumed memory to the model: a marker, a line that
-    says what it is, then the file (its header and blocks) as it is; read by
-    :func:`preloaded_messages`."""
-    return _PRELOAD_HEAD + header + blocks
-
-
-def preloaded_messages(text: str) -> list[dict[str, Any]] | None:
-    """The messages inside a preloaded-memory system message (:func:`preload_text`), or
-    ``None`` if it is not one."""
-    if not text.startswith(PRELOAD_MARKER):
-        return None
-    first = text.find("\n### ")
-    return memory_format.parse(text[first + 1 :], header=False).messages if first >= 0 else []
-
-
-def block_text(message: dict[str, Any]) -> str:
-    """One message as MEMORY.md holds it (and as a resumed agent's model reads it)."""
-    return format_block(message["role"], message["content"], message.get("timestamp", ""))
-
-
-def block_tokens(counter: TokenCounter, message: dict[str, Any]) -> int:
-    """Tokens of one message as MEMORY.md holds it (and as a resumed agent's model reads it)."""
-    return counter.count(block_text(message))
-
-
-def preload_texts(header: str) -> tuple[str, str]:
-    """What the preloaded memory adds besides its blocks: its role and intro, and the file's
-    header (the preload is the whole file, as the spec says)."""
-    return f"System: {_PRELOAD_HEAD}", header
-
-
-def preload_tokens(counter: TokenCounter, header: str, kept: KeptCounts | None = None) -> int:
-    """Tokens of :func:`preload_texts`, ``kept`` ones taken as they are; the head, the same in
-    every preload, is counted once per encoding (``token_counts.counted``)."""
-    if kept is not None:
-        return sum(kept.tokens(text) for text in preload_texts(header))
-    head, header = preload_texts(header)
-    return counted(counter, head) + counter.count(header)
+__all__ = [
+    "PRELOAD_MARKER",
+    "SUMMARY_MARKER",
+    "ChangeEvent",
+    "Conversation",
+    "TokenUsage",
+    "preload_text",
+    "preloaded_messages",
+]
 
 
 @dataclass(frozen=True)
@@ -92,27 +66,6 @@ class ChangeEvent:
     conversation: Conversation
     message: dict[str, Any] | None = None
     archive: Path | None = None
-
-
-@dataclass(frozen=True)
-class TokenUsage:
-    """How full the context is: tokens used of ``context_length``, counted with ``encoding``."""
-
-    used: int
-    context_length: int
-    encoding: str
-
-    @property
-    def fraction(self) -> float:
-        return self.used / self.context_length if self.context_length else 0.0
-
-
-def _check_role(role: object) -> str:
-    if not isinstance(role, str) or not role.strip():
-        raise ValueError(f"role must be a non-empty string, not {role!r}")
-    if "\n" in role or "\r" in role:
-        raise ValueError(f"role must be one line, not {role!r}")
-    return role
 
 
 class Conversation(SwarmsConversation):
@@ -259,7 +212,7 @@ class Conversation(SwarmsConversation):
         data, whole = self._memory.read_whole()
         if whole is not None:  # the usual case: the file as it is, decoded and parsed when used
             self._header = whole.header
-            self._preloaded = functools.partial(_parse_preload, data)
+            self._preloaded = functools.partial(file_preloaded_messages, data)
             self._preloaded_count = whole.messages
             message = self._message("System", None)
             self._pending = (message, data)
@@ -273,10 +226,7 @@ class Conversation(SwarmsConversation):
             return
         blocks = parsed.log
         if parsed.problems:  # show the model what was read, not the damage
-            blocks = "".join(
-                format_block(m["role"], m["content"], m.get("timestamp", ""))
-                for m in parsed.messages
-            )
+            blocks = "".join(block_text(m) for m in parsed.messages)
         text = preload_text(parsed.header, blocks)  # the whole file, as the spec says
         self._history.append(self._message("System", text))
         self._session_start += 1
@@ -301,7 +251,7 @@ class Conversation(SwarmsConversation):
         with self._lock:
             if self._pending is not None:
                 message, data = self._pending
-                message["content"] = (_PRELOAD_HEAD.encode() + data).decode("utf-8")
+                message["content"] = file_preload_text(data)
                 self._pending = None
 
     @property
@@ -358,7 +308,7 @@ class Conversation(SwarmsConversation):
         """Keep the token counts made since they were last kept, and release the open files
         of the memory (it reopens them when written again)."""
         if self._memory is not None:
-            if self._unkept:
+            if self._block_counts.unkept:
                 self.keep_counts()
             self._memory.close()
 
@@ -392,7 +342,7 @@ class Conversation(SwarmsConversation):
         case the message is not added. A ``KeyboardInterrupt`` once the message is stored
         leaves it in the history too: the history and the memory agree.
         """
-        message = {"role": _check_role(role), "content": content, "timestamp": now_iso()}
+        message = {"role": check_role(role), "content": content, "timestamp": now_iso()}
         if metadata:
             message["metadata"] = metadata
         if category:
@@ -403,7 +353,7 @@ class Conversation(SwarmsConversation):
             message["message_id"] = uuid.uuid4().hex
         with self._lock:
             memory = self._memory
-            if memory is not None and not _blank(content):
+            if memory is not None and not is_blank(content):
                 block = block_bytes(role, content, message["timestamp"])
                 appends = memory.appends
                 try:
@@ -461,7 +411,7 @@ class Conversation(SwarmsConversation):
         """
         if not isinstance(summary, str) or not summary.strip():
             raise ValueError("summary must be a non-empty string")
-        _check_role(summary_role)
+        check_role(summary_role)
         message = self._message(summary_role, summary)
         with self._lock:
             archive = None
@@ -478,7 +428,8 @@ class Conversation(SwarmsConversation):
                 raise
         if record and archive is not None:
             try:
-                write_record(self.docs, archive, self._compaction(archive, summary))
+                compaction = compaction_of(self.docs, archive, summary, [self.name, self.user])
+                write_record(self.docs, archive, compaction)
             except OSError as exc:  # compacted all the same: readers work the record out
                 warnings.warn(
                     f"{self.name} was compacted into {archive.name}, but its record was not "
@@ -487,25 +438,6 @@ class Conversation(SwarmsConversation):
                 )
         self._notify(ChangeEvent("compact", self, message=message, archive=archive))
         return archive
-
-    def _compaction(self, archive: Path, summary: str) -> Compaction:
-        """What compacting into ``archive`` did: the terms of the archived transcript (every
-        process's messages) that the summary and the pinned notes leave out. The request's
-        tokens are left to readers: a conversation does not know its agent's tools, notes
-        budget or reply room."""
-        docs = self.docs
-        archived = docs.messages(archive)
-        transcript = "\n".join(content_text(m["content"]) for m in archived)
-        return Compaction(
-            archive=archive,
-            tokens_before=None,
-            tokens_after=None,
-            missing=missing_terms(
-                transcript,
-                f"{summary}\n{Notes(docs).text()}",
-                ignore=[self.name, self.user, *(m["role"] for m in archived)],
-            ),
-        )
 
     def clear(self) -> None:
         """Empty the in-memory history (MEMORY.md is left as it is)."""
@@ -636,14 +568,7 @@ class Conversation(SwarmsConversation):
         self._counts = []
         self._counted_total = 0
         self._last_line: tuple[dict[str, Any], int] | None = None
-        self._block_counts: list[int] = []
-        self._block_keys: list[str | None] = []
-        """Each block's :func:`~nbmemory.memory.token_counts.digest` (``None`` for a blank one)."""
-        self._block_total = 0
-        self._preload_counts: list[int] = []
-        """Tokens of the preload's head and of the header (see :func:`preload_texts`)."""
-        self._unkept = 0
-        """Blocks counted (not taken from the kept counts) since the counts were last kept."""
+        self._block_counts = BlockCounts()
 
     def count_history_tokens(self) -> int:
         """Tokens of :meth:`return_history_as_string`, exactly, never capped.
@@ -697,18 +622,21 @@ class Conversation(SwarmsConversation):
         its block in MEMORY.md. Without a memory file it is :meth:`count_history_tokens`.
 
         Blocks are counted once, the first time a total is asked for after they were added;
-        counts kept beside the memory are taken as they are (see ``nbmemory.memory.token_counts``),
-        and what was counted is kept there when a whole memory was, and every ``KEEP_EVERY``
-        blocks or ``1 / KEEP_SHARE`` of the memory (so a resumed agent, and every view, need
-        not count it again).
+        counts kept beside the memory are taken as they are, and what was counted is kept
+        there when a whole memory was, and every ``KEEP_EVERY`` blocks or ``1 / KEEP_SHARE`` of
+        the memory (see ``nbmemory.memory.block_counts``), so that a resumed agent, and every
+        view, need not count it again.
         """
         with self._lock:
             if self._memory is None or self._session_start is None:
                 return self.count_history_tokens()
             remembered = self.preloaded_count + len(self._history) - self._session_start
-            if len(self._block_counts) < remembered:
-                self._count_blocks()
-            memory = sum(self._preload_counts) + self._block_total if remembered else 0
+            blocks = self._block_counts
+            if len(blocks) < remembered:
+                new = self._blocks(len(blocks))
+                if blocks.count(self.docs, self._counter, self._header, new):
+                    self.keep_counts()
+            memory = blocks.tokens() if remembered else 0
             return self.static_tokens() + memory
 
     def memory_tokens(self, messages: list[dict[str, Any]]) -> int:
@@ -720,32 +648,12 @@ class Conversation(SwarmsConversation):
         head = preload_tokens(self._counter, format_header(self.name))
         return head + sum(block_tokens(self._counter, m) for m in stamped)
 
-    def _count_blocks(self) -> None:
-        """Count the blocks added since the last count (and the preload, the first time),
-        taking kept counts as they are; keep the counts when enough were made."""
-        kept = KeptCounts(self.docs, self._counter)
-        new = self._blocks(len(self._block_counts))
-        texts = [block_text(m) for m in new if m is not None]
-        keys = [digest(text) for text in texts]
-        counts = iter(kept.each(texts, keys))
-        found = iter(keys)
-        for message in new:
-            self._block_counts.append(0 if message is None else next(counts))
-            self._block_keys.append(None if message is None else next(found))
-            self._block_total += self._block_counts[-1]
-        if not self._preload_counts:
-            self._preload_counts = [kept.tokens(text) for text in preload_texts(self._header)]
-        self._unkept += kept.counted
-        blocks = len(self._block_counts)
-        if self._unkept >= min(max(KEEP_EVERY, blocks // KEEP_SHARE), blocks):
-            self.keep_counts()
-
     def _blocks(self, start: int = 0) -> list[dict[str, Any] | None]:
         """The messages of MEMORY.md from ``start`` on, as this conversation knows them: those
         preloaded, then this session's (``None`` for one never written: blank text)."""
         preloaded = self.preloaded_messages
         session = self._history[self._session_start + max(0, start - len(preloaded)) :]
-        return [*preloaded[start:], *(None if _blank(m["content"]) else m for m in session)]
+        return [*preloaded[start:], *(None if is_blank(m["content"]) else m for m in session)]
 
     def keep_counts(self) -> bool:
         """Keep the token counts of the memory made so far beside it, for readers and resumed
@@ -756,22 +664,11 @@ class Conversation(SwarmsConversation):
                 return False
             if not self.keeps_counts:
                 return False
-            encoding = self._counter.encoding_name
-            if encoding == APPROXIMATE:
+            if self._counter.encoding_name == APPROXIMATE:
                 return False
-            counts = {
-                key: n
-                for key, n in zip(self._block_keys, self._block_counts, strict=True)
-                if key is not None
-            }
-            for text, n in zip(preload_texts(self._header), self._preload_counts, strict=True):
-                counts[digest(text)] = n
             notes = Notes(self.docs, model=self.tokenizer_model_name)
             text = notes.request_text(notes.text())
-            if text:
-                counts[digest(text)] = self._counter.count(text)
-            self._unkept = 0
-            return write_counts(self.docs, encoding, counts)
+            return self._block_counts.keep(self.docs, self._counter, self._header, text)
 
     @property
     def encoding_name(self) -> str:
@@ -852,34 +749,12 @@ class Conversation(SwarmsConversation):
     def load_messages(self, data: Any, source: str | os.PathLike[str]) -> None:
         """Replace the in-memory history with the messages of an export already read (a list,
         or a dict holding one); ``source`` names it in errors. MEMORY.md is not touched."""
-        messages = _messages_from(data, Path(source))
+        messages = exported_messages(data, Path(source))
         with self._lock:
             self.conversation_history = messages
         self._history_edited("load")
 
 
-def _parse_preload(data: bytes) -> list[dict[str, Any]]:
-    """The messages of a file that :func:`memory_format.read_whole` found whole."""
-    return memory_format.parse(data).messages
-
-
 def _plain_file_name(name: str) -> bool:
     """Whether ``name`` can be part of a file name as it is (no folder, no special name)."""
     return name not in ("", ".", "..") and not any(c in name for c in "/\\\0:")
-
-
-def _blank(content: Any) -> bool:
-    """Content that is kept in the history but, as in swarms, never written to MEMORY.md."""
-    return content is None or (isinstance(content, str) and not content.strip())
-
-
-def _messages_from(data: Any, path: Path) -> list[dict[str, Any]]:
-    if isinstance(data, dict):  # a swarms export, or an agent state from Agent.save
-        data = data.get("conversation_history", data.get("history", data))
-    if not isinstance(data, list):
-        raise MemoryFormatError(f"{path}: expected a list of messages, found {type(data).__name__}")
-    for i, message in enumerate(data):
-        if not isinstance(message, dict) or "role" not in message or "content" not in message:
-            raise MemoryFormatError(f"{path}: message {i} needs a 'role' and a 'content'")
-        _check_role(message["role"])
-    return [dict(message) for message in data]

@@ -17,11 +17,11 @@ import re
 from collections import Counter
 from typing import Any
 
-from nbmemory.memory.conversation import SUMMARY_MARKER, preloaded_messages
 from nbmemory.memory.notes import MARKER as NOTES_MARKER
 from nbmemory.memory.notes import TOOL_NAME as NOTES
 from nbmemory.memory.notes import parse as parse_notes
 from nbmemory.memory.notes import saved_notes
+from nbmemory.memory.preload import SUMMARY_MARKER, preloaded_messages
 from nbmemory.memory.search import content_text
 from nbmemory.models.reply import Reply, ToolCall
 from nbmemory.recall.text import TOOL_NAME as RECALL

@@ -14,7 +14,7 @@ import functools
 import re
 from typing import Any
 
-from nbmemory.memory.conversation import SUMMARY_MARKER
+from nbmemory.memory.preload import SUMMARY_MARKER
 from nbmemory.memory.search import content_text
 from nbmemory.recall.text import TOOL_NAME
 from nbmemory.terms import words

@@ -504,19 +504,19 @@ def _stale_temporary_files(folder: Path) -> list[Path]:
     stale = []
     for name in names:
         found = _TEMPORARY.fullmatch(name)
-        if found and not _other_process_alive(int(found["pid"])):
+        pid = int(found["pid"]) if found else None
+        if pid is not None and (pid == os.getpid() or not process_alive(pid)):
             stale.append(folder / name)
     return stale
 
 
-def _other_process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs, whoever owns it (this process included)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:
+    except OSError:  # it exists, owned by someone else
         return True
     return True
 

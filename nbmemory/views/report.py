@@ -10,12 +10,13 @@ import re
 from collections.abc import Iterable
 
 from nbmemory.agent.compressor import CompactionPlan
-from nbmemory.views.read_model import AgentInfo, CompactionInfo, Item, Usage
+from nbmemory.views.answers import AgentInfo, CompactionInfo, Item, Usage
 from nbmemory.wording import (
     LABELS,
     byte_size,
     counted,
     message_number,
+    percent,
     preview_words,
     reveal,
 )
@@ -43,10 +44,6 @@ def markdown_escape(text: str) -> str:
     """``text`` as literal Markdown inside a line: what could start a tag, a link (``:`` of a
     bare URL included) or emphasis is escaped (not what acts only at the start of a line)."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
-
-
-def percent(value: float | None) -> str:
-    return "off" if value is None else f"{value:.0%}"
 
 
 def usage_line(name: str, usage: Usage) -> str:
@@ -152,7 +149,7 @@ class AgentTable:
                 f"{row.messages:,}",
                 f"{row.usage.tokens:,}",
                 f"{row.usage.context_length:,}" + ("" if row.usage.recorded else "*"),
-                percent(row.usage.threshold),
+                "off" if row.usage.threshold is None else percent(row.usage.threshold),
                 str(row.archives),
                 row.last_activity or "-",
                 byte_size(row.index_bytes),

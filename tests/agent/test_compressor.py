@@ -15,8 +15,8 @@ from nbmemory.agent.compressor import (
 )
 from nbmemory.errors import CompactionError, MemoryWarning, ModelError
 from nbmemory.memory.compactions import read_record
-from nbmemory.memory.conversation import SUMMARY_MARKER
 from nbmemory.memory.notes import PROMPT_LINE as NOTES_LINE
+from nbmemory.memory.preload import SUMMARY_MARKER
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from nbmemory import ChangeEvent, Conversation, MemoryFormatError, MemoryWarning
-from nbmemory.memory.conversation import PRELOAD_MARKER, preload_text, preloaded_messages
+from nbmemory.memory.preload import PRELOAD_MARKER, preload_text
 from nbmemory.store import list_agents, memory_path
 from nbmemory.store.memory_format import parse
 from nbmemory.tokens import TokenCounter
@@ -331,17 +331,6 @@ def test_an_unset_context_length_is_the_models_window():
         Conversation(context_length=None, tokenizer_model_name="mystery").context_length == 16_000
     )
     assert Conversation(context_length=32_000).context_length == 32_000
-
-
-def test_the_preload_reads_back_as_the_messages_of_the_file(workspace):
-    convo = agent_conversation("Echo")
-    convo.add("User", "### User — not a heading\n---\nkept as written")
-    convo.add("Echo", {"tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]})
-    parsed = parse(stored("Echo"))
-    text = preload_text(parsed.header, parsed.log)
-    assert text.startswith(PRELOAD_MARKER)
-    assert preloaded_messages(text) == parsed.messages
-    assert preloaded_messages("another system message") is None
 
 
 def test_a_resumed_memory_is_read_once_and_its_messages_are_what_the_file_held_then():

@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from nbmemory import Conversation, cli
-from nbmemory.memory import conversation, token_counts
+from nbmemory.memory import preload, token_counts
 from nbmemory.memory.run_settings import RunSettings, write_settings
 from nbmemory.store import Workspace, follow, memory_path
 from nbmemory.store.atomic import write_atomic
@@ -95,7 +95,7 @@ def test_a_listing_counts_the_preloads_head_once_for_all_its_agents(on_store, co
     token_counts._remembered.clear()  # what this process counted while writing them
     counts_made.clear()
     assert [info.to_json() for info in ReadModel().agents()] == from_kept
-    head = conversation.preload_texts("")[0]
+    head = preload.preload_texts("")[0]
     assert counts_made.count(head) == 1  # the same for every agent: counted once
     # and so is any block that several memories hold (the user's, written in the same second)
     assert len(counts_made) == len(set(counts_made)) >= 1 + 3 * 2  # each header, each reply
@@ -120,39 +120,6 @@ def test_a_resumed_conversation_takes_the_kept_counts(on_store, counts_made):
     )
     assert again.context_tokens() == first.context_tokens() - first.static_tokens()
     assert counts_made == []
-
-
-def test_kept_counts_cover_every_block_of_a_long_memory_and_are_kept_every_few(on_store):
-    convo = written(count=1)
-    for i in range(200):
-        convo.add("User", f"message {i}")
-        convo.context_tokens()  # as an agent's loop asks
-    kept = token_counts.read_counts(agent_docs("Keeper"), "o200k_base")
-    assert len(kept) >= 200 - 64  # kept at most KEEP_EVERY blocks ago
-
-
-def test_the_counts_of_a_long_memory_are_kept_every_eighth_of_it(on_store, monkeypatch):
-    """Each write of the kept counts costs the memory's size: the longer the memory, the
-    rarer they are, so that keeping them costs a constant time per message."""
-    convo = written(count=1)
-    for i in range(4000):
-        convo.add("User", f"message {i}")
-    convo.context_tokens()
-    sizes = []
-    real_write = conversation.write_counts
-    monkeypatch.setattr(
-        conversation,
-        "write_counts",
-        lambda docs, encoding, counts: (
-            sizes.append(len(counts)) or real_write(docs, encoding, counts)
-        ),
-    )
-    for i in range(600):
-        convo.add("User", f"more {i}")
-        convo.context_tokens()
-    assert len(sizes) == 1  # 4,000 + 512 blocks counted; every 64 were 9 writes
-    kept = token_counts.read_counts(agent_docs("Keeper"), "o200k_base")
-    assert len(kept) >= (4601 + 2) * 7 // 8
 
 
 def rewrite(docs, data: bytes, *, in_place: bool = False) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from nbmemory import Agent, Conversation
 from nbmemory.errors import AgentNotFoundError
-from nbmemory.memory.conversation import SUMMARY_MARKER
+from nbmemory.memory.preload import SUMMARY_MARKER
 from nbmemory.recall import PROMPT_LINE, recall
 from nbmemory.recall.text import TOOL_NAME, describe, sub_queries
 from nbmemory.store import memory_path

@@ -292,9 +292,9 @@ def unrecorded(name: str, *texts: str) -> Conversation:
 
 def counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the transcripts the read model looks through for salient terms."""
-    from nbmemory.views import read_model
+    from nbmemory.views import audit
 
-    return text_lengths(monkeypatch, read_model, "salient_terms")
+    return text_lengths(monkeypatch, audit, "salient_terms")
 
 
 @pytest.mark.parametrize("store", ["files", "database"])
@@ -335,7 +335,7 @@ def test_a_changed_archive_is_never_trusted(workspace, monkeypatch):
 
 
 def test_an_answer_is_bounded_whatever_the_transcript(workspace):
-    from nbmemory.views.read_model import MAX_DROPPED, SUMMARY_CHARS
+    from nbmemory.views.answers import MAX_DROPPED, SUMMARY_CHARS
 
     convo = persistent("Huge")
     convo.add("User", " ".join(f"TICKET-{n}" for n in range(MAX_DROPPED * 3)))
@@ -361,7 +361,7 @@ def weather(city: str) -> str:
 
 
 def test_the_xray_splits_the_next_request_into_what_it_carries(openai_server):
-    from nbmemory.views.read_model import PARTS
+    from nbmemory.wording import PARTS
 
     options = dict(
         agent_name="Xray",
@@ -530,7 +530,7 @@ def test_a_compaction_says_both_figures_with_their_labels(workspace):
 
 
 def test_a_memory_in_ram_has_the_same_usage_as_on_disk(workspace):
-    from nbmemory.views.read_model import usage_in_ram
+    from nbmemory.views.in_ram import usage_in_ram
 
     kept = Agent(agent_name="Kept", persistent_memory=True, context_length=3000)
     ram = Agent(agent_name="Ram", persistent_memory=False, context_length=3000)
@@ -541,6 +541,59 @@ def test_a_memory_in_ram_has_the_same_usage_as_on_disk(workspace):
     assert [name for name, _ in in_ram.parts] == [name for name, _ in on_disk.parts]
     assert (in_ram.context_length, in_ram.threshold) == (on_disk.context_length, 0.9)
     assert dict(in_ram.parts)["this session"] > 0  # the memory in RAM is this session's
+
+
+def test_each_read_by_name_finds_the_agents_documents_once(workspace, monkeypatch):
+    """A read turns the agent's name into its documents (and asks whether it exists) once, at
+    its entry, and hands the documents down: no helper looks the name up again."""
+    from nbmemory.store.workspace import Workspace
+
+    convo = persistent("Once")
+    for i in range(4):
+        convo.add("User", f"Budget note {i}: 40k EUR for Lyon.")
+    convo.compact("Budget notes summarized.")
+    convo.add("User", "The budget is final.")
+    reader = ReadModel()
+    [archive] = reader.archives("Once")
+    reads = {
+        "agent": lambda: reader.agent("Once"),
+        "usage": lambda: reader.usage("Once"),
+        "settings": lambda: reader.settings("Once"),
+        "messages": lambda: reader.messages("Once"),
+        "lineage": lambda: reader.lineage("Once"),
+        "roles": lambda: reader.roles("Once", archive.name),
+        "file_path": lambda: reader.file_path("Once", archive.name),
+        "notes": lambda: reader.notes("Once"),
+        "note_history": lambda: reader.note_history("Once"),
+        "waiting_notes": lambda: reader.waiting_notes("Once"),
+        "records": lambda: reader.records("Once"),
+        "message": lambda: reader.message("Once", 0, archive.name),
+        "message_tokens": lambda: reader.message_tokens("Once"),
+        "archives": lambda: reader.archives("Once"),
+        "compactions": lambda: reader.compactions("Once"),
+        "archive_messages": lambda: reader.archive_messages("Once", archive.name),
+        "search": lambda: reader.search("Once", "budget", archives=True),
+        "find": lambda: reader.find("Once", "Lyon", archive.name),
+    }
+    calls = {"agent": 0, "has_agent": 0}
+    for method in calls:
+        original = getattr(Workspace, method)
+
+        def spy(self, name, _original=original, _method=method):
+            calls[_method] += 1
+            return _original(self, name)
+
+        monkeypatch.setattr(Workspace, method, spy)
+    looked_up = {}
+    for what, read in reads.items():
+        before = dict(calls)
+        read()
+        looked_up[what] = (
+            calls["agent"] - before["agent"],
+            calls["has_agent"] - before["has_agent"],
+        )
+    not_once = {what: times for what, times in looked_up.items() if times != (1, 1)}
+    assert not not_once, f"(documents, existence) looked up per read: {not_once}"
 
 
 def test_a_tool_call_reads_as_indented_json_without_escaped_json_inside(workspace):
@@ -581,7 +634,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     from nbmemory.store import docs, follow
     from nbmemory.store.postgresql import PgStore
     from nbmemory.store.workspace import Workspace
-    from nbmemory.views import read_model
+    from nbmemory.views import figures
 
     counts = {"listings": 0, "statements": 0, "opens": 0, "counted": 0}
 
@@ -599,7 +652,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     counting(follow, "open_reader", "opens")
     counting(docs, "read_regular", "opens")
     counting(token_counts, "open_reader", "opens")
-    counting(read_model, "block_text", "counted")
+    counting(figures, "block_text", "counted")
     return counts
 
 

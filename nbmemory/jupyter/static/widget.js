@@ -6,7 +6,7 @@
 // (untrusted text) and paging.js beneath them.
 //
 // They are plain ES modules, with no build step. anywidget loads one module from a string, so
-// widget.py inlines the modules this one imports (and theirs, and the vendored marked) into it;
+// widget/es_module.py inlines the modules this one imports (and theirs, and the vendored marked) into it;
 // for that, a module's imports are `import { a, b } from "./file.js";` lines and its exports one
 // `export { ... };` list at its end.
 import { compactionsView } from "./widget/compactions.js";

@@ -2,7 +2,7 @@
 //
 // Message text is untrusted (models, tools, other processes, hand edits). It is rendered by
 // marked 18.2.1 (npm `marked`, lib/marked.esm.js vendored in static/ with its LICENSE;
-// widget.py inlines it with the widget's modules, no build step) configured so that raw HTML is
+// widget/es_module.py inlines it with the widget's modules, no build step) configured so that raw HTML is
 // escaped and shown as text, images are never loaded (shown as a plain link), and only http(s)
 // and mailto links are live. The HTML marked makes is then parsed in an inert <template> and
 // only an allowlist of tags and attributes is kept. "Exact text" shows the stored text verbatim.

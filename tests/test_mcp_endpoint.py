@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from browser import jupyter_lab, server_extension_on
 from nbmemory import Agent, Workspace
-from nbmemory.jupyter.server import NbMemoryServer
+from nbmemory.jupyter.server.app import NbMemoryServer
 from nbmemory.views.read_model import ReadModel
 from support import run_python, stored_messages
 from test_magics_kernel import execute
@@ -188,7 +188,7 @@ def test_a_reader_gets_the_reading_tools_and_a_write_is_refused(tmp_path, monkey
 
 
 def test_without_the_sdk_the_extension_serves_the_rest_api_alone(monkeypatch, caplog):
-    monkeypatch.setitem(sys.modules, "nbmemory.jupyter.mcp_http", None)  # import fails
+    monkeypatch.setitem(sys.modules, "nbmemory.jupyter.server.mcp_endpoint", None)  # import fails
     app = NbMemoryServer()
     app.log = logging.getLogger("nbmemory-test")
     with caplog.at_level(logging.INFO, "nbmemory-test"):

@@ -1,0 +1,123 @@
+"""The widget as text, for where no widget front end shows it: a summary of the memory (its
+figures and newest messages) as Markdown, as HTML saved beside the live view, and as plain text.
+
+Every piece of text in it comes from the memory and is untrusted: each form escapes it, so that
+it shows as exactly that text (no tag, link or image).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import NamedTuple
+
+from nbmemory.jupyter.widget.traits import MemoryTraits
+from nbmemory.views.report import markdown_escape, visible
+from nbmemory.wording import counted
+
+STATIC_NOTE = "A summary saved with the notebook: run the cell to inspect this memory live."
+STATIC_CSS = (
+    # The summary is shown when the widget beside it is not (no kernel, no widget model) and
+    # hidden once the widget view is there; the widget's own output is hidden while it holds
+    # no view ("Loading widget...", "Error displaying widget").
+    ".jp-OutputArea-child:has(.nbmemory-static):has(+ .jp-OutputArea-child .nbmemory-widget)"
+    "{display:none}"
+    ".jp-OutputArea-child:has(.nbmemory-static) + .jp-OutputArea-child:not(:has(.nbmemory-widget))"
+    "{display:none}"
+    ".nbmemory-static{border-left:3px solid var(--jp-border-color1,#bdbdbd);padding-left:8px}"
+)
+
+
+class Summary(NamedTuple):
+    """The summary's plain-text pieces (untrusted: each form escapes them)."""
+
+    title: str
+    usage: str
+    lines: list[str]
+    newest: list[tuple[str, str, str]]
+    """(role, time, text) of the newest messages."""
+
+
+def _md_text(text: str, limit: int | None = None) -> str:
+    """Untrusted text as Markdown that renders as exactly that text: no tag, link or image."""
+    text = " ".join(str(text).split())
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "…"
+    return markdown_escape(text)
+
+
+def _md_line(text: str, limit: int | None = None) -> str:
+    """Untrusted text on one line, cut to ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text[:limit] + "…" if limit is not None and len(text) > limit else text
+
+
+def _html_text(text: str, limit: int | None = None) -> str:
+    """Untrusted text as HTML that shows exactly that text (on one line)."""
+    return html.escape(_md_line(text, limit))
+
+
+def summary_of(view: MemoryTraits) -> Summary:
+    """The summary of what a widget's traits hold now: the title, the figures, further lines
+    (the next request's parts, warnings, compactions, pinned notes) and the newest messages."""
+    info = view.info
+    model = info.get("model", "")
+    title = f"{view.name} memory" + (f" · {model}" if model else "")
+    if not view.exists:
+        return Summary(title, "no agent with this name in the workspace yet", [], [])
+    words = info.get("words", {})
+    usage = "tokens being counted" if view.counting else f"{words['usage']}, {words['threshold']}"
+    usage += f", {info.get('counts', '')}"
+    lines = []
+    parts = [f"{p['name']} {p['tokens']:,}" for p in info.get("parts", [])]
+    if parts:
+        lines.append("Next request: " + " · ".join(parts))
+    if not view.counting:
+        said = [words.get(key) for key in ("compacts_next", "stuck", "over_window")]
+        lines += filter(None, said)
+    if view.compactions:
+        last = view.compactions[-1]
+        lines.append(
+            f"{counted(len(view.compactions), 'compaction')}; the last at {last['time']}: "
+            f"{last['figures']}, {counted(last['dropped_total'], 'term')} dropped"
+        )
+    if view.pinned_notes:
+        lines.append(
+            f"{counted(len(view.pinned_notes), 'pinned note')} ({view.notes_tokens:,} tokens)"
+        )
+    newest = [(m["role"], m["timestamp"], m["text"]) for m in view.messages[:5]]
+    return Summary(title, usage, lines, newest)
+
+
+def as_markdown(name: str, exists: bool, summary: Summary) -> str:
+    """The summary as Markdown: the name and figures, then the newest messages cut short."""
+    if not exists:
+        return f"**{_md_text(name)}**: no agent with this name in the workspace yet."
+    out = [f"**{_md_text(name)}** memory: {_md_text(summary.usage)}"]
+    for role, time, text in summary.newest:
+        out.append(f"- *{_md_text(role)}* · {_md_text(time)}: {_md_text(text, 120)}")
+    return "\n".join(out)
+
+
+def as_html(summary: Summary, model_ref: str) -> str:
+    """The summary as HTML, every piece of text escaped, with the style rule that hides it
+    while the live view of widget ``model_ref`` shows beside it."""
+    items = "".join(
+        f"<li><em>{_html_text(role)}</em> · {_html_text(time)}: {_html_text(text, 120)}</li>"
+        for role, time, text in summary.newest
+    )
+    body = "".join(f"<div>{_html_text(line)}</div>" for line in summary.lines)
+    return (
+        f"<style>{STATIC_CSS}</style>"
+        f'<div class="nbmemory-static" data-nbmemory-static="{html.escape(model_ref)}">'
+        f"<div><strong>{_html_text(summary.title)}</strong>: {_html_text(summary.usage)}</div>"
+        f"{body}"
+        + (f"<ul>{items}</ul>" if items else "")
+        + f"<div><small>{STATIC_NOTE}</small></div></div>"
+    )
+
+
+def as_plain_text(summary: Summary) -> str:
+    """The summary as plain text for terminals, with nothing that a terminal would act on."""
+    plain = [f"{summary.title}: {summary.usage}", *summary.lines]
+    plain += [f"- {role} · {time}: {_md_line(text, 120)}" for role, time, text in summary.newest]
+    return visible("\n".join(plain))
