@@ -1,6 +1,6 @@
 """Recall on conversations people wrote: how many of the turns that answer a question it finds.
 
-    python benchmarks/human_recall.py DATA [--limit-conversations N] [--library]
+    python benchmarks/human_recall.py DATA [--limit-conversations N] [--library | --ablate]
 
 The development benchmark of human-written conversations. ``DATA`` is the ``data/`` folder of
 REALTALK (Lee et al., "REALTALK: A 21-Day Real-World Dataset for Long-Term Conversation",
@@ -35,19 +35,34 @@ as typed ("D3:5", "D12:3-D12:5", "D5:3."): ranges are expanded, an id that names
 of the conversation is dropped, and a question left with no evidence is not asked (both
 counted). With ``--library``, a plain BM25 library (``retrieval.Library``) ranks
 the same messages beside it.
+
+With ``--ablate``, one table instead: the evidence found with all of recall's ranking rules,
+then with each rule off in turn (``RULES``), each conversation fed once and asked under each.
+A rule is switched off from outside the package, for the while: its weight set to its
+neutral value in every module that reads it, recall's function of it made a neutral one, or
+no word vectors (``semantic=None``); a rule read as an index is made (who a line says is its
+speaker) is asked of a copy of the memory, indexed anew. Recall's caches hold none of what is
+switched: a weight is read at each query, and ``Corpus.beside`` is the only reader of the
+pairs ``corpus`` keeps.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import datetime
+import importlib
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
@@ -60,6 +75,82 @@ KINDS = {1: "multi-hop", 2: "temporal", 3: "commonsense"}
 HELD_OUT = "locomo"
 """The folder name of the held-out set's copy in REALTALK's repository."""
 _EVIDENCE = re.compile(r"D?\s*(\d+):(\d+)(?:\s*-\s*D?\s*(\d+):(\d+))?")
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One of recall's ranking rules and how to switch it off: ``off`` sets names of
+    ``nbmemory.recall``'s modules (``"module", "name"``, a dotted name for a class's) to
+    neutral values; ``reindexed``: read as an index is made, so asked of a fresh copy;
+    ``vectors``: ``False`` for the ranking by meaning, off as ``semantic=None``."""
+
+    name: str
+    off: tuple[tuple[str, str, Any], ...] = ()
+    reindexed: bool = False
+    vectors: bool = True
+
+
+_NEGLIGIBLE = 1e-9
+"""A gain of nothing that still tells a person's exchange from another's: ``toward`` of 1
+is what marks another exchange's message (counted less, not ranked by meaning)."""
+
+
+def _as_said(role: str, text: str | None) -> tuple[str, str | None]:
+    return role, text
+
+
+RULES = (
+    Rule(
+        "said by a person named (SAID_BY_NAMED_GAIN)",
+        tuple((m, "SAID_BY_NAMED_GAIN", _NEGLIGIBLE) for m in ("exchanges", "corpus", "ranking")),
+    ),
+    Rule(
+        "said to a person named (SAID_TO_NAMED_GAIN)",
+        tuple((m, "SAID_TO_NAMED_GAIN", _NEGLIGIBLE) for m in ("exchanges", "corpus")),
+    ),
+    Rule(
+        "another exchange's (OTHER_EXCHANGE_WEIGHT)", (("ranking", "OTHER_EXCHANGE_WEIGHT", 1.0),)
+    ),
+    Rule("says when (DATED)", (("ranking", "DATED", 0.0),)),
+    Rule("a bare question (QUESTION)", (("ranking", "QUESTION", 1.0),)),
+    Rule("feedback (FEEDBACK)", (("ranking", "FEEDBACK", 0),)),
+    Rule("asked in parts (sub_queries)", (("text", "MAX_PARTS", 1),)),
+    Rule("question and answer paired (beside)", (("corpus", "Corpus.beside", lambda *_: None),)),
+    Rule(
+        "a line's name is its speaker (teller_and_text)",
+        (("file_index", "teller_and_text", _as_said), ("corpus", "teller_and_text", _as_said)),
+        reindexed=True,
+    ),
+    Rule("word vectors fused (FUSION_K)", vectors=False),
+)
+"""The ranking rules ``--ablate`` switches off, one at a time."""
+ALL_RULES = Rule("all rules")
+
+
+@contextlib.contextmanager
+def without(rule: Rule, docs: Any, spare: Path) -> Iterator[Any]:
+    """The documents to ask with ``rule`` off (``docs``, or a copy of them in ``spare``
+    indexed anew), its names set back after."""
+    from nbmemory.store.docs import FileDocs
+    from nbmemory.store.folders import RECALL_INDEX_DIR
+
+    changed: list[tuple[Any, str, Any]] = []
+    try:
+        for module, name, value in rule.off:
+            *owners, last = name.split(".")
+            target: Any = importlib.import_module(f"nbmemory.recall.{module}")
+            for owner in owners:
+                target = getattr(target, owner)
+            changed.append((target, last, getattr(target, last)))
+            setattr(target, last, value)
+        if rule.reindexed:
+            copy = spare / docs.folder.name  # the folder's name is the agent's
+            shutil.copytree(docs.folder, copy, ignore=shutil.ignore_patterns(RECALL_INDEX_DIR))
+            docs = FileDocs(copy)
+        yield docs
+    finally:
+        for target, name, value in reversed(changed):
+            setattr(target, name, value)
 
 
 def conversation_files(data: Path) -> list[Path]:
@@ -129,7 +220,10 @@ def main() -> None:
     parser.add_argument("data", type=Path, help="REALTALK's data/ folder (or one Chat_*.json)")
     parser.add_argument("--limit-conversations", type=int, metavar="N", help="the first N only")
     parser.add_argument("--library", action="store_true", help="a BM25 library beside recall")
+    parser.add_argument("--ablate", action="store_true", help="each ranking rule off in turn")
     args = parser.parse_args()
+    if args.library and args.ablate:
+        parser.error("--ablate prints its own table: not with --library")
     files = conversation_files(args.data)[: args.limit_conversations]
     os.environ["NBMEMORY_MODEL"] = "nbmemory/offline"
     os.environ.pop("NBMEMORY_EMBEDDING_MODEL", None)
@@ -137,6 +231,9 @@ def main() -> None:
 
     def search(docs, question: str, limit: int):
         return find(docs, question, limit).passages
+
+    def words_only(docs, question: str, limit: int):
+        return find(docs, question, limit, semantic=None).passages
 
     tally: dict[tuple[str, str, int], list[float]] = {}
     turns = dropped = unanswered = 0
@@ -163,6 +260,15 @@ def main() -> None:
             docs = write(made, Path(tmp) / f"c{c}", "Listener", run=True)
             feeding += time.perf_counter() - began
             library = Library(made) if args.library else None
+            if args.ablate:  # the memory is the same whatever ranks it: fed once, asked under each
+                for n, rule in enumerate((ALL_RULES, *RULES)):
+                    with without(rule, docs, Path(tmp) / f"c{c}-{n}") as asked:
+                        ask = search if rule.vectors else words_only
+                        began = time.perf_counter()
+                        for q in made.questions:
+                            count(q, rule.name, ours(asked, made, q.text, max(KS), ask))
+                        asking += time.perf_counter() - began
+                continue
             for q in made.questions:
                 began = time.perf_counter()
                 ranked = ours(docs, made, q.text, max(KS), search)
@@ -171,6 +277,29 @@ def main() -> None:
                 if library is not None:
                     count(q, "library", library.ranked(q.text, max(KS)))
 
+    baseline = ALL_RULES.name if args.ablate else "recall"
+    questions = len(tally[("all questions", baseline, KS[0])])
+    print(
+        f"\n{len(files)} REALTALK conversations, {turns:,} messages, {questions} questions "
+        f"({unanswered} with no evidence message left, {dropped} evidence ids naming none); "
+        + (
+            "share of evidence messages in k passages (%), each ranking rule off in turn, and "
+            "the difference it makes at 5 (points)\n"
+            if args.ablate
+            else "share of evidence messages in k passages, and of questions with all of it\n"
+        )
+    )
+    print_table(ablation(tally) if args.ablate else kinds(tally, whos))
+    askings = questions * (1 + len(RULES) if args.ablate else 1)
+    print(f"\nfed in {feeding:.1f} s; recall {1000 * asking / max(askings, 1):.1f} ms per question")
+
+
+def _share(shares: list[float]) -> float:
+    return 100 * sum(shares) / len(shares)
+
+
+def kinds(tally: dict[tuple[str, str, int], list[float]], whos: tuple[str, ...]) -> list[list[str]]:
+    """The table by kind of question: each ranker's share at each k."""
     titles = {"recall": "evidence found", "whole": "all of it", "library": "BM25 library"}
     rows = [["kind", "questions", *(f"{titles[who]}, {k}" for who in whos for k in KS)]]
     order = ["all questions", *KINDS.values(), "one evidence message", "two or more"]
@@ -181,19 +310,33 @@ def main() -> None:
         row = [kind, str(len(tally[(kind, "recall", KS[0])]))]
         for who in whos:
             for k in KS:
-                shares = tally[(kind, who, k)]
-                row.append(f"{100 * sum(shares) / len(shares):.1f} %")
+                row.append(f"{_share(tally[(kind, who, k)]):.1f} %")
         rows.append(row)
-    questions = len(tally[("all questions", "recall", KS[0])])
-    print(
-        f"\n{len(files)} REALTALK conversations, {turns:,} messages, {questions} questions "
-        f"({unanswered} with no evidence message left, {dropped} evidence ids naming none); "
-        "share of evidence messages in k passages, and of questions with all of it\n"
-    )
-    print_table(rows)
-    print(
-        f"\nfed in {feeding:.1f} s; recall {1000 * asking / max(questions, 1):.1f} ms per question"
-    )
+    return rows
+
+
+def ablation(tally: dict[tuple[str, str, int], list[float]]) -> list[list[str]]:
+    """The ablation table: all rules, then each rule off; the share at each k for all questions
+    and each kind, and the difference each rule's absence makes at 5 passages."""
+    groups = [
+        "all questions",
+        *(kind for kind in KINDS.values() if (kind, ALL_RULES.name, 5) in tally),
+    ]
+    rows = [
+        [
+            "ranking",
+            *(f"{group}, {k}" for group in groups for k in KS),
+            *(f"Δ {group}, 5" for group in groups),
+        ]
+    ]
+    for rule in (ALL_RULES, *RULES):
+        row = [rule.name if rule is ALL_RULES else f"without {rule.name}"]
+        row += [f"{_share(tally[(group, rule.name, k)]):.1f}" for group in groups for k in KS]
+        for group in groups:
+            lost = _share(tally[(group, rule.name, 5)]) - _share(tally[(group, ALL_RULES.name, 5)])
+            row.append(f"{lost:+.1f}")
+        rows.append(row)
+    return rows
 
 
 if __name__ == "__main__":
