@@ -67,7 +67,7 @@ from typing import Any
 HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
-from retrieval import KS, Dialogue, Library, Question, ours, write  # noqa: E402
+from retrieval import KS, Dialogue, Library, Question, kind_rows, ours, write  # noqa: E402
 from run import print_table  # noqa: E402
 
 KINDS = {1: "multi-hop", 2: "temporal", 3: "commonsense"}
@@ -301,18 +301,9 @@ def _share(shares: list[float]) -> float:
 def kinds(tally: dict[tuple[str, str, int], list[float]], whos: tuple[str, ...]) -> list[list[str]]:
     """The table by kind of question: each ranker's share at each k."""
     titles = {"recall": "evidence found", "whole": "all of it", "library": "BM25 library"}
-    rows = [["kind", "questions", *(f"{titles[who]}, {k}" for who in whos for k in KS)]]
     order = ["all questions", *KINDS.values(), "one evidence message", "two or more"]
     order += sorted({kind for kind, _, _ in tally} - set(order))
-    for kind in order:
-        if (kind, "recall", KS[0]) not in tally:
-            continue
-        row = [kind, str(len(tally[(kind, "recall", KS[0])]))]
-        for who in whos:
-            for k in KS:
-                row.append(f"{_share(tally[(kind, who, k)]):.1f} %")
-        rows.append(row)
-    return rows
+    return kind_rows(tally, order, {who: titles[who] for who in whos})
 
 
 def ablation(tally: dict[tuple[str, str, int], list[float]]) -> list[list[str]]:

@@ -446,6 +446,26 @@ def split(question: str) -> list[str]:
     return parts(question) if parts else [question]
 
 
+def kind_rows(
+    tally: dict[tuple[str, str, int], list[float]], order: list[str], titles: dict[str, str]
+) -> list[list[str]]:
+    """The table by kind of question: a row for each kind of ``order`` that was asked, with
+    each ranker's (``titles``: its column title, by its name in ``tally``) share at each k,
+    blank where it ranked none; ``tally`` holds the shares by (kind, ranker, k), and the
+    questions are counted by recall's."""
+    rows = [["kind", "questions", *(f"{title}, {k}" for title in titles.values() for k in KS)]]
+    for kind in order:
+        if (kind, "recall", KS[0]) not in tally:
+            continue
+        row = [kind, str(len(tally[(kind, "recall", KS[0])]))]
+        for who in titles:
+            for k in KS:
+                shares = tally.get((kind, who, k), [])
+                row.append(f"{100 * sum(shares) / len(shares):.1f} %" if shares else "")
+        rows.append(row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=10)
@@ -539,7 +559,6 @@ def main() -> None:
         "library": "BM25 library",
         "hybrid": f"hybrid ({args.embeddings})",
     }
-    rows = [["kind", "questions", *(f"{titles[who]}, {k}" for who in whos for k in KS)]]
     order = [
         "all questions",
         "other words",
@@ -550,15 +569,7 @@ def main() -> None:
         "updated",
         "updated: newer above older",
     ]
-    for kind in order:
-        if (kind, "recall", KS[0]) not in tally:
-            continue
-        row = [kind, str(len(tally[(kind, "recall", KS[0])]))]
-        for who in whos:
-            for k in KS:
-                shares = tally.get((kind, who, k), [])
-                row.append(f"{100 * sum(shares) / len(shares):.1f} %" if shares else "")
-        rows.append(row)
+    rows = kind_rows(tally, order, {who: titles[who] for who in whos})
     print(
         f"\n{args.conversations} conversations, {turns:,} turns, {questions} questions "
         f"(seed {args.seed}); share of answer turns in k passages\n"

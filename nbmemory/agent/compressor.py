@@ -428,9 +428,8 @@ class ContextCompressor:
 
 def _counts_parts(agent: Any) -> bool:
     """Whether ``agent`` can count the parts of its next request (``next_request_parts``):
-    nbmemory's ``Agent`` on a ``Conversation`` can, not every agent-like object."""
-    overhead = getattr(agent, "request_overhead_tokens", None)
-    return callable(overhead) and hasattr(agent.short_memory, "rules_tokens")
+    nbmemory's ``Agent`` can, not every agent-like object."""
+    return callable(getattr(agent, "run_settings", None))
 
 
 def _origins(memory: Any, messages: list[dict[str, Any]]) -> list[Provenance | None]:

@@ -42,16 +42,19 @@ def request_parts(
     return tuple(zip(PARTS, sizes, strict=True))
 
 
-def next_request_parts(agent: Any, history: int = 0) -> tuple[tuple[str, int], ...]:
+def next_request_parts(
+    agent: Any, history: int = 0, settings: RunSettings | None = None
+) -> tuple[tuple[str, int], ...]:
     """The parts of ``agent``'s next request as it runs now (:func:`request_parts`).
 
     Args:
         agent: An nbmemory ``Agent`` (its settings, pinned notes, tools and reply room).
         history: Its memory's tokens, all of them "this session" (a memory kept in RAM; 0
             when only the fixed parts matter).
+        settings: ``agent.run_settings()``, when the caller has them already.
 
     Returns:
         ``(name, tokens)`` for each of ``wording.PARTS``.
     """
     notes = agent.notes.tokens() if getattr(agent, "notes", None) is not None else 0
-    return request_parts(agent.run_settings(), notes, this_session=history)
+    return request_parts(settings or agent.run_settings(), notes, this_session=history)

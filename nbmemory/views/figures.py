@@ -56,7 +56,9 @@ def message_counts(kept: KeptCounts, messages: Iterable[dict[str, Any]]) -> list
     return kept.each(block_text(m) for m in messages)
 
 
-def block_counts(followed: FollowedFile, kept: KeptCounts, first: int | None = None) -> list[int]:
+def followed_block_tokens(
+    followed: FollowedFile, kept: KeptCounts, first: int | None = None
+) -> list[int]:
     """The tokens of each of the file's (first) messages as its model reads them, each
     message counted once per encoding, unless ``kept`` holds its count."""
     messages = followed.messages[:first]
@@ -70,7 +72,7 @@ def block_counts(followed: FollowedFile, kept: KeptCounts, first: int | None = N
 def memory_tokens(followed: FollowedFile, kept: KeptCounts, first: int | None = None) -> int:
     """The memory's part of a request (or, given ``first``, the part its first messages would
     make)."""
-    counts = block_counts(followed, kept, first)
+    counts = followed_block_tokens(followed, kept, first)
     if not counts:
         return 0
     with followed.lock:  # counted once per reading and encoding, as the messages are

@@ -38,7 +38,7 @@ def usage_in_ram(memory: Any, agent: Any = None) -> Usage:
             parts=tuple(zip(PARTS, (static - rules, rules, 0, 0, history, 0, 0), strict=True)),
         )
     settings = agent.run_settings()
-    parts = next_request_parts(agent, history)
+    parts = next_request_parts(agent, history, settings)
     return Usage.of_request(settings, parts, encoding=settings.encoding, recorded=True)
 
 

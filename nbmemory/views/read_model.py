@@ -54,8 +54,8 @@ from nbmemory.views.answers import (
 )
 from nbmemory.views.audit import audit
 from nbmemory.views.figures import (
-    block_counts,
     counter_for,
+    followed_block_tokens,
     followed_memory,
     notes_of,
     settings_of,
@@ -391,7 +391,7 @@ class ReadModel:
         followed = _file(docs, archive)
         counter = counter_for(settings_of(docs)[0].model)
         kept = KeptCounts(docs if archive is None else None, counter)
-        counts = block_counts(followed, kept)
+        counts = followed_block_tokens(followed, kept)
         wanted = range(len(counts)) if indexes is None else indexes
         chosen = {}
         for index in wanted:
