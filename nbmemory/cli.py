@@ -419,7 +419,8 @@ def parser() -> argparse.ArgumentParser:
         "mcp",
         cmd_mcp,
         "serve the workspace's memory to an MCP client over stdio (tools: recall_memory, "
-        "remember, read_notes, edit_notes, list_agents, memory_usage, compact; resources: "
+        "recall_around, recall_between, remember, read_notes, edit_notes, list_agents, "
+        "memory_usage, compact; resources: "
         "memory://AGENT/MEMORY.md, NOTES.md, archive/FILE)",
     )
     # the workspace's options after "mcp" too, as an MCP client's configuration writes them
@@ -438,7 +439,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="TOKENS",
         type=count,
         default=DEFAULT_BUDGET,
-        help=f"tokens recall_memory's answer takes at most (default {DEFAULT_BUDGET})",
+        help=f"tokens a recall answer takes at most (default {DEFAULT_BUDGET})",
     )
     # prefix_chars that no option uses: everything after "server" goes to the Jupyter server as is
     server = commands.add_parser(

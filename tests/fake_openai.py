@@ -8,8 +8,9 @@ It lets the suite drive litellm (and the openai SDK underneath) over real HTTP o
         assert server.requests[0]["messages"] == [...]
 
 Each ``POST /v1/chat/completions`` pops the next scripted reply (``"ok"`` once the queue is
-empty) and answers in the format the request asks for: a ``chat.completion`` JSON body, or, when
-the request says ``"stream": true``, Server-Sent Events sent with chunked transfer encoding.
+empty; one queued with ``reply_with`` is written from the request it answers) and answers in the
+format the request asks for: a ``chat.completion`` JSON body, or, when the request says
+``"stream": true``, Server-Sent Events sent with chunked transfer encoding.
 
 ``POST /v1/embeddings`` answers with :func:`fake_embedding` of each input (a test double, not a
 model: words hashed into buckets, a few synonyms mapped to one word first), recorded in
@@ -30,6 +31,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -288,7 +290,7 @@ class FakeOpenAI:
         self.embeddings_status = 200
         """What ``/v1/embeddings`` answers with: 200, or an error status (500, 404, …)."""
         self.url = ""
-        self._replies: deque[Reply] = deque()
+        self._replies: deque[Reply | Callable[[dict[str, Any]], dict[str, Any]]] = deque()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -354,12 +356,23 @@ class FakeOpenAI:
         with self._lock:
             self._replies.append(scripted)
 
+    def reply_with(self, script: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Queue a reply written when its request comes: ``script(request body)`` returns its
+        ``text`` and ``tool_calls``, as :meth:`reply` takes them (a scripted model that reads
+        what it was sent, such as a tool's result, before it answers)."""
+        with self._lock:
+            self._replies.append(script)
+
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         """Store the request and pop the reply it gets (``"ok"`` when nothing is scripted)."""
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            return self._replies.popleft() if self._replies else Reply("ok")
+            scripted = self._replies.popleft() if self._replies else Reply("ok")
+        if callable(scripted):
+            written = scripted(body)
+            scripted = Reply(written.get("text"), list(written.get("tool_calls") or []))
+        return scripted
 
     def _wire_calls(self, reply: Reply) -> list[dict[str, Any]]:
         """Tool calls in OpenAI wire format, each with a fresh ``call_<n>`` id."""

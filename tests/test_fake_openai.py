@@ -71,6 +71,14 @@ def test_empty_queue_answers_ok(server: FakeOpenAI) -> None:
     assert len(server.requests) == 2
 
 
+def test_a_reply_can_be_written_from_the_request_it_answers(server: FakeOpenAI) -> None:
+    server.reply_with(lambda body: {"text": f"You said: {body['messages'][-1]['content']}"})
+    server.reply_with(lambda body: {"tool_calls": [{"name": "search", "arguments": {"q": "x"}}]})
+    assert complete(server).choices[0].message.content == "You said: Say hello."
+    called = complete(server, tools=TOOLS).choices[0].message.tool_calls
+    assert [call.function.name for call in called] == ["search"]
+
+
 def test_request_body_and_headers_are_recorded(server: FakeOpenAI) -> None:
     server.reply("first")
     server.reply("second")

@@ -70,7 +70,7 @@ def test_the_agent_is_kept_between_cells_and_the_answer_is_available(served, ope
     memory_lines = f"{RECALL_LINE}\n\n{NOTES_LINE}"
     assert sent == [memory_lines, "First question", "First answer.", "Second question"]
     tools = [t["function"]["name"] for t in openai_server.requests[1]["tools"]]
-    assert tools == ["recall_memory", "edit_notes"]
+    assert tools == ["recall_memory", "recall_around", "recall_between", "edit_notes"]
 
 
 def test_options_reach_the_agent(served, openai_server):

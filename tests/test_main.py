@@ -20,9 +20,9 @@ def run_demo(workspace):
 
 def test_the_demo_writes_reloads_compacts_and_asks_an_agent(tmp_path):
     first = run_demo(tmp_path)
-    assert "1. Started with 0 remembered message(s)." in first
-    assert "2. A fresh Conversation preloads 4 message(s):" in first
-    assert "search_memory('clickhouse') finds 2 message(s)." in first
+    assert "1. Started with 0 remembered messages." in first
+    assert "2. A fresh Conversation preloads 4 messages:" in first
+    assert "search_memory('clickhouse') finds 2 messages." in first
     assert "Archives so far: 1" in first
     assert "4. An agent on nbmemory/offline, started afresh, is asked: Which warehouse" in first
     assert "The analytics warehouse is ClickHouse" in first.split("4. An agent")[1]
@@ -34,7 +34,7 @@ def test_the_demo_writes_reloads_compacts_and_asks_an_agent(tmp_path):
 def test_a_second_demo_run_resumes_where_the_first_ended(tmp_path):
     run_demo(tmp_path)
     second = run_demo(tmp_path)
-    assert "1. Started with 5 remembered message(s)." in second  # summary, then a recall
+    assert "1. Started with 5 remembered messages." in second  # summary, then a recall
     assert "Archives so far: 2" in second
 
 

@@ -39,6 +39,8 @@ HOSTILE = (
 )
 EVERY_TOOL = {
     "recall_memory",
+    "recall_around",
+    "recall_between",
     "remember",
     "read_notes",
     "edit_notes",
@@ -46,7 +48,14 @@ EVERY_TOOL = {
     "memory_usage",
     "compact",
 }
-READERS = {"recall_memory", "read_notes", "list_agents", "memory_usage"}
+READERS = {
+    "recall_memory",
+    "recall_around",
+    "recall_between",
+    "read_notes",
+    "list_agents",
+    "memory_usage",
+}
 
 
 class Updates:
@@ -336,6 +345,38 @@ def test_recall_finds_a_question_in_other_words_as_an_agent_does(monkeypatch):
     assert docs.is_database or not (docs.folder / EMBEDDINGS_DIR).exists()  # nothing written
 
 
+def test_recall_follows_up_a_passage_as_an_agents_tools_do():
+    from nbmemory.recall.follow_up import around, between
+
+    agent = Agent(agent_name="Family", persistent_memory=True, embedding_model="none")
+    for said in ["My sister Ines moved to Porto.", "The weather was grey.", "She repairs violins."]:
+        agent.add_memory(said)
+    agent.compact("Family news.")
+    docs = agent.short_memory.docs
+    archive = docs.archives()[0].name
+    day = agent.short_memory.archive_messages(archive)[0]["timestamp"][:10]
+    server = MemoryServer(Workspace.from_env(), recall_budget=200)
+    count = TokenCounter().count
+
+    async def scenario() -> tuple[str, str, str]:
+        async with in_process(server) as session:
+            names = {tool.name for tool in (await session.list_tools()).tools}
+            assert {"recall_around", "recall_between"} <= names
+            asked = {"agent": "Family", "source": archive, "message": 1}
+            near = answer(await session.call_tool("recall_around", asked))
+            spanned = {"agent": "Family", "start": day}
+            said = answer(await session.call_tool("recall_between", spanned))
+            wrong = {"agent": "Family", "source": archive, "message": 9}
+            return near, said, text(await session.call_tool("recall_around", wrong))
+
+    near, said, wrong = anyio.run(scenario)
+    assert "She repairs violins." in near and count(near) <= 200
+    assert near == around(docs, archive, 1, budget=200, count=count)
+    assert said == between(docs, day, budget=200, count=count)
+    assert "My sister Ines moved to Porto." in said
+    assert wrong.startswith("Error:") and "messages 1 to 3" in wrong
+
+
 def test_recall_answers_within_the_servers_token_budget(tmp_path):
     """``--recall-budget``, as ``Agent(recall_budget=...)``: the passages that fit, then where
     the others are kept and how many more matched."""
@@ -355,7 +396,7 @@ def test_recall_answers_within_the_servers_token_budget(tmp_path):
 
     tight = anyio.run(scenario)
     assert count(tight) <= 150 < count(roomy)
-    assert tight.startswith("1 passage(s)") and "more message(s) matched" in tight
+    assert tight.startswith("1 passage from") and "more messages matched" in tight
     assert "- MEMORY.md, message" in tight  # where the next best are kept
     with pytest.raises(ValueError, match="recall_budget"):
         MemoryServer(Workspace.from_env(), recall_budget=0)

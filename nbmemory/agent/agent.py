@@ -30,8 +30,7 @@ from nbmemory.memory.search import content_text
 from nbmemory.models import llm
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
-from nbmemory.recall import TOOL_NAME as RECALL_TOOL
-from nbmemory.recall import recall_tool
+from nbmemory.recall import RECALL_TOOLS, RecallSession, follow_up_tools, recall_tool
 from nbmemory.store import Workspace
 from nbmemory.store.docs import AgentDocs
 from nbmemory.store.folders import (
@@ -49,7 +48,7 @@ DEFAULT_AGENT_NAME = "swarm-worker-01"
 AUTO_LOOP_LIMIT = 25
 """With ``max_loops="auto"``, the most model calls one ``run`` makes (a guard against loops)."""
 TOOL_ROLE = "Tool"
-MEMORY_TOOLS = (RECALL_TOOL, NOTES_TOOL)
+MEMORY_TOOLS = (*sorted(RECALL_TOOLS), NOTES_TOOL)
 MEMORY_CALLS_PER_RUN = 3
 """Model calls that only recall or edit notes a run makes on top of ``max_loops``."""
 
@@ -59,7 +58,8 @@ class Agent:
 
     With persistent memory every message is written through to ``MEMORY.md`` as it happens, a
     new process resumes from it, and the model also gets ``recall_memory`` (search its memory
-    and archives) and ``edit_notes`` (its pinned notes, which every request carries). Every
+    and archives, then ``recall_around`` and ``recall_between`` to follow a passage up) and
+    ``edit_notes`` (its pinned notes, which every request carries). Every
     change to the notes is recorded. The arguments are swarms' where swarms has them.
 
     Args:
@@ -94,8 +94,10 @@ class Agent:
         workspace_dir: The workspace folder, instead of ``$WORKSPACE_DIR``.
         workspace: A :class:`Workspace` (a folder on files, or a database), instead of the
             environment's.
-        recall: Give the model ``recall_memory`` (with persistent memory).
-        recall_budget: Tokens recall's answer takes at most (its model's tokenizer).
+        recall: Give the model ``recall_memory``, ``recall_around`` and ``recall_between``
+            (with persistent memory).
+        recall_budget: Tokens one recall answer takes at most (its model's tokenizer); the
+            recall answers of one run take at most ``RUN_BUDGET_CALLS`` times it.
         embedding_model: Makes recall rank by meaning too: default
             ``$NBMEMORY_EMBEDDING_MODEL``, else ``"nbmemory/words"`` (word vectors shipped with
             nbmemory, nothing sent); any litellm embedding model, its vectors kept beside the
@@ -212,6 +214,9 @@ class Agent:
         """Whether the model may edit its notes (``edit_notes``)."""
         self.notes_approval = notes_approval
         self._run_task: str | None = None
+        counter = TokenCounter(self.model_name)
+        self.recall_session = RecallSession(lambda: self.recall_budget, counter.count)
+        """What the recall tools share across one run: its budget, the passages shown."""
         self.set_tools(tools or ())
         lines = [
             *([system_prompt] if system_prompt else []),
@@ -369,17 +374,11 @@ class Agent:
 
     def set_tools(self, tools: Sequence[Callable[..., Any] | Tool]) -> None:
         """Replace the tools the model may call (the memory tools stay, when they are on)."""
-        builtin = []
+        builtin: list[Callable[..., Any]] = []
         if self.recall:
-            counter = TokenCounter(self.model_name)
-            builtin.append(
-                recall_tool(
-                    self._memory_folder,
-                    self.semantic_index,
-                    lambda: self.recall_budget,
-                    lambda text: counter.count(text),
-                )
-            )
+            session = self.recall_session
+            builtin.append(recall_tool(self._memory_folder, self.semantic_index, session))
+            builtin += follow_up_tools(self._memory_folder, session)
         if self.pinned_notes:
             builtin.append(notes_tool(lambda: self.notes, self.approval_now, self._note_author))
         self.tools = ToolBox([*tools, *builtin])
@@ -592,9 +591,11 @@ class Agent:
         self.short_memory.add(self.user_name, task)
         try:
             self._run_task = task[:80]
+            self.recall_session.start()
             answer = self._run_loops(on_delta)
         finally:
             self._run_task = None  # a note taken later is not this run's
+            self.recall_session.end()
         if self.autosave:
             self.save()
         if self.print_on:

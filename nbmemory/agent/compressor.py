@@ -30,7 +30,7 @@ from nbmemory.memory.run_settings import (
 )
 from nbmemory.memory.search import content_text
 from nbmemory.models.llm import completion
-from nbmemory.recall import TOOL_NAME as RECALL
+from nbmemory.recall import RECALL_TOOLS
 from nbmemory.terms import missing_terms
 from nbmemory.tokens import TokenCounter, context_window
 from nbmemory.wording import stuck_words
@@ -541,7 +541,7 @@ def _lines(message: dict[str, Any]) -> list[str]:
     """
     content = message["content"]
     if isinstance(content, dict):
-        if content.get("tool_calls") or content.get("name") == RECALL:
+        if content.get("tool_calls") or content.get("name") in RECALL_TOOLS:
             return []
         if isinstance(content.get("content"), str):
             content = content["content"]

@@ -9,6 +9,7 @@ from nbmemory.agent.agent import Agent
 from nbmemory.memory.conversation import Conversation
 from nbmemory.store import Workspace
 from nbmemory.store.folders import MEMORY_FILE
+from nbmemory.wording import counted
 
 AGENT = "demo-agent"
 TURNS = [
@@ -30,7 +31,7 @@ def run(workspace: Workspace) -> Path:
         memory_md_path=path,
         workspace=workspace,
     )
-    print(f"1. Started with {len(first.preloaded_messages)} remembered message(s).")
+    print(f"1. Started with {counted(len(first.preloaded_messages), 'remembered message')}.")
     for role, content in TURNS:
         first.add(role, content)
     print(f"   Wrote {len(TURNS)} messages through to MEMORY.md.")
@@ -42,11 +43,11 @@ def run(workspace: Workspace) -> Path:
         memory_md_path=path,
         workspace=workspace,
     )
-    print(f"2. A fresh Conversation preloads {len(second.preloaded_messages)} message(s):")
+    print(f"2. A fresh Conversation preloads {counted(len(second.preloaded_messages), 'message')}:")
     for message in second.preloaded_messages[-len(TURNS) :]:
         print(f"   {message['role']}: {message['content']}")
     hits = second.search_memory("clickhouse")
-    print(f"   search_memory('clickhouse') finds {len(hits)} message(s).")
+    print(f"   search_memory('clickhouse') finds {counted(len(hits), 'message')}.")
 
     before = second.count_history_tokens()
     archive = second.compact(

@@ -86,6 +86,19 @@ async def recall_memory(agent: str, query: str, limit: int = DEFAULT_PASSAGES) -
 
 
 @_described
+async def recall_around(
+    agent: str, source: str, message: int, before: int = 3, after: int = 3
+) -> str:
+    asked = {"source": source, "message": message, "before": before, "after": after}
+    return await _call("recall_around", agent=agent, **asked)
+
+
+@_described
+async def recall_between(agent: str, start: str, end: str = "") -> str:
+    return await _call("recall_between", agent=agent, start=start, end=end)
+
+
+@_described
 async def read_notes(agent: str) -> str:
     return await _call("read_notes", agent=agent)
 
@@ -101,6 +114,14 @@ async def memory_usage(agent: str) -> str:
 
 
 TOOLS = [
-    f"{__name__}:{tool.__name__}" for tool in (recall_memory, read_notes, list_agents, memory_usage)
+    f"{__name__}:{tool.__name__}"
+    for tool in (
+        recall_memory,
+        recall_around,
+        recall_between,
+        read_notes,
+        list_agents,
+        memory_usage,
+    )
 ]
 """Each tool as ``module:function``: the values for ``MCPExtensionApp.mcp_tools``."""

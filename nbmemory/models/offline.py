@@ -3,8 +3,9 @@
 It does real work with its context, so demos and tests show memory reaching the model:
 it answers by quoting the earlier messages or pinned notes most relevant to the task (BM25),
 calls a tool when the task asks for what the tool offers and then answers from the tool's
-result, recalls when its context lacks the answer (a two-part question one part at a time),
-pins what it is asked to remember
+result, recalls when its context lacks the answer (a two-part question one part at a time, and
+once more around a passage that does not hold all that was asked: ``recall_around``), pins what
+it is asked to remember
 ("Remember: ..."), and summarizes extractively when asked to. nbmemory calls it directly,
 without litellm (``llm.py``); it is also registered with litellm as a custom provider, for code
 that calls litellm itself.
@@ -24,9 +25,10 @@ from nbmemory.memory.notes import saved_notes
 from nbmemory.memory.preload import SUMMARY_MARKER, preloaded_messages
 from nbmemory.memory.search import content_text
 from nbmemory.models.reply import Reply, ToolCall
+from nbmemory.recall.text import AROUND_TOOL, RECALL_TOOLS, Passage, described, sub_queries
 from nbmemory.recall.text import TOOL_NAME as RECALL
-from nbmemory.recall.text import described, sub_queries
 from nbmemory.terms import bm25_term, idf, is_question, words
+from nbmemory.wording import FIRST_NUMBER
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Words that ask for stored knowledge, and the words a retrieval tool describes itself with.
@@ -41,7 +43,7 @@ _SUMMARY = SUMMARY_MARKER
 _NOTHING = "I have nothing earlier about this yet; noted:"
 _PINNED = "Pinned to my notes."
 _DERIVED = (_RECALLED, _NOTHING, _PINNED)
-_BUILTIN = (RECALL, NOTES)  # memory tools: recall is used when context lacks an answer
+_BUILTIN = (*RECALL_TOOLS, NOTES)  # memory tools: recall is used when context lacks an answer
 _IDENTIFIER = re.compile(r"\b[A-Z][A-Za-z]*[-_]?[A-Z0-9][\w-]*\b")
 _PIN = re.compile(
     r"^(?:please\s+)?(?:remember|pin)\b(?:\s+that)?[\s:,-]+(?P<note>\S.*)",
@@ -88,7 +90,7 @@ def _memories(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
         call.get("id")
         for message in messages
         for call in message.get("tool_calls") or []
-        if call.get("function", {}).get("name") == RECALL
+        if call.get("function", {}).get("name") in RECALL_TOOLS
     }
     for message in messages:
         if message.get("role") == "tool" and message.get("tool_call_id") in recalls:
@@ -116,7 +118,7 @@ def _memories(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def _derived(content: Any) -> bool:
     """A request to call tools, or what recall returned: neither is something that was said."""
     return isinstance(content, dict) and bool(
-        content.get("tool_calls") or content.get("name") == RECALL
+        content.get("tool_calls") or content.get("name") in RECALL_TOOLS
     )
 
 
@@ -214,7 +216,7 @@ def respond(
     """
     last = messages[-1] if messages else {"role": "user", "content": ""}
     if last.get("role") == "tool":
-        return _answer_from_tools(messages)
+        return _answer_from_tools(messages, tools or [])
     task = _text(last.get("content")).strip()
     others = [t for t in tools or [] if t.get("function", {}).get("name") not in _BUILTIN]
     if others and (function := _tool_to_call(task, others)):
@@ -241,27 +243,96 @@ def respond(
     return Reply(_recall(task, messages[:-1]), [], "stop")
 
 
-def _answer_from_tools(messages: list[dict[str, Any]]) -> Reply:
-    names = {}
+def _answer_from_tools(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+    calls = {}
     for message in messages:
         for call in message.get("tool_calls") or []:
-            names[call.get("id")] = call.get("function", {}).get("name", "the tool")
-    results, recalled = [], []
+            function = call.get("function", {})
+            calls[call.get("id")] = (function.get("name", "the tool"), function.get("arguments"))
+    results = []
     for message in reversed(messages):
         if message.get("role") != "tool":
             break
-        name = names.get(message.get("tool_call_id"), "the tool")
+        name = calls.get(message.get("tool_call_id"), ("the tool", None))[0]
+        result = _text(message.get("content")).strip()
+        if name == NOTES:
+            results.append(_PINNED if saved_notes(result) else result)
+        elif name not in RECALL_TOOLS:
+            results.append(f"{name} returned: {result}")
+    asked = max((k for k, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    recalled: list[tuple[str, str]] = []  # (query, result) of each recall since the task
+    followed: dict[tuple[str, int], list[Passage]] = {}  # what was said around a passage
+    for message in messages[asked + 1 :]:
+        name, arguments = calls.get(message.get("tool_call_id"), ("", None))
+        if message.get("role") != "tool" or name not in (RECALL, AROUND_TOOL):
+            continue
+        given = _json(arguments)
         result = _text(message.get("content")).strip()
         if name == RECALL:
-            recalled.insert(0, result)
-        elif name == NOTES:
-            results.append(_PINNED if saved_notes(result) else result)
+            recalled.append((str(given.get("query", "")), result))
         else:
-            results.append(f"{name} returned: {result}")
+            followed[(str(given.get("source")), _whole(given.get("message")))] = described(result)
     if recalled:
-        task = next((m for m in reversed(messages) if m.get("role") == "user"), {})
-        results.append(_answer_from_recall(_text(task.get("content")).strip(), recalled))
+        can_follow = any(t.get("function", {}).get("name") == AROUND_TOOL for t in tools)
+        if can_follow and not followed and (again := _follow_ups(recalled)):
+            return Reply("", again, "tool_calls")  # once a task: it never loops
+        task = _text(messages[asked].get("content")).strip() if asked >= 0 else ""
+        results.append(_answer_from_recall(task, recalled, followed))
     return Reply("\n\n".join(reversed(results)), [], "stop")
+
+
+def _json(arguments: Any) -> dict[str, Any]:
+    """A tool call's arguments as a dict (``{}`` if they are not one)."""
+    try:
+        given = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except json.JSONDecodeError:
+        return {}
+    return given if isinstance(given, dict) else {}
+
+
+def _whole(value: Any) -> int:
+    """A whole number given, or -1: no message is numbered so."""
+    return value if isinstance(value, int) else -1
+
+
+def _follow_ups(recalled: list[tuple[str, str]]) -> list[ToolCall]:
+    """A ``recall_around`` call for each best passage that does not hold what its query asks:
+    a question with no answer beside it, or one without all the query's words (said by a
+    speaker the query names counts as holding the name)."""
+    calls = []
+    for query, result in recalled:
+        found = described(result)
+        if not found or not _lacks(query, found[0]):
+            continue
+        arguments = {"source": found[0].source, "message": found[0].index + FIRST_NUMBER}
+        call = ToolCall(f"call_offline_around_{len(calls) + 1}", AROUND_TOOL, json.dumps(arguments))
+        if call.arguments not in {c.arguments for c in calls}:
+            calls.append(call)
+    return calls
+
+
+def _lacks(query: str, best: Passage) -> bool:
+    """Whether a passage holds less than its query asks (see :func:`_follow_ups`)."""
+    said = [best, *best.beside]
+    if is_question(best.text) and not best.beside:
+        return True
+    held = {w for p in said for w in [*words(p.text), *words(p.role)]}
+    return not set(words(query)) <= held
+
+
+def _said_around(query: str, best: Passage, around: list[Passage]) -> list[Passage]:
+    """What was said around ``best`` that holds what it lacks: the message that holds most of
+    the query's words it does not (the nearest of those that hold as many), or, for a
+    question with nothing beside it, the first said after it by someone else."""
+    others = [p for p in around if p.index != best.index]
+    if is_question(best.text) and not best.beside:
+        answer = next((p for p in others if p.index > best.index and p.role != best.role), None)
+        return [answer] if answer is not None else []
+    held = {w for p in [best, *best.beside] for w in [*words(p.text), *words(p.role)]}
+    missing = set(words(query)) - held
+    scored = [(len(missing & set(words(p.text))), -abs(p.index - best.index), p) for p in others]
+    top = max(scored, key=lambda s: s[:2], default=None)
+    return [top[2]] if top is not None and top[0] else []
 
 
 def _best_memory(task: str, memories: list[tuple[str, str]]) -> int | None:
@@ -287,18 +358,31 @@ def _context_answers(task: str, earlier: list[dict[str, Any]]) -> bool:
     return best is not None and set(words(task)) <= set(words(memories[best][1]))
 
 
-def _answer_from_recall(task: str, results: list[str]) -> str:
+def _answer_from_recall(
+    task: str,
+    recalled: list[tuple[str, str]],
+    followed: dict[tuple[str, int], list[Passage]],
+) -> str:
     """Quote the best passage each recall found (its first, with the question or answer it
-    carries), or say that nothing was found."""
-    found = [passages[0] for passages in map(described, results) if passages]
+    carries, and what was said around it that holds what it lacks), or say that nothing was
+    found."""
+    found = [(query, passages[0]) for query, result in recalled if (passages := described(result))]
     if not found:
         return f"{_NOTHING} {task}"
-    quotes = []
-    for best in dict.fromkeys(found):
-        for said in sorted([best, *best.beside], key=lambda p: p.index):
-            quoted = "\n".join(f"> {line}" for line in said.text.strip().splitlines())
-            quotes.append(f"{said.role} said on {said.timestamp}:\n{quoted}")
+    quotes, quoted = [], set()
+    for query, best in found:
+        around = followed.get((best.source, best.index + FIRST_NUMBER), [])
+        for said in sorted([best, *best.beside, *_said_around(query, best, around)], key=_said_at):
+            if _said_at(said) in quoted:
+                continue
+            quoted.add(_said_at(said))
+            lines = "\n".join(f"> {line}" for line in said.text.strip().splitlines())
+            quotes.append(f"{said.role} said on {said.timestamp}:\n{lines}")
     return f"{_RECALLED}\n\n" + "\n\n".join(quotes)
+
+
+def _said_at(passage: Passage) -> tuple[str, int]:
+    return passage.source, passage.index
 
 
 def _recall(task: str, earlier: list[dict[str, Any]]) -> str:

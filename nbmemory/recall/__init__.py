@@ -30,6 +30,11 @@ is said by that person (``speakers.teller_and_text``).
 ``recall(folder, query, k)`` takes an agent's documents or its folder on files, and ranks
 as the agent's recall tool does unless told otherwise (``DEFAULT_MODEL``).
 
+Recall works in several steps, as an agent does: a passage it found cites its file and
+message (numbered from 1), and ``recall_around`` shows what was said around it,
+``recall_between`` what was said in a span of time; the same query again gives the next
+passages. The recall answers of one run share a budget (``tool.RecallSession``).
+
 The modules, from a message up to the tool:
 
 - ``speakers``: what recall may return of a message, and who said it;
@@ -39,7 +44,8 @@ The modules, from a message up to the tool:
 - ``corpus``: the indexes one recall searches, with the archives' figures worked out once;
 - ``ranking``: :func:`recall` and :func:`find`, by words, widened, fused with meaning;
 - ``embeddings`` and ``word_vectors``: the ranking by meaning (numpy, imported at first use);
-- ``text`` and ``tool``: what recall writes and reads back, and the agent's recall tool.
+- ``follow_up``: the messages said around one recall cited, or in a span of time;
+- ``text`` and ``tool``: what recall writes and reads back, and the agent's recall tools.
 """
 
 from nbmemory.recall.kept_indexes import index_size
@@ -48,11 +54,12 @@ from nbmemory.recall.text import (
     DEFAULT_BUDGET,
     DEFAULT_PASSAGES,
     LISTED,
+    RECALL_TOOLS,
     TOOL_NAME,
     Passage,
     describe,
 )
-from nbmemory.recall.tool import PROMPT_LINE, recall_tool
+from nbmemory.recall.tool import PROMPT_LINE, RecallSession, follow_up_tools, recall_tool
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -60,11 +67,14 @@ __all__ = [
     "DEFAULT_PASSAGES",
     "LISTED",
     "PROMPT_LINE",
+    "RECALL_TOOLS",
     "TOOL_NAME",
     "Found",
     "Passage",
+    "RecallSession",
     "describe",
     "find",
+    "follow_up_tools",
     "index_size",
     "recall",
     "recall_tool",

@@ -16,7 +16,7 @@ from typing import Any
 
 from nbmemory.memory.preload import SUMMARY_MARKER
 from nbmemory.memory.search import content_text
-from nbmemory.recall.text import TOOL_NAME
+from nbmemory.recall.text import RECALL_TOOLS
 from nbmemory.terms import words
 
 
@@ -27,7 +27,7 @@ def recallable(message: dict[str, Any]) -> str | None:
     to Lyon?" tells, and an answer is found through the question it answers."""
     content = message.get("content")
     if isinstance(content, dict):
-        if content.get("tool_calls") or content.get("name") == TOOL_NAME:
+        if content.get("tool_calls") or content.get("name") in RECALL_TOOLS:
             return None
         if isinstance(content.get("content"), str):
             content = content["content"]

@@ -1,6 +1,8 @@
 """Recall's words with the model: the questions it is asked, split into the things they ask
 (``sub_queries``), and its answers, the passages it found written out within a token budget
-(``describe``) and read back (``described``), as the offline model reads them.
+(``describe``), the messages a follow-up lists (``listed_answer``), and both read back
+(``described``), as the offline model reads them. A message is cited as every view numbers it,
+from 1 (``wording.FIRST_NUMBER``); a ``Passage`` keeps its index from 0.
 
 Apart from ``recall`` so that the offline model, which reads recall's answers, does not depend
 on the engine that finds them.
@@ -14,8 +16,14 @@ from collections.abc import Callable
 
 from nbmemory.terms import QUESTION_WORDS, words
 from nbmemory.tokens import TokenCounter
+from nbmemory.wording import FIRST_NUMBER, counted
 
 TOOL_NAME = "recall_memory"
+AROUND_TOOL = "recall_around"
+BETWEEN_TOOL = "recall_between"
+RECALL_TOOLS = frozenset({TOOL_NAME, AROUND_TOOL, BETWEEN_TOOL})
+"""The tools whose results are recall's: what they return was said elsewhere, so their results
+are never recalled, summarized or taken for something said."""
 DEFAULT_PASSAGES = 3
 QUERY_CHARS = 1_000
 PASSAGE_CHARS = 600
@@ -101,7 +109,7 @@ DEFAULT_BUDGET = 800
 LISTED = 5
 """Passages the tool asks for: those that fit the budget are shown (at most
 ``DEFAULT_PASSAGES``), the others are listed by where they are kept."""
-_SHORTEST = 80
+SHORTEST = 80
 """Characters a passage is cut to, at the least, to fit a small budget."""
 
 
@@ -113,9 +121,11 @@ def describe(
     budget: int | None = None,
     count: Callable[[str], int] | None = None,
     shown: int = DEFAULT_PASSAGES,
+    again: bool = False,
 ) -> str:
     """Passages as the tool's answer to the model: who said what, when, and where it is kept;
     a message a passage carries (``beside``) comes in the order said, marked ``[n+]``.
+    ``again``: when more matched, say that the same query again gives the next ones.
 
     With a ``budget`` (tokens, as ``count`` counts them; by default as ``tokens.TokenCounter``
     counts for an unknown model), the answer stays within it: at most ``shown`` passages, as
@@ -125,7 +135,7 @@ def describe(
     if not passages:
         return f"Nothing said in this agent's memory or archives matches {query!r}."
     if budget is None:
-        return _described(passages, len(passages), matched, PASSAGE_CHARS, 0)
+        return _described(passages, len(passages), matched, PASSAGE_CHARS, 0, again)
     if count is None:
         count = TokenCounter().count
     # Rather a passage than where others are; rather a shorter passage than none.
@@ -133,17 +143,17 @@ def describe(
         for listed in range(len(passages) - n, -1, -1):
             chars = PASSAGE_CHARS
             while True:
-                answer = _described(passages, n, matched, chars, listed)
+                answer = _described(passages, n, matched, chars, listed, again)
                 if count(answer) <= budget:
                     return answer
-                if n != 1 or chars <= _SHORTEST:
+                if n != 1 or chars <= SHORTEST:
                     break
-                chars = max(_SHORTEST, chars // 2)
+                chars = max(SHORTEST, chars // 2)
     return answer  # not even the count fits: the count
 
 
 def _described(
-    passages: list[Passage], n: int, matched: int | None, chars: int, listed: int
+    passages: list[Passage], n: int, matched: int | None, chars: int, listed: int, again: bool
 ) -> str:
     """The first ``n`` passages, their texts cut at ``chars``, then how many more messages
     matched and where the next ``listed`` passages are kept."""
@@ -151,37 +161,65 @@ def _described(
     lines = []
     if shown:
         lines.append(
-            f"{len(shown)} passage(s) from this agent's memory and archives, best first "
-            "([n+]: the question or answer that goes with passage n):"
+            f"{counted(len(shown), 'passage')} from this agent's memory and archives, best "
+            "first ([n+]: the question or answer that goes with passage n):"
         )
     for k, passage in enumerate(shown, 1):
         said = sorted(
             [(passage, ""), *((p, "+") for p in passage.beside)], key=lambda x: x[0].index
         )
-        for part, mark in said:
-            text = part.text
-            if len(text) > chars:
-                text = text[:chars] + f"… ({len(part.text):,} characters in all)"
-            where = f"{part.source}, message {part.index}"
-            if part.cell:
-                where += f"; {' '.join(part.cell.split())}"
-            lines.append(f"[{k}{mark}] {part.role} at {part.timestamp} ({where}):\n{text}")
+        lines += [said_block(f"{k}{mark}", part, chars) for part, mark in said]
     held = sum(1 + len(p.beside) for p in shown)
     more = max(0, (matched if matched is not None else len(passages)) - held)
     if more:
         rest = passages[n : n + listed]
+        how = f"call {TOOL_NAME} again with the same query for the next ones, or " if again else ""
         lines.append(
-            f"{more:,} more message(s) matched"
-            + (" (ask in other words to narrow them down); next best:" if rest else ".")
-            + "".join(f"\n- {p.source}, message {p.index}, {p.role} at {p.timestamp}" for p in rest)
+            f"{counted(more, 'more message')} matched"
+            + (f" ({how}ask in other words to narrow them down); next best:" if rest else ".")
+            + "".join(f"\n- {citation(p)}, {p.role} at {p.timestamp}" for p in rest)
         )
     return "\n\n".join(lines)
 
 
+def citation(passage: Passage) -> str:
+    """Where a message is kept, as recall cites it: ``history_….md, message 5``."""
+    return f"{passage.source}, message {passage.index + FIRST_NUMBER}"
+
+
+def said_block(label: str, passage: Passage, chars: int = PASSAGE_CHARS) -> str:
+    """One message as recall's answers show it: ``[label] role at time (citation):`` then its
+    text, cut at ``chars`` (saying how long it is)."""
+    text = passage.text
+    if len(text) > chars:
+        text = text[:chars] + f"… ({len(passage.text):,} characters in all)"
+    where = citation(passage)
+    if passage.cell:
+        where += f"; {' '.join(passage.cell.split())}"
+    return f"[{label}] {passage.role} at {passage.timestamp} ({where}):\n{text}"
+
+
+def listed_answer(
+    head: str,
+    said: list[Passage],
+    asked: int | None = None,
+    tail: str = "",
+    chars: int = PASSAGE_CHARS,
+) -> str:
+    """Messages in the order said, as a follow-up of recall lists them: ``head``, then each
+    numbered ``[n]`` (``said[asked]``, the one asked about, ``[n*]``), then ``tail``, which
+    says how many more messages there are ("3 more messages ..."): read back, it is no text."""
+    blocks = [
+        said_block(f"{k}{'*' if k - 1 == asked else ''}", passage, chars)
+        for k, passage in enumerate(said, 1)
+    ]
+    return "\n\n".join([head, *blocks, *([tail] if tail else [])])
+
+
 _DESCRIBED = re.compile(
-    r"^\[(?P<n>\d+)(?P<beside>\+?)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*?), "
+    r"^\[(?P<n>\d+)(?P<mark>[+*]?)\] (?P<role>.+?) at (?P<timestamp>\S*) \((?P<source>[^\n]*?), "
     r"message (?P<index>\d+)(?:; (?P<cell>[^\n]*))?\):\n(?P<text>.*?)"
-    r"(?=\n\n\[\d+\+?\] [^\n]+? at \S* \([^\n]*?, message \d+(?:; [^\n]*)?\):\n"
+    r"(?=\n\n\[\d+[+*]?\] [^\n]+? at \S* \([^\n]*?, message \d+(?:; [^\n]*)?\):\n"
     r"|\n\n[\d,]+ more message|\Z)",
     re.MULTILINE | re.DOTALL,
 )
@@ -189,14 +227,15 @@ _DESCRIBED = re.compile(
 
 def described(answer: str) -> list[Passage]:
     """The passages of an answer :func:`describe` wrote, best first (text as shown, so a long
-    one ends with its length; no scores), each with what it carries: what a model, or the
-    offline one, reads back."""
+    one ends with its length; no scores), each with what it carries; or the messages of one
+    :func:`listed_answer` wrote, in the order said: what a model, or the offline one, reads
+    back."""
     found: dict[int, Passage] = {}
     carried: dict[int, list[Passage]] = {}
     for match in _DESCRIBED.finditer(answer):
         passage = Passage(
             source=match["source"],
-            index=int(match["index"]),
+            index=int(match["index"]) - FIRST_NUMBER,
             role=match["role"],
             timestamp=match["timestamp"],
             text=match["text"],
@@ -204,7 +243,7 @@ def described(answer: str) -> list[Passage]:
             cell=match["cell"],
         )
         n = int(match["n"])
-        if match["beside"]:
+        if match["mark"] == "+":
             carried.setdefault(n, []).append(passage)
         else:
             found[n] = passage

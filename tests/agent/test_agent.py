@@ -235,6 +235,8 @@ def test_a_tool_round_trip_over_http(openai_server):
         "search_knowledge_base",
         "explode",
         "recall_memory",
+        "recall_around",
+        "recall_between",
         "edit_notes",
     ]
     assistant, search_result, failure = second["messages"][-3:]

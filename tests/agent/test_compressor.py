@@ -400,7 +400,7 @@ def test_an_agent_whose_fixed_parts_fill_the_threshold_never_compacts_and_says_w
     )
 
 
-@pytest.mark.parametrize("window", [800, 2000, 4000])
+@pytest.mark.parametrize("window", [1200, 2000, 4000])
 def test_compaction_in_a_small_window_leaves_room_for_the_next_turns(workspace, window):
     agent = Agent(agent_name="Small", persistent_memory=True, context_length=window)
     compressor = agent._context_compressor

@@ -212,7 +212,7 @@ def test_recall_ranks_the_later_run_of_a_cell_first_and_names_the_cells():
     assert found[0].cell == "cell [15] of analysis.ipynb"
     assert found[1].cell == "cell [12] of analysis.ipynb, superseded by cell [15]"
     said = describe("warehouse", found)
-    assert "(MEMORY.md, message 0; cell [12] of analysis.ipynb, superseded by cell [15]):" in said
+    assert "(MEMORY.md, message 1; cell [12] of analysis.ipynb, superseded by cell [15]):" in said
     assert [p.cell for p in described(said)] == [found[0].cell, found[1].cell]
 
 

@@ -193,3 +193,44 @@ def test_a_two_part_question_is_recalled_one_part_at_a_time():
     convo.compact("Music was talked about.")
     answer = Agent(agent_name="Band", persistent_memory=True).run("What do Maya and Tomas play?")
     assert "trumpet" in answer and "cello" in answer
+
+
+def test_a_fact_said_a_few_messages_after_the_one_found_is_reached_through_recall_around():
+    from nbmemory import Agent, Conversation
+    from nbmemory.recall.text import AROUND_TOOL, TOOL_NAME
+    from nbmemory.store import memory_path
+    from support import stored_messages
+
+    convo = Conversation(name="Family", memory_md_path=memory_path("Family"))
+    convo.add("User", "My sister Ines moved to Porto last spring.")
+    convo.add("Family", "Porto suits her.")
+    convo.add("User", "The weather there was grey all week.")
+    convo.add("User", "Now she works by the river, repairing cellos.")
+    convo.compact("Family news was shared.")
+    agent = Agent(agent_name="Family", persistent_memory=True)
+    answer = agent.run("What work does my sister Ines do in Porto?")
+    assert "moved to Porto" in answer and "repairing cellos" in answer
+    calls = [
+        call["function"]
+        for message in stored_messages("Family")
+        if isinstance(message["content"], dict)
+        for call in message["content"].get("tool_calls") or []
+    ]
+    assert [c["name"] for c in calls] == [TOOL_NAME, AROUND_TOOL]  # one follow-up, no loop
+    asked = json.loads(calls[1]["arguments"])
+    assert asked["source"].startswith("history_") and asked["message"] == 1
+
+
+def test_a_found_question_with_no_answer_beside_it_is_followed_by_what_came_after():
+    from nbmemory import Agent, Conversation
+    from nbmemory.store import memory_path
+
+    convo = Conversation(name="Trip", memory_md_path=memory_path("Trip"))
+    convo.add("User", "Which city hosts the design offsite in June?")
+    convo.add("User", "Also, the hotel needs booking.")
+    convo.add("Trip", "Lisbon, by the river.")
+    convo.compact("Travel was planned.")
+    answer = Agent(agent_name="Trip", persistent_memory=True).run(
+        "Which city hosts the design offsite?"
+    )
+    assert "Lisbon" in answer

@@ -16,7 +16,14 @@ import pytest
 
 from nbmemory import Agent, Conversation, cli
 from nbmemory.errors import MemoryWarning
-from nbmemory.recall import corpus, kept_indexes, recall, recall_tool, stored_index
+from nbmemory.recall import (
+    RecallSession,
+    corpus,
+    kept_indexes,
+    recall,
+    recall_tool,
+    stored_index,
+)
 from nbmemory.recall.kept_indexes import MEMORY_INDEX, index_size
 from nbmemory.recall.speakers import speaker_words
 from nbmemory.recall.text import described
@@ -375,17 +382,16 @@ def test_the_tools_answer_stays_within_its_budget_and_says_what_more_matched(on_
             convo.compact(f"Falcon notes up to {n}.")
     counter = TokenCounter("gpt-4o")
     for budget in (800, 300, 120):
-        tool = recall_tool(
-            lambda: agent_docs("Keeper"), budget=lambda b=budget: b, count=counter.count
-        )
+        session = RecallSession(lambda b=budget: b, counter.count)
+        tool = recall_tool(lambda: agent_docs("Keeper"), session=session)
         answer = tool("ridge")  # in every note, not in the summaries
         assert counter.count(answer) <= budget, (budget, answer)
         shown = described(answer)
-        assert "more message(s) matched" in answer
-        matched = int(answer.split(" more message(s) matched")[0].rsplit("\n", 1)[-1])
+        assert "more messages matched" in answer
+        matched = int(answer.split(" more messages matched")[0].rsplit("\n", 1)[-1])
         assert matched + len(shown) == 40
         for passage in shown:  # the list of what was not shown is no passage's text
-            assert "more message(s) matched" not in passage.text
+            assert "more messages matched" not in passage.text
         if budget == 800:
             assert len(shown) == 3 and "next best:\n- history_" in answer
     with pytest.raises(ValueError, match="recall_budget"):

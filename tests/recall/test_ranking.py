@@ -97,7 +97,7 @@ def test_over_http_the_tool_is_offered_called_and_its_answer_reaches_the_model(o
     assert agent.run(QUESTION) == "It is BLUEFIN-7."  # max_loops=1: recall uses up no loop
     first, second = openai_server.requests
     assert first["messages"][0]["content"].startswith(PROMPT_LINE)
-    schema, _notes_tool = first["tools"]
+    schema, _around, _between, _notes_tool = first["tools"]
     assert schema["function"]["name"] == TOOL_NAME
     assert schema["function"]["parameters"]["required"] == ["query"]
     result = second["messages"][-1]

@@ -3,7 +3,7 @@ read back."""
 
 from __future__ import annotations
 
-from nbmemory.recall.text import Passage, describe, described, sub_queries
+from nbmemory.recall.text import Passage, describe, described, listed_answer, sub_queries
 
 
 def test_a_question_about_several_things_is_asked_one_thing_at_a_time():
@@ -47,3 +47,36 @@ def test_the_answer_reads_back_as_the_passages_it_describes():
         (p.source, p.index, p.role, p.timestamp, p.text, p.beside) for p in passages
     ]
     assert described(describe("zeppelin", [])) == []
+
+
+def test_messages_are_cited_from_1_as_every_view_numbers_them():
+    first = Passage("MEMORY.md", 0, "User", "2026-04-20T14:30:45", "Budget: 40k EUR.", 1.0)
+    answer = describe("budget", [first])
+    assert "(MEMORY.md, message 1):" in answer and "message 0" not in answer
+    assert described(answer)[0].index == 0  # read back as stored: counted from 0
+
+
+def test_counts_are_worded_in_the_singular_and_the_plural():
+    passages = [
+        Passage("MEMORY.md", n, "User", "2026-04-20T14:30:45", f"Budget line {n}.", 1.0)
+        for n in range(4)
+    ]
+    one = describe("budget", passages[:1], matched=2)
+    assert one.startswith("1 passage from") and "1 more message matched" in one
+    two = describe("budget", passages[:2], matched=5)
+    assert two.startswith("2 passages from") and "3 more messages matched" in two
+    assert "(s)" not in one + two
+
+
+def test_a_message_asked_about_is_marked_and_read_back_in_the_order_said():
+    said = [
+        Passage("history_1.md", n, "User", "2026-04-20T14:30:45", f"Line {n}.", 0.0)
+        for n in (3, 4, 5)
+    ]
+    answer = listed_answer("Around history_1.md, message 5:", said, asked=1)
+    assert "[2*] User at 2026-04-20T14:30:45 (history_1.md, message 5):\nLine 4." in answer
+    assert [(p.index, p.text) for p in described(answer)] == [
+        (3, "Line 3."),
+        (4, "Line 4."),
+        (5, "Line 5."),
+    ]
