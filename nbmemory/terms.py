@@ -155,25 +155,66 @@ def bm25_term(count: int, length: int, average: float) -> float:
 
 _SALIENT = re.compile(
     r"\b\d{4}-\d\d-\d\d(?:T[\d:]+)?\b"  # ISO dates and times
-    r"|\b[A-Za-z]*\d[\w.,/:-]*\w|\b\d\b"  # anything with a digit: amounts, codes, versions
+    r"|\b[A-Za-z]*\d[\w.,/:-]*\w|\b[A-Za-z]+\d\b"  # a digit and more: amounts, codes, versions
     r"|\b[A-Z][A-Za-z]*[A-Z][\w-]*"  # ACRONYMS and CamelCase names
     r"|\b[A-Z][a-z]{2,}\b"  # capitalised words: names, when they do not open a sentence
 )
-_OPENS_SENTENCE = re.compile(r"(?:^|[.!?:][\"')\]\u201d\u2019]?\s+|\n\s*)[\"'(\[\u201c\u2018]?$")
-"""What ends the text before a word that opens a sentence, a quoted one too (JSON's strings)."""
+_OPENS_SENTENCE = re.compile(
+    r"(?:[.!?:][\"')\]\u201d\u2019]?\s+|\n[ \t]*(?:(?:[-*+>#|]+|\d+[.)])[ \t]+)*)"
+    r"[\"'(\[\u201c\u2018*_`]*$"
+)
+"""What ends the text before a word that opens a sentence: a sentence's end, or a line's start
+with Markdown's marks of a list item, heading, quote or table cell, then quotes or emphasis
+(JSON's strings, ``**Bold**``)."""
+_LOOKBACK = 16
+"""Characters before a capitalised word that :data:`_OPENS_SENTENCE` looks at."""
+COMMON_WORDS = frozenset(
+    """about above across after again against ago ahead almost alone along already although
+    always among another anyone anything anyway around away back because before behind below
+    besides between beyond both during each either else enough even ever every everyone
+    everything except few first further here however instead last later least less like maybe
+    meanwhile might must near neither never next none nor now nothing often once only other
+    others otherwise over perhaps rather really second should since still such sure then
+    therefore though through thus today together tomorrow tonight too under unless until
+    usually via well whether while within without yes yesterday yet
+    hello hey thanks thank okay sorry great good fine right yeah yep nope welcome noted got
+    let lets one two three four five six seven eight nine ten new old previous third
+    add ask book bring call change check choose click close confirm copy create delete done
+    edit find finish fix follow get give keep list look make move need open pick plan put
+    remember remove reply review run save see send set show start stop take try update use
+    wait want write
+    bold italic italics underline strikethrough heading header title table row column cell
+    item bullet link code block quote note notes tip warning caution important info example
+    summary overview details detail section step steps result results answer question output
+    input total status draft final version todo compressed memory earlier""".split()
+)
+"""Common words that head lines, list items and labels, or name formatting ("After", "See",
+"Bold", "Note"), capitalised more often than they are names; and the words of nbmemory's own
+summary marker, "[Compressed Memory Summary]". None of them is a term a summary could drop.
+Words that are often names too ("Will", "May", "Mark", "Nice") are not among them."""
 
 
 def salient_terms(text: str) -> list[str]:
-    """The names, numbers, dates and identifiers of a text, in order, each once."""
+    """The names, numbers, dates and identifiers of a text, in order, each once.
+
+    Not terms: a capitalised word that opens a sentence or a line, a common word
+    (:data:`COMMON_WORDS`) however it is written, and a digit alone ("Step 2 of 4")."""
     found = []
     for match in _SALIENT.finditer(text):
         term = match.group()
-        if term[0].isupper() and term[1:].islower():
-            before = text[max(0, match.start() - 5) : match.start()]
-            if _OPENS_SENTENCE.search(before) or term.lower() in STOPWORDS:
-                continue
+        if term.isalpha() and term.lower() in COMMON_WORDS:
+            continue
+        titled = term[0].isupper() and term[1:].islower()
+        if titled and (term.lower() in STOPWORDS or _opens_sentence(text, match.start())):
+            continue
         found.append(term)
     return list(dict.fromkeys(found))
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens a sentence or a line of ``text``."""
+    before = text[max(0, start - _LOOKBACK) : start]
+    return bool(_OPENS_SENTENCE.search(before if start > _LOOKBACK else f"\n{before}"))
 
 
 def missing_terms(text: str, kept: str, *, ignore: Iterable[str] = ()) -> list[str]:

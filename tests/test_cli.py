@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nbmemory import Conversation, Workspace
+from nbmemory import Agent, Conversation, Workspace
 from nbmemory.cli import main
 from nbmemory.memory.provenance import Provenance
+from nbmemory.models.llm import OFFLINE_MODEL
 from nbmemory.store import memory_path
 from nbmemory.store.memory_format import parse
 from nbmemory.store.postgresql import PgStore
@@ -517,6 +518,27 @@ def test_import_warns_about_a_hostile_folder_in_one_escaped_line(tmp_path, datab
     assert out.startswith("imported 1 agent(s)") and not any(c in out + err for c in "\x1b\x07")
     assert err.startswith("nbmemory: warning: ") and len(err.splitlines()) == 1
     assert "bad\\x1b]0;pwned\\x07\\x1b[2J" in err
+
+
+def depot_of(city: str) -> str:
+    """The depot that serves a city."""
+    return f"{city} is served by depot D-42."
+
+
+def test_a_preview_starts_from_the_figure_ls_shows_tools_and_all(capsys: pytest.CaptureFixture):
+    agent = Agent(
+        agent_name="Tooled", model_name=OFFLINE_MODEL, persistent_memory=True, tools=[depot_of]
+    )
+    agent.run("Which depot serves Lyon? The budget is 40k EUR.")
+    assert main(["ls"]) == 0
+    [row] = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert row[0] == "Tooled"
+    assert main(["compact", "Tooled", "--preview"]) == 0
+    shown = capsys.readouterr().out
+    # The preview's agent is built on the memory alone, without the tool: its schema is
+    # counted as the runs recorded it.
+    assert f": next request {row[2]} → " in shown.splitlines()[0]
+    assert ReadModel().usage("Tooled").tokens == agent.next_request_tokens()
 
 
 def test_compact_previews_the_models_summary_and_keeps_what_is_asked(capsys: pytest.CaptureFixture):

@@ -28,6 +28,7 @@ from nbmemory.memory.note_history import Author
 from nbmemory.memory.notes import Notes
 from nbmemory.memory.provenance import Provenance
 from nbmemory.memory.run_settings import RunSettings, write_settings
+from nbmemory.models.llm import OFFLINE_MODEL
 from nbmemory.store import memory_path
 from nbmemory.store.docs import MAX_MESSAGE_BYTES
 from nbmemory.store.memory_format import format_block, format_header
@@ -522,6 +523,25 @@ def test_a_compaction_previewed_changes_nothing_until_its_summary_is_sent(lab, a
     # No summary at all: the model's, at once.
     status, data = call(lab, "/agents/Scout/compact", body={"keep": ["budget"]})
     assert status == 200 and len(agent_docs("Scout").archives()) == 2
+
+
+def depot_of(city: str) -> str:
+    """The depot that serves a city."""
+    return f"{city} is served by depot D-42."
+
+
+def test_a_preview_starts_from_the_figure_the_listing_shows_tools_and_all(lab, agents):
+    agent = Agent(
+        agent_name="Tooled", model_name=OFFLINE_MODEL, persistent_memory=True, tools=[depot_of]
+    )
+    agent.run("Which depot serves Lyon? The budget is 40k EUR.")
+    status, listed = call(lab, "/agents")
+    [tooled] = [row for row in listed["agents"] if row["name"] == "Tooled"]
+    # The server builds its own agent on the memory, without the tool: the schema the runs
+    # recorded is counted all the same.
+    status, shown = call(lab, "/agents/Tooled/compact", body={"preview": True})
+    assert status == 200 and shown["tokens_before"] == tooled["tokens"]
+    assert shown["tokens_before"] == agent.next_request_tokens()
 
 
 def test_a_failing_model_previews_nothing_and_compacts_nothing(lab, agents):

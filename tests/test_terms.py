@@ -3,6 +3,7 @@
 import json
 
 from nbmemory import terms
+from nbmemory.memory.preload import SUMMARY_MARKER
 from nbmemory.terms import LONGEST_STEMMED, is_question, missing_terms, salient_terms, words
 from support import run_python
 
@@ -86,3 +87,34 @@ def test_a_quoted_sentence_opens_with_no_name():
     assert salient_terms(result) == ["Priya"]
     assert salient_terms('She said: "Maybe later." (Sure, we met Chiara.)') == ["Chiara"]
     assert salient_terms('my cat "Miso" sleeps') == ["Miso"]
+
+
+def test_the_summary_marker_common_words_and_single_digits_are_no_terms():
+    transcript = (
+        f"{SUMMARY_MARKER}\nThe Lyon move was planned with Priya Shah.\n"
+        "User: Plan for the move:\n"
+        "- After the audit, call Margot about the 12 desks.\n"
+        "- **Bold** rows need ticket QX-7781 (See tab 3, Step 2 of 4).\n"
+        "1. Book room B4 before 2026-05-03.\n"
+        "Assistant: Noted. Next, I will write to Acme."
+    )
+    assert salient_terms(transcript) == [
+        "Lyon",
+        "Priya",
+        "Shah",
+        "Margot",
+        "12",
+        "QX-7781",
+        "B4",
+        "2026-05-03",
+        "Acme",
+    ]
+    assert missing_terms(transcript, "Priya and Margot plan the move.") == [
+        "Lyon",
+        "Shah",
+        "12",
+        "QX-7781",
+        "B4",
+        "2026-05-03",
+        "Acme",
+    ]

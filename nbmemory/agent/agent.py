@@ -7,6 +7,7 @@ runs at the top of every loop iteration, before the request is built.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nbmemory.agent.compressor import CompactionPlan, ContextCompressor
+from nbmemory.agent.request_parts import next_request_parts
 from nbmemory.agent.tools import Tool, ToolBox
 from nbmemory.errors import CompactionError, MemoryFormatError
 from nbmemory.memory.compactions import Compaction, write_record
@@ -237,6 +239,9 @@ class Agent:
         self.short_memory.keeps_counts = record_settings
         self._context_compressor = ContextCompressor() if context_compression else None
         self._recorded: RunSettings | None = None
+        self._stands_in: RunSettings | None = None
+        """What the memory's own agent recorded, while this one only acts on its memory
+        (:meth:`from_memory`): its requests carry that agent's prompt, rules and tools."""
         self._session = self._session_now()
         self.short_memory.on_change(self._compacted)
         if docs is not None and read_settings(docs) is None:
@@ -267,13 +272,15 @@ class Agent:
             **options: Passed to the constructor.
 
         Returns:
-            The agent, with the model and window it recorded.
+            The agent, with the model and window it recorded; until it runs, its requests are
+            counted with the fixed parts recorded (system prompt, rules, tool schemas, reply
+            room), as every view counts them: it has none of that agent's prompt and tools.
         """
         recorded = read_settings(workspace.agent(name))
         settings: dict[str, Any] = {"model_name": default_model}
         if recorded is not None:
             settings = {"model_name": recorded.model, "context_length": recorded.context_length}
-        return cls(
+        agent = cls(
             **{
                 "agent_name": name,
                 "persistent_memory": True,
@@ -282,6 +289,8 @@ class Agent:
                 **options,
             }
         )
+        agent._stands_in = recorded
+        return agent
 
     def compact(
         self,
@@ -466,11 +475,13 @@ class Agent:
     def next_request_tokens(self) -> int:
         """What the next request costs: history, pinned notes, tool schemas, room for the reply.
 
-        The history is counted as MEMORY.md holds it (``Conversation.context_tokens``): the
-        figure every view shows, and the one compression compares with its threshold.
+        The history is counted as MEMORY.md holds it (``Conversation.context_tokens``), and
+        the parts are added up as every view adds them (``next_request_parts``): the figure
+        the views show, and the one compression compares with its threshold.
         """
-        notes = self.notes.tokens() if self.notes is not None else 0
-        return self.short_memory.context_tokens() + notes + self.request_overhead_tokens()
+        memory = self.short_memory
+        history = memory.context_tokens() - memory.static_tokens()
+        return sum(tokens for _, tokens in next_request_parts(self, history))
 
     def _wire(self, message: dict[str, Any]) -> dict[str, Any]:
         role, content = message["role"], message["content"]
@@ -504,8 +515,18 @@ class Agent:
         return self._schema_tokens
 
     def run_settings(self) -> RunSettings:
-        """The model, window, threshold and fixed token costs this agent runs with now."""
+        """The model, window, threshold and fixed token costs this agent runs with now: those
+        its memory's agent recorded while it only acts on that memory (:meth:`from_memory`)."""
         compressor = self._context_compressor
+        ran = self._stands_in
+        if ran is not None:
+            return dataclasses.replace(
+                ran,
+                model=self.model_name,
+                context_length=self.context_length,
+                threshold=compressor.threshold if compressor is not None else None,
+                session=self._session,
+            )
         return RunSettings(
             model=self.model_name,
             context_length=self.context_length,
@@ -586,6 +607,7 @@ class Agent:
             memory.provenance = before
 
     def _run(self, task: str, streaming_callback: Callable[[str], None] | None) -> str:
+        self._stands_in = None  # running, it is the memory's agent: its own prompt and tools
         self._record_settings()
         on_delta = self._delta_callback(streaming_callback or self.streaming_callback)
         self.short_memory.add(self.user_name, task)

@@ -332,6 +332,28 @@ def test_an_agent_built_on_a_memory_takes_the_model_and_window_it_recorded(works
     assert fresh.model_name == "nbmemory/offline"
 
 
+def depot_of(city: str) -> str:
+    """The depot that serves a city."""
+    return f"{city} is served by depot D-42."
+
+
+def test_an_agent_built_on_a_memory_counts_what_its_agent_recorded_until_it_runs(workspace):
+    first = Agent(
+        agent_name="Depot",
+        model_name="nbmemory/offline",
+        persistent_memory=True,
+        system_prompt="Answer with the depot's code.",
+        tools=[depot_of],
+    )
+    first.run("Which depot serves Lyon?")
+    shown = ReadModel().usage("Depot").tokens
+    again = Agent.from_memory("Depot", Workspace.from_env())  # no prompt, no tool of its own
+    assert again.next_request_tokens() == shown == first.next_request_tokens()
+    again.run("And Nantes?")  # now it is the agent: its own prompt and tools are counted
+    assert again.run_settings().tool_tokens == again.tool_tokens() < first.tool_tokens()
+    assert ReadModel().usage("Depot").tokens == again.next_request_tokens()
+
+
 def test_an_agent_that_does_not_record_settings_leaves_them_as_they_are(workspace):
     Conversation(name="Plain", memory_md_path=memory_path("Plain")).add("User", "hi")
     agent = Agent.from_memory("Plain", Workspace.from_env(), record_settings=False)

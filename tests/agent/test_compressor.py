@@ -14,7 +14,7 @@ from nbmemory.agent.compressor import (
     REGROW_SHARE,
 )
 from nbmemory.errors import CompactionError, MemoryWarning, ModelError
-from nbmemory.memory.compactions import read_record
+from nbmemory.memory.compactions import read_record, record_path
 from nbmemory.memory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.memory.preload import SUMMARY_MARKER
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
@@ -455,3 +455,27 @@ def test_after_a_compaction_left_above_the_threshold_the_next_waits_for_real_gro
     openai_server.reply("Done.")
     agent.run("And now?")
     assert len(agent.short_memory.archives()) == 2
+
+
+def test_the_summary_marker_and_common_words_are_never_dropped_terms(openai_server):
+    agent = http_agent(openai_server)
+    agent._context_compressor = ContextCompressor(keep_dropped=False)
+    agent.short_memory.add("User", "The Lyon move is planned with Priya Shah.")
+    openai_server.reply("A move is planned.")
+    agent._context_compressor.compress(agent)
+    assert stored_messages("Worker")[0]["content"].startswith(SUMMARY_MARKER)
+    agent.short_memory.add(
+        "User",
+        "Plan for the move:\n"
+        "- After the audit, call Margot about the 12 desks.\n"
+        "- **Bold** rows need ticket QX-7781 (See tab 3, Step 2 of 4).\n"
+        "1. Book room B4.",
+    )
+    openai_server.reply("Margot gets a call.")
+    agent._context_compressor.compress(agent)
+    compaction = agent._context_compressor.last_compaction
+    assert compaction.missing == ["12", "QX-7781", "B4"]
+    # Without its record, what it dropped is worked out from the archive, marker and all.
+    agent.short_memory.docs.remove(record_path(compaction.archive))
+    [_, second] = ReadModel().compactions("Worker")
+    assert not second.recorded and second.dropped == ["12", "QX-7781", "B4"]
