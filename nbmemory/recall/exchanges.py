@@ -51,9 +51,9 @@ class Index(Protocol):
 def beside(index: Index, i: int) -> int | None:
     """The message that belongs with message ``i`` and fits beside it in a passage: the
     answer to it if it asks, else the question it answers (``_answered``); failing both, what
-    its speaker said next or just before (``_continued``); ``None`` if none. Messages recall
-    never returns between them (a tool's call and result, a reply that only repeats) are
-    stepped over, ``BETWEEN`` at most."""
+    its speaker said next or just before, unless it asks (``_continued``); ``None`` if none.
+    Messages recall never returns between them (a tool's call and result, a reply that only
+    repeats) are stepped over, ``BETWEEN`` at most."""
     if not index.is_recallable(i):
         return None
     j = _answered(index, i)
@@ -71,7 +71,10 @@ def _answered(index: Index, i: int) -> int | None:
 
 def _continued(index: Index, i: int) -> int | None:
     """What the speaker of message ``i`` said next, else just before, fitting beside it: one
-    thought sent as several messages, as people write in a chat."""
+    thought sent as several messages, as people write in a chat. Not for a question: what goes
+    with it is its answer."""
+    if index.asks[i]:
+        return None
     for step in (1, -1):
         j = next_said(index, i, step)
         if j is not None and index.speaker(i) == index.speaker(j) and _fits(index, i, j):

@@ -272,14 +272,14 @@ def test_a_question_is_recalled_with_its_answer_beside_it(workspace):
 def test_what_a_person_says_in_several_messages_in_a_row_comes_as_one_passage(workspace):
     said(
         "Pets",
-        ("Nebraas", "Remember my puppy from earlier?"),
+        ("Nebraas", "Remember my puppy from earlier."),
         ("Nebraas", "I named him Steve."),
         ("Vanessa", "Steve is a great name for a dog."),
         ("Vanessa", "My sister has a puppy too."),
     )
     [best] = recall(agent_docs("Pets"), "What did Nebraas say about the puppy?", limit=1)
     assert (best.text, [p.text for p in best.beside]) == (
-        "Remember my puppy from earlier?",
+        "Remember my puppy from earlier.",
         ["I named him Steve."],
     )
     # Another person's message between two of hers is no continuation: the answer is beside.
