@@ -41,9 +41,9 @@ then with each rule off in turn (``RULES``), each conversation fed once and aske
 A rule is switched off from outside the package, for the while: its weight set to its
 neutral value in every module that reads it, recall's function of it made a neutral one, or
 no word vectors (``semantic=None``); a rule read as an index is made (who a line says is its
-speaker) is asked of a copy of the memory, indexed anew. Recall's caches hold none of what is
-switched: a weight is read at each query, and ``Corpus.beside`` is the only reader of the
-pairs ``corpus`` keeps.
+speaker) or kept with an archive's figures (which messages go together) is asked of a copy of
+the memory, indexed anew. Recall's caches hold none of what is switched: a weight is read at
+each query.
 """
 
 from __future__ import annotations
@@ -81,18 +81,14 @@ _EVIDENCE = re.compile(r"D?\s*(\d+):(\d+)(?:\s*-\s*D?\s*(\d+):(\d+))?")
 class Rule:
     """One of recall's ranking rules and how to switch it off: ``off`` sets names of
     ``nbmemory.recall``'s modules (``"module", "name"``, a dotted name for a class's) to
-    neutral values; ``reindexed``: read as an index is made, so asked of a fresh copy;
+    neutral values; ``reindexed``: read as an index is made or kept with an archive's
+    figures, so asked of a fresh copy;
     ``vectors``: ``False`` for the ranking by meaning, off as ``semantic=None``."""
 
     name: str
     off: tuple[tuple[str, str, Any], ...] = ()
     reindexed: bool = False
     vectors: bool = True
-
-
-_NEGLIGIBLE = 1e-9
-"""A gain of nothing that still tells a person's exchange from another's: ``toward`` of 1
-is what marks another exchange's message (counted less, not ranked by meaning)."""
 
 
 def _as_said(role: str, text: str | None) -> tuple[str, str | None]:
@@ -102,20 +98,24 @@ def _as_said(role: str, text: str | None) -> tuple[str, str | None]:
 RULES = (
     Rule(
         "said by a person named (SAID_BY_NAMED_GAIN)",
-        tuple((m, "SAID_BY_NAMED_GAIN", _NEGLIGIBLE) for m in ("exchanges", "corpus", "ranking")),
+        tuple((m, "SAID_BY_NAMED_GAIN", 0.0) for m in ("exchanges", "corpus", "ranking")),
     ),
     Rule(
-        "said to a person named (SAID_TO_NAMED_GAIN)",
-        tuple((m, "SAID_TO_NAMED_GAIN", _NEGLIGIBLE) for m in ("exchanges", "corpus")),
-    ),
-    Rule(
-        "another exchange's (OTHER_EXCHANGE_WEIGHT)", (("ranking", "OTHER_EXCHANGE_WEIGHT", 1.0),)
+        "another exchange's (OTHER_EXCHANGE_WEIGHT)",
+        tuple((m, "OTHER_EXCHANGE_WEIGHT", 1.0) for m in ("exchanges", "corpus")),
     ),
     Rule("says when (DATED)", (("ranking", "DATED", 0.0),)),
-    Rule("a bare question (QUESTION)", (("ranking", "QUESTION", 1.0),)),
-    Rule("feedback (FEEDBACK)", (("ranking", "FEEDBACK", 0),)),
     Rule("asked in parts (sub_queries)", (("text", "MAX_PARTS", 1),)),
-    Rule("question and answer paired (beside)", (("corpus", "Corpus.beside", lambda *_: None),)),
+    Rule(
+        "question and answer paired (_answered)",
+        (("exchanges", "_answered", lambda *_: None),),
+        reindexed=True,
+    ),
+    Rule(
+        "a person's next message beside (_continued)",
+        (("exchanges", "_continued", lambda *_: None),),
+        reindexed=True,
+    ),
     Rule(
         "a line's name is its speaker (teller_and_text)",
         (("file_index", "teller_and_text", _as_said), ("corpus", "teller_and_text", _as_said)),

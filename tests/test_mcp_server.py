@@ -335,7 +335,7 @@ def test_read_only_with_a_fixed_agent_offers_no_writer_and_no_other_agent(tmp_pa
 def test_recall_finds_a_question_in_other_words_as_an_agent_does(monkeypatch):
     agent = Agent(agent_name="Family", persistent_memory=True)
     agent.add_memory("We adopted a beagle from the animal shelter yesterday.")
-    agent.add_memory("My brother is coming home for the holidays.")
+    agent.short_memory.add("User", "My brother is coming home for the holidays.")
     asked = {"agent": "Family", "query": "Did they get a puppy?", "limit": 1}
     answer = MemoryServer(Workspace.from_env()).call("recall_memory", asked)[0]
     assert "beagle" in answer and "brother" not in answer

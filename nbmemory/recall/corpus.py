@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from nbmemory.recall.exchanges import (
+    OTHER_EXCHANGE_WEIGHT,
     SAID_BY_NAMED_GAIN,
-    SAID_TO_NAMED_GAIN,
     Index,
     beside,
     next_said,
@@ -227,7 +227,7 @@ class Corpus(Sequence[tuple[Path, Index]]):
         _, said_by, told = self.archived.near(index, i)
         if said_by & named:
             return 1 + SAID_BY_NAMED_GAIN
-        return 1 + SAID_TO_NAMED_GAIN if told & named else 1.0
+        return 1.0 if told & named else OTHER_EXCHANGE_WEIGHT
 
     def holding(self, terms: Collection[str]) -> list[int]:
         """The ranks of the documents that hold any of ``terms``, in order."""

@@ -16,9 +16,9 @@ from nbmemory.recall.text import PASSAGE_CHARS
 
 SAID_BY_NAMED_GAIN = 1.0
 """How much more a message said by a person the query names counts (score x (1 + this))."""
-SAID_TO_NAMED_GAIN = 0.5
-"""How much more a message said to a person the query names counts (the message before or
-after it in their exchange is theirs) when recall picks what to re-rank, and by meaning."""
+OTHER_EXCHANGE_WEIGHT = 0.25
+"""What a message counts for, times, when the query names people who neither said it nor were
+told it: another exchange's."""
 
 
 class Index(Protocol):
@@ -50,19 +50,40 @@ class Index(Protocol):
 
 def beside(index: Index, i: int) -> int | None:
     """The message that belongs with message ``i`` and fits beside it in a passage: the
-    answer to it if it asks, else the question it answers; ``None`` if neither. Messages recall
-    never returns between them (a tool's call and result, a reply that only repeats) are
-    stepped over, ``BETWEEN`` at most."""
+    answer to it if it asks, else the question it answers (``_answered``); failing both, what
+    its speaker said next or just before, unless it asks (``_continued``); ``None`` if none.
+    Messages recall never returns between them (a tool's call and result, a reply that only
+    repeats) are stepped over, ``BETWEEN`` at most."""
     if not index.is_recallable(i):
         return None
+    j = _answered(index, i)
+    return _continued(index, i) if j is None else j
+
+
+def _answered(index: Index, i: int) -> int | None:
+    """The answer to message ``i`` if it asks, else the question it answers: said by another,
+    fitting beside it."""
     j = next_said(index, i, 1 if index.asks[i] else -1)
-    if j is None or (j < i and not index.asks[j]):
+    if j is None or (j < i and not index.asks[j]) or index.speaker(i) == index.speaker(j):
         return None
-    if index.chars(i) + index.chars(j) > PASSAGE_CHARS:
+    return j if _fits(index, i, j) else None
+
+
+def _continued(index: Index, i: int) -> int | None:
+    """What the speaker of message ``i`` said next, else just before, fitting beside it: one
+    thought sent as several messages, as people write in a chat. Not for a question: what goes
+    with it is its answer."""
+    if index.asks[i]:
         return None
-    if index.speaker(i) == index.speaker(j):
-        return None
-    return j
+    for step in (1, -1):
+        j = next_said(index, i, step)
+        if j is not None and index.speaker(i) == index.speaker(j) and _fits(index, i, j):
+            return j
+    return None
+
+
+def _fits(index: Index, i: int, j: int) -> bool:
+    return index.chars(i) + index.chars(j) <= PASSAGE_CHARS
 
 
 def next_said(index: Index, i: int, step: int) -> int | None:
@@ -78,13 +99,13 @@ def next_said(index: Index, i: int, step: int) -> int | None:
 
 def toward(index: Index, i: int, named: Collection[str]) -> float:
     """What message ``i`` counts for, times, for a query naming the people ``named``: said by
-    one of them (``1 + SAID_BY_NAMED_GAIN``), said to one of them (``1 + SAID_TO_NAMED_GAIN``: the
-    message before or after it, past those recall never returns, is theirs), or neither (1). An
-    agent that hears several people keeps each one's exchanges apart this way."""
+    one of them, ``1 + SAID_BY_NAMED_GAIN``; said to one of them (the message before or after
+    it, past those recall never returns, is theirs), 1; else ``OTHER_EXCHANGE_WEIGHT``: another
+    exchange's. An agent that hears several people keeps each one's exchanges apart this way."""
     if index.speaker(i) & named:
         return 1 + SAID_BY_NAMED_GAIN
     for step in (-1, 1):
         j = next_said(index, i, step)
         if j is not None and index.speaker(j) & named:
-            return 1 + SAID_TO_NAMED_GAIN
-    return 1.0
+            return 1.0
+    return OTHER_EXCHANGE_WEIGHT

@@ -1,24 +1,20 @@
 """Ranking: the passages of an agent's memory that best match a query.
 
 :func:`recall` and :func:`find` rank the messages of an agent's ``Corpus``: BM25 over stemmed
-words, re-ranked by who said it, whether it says when and which is newer (``_lexical``);
-widened by the rare words the best matches share (``_feedback``); fused with a ranking by
-meaning when an embedding model is given (``_by_meaning``, ``_fused``); a cell's superseded
-runs counted less. A question asking several things is asked one part at a time too, the
-rankings taken in turn. The weights of the re-ranking are named here.
-"""
+words, re-ranked by who said it, whether it says when and which is newer (``_lexical``); fused
+with a ranking by meaning when an embedding model is given (``_by_meaning``, ``_fused``); a
+cell's superseded runs counted less. A question asking several things is asked one part at a
+time too, the rankings taken in turn. The weights of the re-ranking are named here."""
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
 import enum
-import functools
 import heapq
 import os
 import re
-from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,7 +25,7 @@ from nbmemory.models import llm
 from nbmemory.recall.corpus import Corpus, corpus_of, within_reach
 from nbmemory.recall.exchanges import SAID_BY_NAMED_GAIN, Index
 from nbmemory.recall.kept_indexes import discard, warn_damaged
-from nbmemory.recall.stored_index import EMBEDDED_CHARS, Damaged
+from nbmemory.recall.stored_index import Damaged
 from nbmemory.recall.text import (
     DEFAULT_PASSAGES,
     QUERY_CHARS,
@@ -54,15 +50,8 @@ _ASKS_WHEN = re.compile(
 )
 
 
-OTHER_EXCHANGE_WEIGHT = 0.25
-"""What a message counts for, times, when the query names people who neither said it, nor
-were told it, nor are named in it: another exchange's."""
-
-
 DATED = 1.0
 """How much more a message that carries a date counts for a "when" question."""
-QUESTION = 0.5
-"""What a bare question (one that carries no answer beside it) counts: it asks, it tells less."""
 SUPERSEDED = 0.5
 """What a message from a cell's earlier run counts once the cell was run again: the later run
 is the current one, and ranks first when both match as well."""
@@ -126,14 +115,10 @@ def recall(
     BM25 over stemmed words, then: a message said by a person the query names counts more
     (``SAID_BY_NAMED_GAIN``), and one of another exchange (neither by them, nor to them, nor naming
     them) less (``OTHER_EXCHANGE_WEIGHT``), as an agent may hear several people; one that says when
-    counts more for a question asking when (``DATED``); a question counts less (``QUESTION``)
-    unless its answer is beside it; of messages that match the same words, said by the same, the
-    newest ranks first; and a passage carries the question or answer that goes with its message.
-    The rare words the best matches share widen the query (``FEEDBACK``, ``ADDED``): what only the
-    widened query finds is placed among the matches at ``WIDENED`` of its score, so an answer said
-    in other words than the question is reached through what was said around it. A question asking
-    several things (``sub_queries``) is asked whole and one part at a time, the rankings taken in
-    turn.
+    counts more for a question asking when (``DATED``); of messages that match the same words,
+    said by the same, the newest ranks first; and a passage carries the question or answer that
+    goes with its message. A question asking several things (``sub_queries``) is asked whole and
+    one part at a time, the rankings taken in turn.
 
     With ``semantic`` (an agent's embeddings; by default, as an agent's recall tool ranks:
     ``DEFAULT_MODEL``), the ranking by words and the ranking by meaning are fused (reciprocal
@@ -247,10 +232,6 @@ def _ranked(
     many messages matched."""
     asked = set(query_terms(query))
     ranked, matched = _lexical(indexes, query, asked, limit)
-    added = _feedback(ranked, asked, indexes)
-    if added:
-        # What only the widened query finds is offered, not counted as matched.
-        ranked = _after(ranked, _lexical(indexes, query, asked, limit, added)[0])
     if semantic is not None:
         by_meaning = _by_meaning(semantic, indexes, query, asked, limit)
         if by_meaning is not None:
@@ -270,74 +251,6 @@ def _held(indexes: Corpus, asked: set[str], best: tuple[Any, ...]) -> float:
     total = sum(weights.values())
     matched, speaker = best[6][0], best[6][1]
     return sum(weights[t] for t in asked & (matched | speaker)) / total if total else 0.0
-
-
-def _after(ranked: list[tuple[Any, ...]], widened: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """``ranked`` with what only ``widened`` (the ranking of the query widened by feedback)
-    found, scored ``WIDENED`` of ``ranked``'s best as its own best is: feedback reorders
-    nothing the query matched, it finds what was said in other words and places it among
-    them."""
-    matched = {(item[1], item[2]) for item in ranked}
-    top = ranked[0][0] if ranked and ranked[0][0] > 0 else 1.0
-    best = widened[0][0] if widened and widened[0][0] > 0 else 1.0
-    found = list(ranked)
-    found += [
-        (WIDENED * top * item[0] / best, *item[1:])
-        for item in widened[:_RERANK_POOL]
-        if (item[1], item[2]) not in matched
-    ]
-    return sorted(found, key=lambda item: item[:3], reverse=True)
-
-
-WIDENED = 0.5
-"""What the ranking widened by feedback counts for, beside the query's own."""
-FEEDBACK = 5
-"""Best matches whose words widen a query (pseudo-relevance feedback, as RM3 does)."""
-ADDED = 10
-"""Words, at most, that feedback adds to a query."""
-ADDED_WEIGHT = 0.3
-"""What the most telling added word counts for, as a share of a word the query said."""
-
-
-def _feedback(ranked: list[tuple[Any, ...]], asked: set[str], indexes: Corpus) -> dict[str, float]:
-    """Words the best matches share that the query did not say, each with the share of its
-    weight it counts for: a question in other words than its answer reaches the answer
-    through what was said around its best matches (a question's answer, the same topic)."""
-    if not ranked:
-        return {}
-    documents = indexes.documents
-    top = ranked[0][0] or 1.0
-    weight: Counter[str] = Counter()
-    for score, _, i, _, index, j, _ in ranked[:FEEDBACK]:
-        for k in (i,) if j is None else (i, j):
-            found, length = _counted((index.text(k) or "")[:EMBEDDED_CHARS])
-            for term, count in found.items():
-                if term not in asked:
-                    weight[term] += score / top * count / length
-    if not weight:
-        return {}
-    # Rare words only: they tell the topic, and each brings few messages to rank again.
-    common = min(max(2, documents // 20), max(_RARE_FLOOR, documents // 1000))
-    for term in list(weight):
-        n = indexes.frequency(term)
-        if n > common or n < 1:
-            del weight[term]
-        else:
-            weight[term] *= idf(documents, n)
-    best = weight.most_common(ADDED)
-    if not best:
-        return {}
-    most = best[0][1]
-    return {term: ADDED_WEIGHT * w / most for term, w in best}
-
-
-@functools.lru_cache(maxsize=256)
-def _counted(text: str) -> tuple[Counter[str], int]:
-    """The words of a text (its first ``EMBEDDED_CHARS``), each with its count, and how many
-    there are (at least 1), for ``_feedback``: the best matches of one question are often
-    those of the next. Read, never changed."""
-    found = Counter(words(text))
-    return found, sum(found.values()) or 1
 
 
 def _interleaved(rankings: list[list[tuple[Any, ...]]], limit: int) -> list[tuple[Any, ...]]:
@@ -389,25 +302,15 @@ def _term_weights(
 
 
 def _lexical(
-    indexes: Corpus,
-    query: str,
-    asked: set[str],
-    limit: int,
-    added: Mapping[str, float] | None = None,
+    indexes: Corpus, query: str, asked: set[str], limit: int
 ) -> tuple[list[tuple[Any, ...]], int]:
     """The best matches by words, best first: ``(score, file rank, message, path, index,
-    message beside it or None, what it says)``; and how many messages matched. ``added``:
-    words the query did not say, each with the share of its weight it counts for."""
+    message beside it or None, what it says)``; and how many messages matched."""
     documents = indexes.documents
     if not asked:
         return [], 0
-    said = asked
-    if added:
-        asked = asked | set(added)
     average = indexes.words / documents
     frequency, spoken, weights = _term_weights(indexes, asked)
-    for t, share in (added or {}).items():
-        weights[t] *= share
     named = {t for t, n in spoken.items() if n}
     when = _ASKS_WHEN.match(query[:QUERY_CHARS]) is not None
     # Words rare enough to pick the candidates: then common words are only looked up in them,
@@ -469,8 +372,6 @@ def _lexical(
         if counts is None:
             counts = index.asked(i, asked)
         j = indexes.beside(index, i)
-        if j is None and index.asks[i]:
-            score *= QUESTION
         # Whose fact it is: the answer's speaker when a question carries its answer.
         teller = j if j is not None and j > i else i
         said_by = index.speaker(teller) & named
@@ -483,8 +384,8 @@ def _lexical(
                 if not counts.get(name)
             )
             score *= 1 + SAID_BY_NAMED_GAIN
-        elif named and not named & set(counts) and indexes.toward(index, teller, named) == 1:
-            score *= OTHER_EXCHANGE_WEIGHT
+        elif named and not named & set(counts):
+            score *= indexes.toward(index, teller, named)
         dated = when and (index.dated[i] or (j is not None and index.dated[j]))
         if dated:
             score *= 1 + DATED
@@ -500,7 +401,7 @@ def _lexical(
     best_of: dict[tuple[Any, ...], float] = {}
     for item in ranked:
         best_of[item[6]] = max(best_of.get(item[6], 0.0), item[0])
-    topic = sum(weights[t] for t in said - named)
+    topic = sum(weights[t] for t in asked - named)
     for same, n in latest.items():
         if sum(weights[t] for t in same[0]) >= topic / 2 and ranked[n][0] >= best_of[same] / 2:
             ranked[n] = (best_of[same], *ranked[n][1:])
@@ -516,8 +417,8 @@ def _by_meaning(
 ) -> list[tuple[int, int]] | None:
     """The best matches by meaning, best first, as ``(file rank, message)``, among the newest
     ``semantic.reach`` messages (all if ``None``); ``None`` if the provider failed. Messages
-    recall never returns, and those with nothing the query does not already say, are left
-    out; a bare question counts less (``QUESTION``), as by words."""
+    recall never returns, those with nothing the query does not already say, and another
+    exchange's are left out."""
     parts, keys, starts, texts = within_reach(indexes, semantic.reach)
     if not any(keys):
         return []
@@ -537,11 +438,9 @@ def _by_meaning(
         distinct = index.distinct(i)  # it holds no more of the query's words than it asks
         if distinct <= len(asked) and distinct <= len(index.asked(i, asked)):
             continue
-        if index.asks[i] and indexes.beside(index, i) is None:
-            score *= QUESTION
         if named:
             toward = indexes.toward(index, i, named)
-            if toward == 1:
+            if toward < 1:
                 continue
             score *= toward
         best.append((score, rank, i))

@@ -396,8 +396,8 @@ class StoredIndex:
         return found
 
     def frequency(self, term: str) -> int:
-        """How many messages hold ``term``, from where its postings start and end: feedback
-        asks it of many words whose postings it never reads."""
+        """How many messages hold ``term``, from where its postings start and end: ranking
+        asks it of every word of a query, and reads the postings of the rare ones only."""
         found = self._postings.get(term)
         if found is not None:
             return len(found[0])

@@ -162,7 +162,7 @@ def _described(
     if shown:
         lines.append(
             f"{counted(len(shown), 'passage')} from this agent's memory and archives, best "
-            "first ([n+]: the question or answer that goes with passage n):"
+            "first ([n+]: the message that goes with passage n):"
         )
     for k, passage in enumerate(shown, 1):
         said = sorted(

@@ -112,7 +112,11 @@ def recall_tool(
         asked = tuple(words(query))
         seen = session.shown.setdefault(asked, set()) if session.running else set()
         found = find(where, query, LISTED + len(seen), semantic())
-        fresh = [p for p in found.passages if (p.source, p.index) not in seen]
+        fresh = [
+            p
+            for p in found.passages
+            if not seen.intersection((q.source, q.index) for q in (p, *p.beside))
+        ]
         if seen and not fresh:
             return f"Nothing more matches {query!r} than the passages already shown."
 

@@ -198,6 +198,8 @@ def test_recall_ranks_the_later_run_of_a_cell_first_and_names_the_cells():
         convo = Conversation(name=name, memory_md_path=memory_path(name))
         convo.provenance = first
         convo.add("User", "Dashboards warehouse: ClickHouse, latency target 200 ms, region eu.")
+        convo.provenance = None
+        convo.add("Assistant", "Noted.")
         convo.provenance = again
         convo.add("User", "Dashboards warehouse: Snowflake.")
         return recall(agent_docs(name), "dashboards warehouse latency", limit=2)

@@ -26,7 +26,7 @@ from nbmemory.recall import (
 )
 from nbmemory.recall.kept_indexes import MEMORY_INDEX, index_size
 from nbmemory.recall.speakers import speaker_words
-from nbmemory.recall.text import described
+from nbmemory.recall.text import Passage, described
 from nbmemory.store import follow, memory_path
 from nbmemory.store.folders import RECALL_INDEX_DIR
 from nbmemory.tokens import TokenCounter
@@ -407,15 +407,20 @@ def test_archived_passages_keep_their_cell_through_the_kept_index(on_store):
     convo.add("User", "Dashboards warehouse: ClickHouse, latency target 200 ms, region eu.")
     convo.provenance = Provenance("work/analysis.ipynb", "cell-a", 15, "kernel-1")
     convo.add("User", "Dashboards warehouse: Snowflake.")
-    before = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=2, semantic=None)
+    before = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=1, semantic=None)
     convo.provenance = None
     convo.compact("Warehouses were discussed.")
     as_new_process()
     found()  # the archive indexed and kept
     as_new_process()
-    after = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=2, semantic=None)
-    assert [(p.text, p.cell) for p in after] == [(p.text, p.cell) for p in before]
+    after = recall(agent_docs("Keeper"), "dashboards warehouse latency", limit=1, semantic=None)
+
+    def cells(found: list[Passage]) -> list[tuple[str, str | None]]:
+        return [(p.text, p.cell) for passage in found for p in (passage, *passage.beside)]
+
+    assert cells(after) == cells(before)
     assert after[0].cell == "cell [15] of analysis.ipynb" and after[0].source.startswith("history_")
+    assert after[0].beside[0].cell == "cell [12] of analysis.ipynb, superseded by cell [15]"
 
 
 @pytest.mark.files("the texts of a file's index are checked when a query first reads them")

@@ -224,6 +224,7 @@ def test_a_question_in_other_forms_of_the_words_finds_the_fact(workspace):
     said(
         "Forms",
         ("User", "Priya bought the tickets for Lisbon."),
+        ("Priya", "Lunch ran long again today."),
         ("User", "The tickets are on the kitchen table."),
     )
     [best, _] = recall(agent_docs("Forms"), "Who buys the tickets?", limit=2)
@@ -234,6 +235,7 @@ def test_a_when_question_finds_the_turn_that_says_when(workspace):
     said(
         "Dates",
         ("Maya", "We moved to Lyon last spring."),
+        ("Tomas", "Lunch ran long again today."),
         ("Maya", "Moving to Lyon was the best choice."),
     )
     [best, _] = recall(agent_docs("Dates"), "When did Maya move to Lyon?", limit=2)
@@ -265,6 +267,27 @@ def test_a_question_is_recalled_with_its_answer_beside_it(workspace):
     assert shown.index(question) < shown.index(answer)
     found = recall(agent_docs("Pairs"), "Where is the office?")
     assert [p.text for p in found] == ["Did you know our office moved to Lyon?"]
+
+
+def test_what_a_person_says_in_several_messages_in_a_row_comes_as_one_passage(workspace):
+    said(
+        "Pets",
+        ("Nebraas", "Remember my puppy from earlier."),
+        ("Nebraas", "I named him Steve."),
+        ("Vanessa", "Steve is a great name for a dog."),
+        ("Vanessa", "My sister has a puppy too."),
+    )
+    [best] = recall(agent_docs("Pets"), "What did Nebraas say about the puppy?", limit=1)
+    assert (best.text, [p.text for p in best.beside]) == (
+        "Remember my puppy from earlier.",
+        ["I named him Steve."],
+    )
+    # Another person's message between two of hers is no continuation: the answer is beside.
+    [best] = recall(agent_docs("Pets"), "Whose sister has a puppy?", limit=1)
+    assert (best.text, [p.text for p in best.beside]) == (
+        "My sister has a puppy too.",
+        ["Steve is a great name for a dog."],
+    )
 
 
 def test_a_fact_said_again_changed_ranks_the_newer_first(workspace):
@@ -303,7 +326,7 @@ def test_a_two_part_question_finds_the_answer_to_each_part(workspace):
     assert found[0].role == "Maya"
 
 
-def test_a_question_in_other_words_is_found_through_what_its_best_match_says(workspace):
+def test_a_question_in_other_words_finds_its_answer_by_meaning(workspace):
     said(
         "Trip",
         ("Tomas", "Which airline did you book for the Kyoto trip?"),
@@ -313,7 +336,10 @@ def test_a_question_in_other_words_is_found_through_what_its_best_match_says(wor
         ("Maya", "Nippon Air moved our departure to 7:40 in the morning."),
         ("Tomas", "My phone screen cracked again."),
     )
-    # No word of the question is in the answer; "Nippon Air" joins it to the best match.
+    # No word of the question but the name is in the answer: by words alone it is not found,
+    # by meaning ("leave", "departure") it is.
+    found = recall(agent_docs("Trip"), "What time does Maya's Kyoto trip leave?", semantic=None)
+    assert "Nippon Air moved our departure to 7:40 in the morning." not in [p.text for p in found]
     found = recall(agent_docs("Trip"), "What time does Maya's Kyoto trip leave?", limit=3)
     assert "Nippon Air moved our departure to 7:40 in the morning." in [p.text for p in found]
     best = [found[0].text, *(p.text for p in found[0].beside)]

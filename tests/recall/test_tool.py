@@ -99,7 +99,7 @@ def test_a_runs_recall_answers_share_a_budget_until_it_is_spent(openai_server):
 
 def test_the_same_query_again_gives_the_next_best_passages():
     convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
-    for n in range(6):
+    for n in range(12):
         convo.add("User", f"Budget review {n}: the figures for line {n} were revised.")
     convo.close()
     agent = Agent(agent_name="Scout", persistent_memory=True, embedding_model="none")

@@ -50,7 +50,7 @@ def test_a_question_in_other_words_is_found_by_default_and_not_by_words(on_store
     assert recall(docs, ASKED)[0].text == FACT  # by default, as the agent's tool ranks
     assert recall(docs, ASKED, semantic=agent.semantic_index())[0].text == FACT
     agent.run(ASKED)  # the offline model calls its recall tool
-    [result] = [m for m in agent.short_memory.conversation_history if m["role"] == "Tool"]
+    result, *_ = [m for m in agent.short_memory.conversation_history if m["role"] == "Tool"]
     assert FACT in str(result["content"])
 
 
