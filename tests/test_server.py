@@ -629,6 +629,14 @@ def test_notes_are_read_pinned_and_unpinned(lab, agents):
     assert {c["author"]["via"] for c in data["history"]} == {"panel"}
 
 
+def test_a_note_pinned_from_the_panel_names_the_person_as_jupyter_shows_them(lab, agents):
+    # A token's user is anonymous: Jupyter names them "Anonymous <moon>" over a random id.
+    status, data = call(lab, "/agents/Writer/notes", body={"pin": "Budget: 40k EUR."})
+    assert status == 200
+    user = data["history"][-1]["author"]["user"]
+    assert user.startswith("Anonymous ") and not re.search(r"[0-9a-f]{32}", user)
+
+
 def test_notes_refusals_are_clear_and_change_nothing(lab, agents):
     assert call(lab, "/agents/Scout/notes", body={"pin": "Keep me."})[0] == 200
     before = notes_of("Scout")

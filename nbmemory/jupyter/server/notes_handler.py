@@ -64,7 +64,7 @@ class NotesHandler(NbMemoryHandler):
             raise tornado.web.HTTPError(
                 400, 'give one of "pin", "unpin", "approval", "accept", "reject" or "restore"'
             )
-        by = Author("person", "panel", user=self.current_user.username)
+        by = Author("person", "panel", user=_shown_name(self.current_user))
         if asked[0] == "approval":
             value = body["approval"]
             if value not in (*note_history.APPROVALS, note_history.DEFAULT):
@@ -124,3 +124,9 @@ class NotesHandler(NbMemoryHandler):
 
 
 _REVIEWS = ("accept", "reject", "restore")
+
+
+def _shown_name(user: Any) -> str:
+    """The person as Jupyter shows them (``Anonymous Io``), not the random id a token's user
+    gets for a username."""
+    return getattr(user, "display_name", "") or getattr(user, "name", "") or user.username
