@@ -105,6 +105,7 @@ RULES = (
         tuple((m, "OTHER_EXCHANGE_WEIGHT", 1.0) for m in ("exchanges", "corpus")),
     ),
     Rule("says when (DATED)", (("ranking", "DATED", 0.0),)),
+    Rule("said on the day asked about (ON_THE_DAY)", (("ranking", "ON_THE_DAY", 0.0),)),
     Rule("asked in parts (sub_queries)", (("text", "MAX_PARTS", 1),)),
     Rule(
         "question and answer paired (_answered)",

@@ -41,6 +41,7 @@ The modules, from a message up to the tool:
 - ``file_index``: a file's messages indexed in RAM, ``MEMORY.md``'s extended as it grows;
 - ``exchanges``: what recall asks of an index, the question beside its answer, who was told;
 - ``corpus``: the indexes one recall searches, with the archives' figures worked out once;
+- ``days``: the days a question names ("on 21.01.2024");
 - ``ranking``: :func:`recall` and :func:`find`, by words, fused with meaning;
 - ``embeddings`` and ``word_vectors``: the ranking by meaning (numpy, imported at first use);
 - ``follow_up``: the messages said around one recall cited, or in a span of time;

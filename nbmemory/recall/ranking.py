@@ -23,6 +23,7 @@ from nbmemory.memory import provenance
 from nbmemory.memory.provenance import Cell, Lineage
 from nbmemory.models import llm
 from nbmemory.recall.corpus import Corpus, corpus_of, within_reach
+from nbmemory.recall.days import named_days
 from nbmemory.recall.exchanges import SAID_BY_NAMED_GAIN, Index
 from nbmemory.recall.kept_indexes import discard, warn_damaged
 from nbmemory.recall.stored_index import Damaged
@@ -52,6 +53,9 @@ _ASKS_WHEN = re.compile(
 
 DATED = 1.0
 """How much more a message that carries a date counts for a "when" question."""
+ON_THE_DAY = 2.0
+"""How much more a message said on a day the query names counts ("on 21.01.2024", a day
+either side: ``days.named_days``)."""
 SUPERSEDED = 0.5
 """What a message from a cell's earlier run counts once the cell was run again: the later run
 is the current one, and ranks first when both match as well."""
@@ -115,10 +119,11 @@ def recall(
     BM25 over stemmed words, then: a message said by a person the query names counts more
     (``SAID_BY_NAMED_GAIN``), and one of another exchange (neither by them, nor to them, nor naming
     them) less (``OTHER_EXCHANGE_WEIGHT``), as an agent may hear several people; one that says when
-    counts more for a question asking when (``DATED``); of messages that match the same words,
-    said by the same, the newest ranks first; and a passage carries the question or answer that
-    goes with its message. A question asking several things (``sub_queries``) is asked whole and
-    one part at a time, the rankings taken in turn.
+    counts more for a question asking when (``DATED``), and one said on a day the query names
+    (``ON_THE_DAY``); of messages that match the same words, said by the same, the newest ranks
+    first; and a passage carries the message that goes with its own (``exchanges.beside``). A
+    question asking several things (``sub_queries``) is asked whole and one part at a time, the
+    rankings taken in turn.
 
     With ``semantic`` (an agent's embeddings; by default, as an agent's recall tool ranks:
     ``DEFAULT_MODEL``), the ranking by words and the ranking by meaning are fused (reciprocal
@@ -313,6 +318,7 @@ def _lexical(
     frequency, spoken, weights = _term_weights(indexes, asked)
     named = {t for t, n in spoken.items() if n}
     when = _ASKS_WHEN.match(query[:QUERY_CHARS]) is not None
+    days = named_days(query[:QUERY_CHARS])
     # Words rare enough to pick the candidates: then common words are only looked up in them,
     # which keeps a query fast on a long history.
     rare = [t for t, count in frequency.items() if 0 < count <= max(_RARE_FLOOR, documents // 20)]
@@ -389,6 +395,8 @@ def _lexical(
         dated = when and (index.dated[i] or (j is not None and index.dated[j]))
         if dated:
             score *= 1 + DATED
+        if days and index.timestamp(i)[:10] in days:
+            score *= 1 + ON_THE_DAY
         # Messages that match the same words of the query (most of what it asks), said by the
         # same, say the same thing: the newest is the current one (a fact said again later,
         # changed), and ranks with the best of them if it matches at least half as well.

@@ -242,6 +242,24 @@ def test_a_when_question_finds_the_turn_that_says_when(workspace):
     assert best.text == "We moved to Lyon last spring." and best.timestamp
 
 
+def test_a_question_naming_a_day_favours_what_was_said_that_day(workspace, monkeypatch):
+    from nbmemory.memory import conversation
+
+    stamps = iter(["2024-01-21T19:52:41", "2024-01-22T21:36:19", "2024-01-25T09:10:00"])
+    monkeypatch.setattr(conversation, "now_iso", lambda: next(stamps))
+    said(
+        "Classes",
+        ("Kevin", "My economics class was about fiscal policy today."),
+        ("Paola", "Lunch ran long again today."),
+        ("Kevin", "The economics class was about trade today, a fine class."),
+    )
+    asked = "What was Kevin's economics class about on 21.01.2024?"
+    [best] = recall(agent_docs("Classes"), asked, limit=1, semantic=None)
+    assert best.text == "My economics class was about fiscal policy today."
+    [best] = recall(agent_docs("Classes"), asked.replace(" on 21.01.2024", ""), limit=1)
+    assert best.text == "The economics class was about trade today, a fine class."
+
+
 def test_naming_a_person_favours_what_they_said(workspace):
     said(
         "People",
