@@ -28,7 +28,10 @@ from nbmemory.store import memory_path
 from support import ROOT
 
 VERSION = nbmemory.__version__
-SKIP = shutil.ignore_patterns(".venv", "node_modules", "lib", "labextension", ".git", "*.pyc")
+SKIP = shutil.ignore_patterns(
+    ".venv", "node_modules", "lib", "labextension", "widget.js", ".git", "*.pyc"
+)
+BUILT_WIDGET = "nbmemory/jupyter/static/widget.js"  # the widget's module, built like the panel
 HERE = Path(sys.executable).parent  # this environment's commands: jupyter, jupyter-builder
 DATA = f"nbmemory-{VERSION}.data/data"
 
@@ -51,10 +54,12 @@ def source_copy(target: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """A wheel built from a copy of this checkout, the panel's JavaScript built afresh."""
+    """A wheel built from a copy of this checkout, the panel's and the widget's JavaScript built
+    afresh."""
     tmp = tmp_path_factory.mktemp("wheel")
     source = source_copy(tmp / "source")
     assert not (source / "nbmemory" / "labextension").exists()
+    assert not (source / BUILT_WIDGET).exists()
     env = {
         **os.environ,
         "PATH": os.pathsep.join([str(HERE), os.environ["PATH"]]),
@@ -87,8 +92,12 @@ def test_the_wheel_holds_the_license_the_labextension_and_its_install_json(wheel
     assert any(re.fullmatch(rf"{lab}/static/remoteEntry\.\w+\.js", name) for name in names)
     assert f"{DATA}/etc/jupyter/jupyter_server_config.d/nbmemory.json" in names
     assert "nbmemory/recall/word_vectors.bin" in names  # recall's offline vectors
-    static = ROOT / "nbmemory" / "jupyter" / "static"  # the widget's modules, its CSS, marked
+    static = ROOT / "nbmemory" / "jupyter" / "static"  # the built module, CSS, licences
     assert {p.relative_to(ROOT).as_posix() for p in static.rglob("*") if p.is_file()} <= names
+    with zipfile.ZipFile(wheel) as archive:
+        module = archive.read(BUILT_WIDGET).decode()
+    assert module.startswith("/*! nbmemory's widget") and "export" in module
+    assert "nbmemory/jupyter/static/marked.LICENSE" in names
     assert install == {
         "packageManager": "python",
         "packageName": "nbmemory",
@@ -133,10 +142,14 @@ def test_the_sdist_holds_the_license_the_changelog_and_the_sources(tmp_path):
         "CHANGELOG.md",
         "labextension/install.json",
         "labextension/src/index.ts",
+        "labextension/src/widget/index.ts",
+        "labextension/src/views/markdown.ts",
+        "labextension/build-widget.mjs",
         "nbmemory/recall/word_vectors.bin",
     ]:
         assert name in names
     assert not any(name.startswith("nbmemory/labextension/") for name in names)
+    assert BUILT_WIDGET not in names  # built from the sources, as the panel is
 
 
 def clean_venv(path: Path) -> Path:
@@ -184,6 +197,9 @@ def test_a_clean_venv_gets_both_extensions_and_jupyter_nbmemory(wheel, tmp_path,
     assert labextensions.count("nbmemory v") == 1
     servers = uncoloured(run(bin / "jupyter", "server", "extension", "list"))
     assert "nbmemory enabled" in servers and f"nbmemory {VERSION} OK" in servers
+
+    widget = "from nbmemory.jupyter.widget import MemoryWidget; print(MemoryWidget._esm[:21])"
+    assert run(bin / "python", "-c", widget).stdout == "/*! nbmemory's widget\n"
 
     listed = run(bin / "jupyter", "nbmemory", "ls")
     assert listed.returncode == 0, listed.stderr

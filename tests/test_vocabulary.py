@@ -30,17 +30,20 @@ from nbmemory.wording import (
 )
 from support import ROOT
 
-API = ROOT / "labextension" / "src" / "api.ts"
-FRONT_ENDS = [
-    *(ROOT / "labextension" / "src").glob("*.ts"),
-    *(ROOT / "nbmemory" / "jupyter" / "static" / "widget").glob("*.js"),
-]
+SRC = ROOT / "labextension" / "src"
+TYPES = [SRC / "api.ts", SRC / "views" / "vocabulary.ts"]
+"""Where the panel's types of the read model's JSON are declared."""
+FRONT_ENDS = sorted(SRC.rglob("*.ts"))
+"""The panel's and the widget's sources, and the views they share."""
+WIDGET = sorted([*(SRC / "widget").glob("*.ts"), *(SRC / "views").glob("*.ts")])
+"""What the widget's module is built from."""
 
 
 def interfaces() -> dict[str, set[str]]:
-    """The field names of each interface of api.ts, with those of the interface it extends."""
+    """The field names of each interface of the panel's types, with those of the interface it
+    extends."""
     found: dict[str, set[str]] = {}
-    text = API.read_text()
+    text = "\n".join(path.read_text() for path in TYPES)
     pattern = r"export interface (\w+)(?: extends (\w+))? \{(.*?)\n\}"
     for name, base, body in re.findall(pattern, text, re.S):
         fields = set(re.findall(r"^  (\w+)\??:", body, re.M))
@@ -70,14 +73,14 @@ def test_the_panels_types_name_exactly_what_the_read_model_serializes(workspace)
     assert types["IPartStyle"] == set(vocabulary()["parts"][0])
 
 
-WIDGET_JS = ROOT / "nbmemory" / "jupyter" / "static" / "widget.js"
+WIDGET_JS = SRC / "widget" / "index.ts"
 
 
 def widget_fields() -> set[str]:
     """The fields the widget's modules read of the ``info`` trait: ``model.get("info").parts``,
     or ``x.tokens`` where ``const x = model.get("info")``."""
     fields: set[str] = set()
-    for path in (ROOT / "nbmemory" / "jupyter" / "static" / "widget").glob("*.js"):
+    for path in WIDGET:
         text = path.read_text()
         fields |= set(re.findall(r'model\.get\("info"\)\.(\w+)', text))
         for name in re.findall(r'const (\w+) = model\.get\("info"\);', text):
@@ -144,21 +147,27 @@ def test_the_widget_s_first_figures_are_keys_of_the_serialization(workspace):
         widget.close()
 
 
+READS = {
+    "label": {"labels"},
+    "phrase": {"phrases"},
+    "pagerLabels": {"pagers", "labels"},
+    "partStyle": {"parts"},
+    "reveal": {"invisible"},
+    "messageNumber": {"first_number"},
+}
+"""What each function of views/vocabulary.ts reads of the vocabulary."""
+
+
 def widget_words() -> dict[str, set[str]]:
     """The vocabulary's top-level keys, labels and phrases the widget's modules read: through
-    ``vocabulary()`` (``vocabulary().parts``, ``labels.back``, ``labels["no record"]``, ``const {
-    labels, pagers } = vocabulary()``), dom.js's and markdown.js's ``vocab``, or ``phrase("page",
-    ...)``."""
-    modules = (ROOT / "nbmemory" / "jupyter" / "static" / "widget").glob("*.js")
-    text = "\n".join(path.read_text() for path in modules)
-    keys = set(re.findall(r"\b(?:vocabulary\(\)|vocab)\.(\w+)", text))
-    for names in re.findall(r"const \{([\w, ]+)\} = vocabulary\(\);", text):
-        keys |= {name.strip() for name in names.split(",")}
-    labels = set(re.findall(r'\blabels(?:\.(\w+)|\["([^"]+)"\])', text))
+    views/vocabulary.ts's functions (``label("back")``, ``phrase("page", ...)``,
+    ``pagerLabels(...)``, ``partStyle(...)``, ``reveal(...)``)."""
+    text = "\n".join(path.read_text() for path in WIDGET if path.name != "vocabulary.ts")
+    called = re.findall(rf"\b({'|'.join(READS)})\(", text)
     return {
-        "keys": keys,
-        "labels": {dotted or quoted for dotted, quoted in labels},
-        "phrases": set(re.findall(r'\bphrase\("([^"]+)"', text)),
+        "keys": set().union(*(READS[name] for name in called)),
+        "labels": set(re.findall(r"""\blabel\(\s*["']([^"']+)["']""", text)),
+        "phrases": set(re.findall(r"""\bphrase\(\s*["']([^"']+)["']""", text)),
     }
 
 
@@ -245,7 +254,7 @@ def test_the_panels_fallback_labels_are_the_vocabularys():
 
     calls = [
         (key, fallback)
-        for path in (ROOT / "labextension" / "src").glob("*.ts")
+        for path in FRONT_ENDS
         for key, fallback in re.findall(r"label\(\s*'([^']+)',\s*'([^']+)'\s*\)", path.read_text())
     ]
     assert len(calls) >= 8
@@ -256,9 +265,10 @@ def test_the_widgets_markdown_words_before_its_vocabulary_are_the_vocabularys():
     # marked is set up before a widget's vocabulary arrives: its image words are the same.
     from nbmemory.wording import LABELS, PHRASES
 
-    text = (ROOT / "nbmemory" / "jupyter" / "static" / "widget" / "dom.js").read_text()
-    found = re.search(r'phrases: \{ image: "([^"]+)" \}, labels: \{ image: "([^"]+)" \}', text)
-    assert found and found.groups() == (PHRASES["image"], LABELS["image"])
+    text = (SRC / "views" / "vocabulary.ts").read_text()
+    labels = re.search(r"labels: \{ image: '([^']+)' \}", text)
+    phrases = re.search(r"phrases: \{ image: '([^']+)' \}", text)
+    assert labels and phrases and (phrases[1], labels[1]) == (PHRASES["image"], LABELS["image"])
 
 
 def test_a_search_is_worded_once():
@@ -280,7 +290,7 @@ def test_the_panels_sentences_are_the_vocabularys():
 
     named = {
         key
-        for path in (ROOT / "labextension" / "src").glob("*.ts")
+        for path in FRONT_ENDS
         for key in re.findall(r"\bphrase(?:Around)?\(\s*'([^']+)'", path.read_text())
     }
     assert {"cell gone", "notebook missing", "cell unknown", "folded", "page"} <= named

@@ -5,8 +5,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
 import time
@@ -774,62 +772,3 @@ def test_on_the_database_it_shows_and_follows_the_same(widgets, database):
     )
     eventually(lambda: widget.info.get("archives") == 1, "the compaction by the command line")
     assert [m["text"] for m in widget.messages] == ["Three messages and a payload."]
-
-
-# ----------------------------------------------------------------------------------------------
-# The browser module: widget.js and the modules it imports, as one
-
-
-def test_the_browser_module_is_every_view_module_inlined_and_runs(tmp_path):
-    from nbmemory.jupyter.widget import es_module
-
-    static = ROOT / "nbmemory" / "jupyter" / "static"
-    code = es_module.browser_module()
-    assert code is MemoryWidget._esm
-    inlined = re.findall(r"^const (__\w+) = \(\(\) => \{$", code, re.MULTILINE)
-    shipped = {es_module._variable(p) for p in static.rglob("*.js")} - {"__widget_js"}
-    assert sorted(inlined) == sorted(shipped)  # each module once, and none left out
-    assert not re.search(r"^\s*import\b", code, re.MULTILINE)
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("no node to run the module")
-    (tmp_path / "widget.mjs").write_text(code)
-    script = (
-        "const m = await import(process.argv[1]);"
-        "console.log(JSON.stringify([typeof m.default.render, m.markdownHtml(process.argv[2])]));"
-    )
-    run = subprocess.run(
-        [node, "--input-type=module", "-e", script, (tmp_path / "widget.mjs").as_uri(), "<b>x</b>"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert json.loads(run.stdout) == ["function", "<p>&lt;b&gt;x&lt;/b&gt;</p>\n"]
-
-
-def test_the_module_assembly_refuses_what_it_cannot_inline(tmp_path, monkeypatch):
-    from nbmemory.jupyter.widget import es_module
-
-    monkeypatch.setattr(es_module, "STATIC", tmp_path)
-    (tmp_path / "parts").mkdir()
-    (tmp_path / "widget.js").write_text(
-        'import { a, b as bee } from "./parts/a.js";\nexport default { a, bee };\n'
-    )
-    (tmp_path / "parts" / "a.js").write_text(
-        'import { c } from "./c.js";\nconst a = c + 1;\nexport { a, a as b };\n'
-    )
-    (tmp_path / "parts" / "c.js").write_text("const c = 1;\nexport { c };\n")
-    code = es_module.browser_module.__wrapped__()
-    assert code.index("const __parts_c_js = ") < code.index("const __parts_a_js = ")
-    assert "const { a, b: bee } = __parts_a_js;" in code
-    assert "return { a, b: a };" in code
-
-    (tmp_path / "parts" / "c.js").write_text("export const c = 1;\n")
-    with pytest.raises(RuntimeError, match="one export list at its end"):
-        es_module.browser_module.__wrapped__()
-    (tmp_path / "parts" / "c.js").write_text('import { a } from "./a.js";\nexport { a as c };\n')
-    with pytest.raises(RuntimeError, match="import each other"):
-        es_module.browser_module.__wrapped__()
-    (tmp_path / "parts" / "c.js").write_text('import { x } from "../../x.js";\nexport { x };\n')
-    with pytest.raises(RuntimeError, match="not a file of static/"):
-        es_module.browser_module.__wrapped__()

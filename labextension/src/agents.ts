@@ -4,8 +4,9 @@
  * marked) and figures. Rows are kept across polls, so focus and selection stay put.
  */
 import type { IAgent } from './api';
-import { el, listMove } from './dom';
-import { label } from './vocabulary';
+import { listMove } from './dom';
+import { el } from './views/dom';
+import { label } from './views/vocabulary';
 
 /** One row of the agent list, kept across polls so focus and selection stay put. */
 interface IAgentRow {

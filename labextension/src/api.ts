@@ -7,6 +7,8 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { IVocabulary } from './views/vocabulary';
+
 /** One part of the next request (`Usage.parts`): they add up to `IAgent.tokens`. */
 export interface IPart {
   name: string;
@@ -48,29 +50,6 @@ export interface IAgent extends IUsage {
   problems: string[];
   /** "1 message · 2 archives" */
   counts: string;
-}
-
-/** One part of a request as every view draws it (`wording.vocabulary`). */
-export interface IPartStyle {
-  name: string;
-  description: string;
-  /** A CSS colour: the same in the widget's gauge. */
-  color: string;
-}
-
-/** The words and rules every view shares (`wording.vocabulary`). */
-export interface IVocabulary {
-  fold_chars: number;
-  first_number: number;
-  /** A regular expression of the characters "Exact text" reveals as ⟨U+202E⟩. */
-  invisible: string;
-  parts: IPartStyle[];
-  labels: Record<string, string>;
-  /** The four page buttons by what is paged ("newest first", "oldest first", "results"), as
-   * keys of `labels`. */
-  pagers: Record<string, string[]>;
-  /** Sentences with `{slots}` that every view fills the same way (`wording.PHRASES`). */
-  phrases: Record<string, string>;
 }
 
 export interface IAgents {

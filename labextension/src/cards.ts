@@ -7,10 +7,12 @@
  */
 import { Api, IItem, IMessageTokens, agentPath, query, reason } from './api';
 import { CellOpener, cellLine } from './cells';
-import { anyCase, el, foldNote, listMove, markText, plural } from './dom';
+import { anyCase, foldNote, listMove, markText } from './dom';
+import { el } from './views/dom';
+import { counted } from './views/format';
 import { IPagerOptions, PAGE_SIZE, keepingFocus, pager } from './pager';
 import { TextRenderer } from './render';
-import { label, messageNumber } from './vocabulary';
+import { label, messageNumber } from './views/vocabulary';
 import { MEMORY_FILE } from './targets';
 
 export interface ICardsOptions {
@@ -155,7 +157,7 @@ export class MessageCards {
           const count = data.tokens[card.dataset.index ?? ''];
           const slot = card.querySelector<HTMLElement>('.jp-nbmemory-message-tokens');
           if (slot && count !== undefined) {
-            slot.textContent = plural(count, 'token');
+            slot.textContent = counted(count, 'token');
             slot.title = `What this message adds to a request (${data.encoding})`;
             slot.dataset.tokens = String(count);
           }

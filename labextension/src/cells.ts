@@ -10,8 +10,8 @@ import { PageConfig } from '@jupyterlab/coreutils';
 import { NotebookPanel } from '@jupyterlab/notebook';
 
 import { IProvenance, reason } from './api';
-import { el } from './dom';
-import { phrase } from './vocabulary';
+import { el } from './views/dom';
+import { phrase } from './views/vocabulary';
 
 /** Go to `provenance`'s cell: null when it is shown, else why not, as a sentence. */
 export type CellOpener = (provenance: IProvenance) => Promise<string | null>;

@@ -37,8 +37,9 @@ import type { ReadonlyJSONObject, ReadonlyPartialJSONObject } from '@lumino/core
 import { Widget } from '@lumino/widgets';
 
 import { Api, IAgent, IAgents, IItem, agentPath, query, reason } from './api';
-import { el, number, plural } from './dom';
-import { messageNumber } from './vocabulary';
+import { el } from './views/dom';
+import { counted, number } from './views/format';
+import { messageNumber } from './views/vocabulary';
 import { MemoryPanel } from './panel';
 import { IArchiveRef, IMessageRef, MEMORY_FILE } from './targets';
 import { CompactionView } from './timeline';
@@ -131,7 +132,7 @@ class CompactBody extends Widget implements Dialog.IBodyWidget<ICompactChoice> {
       el(
         'p',
         '',
-        `Nothing changes until you press Compact: then all ${plural(agent.messages, 'message')} ` +
+        `Nothing changes until you press Compact: then all ${counted(agent.messages, 'message')} ` +
           `of ${agent.name}'s MEMORY.md go to a new archive, word for word, and the summary ` +
           'below replaces them in the memory.',
         { 'data-testid': 'nbmemory-compact-what' }
@@ -395,7 +396,7 @@ function addMessageCommands(c: CommandContext): void {
       try {
         const item = await wholeText(ref);
         await copyText(item.text);
-        Notification.success(`Copied ${describe(ref)} (${plural(item.length, 'character')}).`, {
+        Notification.success(`Copied ${describe(ref)} (${counted(item.length, 'character')}).`, {
           autoClose: 3000
         });
       } catch (error) {

@@ -1,26 +1,11 @@
 /**
- * Small DOM helpers. Text always goes in as text nodes (`textContent`, `createTextNode`): no
- * helper here ever parses HTML, so untrusted text cannot become elements.
+ * The panel's DOM helpers beside the views' `el`: its buttons, list keys, folded messages and
+ * marks. Text always goes in as text nodes (`textContent`, `createTextNode`): no helper here
+ * ever parses HTML, so untrusted text cannot become elements.
  */
-import { label, phrase } from './vocabulary';
-
-/** A DOM element with a class, optional text and attributes. */
-export function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className: string,
-  text?: string,
-  attrs: Record<string, string> = {}
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  for (const [key, value] of Object.entries(attrs)) {
-    node.setAttribute(key, value);
-  }
-  return node;
-}
+import { el } from './views/dom';
+import { number } from './views/format';
+import { label, phrase } from './views/vocabulary';
 
 /**
  * A JupyterLab button (`@jupyterlab/ui-components`' `jp-Button`, small): `label` is its text,
@@ -75,13 +60,6 @@ export function foldNote(shown: number, length: number, showFull: () => void): H
   );
   return note;
 }
-
-/** Numbers as every view writes them (`wording.number`): "12,345", whatever the locale. */
-export const number = (n: number): string => n.toLocaleString('en');
-export const plural = (n: number, word: string): string =>
-  `${number(n)} ${word}${n === 1 ? '' : 's'}`;
-/** A share as every view writes it (`wording.percent`): a whole percent. */
-export const percent = (fraction: number): string => `${Math.round(fraction * 100)}%`;
 
 /** Where `term` occurs in `text`, as [start, end) pairs. */
 type Finder = (text: string) => [number, number][];

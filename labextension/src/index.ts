@@ -7,16 +7,14 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette, ISanitizer, Sanitizer } from '@jupyterlab/apputils';
+import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { IMarkdownParser } from '@jupyterlab/rendermime';
-import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
 import { cellOpener } from './cells';
 import { addCommands } from './commands';
 import { DEFAULT_SETTINGS, IPanelSettings, MemoryPanel, PANEL_ID } from './panel';
-import { MessageSanitizer, TextRenderer } from './render';
+import { TextRenderer } from './render';
 
 export { MemoryPanel };
 
@@ -43,27 +41,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: 'A left-sidebar panel with the memory of nbmemory agents, and its commands.',
   autoStart: true,
-  optional: [
-    ISanitizer,
-    IMarkdownParser,
-    ILayoutRestorer,
-    ICommandPalette,
-    INotebookTracker,
-    ISettingRegistry
-  ],
+  optional: [ILayoutRestorer, ICommandPalette, INotebookTracker, ISettingRegistry],
   activate: (
     app: JupyterFrontEnd,
-    sanitizer: IRenderMime.ISanitizer | null,
-    markdownParser: IRenderMime.IMarkdownParser | null,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     notebooks: INotebookTracker | null,
     settingRegistry: ISettingRegistry | null
   ) => {
-    const renderer = new TextRenderer(
-      new MessageSanitizer(sanitizer ?? new Sanitizer()),
-      markdownParser
-    );
+    const renderer = new TextRenderer();
     const panel = new MemoryPanel({ renderer, shell: app.shell, openCell: cellOpener(app) });
     addCommands(app, panel, palette, notebooks);
     app.shell.add(panel, 'left', { rank: 600 });

@@ -4,9 +4,11 @@
  */
 import type { IPage } from './api';
 import { MessageCards, PagedCards } from './cards';
-import { button, el, number, plural } from './dom';
+import { button } from './dom';
+import { el } from './views/dom';
+import { counted, number } from './views/format';
 import { keepingFocus } from './pager';
-import { label, pagerLabels } from './vocabulary';
+import { label, pagerLabels } from './views/vocabulary';
 
 /** The message list: MEMORY.md or one archive, a page at a time, maybe one role only. */
 export interface IListView {
@@ -69,7 +71,7 @@ export class MessageList extends PagedCards<IListView> {
     const role = list.role ? ` by ${list.role}` : '';
     this.caption.textContent = total
       ? `${number(offset + 1)}–${number(offset + items.length)} of ` +
-        `${plural(total, 'message')}${role}, ${order}`
+        `${counted(total, 'message')}${role}, ${order}`
       : list.role
         ? `No messages by ${list.role}.`
         : 'No messages.';

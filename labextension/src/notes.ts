@@ -4,11 +4,13 @@
  * action). Note text is untrusted and rendered like messages.
  */
 import { Api, INotes, agentPath, reason } from './api';
-import { button, el, number } from './dom';
+import { button } from './dom';
+import { el } from './views/dom';
+import { number } from './views/format';
 import { keepingFocus } from './pager';
 import { TextRenderer } from './render';
 import { NoteReview, ReviewAction } from './review';
-import { label } from './vocabulary';
+import { label } from './views/vocabulary';
 
 export class PinnedNotes {
   /** `exact()`: "Exact text" is ticked; `refresh()` reloads the panel (after a change). */

@@ -2,8 +2,11 @@
  * Paging controls: to the start, back, "Page [n] of N", on, to the end. Every control has an
  * accessible name; the page field takes a number and Enter.
  */
-import { button, el, number } from './dom';
-import { phraseAround } from './vocabulary';
+import { button } from './dom';
+import { el } from './views/dom';
+import { number } from './views/format';
+import { pageCount } from './views/paging';
+import { phraseAround } from './views/vocabulary';
 
 /** The panel's lists, a page at a time: the message list and the search results. */
 export const PAGE_SIZE = 20;
@@ -17,10 +20,6 @@ export interface IPagerOptions {
   /** What is paged, for accessible names: "messages", "hits". */
   what: string;
   go: (offset: number) => void;
-}
-
-export function pageCount(total: number, size: number): number {
-  return Math.max(1, Math.ceil(total / size));
 }
 
 /** A navigation bar for `options` (`data-key`s let the caller keep focus across redraws). */

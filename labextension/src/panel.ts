@@ -20,19 +20,20 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { Api, IAgent, IAgents, ICompaction, INotes, IPage, agentPath, query, reason } from './api';
-import { label, setVocabulary } from './vocabulary';
+import { label, setVocabulary } from './views/vocabulary';
 import { AgentList } from './agents';
 import { MessageCards } from './cards';
 import { CellOpener } from './cells';
 import { CompactionViews } from './compactions';
-import { el } from './dom';
+import { el } from './views/dom';
 import { IRolePage, MessageList } from './messages';
 import { PinnedNotes } from './notes';
-import { PAGE_SIZE, keepingFocus, pageCount } from './pager';
+import { PAGE_SIZE, keepingFocus } from './pager';
 import { Poller } from './polling';
 import { TextRenderer } from './render';
 import { SearchSection } from './search';
 import { Targets } from './targets';
+import { pageCount } from './views/paging';
 import { CompactionTimeline } from './timeline';
 import { ContextXray } from './xray';
 

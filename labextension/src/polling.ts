@@ -4,7 +4,8 @@
  */
 import type { Widget } from '@lumino/widgets';
 
-import { el, number } from './dom';
+import { el } from './views/dom';
+import { number } from './views/format';
 
 /** The server's `MIN_POLL_INTERVAL`: a shorter interval is raised to it. */
 const MIN_POLL_SECONDS = 0.5;

@@ -5,7 +5,8 @@
  * text may have talked the model into.
  */
 import { INoteChange, INotes } from './api';
-import { button, el } from './dom';
+import { button } from './dom';
+import { el } from './views/dom';
 
 /** What the review asks the server: `{accept: 3}`, `{restore: 1}`, `{approval: 'ask'}`. */
 export type ReviewAction =

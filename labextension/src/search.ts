@@ -5,8 +5,10 @@
  */
 import type { IPage } from './api';
 import { MessageCards, PagedCards } from './cards';
-import { button, el, number, plural } from './dom';
-import { label, pagerLabels, phrase } from './vocabulary';
+import { button } from './dom';
+import { el } from './views/dom';
+import { counted, number } from './views/format';
+import { label, pagerLabels, phrase } from './views/vocabulary';
 
 /** What a search found, as every view says it (`wording.search_words`). */
 export function searchWords(
@@ -24,7 +26,7 @@ export function searchWords(
     return phrase('search none', { query, where, among, hint });
   }
   return phrase('search found', {
-    messages: plural(total, 'message'),
+    messages: counted(total, 'message'),
     query,
     where,
     among,

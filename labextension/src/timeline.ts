@@ -12,9 +12,11 @@ import { Widget } from '@lumino/widgets';
 
 import { Api, ICompaction, IFound, IItem, IPage, agentPath, query, reason } from './api';
 import { CellOpener, cellLine } from './cells';
-import { button, el, foldNote, markText, number, plural, wholeWord } from './dom';
+import { button, foldNote, markText, wholeWord } from './dom';
+import { el } from './views/dom';
+import { counted, number } from './views/format';
 import { TextRenderer } from './render';
-import { label, messageNumber, phrase } from './vocabulary';
+import { label, messageNumber, phrase } from './views/vocabulary';
 
 const PAGE_SIZE = 20;
 
@@ -51,7 +53,7 @@ export class CompactionTimeline {
           'aria-current': String(compaction.archive === current)
         });
         const dropped = compaction.dropped_total
-          ? `${plural(compaction.dropped_total, 'term')} dropped`
+          ? `${counted(compaction.dropped_total, 'term')} dropped`
           : 'nothing dropped';
         const head = el('div', 'jp-nbmemory-compaction-head');
         head.append(
@@ -63,7 +65,7 @@ export class CompactionTimeline {
         const figures = el(
           'div',
           'jp-nbmemory-agent-figures',
-          `${tokensChange(compaction)} · ${plural(compaction.messages, 'message')} archived · ` +
+          `${tokensChange(compaction)} · ${counted(compaction.messages, 'message')} archived · ` +
             dropped,
           { 'data-testid': 'nbmemory-compaction-figures' }
         );
@@ -135,7 +137,7 @@ export class CompactionView extends Widget {
     exactLabel.append(this.exact, ' Exact text');
 
     const kept = compaction.kept_messages
-      ? `, then ${plural(compaction.kept_messages, 'message')} kept word for word`
+      ? `, then ${counted(compaction.kept_messages, 'message')} kept word for word`
       : '';
     const header = el('header', 'jp-nbmemory-view-header');
     header.append(
@@ -144,7 +146,7 @@ export class CompactionView extends Widget {
         'div',
         'jp-nbmemory-view-figures',
         `${compaction.time} · ${tokensChange(compaction)} · ` +
-          `${plural(compaction.messages, 'message')} archived to ${compaction.archive}${kept}`,
+          `${counted(compaction.messages, 'message')} archived to ${compaction.archive}${kept}`,
         { 'data-testid': 'nbmemory-view-figures' }
       ),
       el(
@@ -170,7 +172,7 @@ export class CompactionView extends Widget {
         'h3',
         'jp-nbmemory-section-title',
         compaction.dropped_total
-          ? phrase('dropped', { terms: plural(compaction.dropped_total, 'term') }) +
+          ? phrase('dropped', { terms: counted(compaction.dropped_total, 'term') }) +
               (compaction.dropped_total > compaction.dropped.length
                 ? phrase('dropped listed', { listed: number(compaction.dropped.length) })
                 : '')

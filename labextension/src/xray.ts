@@ -6,8 +6,9 @@
  * agent's `tokens`, the figure compression compares with its threshold.
  */
 import type { IAgent, IPart } from './api';
-import { el, number, percent } from './dom';
-import { label, partStyle } from './vocabulary';
+import { el } from './views/dom';
+import { number, percent } from './views/format';
+import { label, partStyle } from './views/vocabulary';
 
 /** Draw `node` in part `name`'s colour (the widget's gauge uses the same: `wording.PALETTE`). */
 function paint<T extends HTMLElement>(node: T, name: string): T {

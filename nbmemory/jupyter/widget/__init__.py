@@ -2,8 +2,8 @@
 
 Its modules, from the browser's side to the person's:
 
-- :mod:`.es_module`: the one ES module anywidget sends, joined from ``static/widget.js`` and
-  the modules it imports;
+- :mod:`.es_module`: the one ES module anywidget sends, ``static/widget.js``, built from the
+  TypeScript under ``labextension/src/widget/``;
 - :mod:`.traits`: the state the widget and the browser share (the traits, the kernel's one
   model of the widget's words);
 - :mod:`.state`: what the read model returns, turned into the traits' JSON;
@@ -14,8 +14,7 @@ Its modules, from the browser's side to the person's:
 - :mod:`.summary`: the widget as text where no widget front end shows it.
 """
 
-from nbmemory.jupyter.widget.es_module import MARKED_VERSION
 from nbmemory.jupyter.widget.memory_widget import MemoryWidget
 from nbmemory.jupyter.widget.traits import PAGE_SIZE
 
-__all__ = ["MARKED_VERSION", "PAGE_SIZE", "MemoryWidget"]
+__all__ = ["PAGE_SIZE", "MemoryWidget"]

@@ -1,16 +1,12 @@
 // Search: the field and "archives too" (at the start of the display bar). What it found is
 // worded in Python (the `search_caption` trait, as the panel words it).
-import { el, vocabulary } from "./dom.js";
+import { el } from "../views/dom";
+import { label } from "../views/vocabulary";
 
 function searchView(model) {
-  const search = el("input", {
-    type: "search", placeholder: vocabulary().labels["search placeholder"], "data-testid": "search",
-    "aria-label": "Search memory",
-  });
-  const inArchives = el("input", {
-    type: "checkbox", "data-testid": "search-archives", "aria-label": "Search the archives too",
-  });
-  const archivesLabel = el("label", {}, " archives too");
+  const search = el("input", "", undefined, { type: "search", placeholder: label("search placeholder"), "data-testid": "search", "aria-label": "Search memory" });
+  const inArchives = el("input", "", undefined, { type: "checkbox", "data-testid": "search-archives", "aria-label": "Search the archives too" });
+  const archivesLabel = el("label", "", " archives too");
   archivesLabel.prepend(inArchives);
   search.oninput = () => { model.set("query", search.value); model.save_changes(); };
   inArchives.onchange = () => { model.set("search_archives", inArchives.checked); model.save_changes(); };

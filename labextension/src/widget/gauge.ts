@@ -1,45 +1,43 @@
 // The figures: on the summary line, the name, a small gauge, the usage and the counts; in the
 // details, the context X-ray (what the next request carries, part by part, against the
 // window), the counts and what is worth knowing about them.
-import { bytes, el, number, vocabulary } from "./dom.js";
+import { el } from "../views/dom";
+import { byteSize, number } from "../views/format";
+import { label, partStyle } from "../views/vocabulary";
 
 // The figures are the `info` trait, AgentInfo.to_json() (the panel's, under the same names).
 // What each part is and the colour it is drawn in come from the vocabulary (dom.js)
 // (nbmemory.wording: the panel's are the same), as do the sentences about the figures (`words`).
-const partOf = (name) => vocabulary().parts.find((p) => p.name === name);
 function paint(node, name) {
-  const part = partOf(name);
+  const part = partStyle(name);
   if (part) node.style.background = part.color;
   return node;
 }
 
 // The summary line's figures (the toggle before them is the widget's).
 function summaryNodes() {
-  const name = el("span", { class: "name", "data-testid": "name" });
-  const miniGauge = el("div", { class: "gauge mini", "data-testid": "mini-gauge", "aria-hidden": "true" });
-  const miniSegments = el("div", { class: "segments" });
-  const miniMark = el("div", { class: "threshold" });
+  const name = el("span", "name", undefined, { "data-testid": "name" });
+  const miniGauge = el("div", "gauge mini", undefined, { "data-testid": "mini-gauge", "aria-hidden": "true" });
+  const miniSegments = el("div", "segments");
+  const miniMark = el("div", "threshold");
   miniGauge.append(miniSegments, miniMark);
-  const usage = el("span", { class: "usage", "data-testid": "usage" });
-  const brief = el("span", { class: "brief", "data-testid": "brief" });
+  const usage = el("span", "usage", undefined, { "data-testid": "usage" });
+  const brief = el("span", "brief", undefined, { "data-testid": "brief" });
   return { name, miniGauge, miniSegments, miniMark, usage, brief };
 }
 
 // Context X-ray: what the next request carries, part by part, against the window.
 function xrayNodes() {
-  const xray = el("section", { class: "xray", "data-testid": "xray", "aria-label": "Context X-ray" });
-  const gauge = el("div", {
-    class: "gauge", "data-testid": "gauge", role: "meter", "aria-label": "Context window used",
-    "aria-valuemin": "0", "aria-valuemax": "100",
-  });
-  const segments = el("div", { class: "segments" });
-  const mark = el("div", { class: "threshold", "data-testid": "threshold" });
+  const xray = el("section", "xray", undefined, { "data-testid": "xray", "aria-label": "Context X-ray" });
+  const gauge = el("div", "gauge", undefined, { "data-testid": "gauge", role: "meter", "aria-label": "Context window used", "aria-valuemin": "0", "aria-valuemax": "100" });
+  const segments = el("div", "segments");
+  const mark = el("div", "threshold", undefined, { "data-testid": "threshold" });
   gauge.append(segments, mark);
-  const compactsNext = el("div", { class: "compacts-next", "data-testid": "compacts-next", role: "status" });
-  const legend = el("ul", { class: "legend", "data-testid": "legend", "aria-label": "What the next request carries" });
+  const compactsNext = el("div", "compacts-next", undefined, { "data-testid": "compacts-next", role: "status" });
+  const legend = el("ul", "legend", undefined, { "data-testid": "legend", "aria-label": "What the next request carries" });
   xray.append(gauge, compactsNext, legend);
-  const counts = el("div", { class: "counts", "data-testid": "counts" });
-  const notes = el("div", { class: "notes", "data-testid": "notes" });
+  const counts = el("div", "counts", undefined, { "data-testid": "counts" });
+  const notes = el("div", "notes", undefined, { "data-testid": "notes" });
   return { xray, gauge, segments, mark, compactsNext, legend, counts, notes };
 }
 
@@ -49,7 +47,7 @@ function drawXray(model, v, exists, used, win, scale) {
   const words = model.get("info").words || {};
   const shown = parts.length ? parts : exists ? [{ name: "total", tokens: used }] : [];
   const segment = (part, i, attrs = {}) => {
-    const node = paint(el("div", { class: `segment part-${i}`, ...attrs }), part.name);
+    const node = paint(el("div", `segment part-${i}`, undefined, { ...attrs }), part.name);
     node.style.width = `${(100 * part.tokens) / scale}%`;
     node.hidden = !part.tokens;
     return node;
@@ -60,21 +58,21 @@ function drawXray(model, v, exists, used, win, scale) {
     title: `${part.name}: ${number(part.tokens)} tokens`,
   })));
   const items = shown.map((part, i) => {
-    const item = el("li", { "data-testid": "legend-item", "data-part": part.name, "data-tokens": String(part.tokens) });
-    const help = partOf(part.name)?.description;
+    const item = el("li", "", undefined, { "data-testid": "legend-item", "data-part": part.name, "data-tokens": String(part.tokens) });
+    const help = partStyle(part.name)?.description;
     item.append(
-      paint(el("span", { class: `swatch part-${i}`, "aria-hidden": "true" }), part.name),
-      el("span", { class: "part-name" }, part.name),
-      el("span", { class: "part-tokens" }, `${number(part.tokens)}`),
+      paint(el("span", `swatch part-${i}`, undefined, { "aria-hidden": "true" }), part.name),
+      el("span", "part-name", part.name),
+      el("span", "part-tokens", `${number(part.tokens)}`),
     );
     if (help) item.title = help;
     return item;
   });
   if (exists && !model.get("counting")) {
-    const total = el("li", { class: "legend-total", "data-testid": "legend-total", "data-tokens": String(used) });
+    const total = el("li", "legend-total", undefined, { "data-testid": "legend-total", "data-tokens": String(used) });
     total.append(
-      el("span", { class: "part-name" }, vocabulary().labels["next request"]),
-      el("span", { class: "part-tokens" }, `${words.usage} · ${words.threshold}`),
+      el("span", "part-name", label("next request")),
+      el("span", "part-tokens", `${words.usage} · ${words.threshold}`),
     );
     items.push(total);
   }
@@ -92,7 +90,7 @@ function drawXray(model, v, exists, used, win, scale) {
 function hideStatic(model) {
   const ref = model.get("model_ref");
   if (!ref) return;
-  for (const node of document.querySelectorAll("[data-nbmemory-static]")) {
+  for (const node of document.querySelectorAll<HTMLElement>("[data-nbmemory-static]")) {
     if (node.dataset.nbmemoryStatic === ref) node.hidden = true;
   }
 }
@@ -129,16 +127,16 @@ function drawFigures(model, v) {
   }
   const counted = exists && !model.get("counting");
   brief.textContent = !exists || !info.counts ? "" : info.counts
-    + (counted && info.compacts_next ? ` · ${vocabulary().labels["compacts next"]}` : "");
+    + (counted && info.compacts_next ? ` · ${label("compacts next")}` : "");
   if (!exists || !info.counts) {
     counts.textContent = "";
   } else {
-    const file = model.get("in_ram") ? "kept in RAM (no MEMORY.md)" : `MEMORY.md ${bytes(info.size)}`;
+    const file = model.get("in_ram") ? "kept in RAM (no MEMORY.md)" : `MEMORY.md ${byteSize(info.size)}`;
     const lastCompaction = model.get("archives").at(-1)?.time;
     counts.textContent = `${info.counts} · ${file}`
       + (lastCompaction ? ` · last compaction ${lastCompaction}` : "");
   }
-  const lines = [];
+  const lines: string[] = [];
   if (exists && threshold === null) lines.push("Context compression is off for this agent.");
   if (exists && !model.get("in_ram") && words.settings) lines.push(`Figures use ${words.settings}.`);
   for (const problem of info.problems || []) lines.push(problem);

@@ -1,31 +1,28 @@
 // Pinned notes: NOTES.md, carried by every request and never compacted. Each note with its
 // Unpin button, and a field to pin a new one; Python answers each pin or unpin.
-import { el, number, vocabulary } from "./dom.js";
-import { shownText } from "./markdown.js";
+import { el } from "../views/dom";
+import { number } from "../views/format";
+import { label } from "../views/vocabulary";
+import { shownText } from "./text";
 
 function notesNodes(model) {
-  const pinned = el("section", { class: "pinned", "data-testid": "pinned", "aria-label": "Pinned notes" });
-  const pinnedTitle = el("div", { class: "pinned-title", "data-testid": "pinned-title" });
-  const pinnedList = el("ol", { class: "pinned-list", "data-testid": "pinned-notes" });
-  const pinnedInfo = el("div", { class: "pinned-info", "data-testid": "pinned-info" });
-  const pinForm = el("form", { class: "pin-form", "data-lm-suppress-shortcuts": "true" });
-  const pinInput = el("input", {
-    type: "text", placeholder: vocabulary().labels["pin placeholder"], "data-testid": "pin-input",
-    "aria-label": "Note to pin",
-  });
-  const pinButton = el("button", { type: "submit", "data-testid": "pin", "aria-label": "Pin this note" }, "Pin");
+  const pinned = el("section", "pinned", undefined, { "data-testid": "pinned", "aria-label": "Pinned notes" });
+  const pinnedTitle = el("div", "pinned-title", undefined, { "data-testid": "pinned-title" });
+  const pinnedList = el("ol", "pinned-list", undefined, { "data-testid": "pinned-notes" });
+  const pinnedInfo = el("div", "pinned-info", undefined, { "data-testid": "pinned-info" });
+  const pinForm = el("form", "pin-form", undefined, { "data-lm-suppress-shortcuts": "true" });
+  const pinInput = el("input", "", undefined, { type: "text", placeholder: label("pin placeholder"), "data-testid": "pin-input", "aria-label": "Note to pin" });
+  const pinButton = el("button", "", "Pin", { type: "submit", "data-testid": "pin", "aria-label": "Pin this note" });
   pinForm.append(pinInput, pinButton);
-  const changes = el("ul", { class: "note-changes", "data-testid": "note-changes", "aria-label": "Note edits and history" });
+  const changes = el("ul", "note-changes", undefined, { "data-testid": "note-changes", "aria-label": "Note edits and history" });
   pinned.append(pinnedTitle, pinnedInfo, pinnedList, pinForm, changes);
   return { pinned, pinnedTitle, pinnedList, pinnedInfo, pinForm, pinInput, pinButton, changes };
 }
 
 function noteNode(s, text, number) {
-  const item = el("li", { class: "pinned-note", "data-testid": "pinned-note", value: String(number) });
+  const item = el("li", "pinned-note", undefined, { "data-testid": "pinned-note", value: String(number) });
   const body = shownText(text, s.model.get("exact"));
-  const unpin = el("button", {
-    type: "button", class: "unpin", "data-testid": "unpin", "aria-label": `Unpin note ${number}`,
-  }, "Unpin");
+  const unpin = el("button", "unpin", "Unpin", { type: "button", "data-testid": "unpin", "aria-label": `Unpin note ${number}` });
   unpin.disabled = s.pending;
   unpin.onclick = () => {
     s.pending = true;
@@ -38,7 +35,7 @@ function noteNode(s, text, number) {
 
 // A button that sends one review action (accept, reject, restore) of change `n` to Python.
 function reviewButton(s, action, n, text) {
-  const button = el("button", { type: "button", "data-testid": action, "aria-label": `${text} #${n}` }, text);
+  const button = el("button", "", text, { type: "button", "data-testid": action, "aria-label": `${text} #${n}` });
   button.disabled = s.pending;
   button.onclick = () => {
     s.pending = true;
@@ -54,7 +51,7 @@ function changeNodes(s) {
   const changes = s.model.get("note_changes");
   const newest = changes.find((change) => !change.pending);
   return changes.map((change) => {
-    const item = el("li", { "data-testid": change.pending ? "proposal" : "note-change" }, change.said);
+    const item = el("li", "", change.said, { "data-testid": change.pending ? "proposal" : "note-change" });
     if (change.pending) {
       item.append(reviewButton(s, "accept", change.n, "Accept"), reviewButton(s, "reject", change.n, "Reject"));
     } else if (change !== newest) {

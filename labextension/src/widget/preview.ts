@@ -2,22 +2,23 @@
 // summary to edit, the tokens before and after, and the terms it would drop, each with a box
 // to keep it ("Preview again" asks for a summary that keeps the ticked ones). Nothing changes
 // until Compact; Cancel drops it. The summary and the terms are untrusted: put in as text.
-import { el, number } from "./dom.js";
+import { el } from "../views/dom";
+import { number } from "../views/format";
 
 const SHOWN_TERMS = 60;
 
 function previewView(model) {
-  const area = el("section", { class: "compact-preview", "data-testid": "compact-preview", "aria-label": "Compaction preview" });
-  const tokens = el("p", { "data-testid": "preview-tokens" });
-  const summary = el("textarea", { rows: "6", "data-testid": "preview-summary", "aria-label": "Summary to write (you may edit it)" });
-  const terms = el("div", { class: "preview-terms", "data-testid": "preview-dropped", role: "group", "aria-label": "Terms it would drop: tick to keep" });
+  const area = el("section", "compact-preview", undefined, { "data-testid": "compact-preview", "aria-label": "Compaction preview" });
+  const tokens = el("p", "", undefined, { "data-testid": "preview-tokens" });
+  const summary = el("textarea", "", undefined, { rows: "6", "data-testid": "preview-summary", "aria-label": "Summary to write (you may edit it)" });
+  const terms = el("div", "preview-terms", undefined, { "data-testid": "preview-dropped", role: "group", "aria-label": "Terms it would drop: tick to keep" });
   const button = (id, text, command) => {
-    const b = el("button", { type: "button", "data-testid": id }, text);
+    const b = el("button", "", text, { type: "button", "data-testid": id });
     b.onclick = () => model.send(command());
     return b;
   };
-  const kept = () => [...terms.querySelectorAll("input:checked")].map((box) => box.value);
-  const buttons = el("div", { class: "bar" });
+  const kept = () => [...terms.querySelectorAll<HTMLInputElement>("input:checked")].map((box) => box.value);
+  const buttons = el("div", "bar");
   buttons.append(button("preview-again", "Preview again", () => ({ command: "preview", keep: kept() })),
     button("confirm-compact", "Compact", () => ({ command: "compact", summary: summary.value })),
     button("cancel-compact", "Cancel", () => ({ command: "cancel" })));
@@ -30,15 +31,15 @@ function previewView(model) {
     tokens.textContent = `Nothing has changed yet: ${shown.words}. The summary it would write:`;
     summary.value = shown.summary;
     const all = [...shown.keep, ...shown.missing.filter((t) => !shown.keep.includes(t))];
-    terms.replaceChildren(el("span", {}, all.length ? "It would drop (the archive keeps them); tick to keep: " : "It drops no term."),
+    terms.replaceChildren(el("span", "", all.length ? "It would drop (the archive keeps them); tick to keep: " : "It drops no term."),
       ...all.slice(0, SHOWN_TERMS).map((term) => {
-        const label = el("label", { "data-testid": "preview-term" }, ` ${term}`);
-        const box = el("input", { type: "checkbox", value: term });
+        const label = el("label", "", ` ${term}`, { "data-testid": "preview-term" });
+        const box = el("input", "", undefined, { type: "checkbox", value: term });
         box.checked = shown.keep.includes(term);
         label.prepend(box);
         return label;
       }));
-    if (all.length > SHOWN_TERMS) terms.append(el("span", {}, ` and ${number(all.length - SHOWN_TERMS)} more`));
+    if (all.length > SHOWN_TERMS) terms.append(el("span", "", ` and ${number(all.length - SHOWN_TERMS)} more`));
   }
   return { area, draw };
 }

@@ -1,21 +1,19 @@
 // The display bar's own controls (the role filter, "Exact text", "Tokens per message"; the
 // search field before them is search.js's) and the navigation bar: the order, the pages, the
 // archives and the Compact button (a preview first: preview.js).
-import { el, number, phrase, vocabulary } from "./dom.js";
-import { PAGER, goTo, mode, pages } from "./paging.js";
+import { el } from "../views/dom";
+import { number } from "../views/format";
+import { pagerLabels, phrase } from "../views/vocabulary";
+import { PAGER, goTo, mode, pages } from "./paging";
 
 function displayNodes(model) {
-  const exact = el("input", {
-    type: "checkbox", "data-testid": "exact", "aria-label": "Show the exact stored text",
-  });
-  const exactLabel = el("label", {}, " Exact text");
+  const exact = el("input", "", undefined, { type: "checkbox", "data-testid": "exact", "aria-label": "Show the exact stored text" });
+  const exactLabel = el("label", "", " Exact text");
   exactLabel.prepend(exact);
-  const perMessage = el("input", {
-    type: "checkbox", "data-testid": "show-tokens", "aria-label": "Show the tokens of each message",
-  });
-  const perMessageLabel = el("label", {}, " Tokens per message");
+  const perMessage = el("input", "", undefined, { type: "checkbox", "data-testid": "show-tokens", "aria-label": "Show the tokens of each message" });
+  const perMessageLabel = el("label", "", " Tokens per message");
   perMessageLabel.prepend(perMessage);
-  const roleFilter = el("select", { "data-testid": "role", "aria-label": "Show the messages of one role" });
+  const roleFilter = el("select", "", undefined, { "data-testid": "role", "aria-label": "Show the messages of one role" });
   exact.onchange = () => { model.set("exact", exact.checked); model.save_changes(); };
   perMessage.onchange = () => { model.set("show_tokens", perMessage.checked); model.save_changes(); };
   roleFilter.onchange = () => { model.set("role", roleFilter.value); model.save_changes(); };
@@ -23,21 +21,16 @@ function displayNodes(model) {
 }
 
 function navNodes(model, openArchive) {
-  const order = el("button", { type: "button", "data-testid": "order" });
-  const first = el("button", { type: "button", "data-testid": "first" });
-  const prev = el("button", { type: "button", "data-testid": "previous" });
-  const pageText = el("span", { "data-testid": "page", "aria-live": "polite", tabindex: "-1" });
-  const next = el("button", { type: "button", "data-testid": "next" });
-  const last = el("button", { type: "button", "data-testid": "last" });
-  const pageInput = el("input", {
-    type: "number", min: "1", step: "1", inputmode: "numeric", class: "page-input", "data-testid": "page-input",
-    "aria-label": "Go to page", placeholder: "page…",
-  });
-  const archives = el("select", { "data-testid": "archives", "aria-label": "Open an archive" });
-  const compact = el("button", {
-    type: "button", "data-testid": "compact", "aria-label": "Compact this memory: preview the summary first",
-  }, "Compact…");
-  const nav = el("div", { class: "bar", role: "group", "aria-label": "Pages, archives and compaction" });
+  const order = el("button", "", undefined, { type: "button", "data-testid": "order" });
+  const first = el("button", "", undefined, { type: "button", "data-testid": "first" });
+  const prev = el("button", "", undefined, { type: "button", "data-testid": "previous" });
+  const pageText = el("span", "", undefined, { "data-testid": "page", "aria-live": "polite", tabindex: "-1" });
+  const next = el("button", "", undefined, { type: "button", "data-testid": "next" });
+  const last = el("button", "", undefined, { type: "button", "data-testid": "last" });
+  const pageInput = el("input", "page-input", undefined, { type: "number", min: "1", step: "1", inputmode: "numeric", "data-testid": "page-input", "aria-label": "Go to page", placeholder: "page…" });
+  const archives = el("select", "", undefined, { "data-testid": "archives", "aria-label": "Open an archive" });
+  const compact = el("button", "", "Compact…", { type: "button", "data-testid": "compact", "aria-label": "Compact this memory: preview the summary first" });
+  const nav = el("div", "bar", undefined, { role: "group", "aria-label": "Pages, archives and compaction" });
   nav.append(order, first, prev, pageText, next, last, pageInput, archives, compact);
 
   order.onclick = () => {
@@ -73,10 +66,9 @@ function drawPager(model, v) {
   pageText.textContent = phrase("page", { page: number(page + 1), pages: number(count) });
   pageInput.max = String(count);
   if (document.activeElement !== pageInput) pageInput.value = "";
-  const { labels, pagers } = vocabulary();
   const results = mode(model) === "search";
   const pager = results ? "results" : model.get("newest_first") ? "newest first" : "oldest first";
-  const [start, back, on, end] = pagers[pager].map((key) => labels[key]);
+  const [start, back, on, end] = pagerLabels(pager);
   const names = results ? [`${start} page of results`, `${end} page of results`]
     : [`${start} messages (first page)`, `${end} messages (last page)`];
   for (const [button, text, name] of [[first, start, names[0]], [prev, back, `${back} (previous page)`],
@@ -84,12 +76,12 @@ function drawPager(model, v) {
     button.textContent = text;
     button.setAttribute("aria-label", name);
   }
-  const focused = document.activeElement;
+  const focused = document.activeElement as HTMLButtonElement | null;
   prev.disabled = first.disabled = page <= 0;
   next.disabled = last.disabled = page >= count - 1;
   // A button that turned the page to its end is disabled now: the page it shows takes the
   // focus, so a keyboard user keeps their place (and keys stay in the widget).
-  if ([first, prev, next, last].includes(focused) && focused.disabled) pageText.focus();
+  if (focused && [first, prev, next, last].includes(focused) && focused.disabled) pageText.focus();
   const newest = model.get("newest_first");
   order.textContent = newest ? "Newest first" : "Oldest first";
   order.setAttribute("aria-label", newest ? "Order: newest first (show oldest first)" : "Order: oldest first (show newest first)");
@@ -102,16 +94,16 @@ function drawOptions(model, v) {
   const role = model.get("role");
   const options = role && !roles.includes(role) ? [...roles, role] : roles;
   roleFilter.replaceChildren(
-    el("option", { value: "" }, "All roles"),
-    ...options.map((r) => el("option", { value: r }, r)),
+    el("option", "", "All roles", { value: "" }),
+    ...options.map((r) => el("option", "", r, { value: r })),
   );
   roleFilter.value = role;
   exact.checked = model.get("exact");
   perMessage.checked = model.get("show_tokens");
   const names = model.get("archives");
   archives.replaceChildren(
-    el("option", { value: "" }, names.length ? "MEMORY.md (open an archive…)" : "No archives"),
-    ...names.map((a) => el("option", { value: a.name }, `${a.name} · ${number(a.messages)} messages`)),
+    el("option", "", names.length ? "MEMORY.md (open an archive…)" : "No archives", { value: "" }),
+    ...names.map((a) => el("option", "", `${a.name} · ${number(a.messages)} messages`, { value: a.name })),
   );
   archives.value = model.get("open_archive");
 }

@@ -1,28 +1,27 @@
 // Compactions: a timeline of what each archived and what its summary left out; opening one
 // shows its summary (and the terms it dropped) beside the archived transcript, which the
 // message list shows.
-import { counted, el, number, phrase, vocabulary } from "./dom.js";
-import { shownText } from "./markdown.js";
+import { el } from "../views/dom";
+import { counted, number } from "../views/format";
+import { label, phrase } from "../views/vocabulary";
+import type { Context, Model } from "./model";
+import { shownText } from "./text";
 
 function timelineNodes() {
-  const timeline = el("section", { class: "timeline", "data-testid": "timeline", "aria-label": "Compactions" });
-  const timelineTitle = el("div", { class: "timeline-title" });
-  const timelineList = el("ol", { class: "timeline-list", "data-testid": "compactions" });
+  const timeline = el("section", "timeline", undefined, { "data-testid": "timeline", "aria-label": "Compactions" });
+  const timelineTitle = el("div", "timeline-title");
+  const timelineList = el("ol", "timeline-list", undefined, { "data-testid": "compactions" });
   timeline.append(timelineTitle, timelineList);
   return { timeline, timelineTitle, timelineList };
 }
 
-function summaryNodes(labels) {
-  const summaryPane = el("section", {
-    class: "summary-pane", "data-testid": "compaction-view", "aria-label": "The compaction's summary",
-  });
-  const summaryHead = el("div", { class: "summary-head", "data-testid": "compaction-head", tabindex: "-1" });
-  const closeCompaction = el("button", {
-    type: "button", class: "close", "data-testid": "close-compaction", "aria-label": "Close this compaction and show the memory",
-  }, labels.back);
-  const droppedBox = el("div", { class: "dropped", "data-testid": "dropped" });
-  const summaryTitle = el("div", { class: "summary-title" }, "The summary that replaced it");
-  const summaryBody = el("div", { class: "summary-body", "data-testid": "summary" });
+function summaryNodes() {
+  const summaryPane = el("section", "summary-pane", undefined, { "data-testid": "compaction-view", "aria-label": "The compaction's summary" });
+  const summaryHead = el("div", "summary-head", undefined, { "data-testid": "compaction-head", tabindex: "-1" });
+  const closeCompaction = el("button", "close", label("back"), { type: "button", "data-testid": "close-compaction", "aria-label": "Close this compaction and show the memory" });
+  const droppedBox = el("div", "dropped", undefined, { "data-testid": "dropped" });
+  const summaryTitle = el("div", "summary-title", "The summary that replaced it");
+  const summaryBody = el("div", "summary-body", undefined, { "data-testid": "summary" });
   summaryPane.append(summaryHead, closeCompaction, droppedBox, summaryTitle, summaryBody);
   return { summaryPane, summaryHead, closeCompaction, droppedBox, summaryTitle, summaryBody };
 }
@@ -30,23 +29,19 @@ function summaryNodes(labels) {
 function drawTimeline(s) {
   const { model, timeline, timelineTitle, timelineList } = s;
   const items = model.get("compactions");
-  const labels = vocabulary().labels;
   timeline.hidden = model.get("in_ram") || !model.get("exists");
-  timelineTitle.textContent = labels.compactions;
+  timelineTitle.textContent = label("compactions");
   if (!items.length) {
-    timelineList.replaceChildren(el("li", { class: "empty" }, labels["no compactions"]));
+    timelineList.replaceChildren(el("li", "empty", label("no compactions")));
     return;
   }
   const open = model.get("open_archive");
   timelineList.replaceChildren(...items.map((c, i) => {
     const text = `${c.time || "?"} · ${c.figures} · `
       + `${counted(c.messages, "message")} archived · ${counted(c.dropped_total, "term")} dropped`;
-    const button = el("button", {
-      type: "button", class: "compaction", "data-testid": "compaction", "data-archive": c.archive,
-      "aria-label": `Open compaction ${i + 1}: ${text}`, "aria-pressed": String(open === c.archive),
-    });
-    button.append(el("span", { class: "number" }, `${i + 1}.`), el("span", {}, text),
-      el("span", { class: "archive-name" }, c.archive));
+    const button = el("button", "compaction", undefined, { type: "button", "data-testid": "compaction", "data-archive": c.archive, "aria-label": `Open compaction ${i + 1}: ${text}`, "aria-pressed": String(open === c.archive) });
+    button.append(el("span", "number", `${i + 1}.`), el("span", "", text),
+      el("span", "archive-name", c.archive));
     button.onclick = () => openArchive(s, open === c.archive ? "" : c.archive, true);
     const item = el("li");
     item.append(button);
@@ -55,24 +50,21 @@ function drawTimeline(s) {
 }
 
 // What the summary left out, each term a button that finds it in the archived transcript.
-function droppedNodes(model, terms, total) {
+function droppedNodes(model: Model, terms: string[], total: number): HTMLElement[] {
   const listed = total > terms.length
     ? phrase("dropped listed", { listed: number(terms.length) }) : "";
-  const label = el("div", { class: "dropped-title", "data-testid": "dropped-title" }, total
+  const title = el("div", "dropped-title", total
     ? phrase("dropped", { terms: counted(total, "term") }) + listed
-    : vocabulary().labels["nothing dropped"]);
-  const chips = el("ul", { class: "dropped-list", "data-testid": "dropped-terms" });
+    : label("nothing dropped"), { "data-testid": "dropped-title" });
+  const chips = el("ul", "dropped-list", undefined, { "data-testid": "dropped-terms" });
   chips.append(...terms.map((term) => {
-    const chip = el("button", {
-      type: "button", class: "term", "data-testid": "dropped-term",
-      "aria-label": `Find “${term}” in the archived transcript`,
-    }, term);
+    const chip = el("button", "term", term, { type: "button", "data-testid": "dropped-term", "aria-label": `Find “${term}” in the archived transcript` });
     chip.onclick = () => { model.send({ command: "find", term }); };
     const item = el("li");
     item.append(chip);
     return item;
   }));
-  return [label, chips];
+  return [title, chips];
 }
 
 // The open compaction's summary beside the list, when the list shows its archive.
@@ -86,11 +78,10 @@ function drawCompaction(s, current) {
   const all = model.get("compactions");
   const n = all.findIndex((c) => c.archive === info.archive) + 1;
   const kept = info.kept_messages ? `, ${number(info.kept_messages)} kept word for word` : "";
-  const labels = vocabulary().labels;
   summaryHead.textContent = `Compaction ${n} of ${all.length} · ${info.time || "?"} · `
     + `${info.figures} · ${counted(info.messages, "message")} archived to ${info.archive}${kept}`
-    + (info.recorded ? "" : ` (${labels["no record"]})`);
-  summaryTitle.textContent = n === all.length ? labels["summary now"] : labels["summary then"];
+    + (info.recorded ? "" : ` (${label("no record")})`);
+  summaryTitle.textContent = n === all.length ? label("summary now") : label("summary then");
   droppedBox.replaceChildren(...droppedNodes(model, info.dropped || [], info.dropped_total || 0));
   summaryBody.replaceChildren(shownText(info.summary, model.get("exact")));
   if (s.focusSummary) {
@@ -115,9 +106,9 @@ function closeCompactionView(s) {
 
 // The timeline and the summary pane; `inspect` holds the summary pane beside the message list
 // (split while a compaction is open). `ctx` is the widget's: {model, widget}.
-function compactionsView(ctx, inspect) {
+function compactionsView(ctx: Context, inspect: HTMLElement) {
   // focusSummary: a compaction opened by the person: its summary gets the focus
-  const s = { model: ctx.model, inspect, ...timelineNodes(), ...summaryNodes(vocabulary().labels), focusSummary: false };
+  const s = { model: ctx.model, inspect, ...timelineNodes(), ...summaryNodes(), focusSummary: false };
   s.closeCompaction.onclick = () => closeCompactionView(s);
   // Escape closes an open compaction (the widget's keys are its own: data-lm-suppress-shortcuts).
   ctx.widget.addEventListener("keydown", (event) => {

@@ -1,6 +1,7 @@
 // Expanded or a one-line summary (the toggle); live, or a saved view with no kernel behind it
 // (the notebook was reopened, or its kernel stopped): then its controls are off, Copy aside.
-import { el } from "./dom.js";
+import { el } from "../views/dom";
+import type { Context, Model } from "./model";
 
 function drawMode(s) {
   const { ctx, model, toggle, offline, details, miniGauge } = s;
@@ -25,7 +26,7 @@ function drawMode(s) {
 // Whether a kernel still backs this widget's model (the widget manager knows), then draw it all.
 async function checkLive(s) {
   const { ctx, model } = s;
-  let real = null;
+  let real: any = null;
   try {
     const ref = model.get("model_ref");
     real = ref && model.widget_manager ? await model.widget_manager.get_model(ref) : null;
@@ -43,12 +44,10 @@ async function checkLive(s) {
 // The toggle and the saved view's notice; `draw` shows the mode, `check` asks whether the view
 // is live (and keeps asking when that changes), `stop` stops that. `ctx` is the widget's:
 // {model, widget, live, drawAll()}; `details` is what the toggle shows and hides.
-function liveView(ctx, details, miniGauge) {
-  const toggle = el("button", {
-    type: "button", class: "toggle", "data-testid": "toggle", "aria-controls": details.id,
-  });
-  const offline = el("div", { class: "offline", "data-testid": "offline", role: "status" });
-  const s = { ctx, model: ctx.model, toggle, offline, details, miniGauge, watched: null };
+function liveView(ctx: Context, details: HTMLElement, miniGauge: HTMLElement) {
+  const toggle = el("button", "toggle", undefined, { type: "button", "data-testid": "toggle", "aria-controls": details.id });
+  const offline = el("div", "offline", undefined, { "data-testid": "offline", role: "status" });
+  const s = { ctx, model: ctx.model, toggle, offline, details, miniGauge, watched: null as Model | null, onLiveChange: () => {} };
   s.onLiveChange = () => checkLive(s);
   toggle.onclick = () => {
     ctx.model.set("expanded", !ctx.model.get("expanded"));

@@ -1,22 +1,47 @@
 /**
- * The words and rules the panel shares with the widget, %memory and the CLI, as the server sends
- * them with the agents (`nbmemory.wording.vocabulary`): part descriptions and colours, labels,
- * message numbers, and which characters "Exact text" reveals.
+ * The words and rules every view shares with %memory and the CLI (`nbmemory.wording.vocabulary`):
+ * the panel gets them with the agents, the widget from the kernel's vocabulary model. Part
+ * descriptions and colours, labels, sentences, message numbers, and which characters "Exact
+ * text" reveals.
  */
-import type { IVocabulary } from './api';
 
+/** One part of a request as every view draws it (`wording.vocabulary`). */
+export interface IPartStyle {
+  name: string;
+  description: string;
+  /** A CSS colour: the same in both gauges. */
+  color: string;
+}
+
+/** The words and rules every view shares (`wording.vocabulary`). */
+export interface IVocabulary {
+  fold_chars: number;
+  first_number: number;
+  /** A regular expression of the characters "Exact text" reveals as ⟨U+202E⟩. */
+  invisible: string;
+  parts: IPartStyle[];
+  labels: Record<string, string>;
+  /** The four page buttons by what is paged ("newest first", "oldest first", "results"), as
+   * keys of `labels`. */
+  pagers: Record<string, string[]>;
+  /** Sentences with `{slots}` that every view fills the same way (`wording.PHRASES`). */
+  phrases: Record<string, string>;
+}
+
+// Before the vocabulary arrives: nothing revealed, and an image's words (the Markdown renderer
+// is set up before any view draws) as the vocabulary has them.
 let current: IVocabulary = {
   fold_chars: 2000,
   first_number: 1,
-  invisible: '(?!)', // nothing is shown before the first answer
+  invisible: '(?!)',
   parts: [],
-  labels: {},
+  labels: { image: 'image' },
   pagers: {},
-  phrases: {}
+  phrases: { image: 'image: {alt}' }
 };
 let pattern = new RegExp(current.invisible, 'gu');
 
-/** Keep the server's vocabulary (from `GET agents`). */
+/** Keep the vocabulary (the server's, from `GET agents`; the widget's, from its model). */
 export function setVocabulary(vocabulary: IVocabulary): void {
   if (vocabulary.invisible !== current.invisible) {
     pattern = new RegExp(vocabulary.invisible, 'gu');
@@ -25,7 +50,7 @@ export function setVocabulary(vocabulary: IVocabulary): void {
 }
 
 /** A fixed label (`wording.LABELS`), or `fallback` before the server said it. */
-export function label(key: string, fallback: string): string {
+export function label(key: string, fallback = ''): string {
   return current.labels[key] ?? fallback;
 }
 

@@ -3,8 +3,10 @@
 // recorded; marked when that cell ran again), its text rendered or exact, a Copy
 // button, and "Show full text" when it came folded; search hits and an archive's dropped terms
 // are marked in it.
-import { el, number, phrase, vocabulary } from "./dom.js";
-import { markTerms, shownText } from "./markdown.js";
+import { el } from "../views/dom";
+import { number } from "../views/format";
+import { label, phrase } from "../views/vocabulary";
+import { markTerms, shownText } from "./text";
 
 const keyOf = (item) => `${item.source}:${item.index}`;
 
@@ -16,20 +18,16 @@ function contentNode(s, item) {
 
 function messageNode(s, item, current) {
   const { model, whole } = s;
-  const node = el("div", {
-    class: "message", "data-testid": "message", role: "listitem", tabindex: "-1",
-    "data-index": String(item.index), "data-source": item.source,
-  });
-  const meta = el("div", { class: "meta" });
+  const node = el("div", "message", undefined, { "data-testid": "message", role: "listitem", tabindex: "-1", "data-index": String(item.index), "data-source": item.source });
+  const meta = el("div", "meta");
   meta.append(
-    el("span", { class: "role" }, item.role),
-    el("span", { class: "time" }, item.timestamp),
-    el("span", { class: "source" }, `${item.source} #${item.index + 1}`),
+    el("span", "role", item.role),
+    el("span", "time", item.timestamp),
+    el("span", "source", `${item.source} #${item.index + 1}`),
   );
   if (item.tokens !== undefined) {
     meta.insertBefore(
-      el("span", { class: "tokens", "data-testid": "message-tokens", "data-tokens": String(item.tokens) },
-        `${number(item.tokens)} tokens`),
+      el("span", "tokens", `${number(item.tokens)} tokens`, { "data-testid": "message-tokens", "data-tokens": String(item.tokens) }),
       meta.lastChild,
     );
   }
@@ -39,24 +37,19 @@ function messageNode(s, item, current) {
   } else if (current === "archive") {
     markTerms(content, model.get("compaction").dropped || [], "dropped", true);
   }
-  const copy = el("button", {
-    type: "button", class: "copy", "data-testid": "copy",
-    "aria-label": `Copy message ${item.index + 1} of ${item.source}`,
-  }, "Copy");
+  const copy = el("button", "copy", "Copy", { type: "button", "data-testid": "copy", "aria-label": `Copy message ${item.index + 1} of ${item.source}` });
   copy.onclick = () => copyMessage(s, item);
   meta.append(copy);
   node.append(meta);
   // its notebook cell; "superseded" when that cell ran again since
   const cell = item.provenance;
   if (cell) {
-    node.append(el("div", { class: cell.superseded ? "cell superseded" : "cell", "data-testid": "cell" },
-      [cell.label, cell.superseded_label].filter(Boolean).join(", ")));
+    node.append(el("div", cell.superseded ? "cell superseded" : "cell", [cell.label, cell.superseded_label].filter(Boolean).join(", "), { "data-testid": "cell" }));
   }
   node.append(content);
   if (item.folded && !whole.has(keyOf(item))) {
-    const fold = el("div", { class: "fold", "data-testid": "fold" });
-    const more = el("button", { type: "button", class: "more", "data-testid": "full-text" },
-      vocabulary().labels["show full"]);
+    const fold = el("div", "fold", undefined, { "data-testid": "fold" });
+    const more = el("button", "more", label("show full"), { type: "button", "data-testid": "full-text" });
     more.onclick = () => {
       more.disabled = true;
       more.textContent = "Loading the whole message…";
@@ -87,7 +80,7 @@ function drawMessages(s, current) {
   }
   list.replaceChildren(...items.map((item) => messageNode(s, item, current)));
   if (!items.length && model.get("exists")) {
-    list.append(el("div", { class: "empty", role: "listitem", "data-testid": "empty" }, vocabulary().labels.empty));
+    list.append(el("div", "empty", label("empty"), { role: "listitem", "data-testid": "empty" }));
   }
 }
 
@@ -110,7 +103,7 @@ async function writeClipboard(widget, text) {
     await navigator.clipboard.writeText(text);
     return true;
   } catch (error) {
-    const area = el("textarea", { "aria-hidden": "true", class: "copy-buffer" });
+    const area = el("textarea", "copy-buffer", undefined, { "aria-hidden": "true" });
     area.value = text;
     widget.append(area);
     area.select();
@@ -172,9 +165,9 @@ function onFull(s, content) {
 // folded messages being fetched to be `copying`, and a dropped term `found` in the archive.
 // `ctx` is the widget's: {model, widget, live, say(text), drawList()}.
 function messagesView(ctx) {
-  const heading = el("div", { class: "listing", "data-testid": "listing" });
-  const list = el("div", { "data-testid": "messages", role: "list" });
-  const listPane = el("div", { class: "list-pane" });
+  const heading = el("div", "listing", undefined, { "data-testid": "listing" });
+  const list = el("div", "", undefined, { "data-testid": "messages", role: "list" });
+  const listPane = el("div", "list-pane");
   listPane.append(heading, list);
   const s = { ctx, model: ctx.model, heading, list, whole: new Map(), copying: new Set(), found: null };
   return {

@@ -1,25 +1,26 @@
-// The browser side of nbmemory's MemoryWidget, put together from a module per view in
-// static/widget/: gauge.js (the figures and the context X-ray), messages.js (the message list),
-// search.js, compactions.js (the timeline and an opened compaction's summary), notes.js (the
-// pinned notes), preview.js (a compaction to confirm), controls.js (the display and navigation
-// bars) and live.js (expanded or not; live or a saved view), with dom.js, markdown.js
-// (untrusted text) and paging.js beneath them.
+// The browser side of nbmemory's MemoryWidget: the frame anywidget renders (`render({model, el})`)
+// around a module per view: gauge.ts (the figures and the context X-ray), messages.ts (the
+// message list), search.ts, compactions.ts (the timeline and an opened compaction's summary),
+// notes.ts (the pinned notes), preview.ts (a compaction to confirm), controls.ts (the display and
+// navigation bars) and live.ts (expanded or not; live or a saved view), with text.ts (untrusted
+// text) and paging.ts beneath them, and the views' shared modules (../views/) beneath those.
 //
-// They are plain ES modules, with no build step. anywidget loads one module from a string, so
-// widget/es_module.py inlines the modules this one imports (and theirs, and the vendored marked) into it;
-// for that, a module's imports are `import { a, b } from "./file.js";` lines and its exports one
-// `export { ... };` list at its end.
-import { compactionsView } from "./widget/compactions.js";
-import { controlsView } from "./widget/controls.js";
-import { el } from "./widget/dom.js";
-import { gaugeView } from "./widget/gauge.js";
-import { liveView } from "./widget/live.js";
-import { escapeHtml, markdownHtml, markTerms, renderMarkdown, reveal, setVocabulary } from "./widget/markdown.js";
-import { messagesView } from "./widget/messages.js";
-import { notesView } from "./widget/notes.js";
-import { mode } from "./widget/paging.js";
-import { previewView } from "./widget/preview.js";
-import { searchView } from "./widget/search.js";
+// esbuild bundles this file and what it imports into nbmemory/jupyter/static/widget.js (`npm run
+// build:widget`, part of the package's build): the one ES module anywidget loads.
+import { el } from "../views/dom";
+import { escapeHtml, markdownHtml, renderMarkdown } from "../views/markdown";
+import { reveal, setVocabulary } from "../views/vocabulary";
+import { compactionsView } from "./compactions";
+import { controlsView } from "./controls";
+import { gaugeView } from "./gauge";
+import { liveView } from "./live";
+import { messagesView } from "./messages";
+import type { Context, Model } from "./model";
+import { notesView } from "./notes";
+import { mode } from "./paging";
+import { previewView } from "./preview";
+import { searchView } from "./search";
+import { markTerms } from "./text";
 
 // The traits each part is drawn from.
 const FIGURES = ["name", "exists", "in_ram", "counting", "info", "archives"];
@@ -31,45 +32,47 @@ const STATUSES = ["status", "streaming"];
 const PINNED = ["pinned_notes", "note_changes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
 const TIMELINE = ["compactions", "open_archive", "in_ram", "exists"];
 
-async function render({ model, el: root }) {
+async function render({ model, el: root }: { model: Model; el: HTMLElement }) {
   // The words come from the model `vocabulary` refers to ("IPY_MODEL_<id>"), one per kernel.
   setVocabulary((await model.widget_manager.get_model(model.get("vocabulary").slice(10))).get("words"));
   // data-lm-suppress-shortcuts: keys typed here are the widget's, not the notebook's commands.
-  const widget = el("div", {
-    class: "nbmemory-widget", "data-testid": "nbmemory-widget", "data-lm-suppress-shortcuts": "true",
-  });
+  const widget = el("div", "nbmemory-widget", undefined, { "data-testid": "nbmemory-widget", "data-lm-suppress-shortcuts": "true" });
   // Lumino looks for that attribute only up to the first element its shortcut's selector
   // matches, and a focused control inside a notebook matches: so whatever takes the focus
   // here carries the attribute too.
   widget.addEventListener("focusin", (event) => {
-    event.target.setAttribute("data-lm-suppress-shortcuts", "true");
+    (event.target as Element).setAttribute("data-lm-suppress-shortcuts", "true");
   });
-  const status = el("div", { class: "status", "data-testid": "status", role: "status", "aria-live": "polite" });
-  const streaming = el("div", { class: "streaming", "data-testid": "streaming", "aria-live": "polite" });
+  const status = el("div", "status", undefined, { "data-testid": "status", role: "status", "aria-live": "polite" });
+  const streaming = el("div", "streaming", undefined, { "data-testid": "streaming", "aria-live": "polite" });
   function drawStatus() {
     status.textContent = model.get("status");
     streaming.textContent = model.get("streaming");
   }
   // What the views share: `live` (a kernel backs this view), and ways to say and redraw things.
-  const ctx = { model, widget, live: true, say: (text) => { model.set("status", text); drawStatus(); } };
+  // drawList and drawAll are set below, once every view exists.
+  const ctx: Context = {
+    model, widget, live: true, say: (text) => { model.set("status", text); drawStatus(); },
+    drawList: () => {}, drawAll: () => {},
+  };
 
   const gauge = gaugeView(model);
   const search = searchView(model);
   const messages = messagesView(ctx);
-  const inspect = el("div", { class: "inspect" });
+  const inspect = el("div", "inspect");
   const compactions = compactionsView(ctx, inspect);
   inspect.append(compactions.summaryPane, messages.listPane);
   const controls = controlsView(model, compactions.openArchive);
   const notes = notesView(ctx);
   const preview = previewView(model);
   const detailsId = `nbmemory-details-${Math.random().toString(36).slice(2)}`;
-  const details = el("div", { class: "details", id: detailsId, "data-testid": "details" });
+  const details = el("div", "details", undefined, { id: detailsId, "data-testid": "details" });
   const live = liveView(ctx, details, gauge.miniGauge);
 
   // The one-line summary, always shown: the toggle, the name, a small gauge and the counts.
-  const head = el("div", { class: "head", "data-testid": "summary-line" });
+  const head = el("div", "head", undefined, { "data-testid": "summary-line" });
   head.append(live.toggle, gauge.name, gauge.miniGauge, gauge.usage, gauge.brief);
-  const bar = el("div", { class: "bar", role: "group", "aria-label": "Search and display" });
+  const bar = el("div", "bar", undefined, { role: "group", "aria-label": "Search and display" });
   bar.append(search.search, search.archivesLabel, controls.roleFilter, controls.exactLabel, controls.perMessageLabel);
   details.append(gauge.xray, gauge.counts, gauge.notes, notes.pinned, compactions.timeline, bar, controls.nav,
     preview.area, status, streaming, inspect);
@@ -110,9 +113,9 @@ async function render({ model, el: root }) {
     }
   }
 
-  const handlers = [...FIGURES.map((t) => [t, drawFigures]), ...LISTING.map((t) => [t, drawList]),
-    ...STATUSES.map((t) => [t, drawStatus]), ...PINNED.map((t) => [t, notes.draw]),
-    ...TIMELINE.map((t) => [t, compactions.drawTimeline])];
+  const redraw = (traits: string[], draw: () => void) => traits.map((t): [string, () => void] => [t, draw]);
+  const handlers = [...redraw(FIGURES, drawFigures), ...redraw(LISTING, drawList), ...redraw(STATUSES, drawStatus),
+    ...redraw(PINNED, notes.draw), ...redraw(TIMELINE, compactions.drawTimeline)];
   handlers.push(["compaction_preview", preview.draw]);
   for (const [trait, handler] of handlers) model.on(`change:${trait}`, handler);
   model.on("msg:custom", onMessage);

@@ -1,0 +1,24 @@
+/**
+ * The one element helper of every view. Text always goes in as text (`textContent`): nothing
+ * here parses HTML, so untrusted text cannot become elements.
+ */
+
+/** A DOM element with a class (none when empty), optional text and attributes. */
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className = '',
+  text?: string,
+  attrs: Record<string, string> = {}
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  for (const [key, value] of Object.entries(attrs)) {
+    node.setAttribute(key, value);
+  }
+  return node;
+}
