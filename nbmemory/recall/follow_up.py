@@ -19,6 +19,7 @@ from pathlib import Path
 
 from nbmemory.recall.corpus import corpus_of
 from nbmemory.recall.exchanges import Index
+from nbmemory.recall.kept_indexes import read_trusted
 from nbmemory.recall.text import PASSAGE_CHARS, SHORTEST, Passage, listed_answer
 from nbmemory.store.docs import AgentDocs
 from nbmemory.store.folders import ARCHIVE_DIR
@@ -47,7 +48,23 @@ def around(
 
     Within ``budget`` tokens (as ``count`` counts them) the farthest are left out first, then
     the texts are cut. An unknown source or a number out of range: one line, ``Error: ...``.
+    A kept index found damaged as it is read is made again (``kept_indexes.read_trusted``).
     """
+    return read_trusted(
+        docs, lambda: _around(docs, source, message, before, after, budget=budget, count=count)
+    )
+
+
+def _around(
+    docs: AgentDocs,
+    source: str,
+    message: int,
+    before: int,
+    after: int,
+    *,
+    budget: int | None,
+    count: Callable[[str], int] | None,
+) -> str:
     corpus = list(corpus_of(docs))
     name = source.strip().removeprefix(f"{ARCHIVE_DIR}/")
     found = next(((path, index) for path, index in corpus if path.name == name), None)
@@ -110,8 +127,20 @@ def between(
     MEMORY.md and every archive, oldest first.
 
     Within ``budget`` tokens, the oldest that fit, then how many more there are and the time
-    to ask from for them. A date or time it cannot read: one line, ``Error: ...``.
+    to ask from for them. A date or time it cannot read: one line, ``Error: ...``. A kept index
+    found damaged as it is read is made again (``kept_indexes.read_trusted``).
     """
+    return read_trusted(docs, lambda: _between(docs, start, end, budget=budget, count=count))
+
+
+def _between(
+    docs: AgentDocs,
+    start: str,
+    end: str,
+    *,
+    budget: int | None,
+    count: Callable[[str], int] | None,
+) -> str:
     first = _moment(start, last=False)
     if first is None:
         return f"Error: start {start!r} is not a date or a time: {_FORMAT}."

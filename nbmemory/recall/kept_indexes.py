@@ -29,7 +29,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from nbmemory.errors import MemoryWarning, StoreError
 from nbmemory.recall.stored_index import MAGIC, Built, Damaged, StoredIndex, encode, head_size
@@ -42,6 +42,7 @@ from nbmemory.store.folders import (
     open_index_folder,
     open_reader,
 )
+from nbmemory.store.follow import follow
 
 _HASH_CHUNK = 2**20
 
@@ -270,6 +271,25 @@ def _load(
         return None
     except (OSError, StoreError):
         return None
+
+
+_Read = TypeVar("_Read")
+
+
+def read_trusted(docs: AgentDocs, read: Callable[[], _Read]) -> _Read:
+    """``read()``, and once more if it finds one of agent ``docs``'s kept indexes damaged as
+    it reads it (``Damaged``: a part checked only when first read): that index is warned
+    about, discarded and made again from its file, so no reader answers from damaged bytes."""
+    try:
+        return read()
+    except Damaged as exc:
+        warn_damaged(docs, exc.name, exc)
+        discard(docs, exc.name)
+        followed = follow(docs.path(MEMORY_FILE), docs)
+        if followed is not None:
+            with followed.lock:
+                followed.grown.pop("recall", None)
+        return read()
 
 
 def warn_damaged(docs: AgentDocs, name: str, exc: Damaged) -> None:

@@ -25,8 +25,7 @@ from nbmemory.models import llm
 from nbmemory.recall.corpus import Corpus, corpus_of, within_reach
 from nbmemory.recall.days import named_days
 from nbmemory.recall.exchanges import SAID_BY_NAMED_GAIN, Index
-from nbmemory.recall.kept_indexes import discard, warn_damaged
-from nbmemory.recall.stored_index import Damaged
+from nbmemory.recall.kept_indexes import read_trusted
 from nbmemory.recall.text import (
     DEFAULT_PASSAGES,
     QUERY_CHARS,
@@ -35,7 +34,6 @@ from nbmemory.recall.text import (
 )
 from nbmemory.store.docs import AgentDocs, FileDocs
 from nbmemory.store.folders import MEMORY_FILE, as_path, holds_memory
-from nbmemory.store.follow import follow
 from nbmemory.terms import bm25_term, idf, words
 from nbmemory.wording import cell_words, superseded_words
 
@@ -168,16 +166,7 @@ def find(
         docs = _agent_folder(docs)
     if semantic is DEFAULT_MODEL:
         semantic = _default_index(docs)
-    try:
-        return _find(docs, query, limit, semantic)
-    except Damaged as exc:  # a kept index found damaged as it is read: made again
-        warn_damaged(docs, exc.name, exc)
-        discard(docs, exc.name)
-        followed = follow(docs.path(MEMORY_FILE), docs)
-        if followed is not None:
-            with followed.lock:
-                followed.grown.pop("recall", None)
-        return _find(docs, query, limit, semantic)
+    return read_trusted(docs, lambda: _find(docs, query, limit, semantic))
 
 
 def _agent_folder(folder: str | os.PathLike[str]) -> AgentDocs:

@@ -440,6 +440,25 @@ def test_damaged_texts_are_found_when_read_and_the_index_rebuilt(monkeypatch):
     assert built == [name.removesuffix(".idx")] and kept() == indexes
 
 
+@pytest.mark.files("the texts of a file's index are checked when a follow-up first reads them")
+def test_a_follow_up_finds_a_damaged_index_and_answers_from_one_made_again(monkeypatch):
+    from nbmemory.recall.follow_up import around
+
+    seed()
+    [(source, index, _), *_] = found()
+    indexes = kept()
+    [name] = [key for key in indexes if key.startswith(source)]
+    path = agent_docs("Keeper").folder / RECALL_INDEX_DIR / name
+    data = bytearray(indexes[name])
+    data[-len(FACT)] ^= 0x01  # in the texts, read only when a message is shown
+    path.write_bytes(bytes(data))
+    as_new_process()
+    built = builds(monkeypatch)
+    answer, said = warned(lambda: around(agent_docs("Keeper"), source, index + 1))
+    assert FACT in answer and len(said) == 1 and name in said[0]
+    assert built == [name.removesuffix(".idx")] and kept() == indexes
+
+
 def test_numbers_too_large_for_a_narrow_type_are_kept_in_a_wider_one(on_store):
     # A word said 300 times (no byte holds its count), a message of 70,000 characters (no
     # 16-bit number holds its length): each section is as wide as its largest number needs.
