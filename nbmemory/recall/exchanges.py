@@ -2,8 +2,9 @@
 
 ``Index`` is what ranking reads of any index: ``MEMORY.md``'s in RAM (``file_index``) or an
 archive's kept beside the memory (``stored_index``). Over it: the message ``beside`` another
-(the answer to a question, or the question an answer answers), and what a message counts for
-``toward`` the people a query names (said by one of them, said to one of them, or neither).
+(the answer to a question, the question an answer answers, or what its speaker said next), and
+what a message counts for ``toward`` the people a query names (said by one of them, said to one
+of them, or neither).
 """
 
 from __future__ import annotations
