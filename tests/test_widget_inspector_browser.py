@@ -287,9 +287,10 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path, app: str) -> 
         # Marked from text nodes: the hostile HTML around it stays text.
         expect(fact.locator(".content")).to_have_text(f"The vault code is ZX-4471. {HOSTILE}")
         made = fact.locator("mark").evaluate_all("(ms) => ms.map((m) => m.outerHTML)")
-        assert '<mark class="dropped">ZX-4471</mark>' in made
+        assert '<mark class="dropped" data-term="ZX-4471">ZX-4471</mark>' in made
         assert all(
-            m in (f'<mark class="dropped">{t}</mark>' for t in compaction.dropped) for m in made
+            m in (f'<mark class="dropped" data-term="{t}">{t}</mark>' for t in compaction.dropped)
+            for m in made
         )
         widget.get_by_label("Show the exact stored text").check()
         expect(fact.locator("pre mark.dropped").filter(has_text="ZX-4471")).to_have_count(1)

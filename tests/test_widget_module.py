@@ -13,10 +13,11 @@ import pytest
 from nbmemory.jupyter.widget import MemoryWidget, es_module
 from support import ROOT
 
-MAX_KB = 80.0
+MAX_KB = 81.5
 """The built module's size. The hand-written modules inlined at import time weighed 95.15 KB
 (95.3 KB allowed, issue 24); built from TypeScript, minified, with marked 18.2.1 inside, it is
-79.85 KB (issue 38). benchmarks/run.py reports it."""
+79.85 KB (issue 38); 81.01 KB with the panel's term marking (through inline elements, longest
+term first) in place of the widget's own. benchmarks/run.py reports it."""
 
 SRC = ROOT / "labextension" / "src"
 
@@ -72,6 +73,7 @@ SHARED = {
     "page count": r"function\s+pageCount\b|/\s*size\)\)",
     "the sanitizer": r"\b(?:ALLOWED|MARKDOWN_TAGS|allowedTags)\b\s*[:=]",
     "the Markdown renderer": r"new\s+Marked\b|renderMarkdown\(\{",
+    "term marking": r"function\s+(?:markText|markTerms|anyCase|wholeWord)\b",
 }
 """Definitions of a helper both views need (or its telltale line)."""
 

@@ -7,9 +7,10 @@
  */
 import { Api, IItem, IMessageTokens, agentPath, query, reason } from './api';
 import { CellOpener, cellLine } from './cells';
-import { anyCase, foldNote, listMove, markText } from './dom';
+import { foldNote, listMove } from './dom';
 import { el } from './views/dom';
 import { counted } from './views/format';
+import { anyCase, markText } from './views/marks';
 import { IPagerOptions, PAGE_SIZE, keepingFocus, pager } from './pager';
 import { TextRenderer } from './render';
 import { label, messageNumber } from './views/vocabulary';

@@ -12,9 +12,10 @@ import { Widget } from '@lumino/widgets';
 
 import { Api, ICompaction, IFound, IItem, IPage, agentPath, query, reason } from './api';
 import { CellOpener, cellLine } from './cells';
-import { button, foldNote, markText, wholeWord } from './dom';
+import { button, foldNote } from './dom';
 import { el } from './views/dom';
 import { counted, number } from './views/format';
+import { markText, wholeWord } from './views/marks';
 import { TextRenderer } from './render';
 import { label, messageNumber, phrase } from './views/vocabulary';
 

@@ -5,8 +5,9 @@
 // are marked in it.
 import { el } from "../views/dom";
 import { number } from "../views/format";
+import { anyCase, markText, wholeWord } from "../views/marks";
 import { label, phrase } from "../views/vocabulary";
-import { markTerms, shownText } from "./text";
+import { shownText } from "./text";
 
 const keyOf = (item) => `${item.source}:${item.index}`;
 
@@ -33,9 +34,11 @@ function messageNode(s, item, current) {
   }
   const content = contentNode(s, item);
   if (current === "search") {
-    markTerms(content, [model.get("query").trim()], "hit");
+    const query = model.get("query").trim();
+    markText(content, [[query, anyCase(query)]], "hit");
   } else if (current === "archive") {
-    markTerms(content, model.get("compaction").dropped || [], "dropped", true);
+    const dropped: string[] = model.get("compaction").dropped || [];
+    markText(content, dropped.map((term) => [term, wholeWord(term)]), "dropped");
   }
   const copy = el("button", "copy", "Copy", { type: "button", "data-testid": "copy", "aria-label": `Copy message ${item.index + 1} of ${item.source}` });
   copy.onclick = () => copyMessage(s, item);
