@@ -74,6 +74,8 @@ SHARED = {
     "the sanitizer": r"\b(?:ALLOWED|MARKDOWN_TAGS|allowedTags)\b\s*[:=]",
     "the Markdown renderer": r"new\s+Marked\b|renderMarkdown\(\{",
     "term marking": r"function\s+(?:markText|markTerms|anyCase|wholeWord)\b",
+    "exact text": r"function\s+shownText\b|\bel\(\s*[\"']pre[\"']",
+    "bidirectional controls": r"function\s+(?:showBidi|unshowBidi)\b",
 }
 """Definitions of a helper both views need (or its telltale line)."""
 

@@ -7,14 +7,14 @@ import { el } from "../views/dom";
 import { number } from "../views/format";
 import { anyCase, markText, wholeWord } from "../views/marks";
 import { label, phrase } from "../views/vocabulary";
-import { shownText } from "./text";
+import { contentOf } from "./text";
 
 const keyOf = (item) => `${item.source}:${item.index}`;
 
 function contentNode(s, item) {
   const key = keyOf(item);
   const text = s.whole.has(key) ? s.whole.get(key) : item.text;
-  return shownText(text, s.model.get("exact"), { "data-testid": "exact-text" });
+  return contentOf(text, s.model.get("exact"), { "data-testid": "exact-text" });
 }
 
 function messageNode(s, item, current) {

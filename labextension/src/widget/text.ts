@@ -1,16 +1,16 @@
-// Untrusted text (messages, notes, summaries) as the widget shows it: verbatim with "Exact text",
-// else rendered by the views' one Markdown renderer.
+// Untrusted text (messages, notes, summaries) as the widget shows it: the views' `shownText`
+// (exact, or rendered Markdown) as the widget's `.content`.
 import { el } from "../views/dom";
-import { renderMarkdown } from "../views/markdown";
-import { reveal } from "../views/vocabulary";
+import { shownText } from "../views/text";
 
-// Untrusted text as shown: verbatim in a <pre> with "Exact text" (invisible characters
-// revealed: the switch is for auditing), else rendered Markdown.
-function shownText(text: string, exact: boolean, attrs: Record<string, string> = {}): HTMLElement {
-  if (exact) return el("pre", "content exact", reveal(text), { ...attrs });
+// A message's, note's or summary's text: a <pre class="content exact"> (with `attrs`) for
+// "Exact text", else the rendered Markdown in a <div class="content">.
+function contentOf(text: string, exact: boolean, attrs: Record<string, string> = {}): HTMLElement {
+  const shown = shownText(text, exact, { class: "content exact", ...attrs });
+  if (shown instanceof HTMLElement) return shown;
   const div = el("div", "content");
-  div.append(renderMarkdown(text));
+  div.append(shown);
   return div;
 }
 
-export { shownText };
+export { contentOf };
