@@ -386,12 +386,13 @@ def vocabulary() -> dict[str, Any]:
 
 def widget_vocabulary() -> dict[str, Any]:
     """:func:`vocabulary` as the widget gets it: the same words under the same keys, but only
-    those its modules read (:data:`WIDGET_WORDS`, the pagers' labels, ``invisible``, ``bidi``
-    and ``parts``): its messages come folded and its search caption worded (the
-    ``search_caption`` trait), and its modules read no ``fold_chars`` or ``first_number``."""
+    those its modules read (:data:`WIDGET_WORDS`, the pagers' labels, ``first_number``,
+    ``invisible``, ``bidi`` and ``parts``): its messages come folded and its search caption
+    worded (the ``search_caption`` trait), and its modules read no ``fold_chars``."""
     whole = vocabulary()
     labels = {*WIDGET_WORDS["labels"], *(key for keys in PAGERS.values() for key in keys)}
     return {
+        "first_number": whole["first_number"],
         "invisible": whole["invisible"],
         "bidi": whole["bidi"],
         "parts": whole["parts"],

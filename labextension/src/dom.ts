@@ -4,8 +4,8 @@
  * parses HTML, so untrusted text cannot become elements.
  */
 import { el } from './views/dom';
-import { number } from './views/format';
-import { label, phrase } from './views/vocabulary';
+import { foldNote } from './views/fold';
+import { label } from './views/vocabulary';
 
 /**
  * A JupyterLab button (`@jupyterlab/ui-components`' `jp-Button`, small): `label` is its text,
@@ -47,16 +47,12 @@ export function listMove(key: string, at: number, count: number): number {
   }
 }
 
-/** The note under a folded message: how much is shown, and a button that loads the rest. */
-export function foldNote(shown: number, length: number, showFull: () => void): HTMLDivElement {
-  const note = el('div', 'jp-nbmemory-fold');
-  note.append(
-    el(
-      'span',
-      'jp-nbmemory-fold-text',
-      phrase('folded', { shown: number(shown), length: number(length) })
-    ),
-    button(label('show full', 'Show full text'), 'Load the whole message', showFull)
-  );
-  return note;
+/** The panel's note under a folded message (the views' `foldNote`) and its button. */
+export function panelFoldNote(
+  shown: number,
+  length: number,
+  showFull: () => void
+): HTMLDivElement {
+  const more = button(label('show full', 'Show full text'), 'Load the whole message', showFull);
+  return foldNote(shown, length, more, 'jp-nbmemory-fold');
 }
