@@ -69,6 +69,12 @@ A regular expression that Python and JavaScript both read the same way."""
 
 _INVISIBLE = re.compile(INVISIBLE)
 
+BIDI = r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+"""The bidirectional controls, part of :data:`INVISIBLE`: embeddings, overrides, isolates and the
+marks. Applied, one reorders what follows it (U+202E between "invoice" and "fdp.exe" makes it
+read "invoiceexe.pdf"), so the browser views show them as ``⟨U+202E⟩`` in rendered text and in
+the boxes a summary is edited in, not only with "Exact text"."""
+
 LABELS = {
     "memory": "memory",
     "next request": "next request",
@@ -367,6 +373,7 @@ def vocabulary() -> dict[str, Any]:
         "fold_chars": FOLD_CHARS,
         "first_number": FIRST_NUMBER,
         "invisible": INVISIBLE,
+        "bidi": BIDI,
         "parts": [
             {"name": name, "description": PART_DESCRIPTIONS[name], "color": color}
             for name, color in zip(PARTS, PALETTE, strict=True)
@@ -379,13 +386,15 @@ def vocabulary() -> dict[str, Any]:
 
 def widget_vocabulary() -> dict[str, Any]:
     """:func:`vocabulary` as the widget gets it: the same words under the same keys, but only
-    those its modules read (:data:`WIDGET_WORDS`, the pagers' labels, ``invisible`` and
-    ``parts``): its messages come folded and its search caption worded (the ``search_caption``
-    trait), and its modules read no ``fold_chars`` or ``first_number``."""
+    those its modules read (:data:`WIDGET_WORDS`, the pagers' labels, ``first_number``,
+    ``invisible``, ``bidi`` and ``parts``): its messages come folded and its search caption
+    worded (the ``search_caption`` trait), and its modules read no ``fold_chars``."""
     whole = vocabulary()
     labels = {*WIDGET_WORDS["labels"], *(key for keys in PAGERS.values() for key in keys)}
     return {
+        "first_number": whole["first_number"],
         "invisible": whole["invisible"],
+        "bidi": whole["bidi"],
         "parts": whole["parts"],
         "labels": {key: text for key, text in whole["labels"].items() if key in labels},
         "pagers": whole["pagers"],

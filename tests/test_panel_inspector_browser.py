@@ -372,7 +372,7 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
         memory = panel.get_by_test_id("nbmemory-messages").get_by_test_id("nbmemory-message")
         expect(memory.first).to_contain_text("window.__pwned=1")
         caption = panel.get_by_test_id("nbmemory-list-caption")
-        expect(caption).to_have_text("1\u201320 of 251 messages, newest first")
+        expect(caption).to_have_text("#251\u2013#232 of 251 messages, newest first")
 
         # Search: a hit count, paging past 200 hits, the matches marked, "no results".
         search = panel.get_by_test_id("nbmemory-search")
@@ -384,7 +384,7 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
         expect(hits).to_have_count(20)
         expect(hits.first.locator("mark.jp-nbmemory-hit")).to_have_text("Budget")
         expect(memory).to_have_count(20)  # the message list stays, apart
-        panel.get_by_role("button", name="Last hits").click()
+        panel.get_by_role("button", name="Last results").click()
         expect(found).to_have_text(search_words("budget", 250, 240, 10, False, None))
         field = panel.get_by_test_id("nbmemory-search-section").get_by_test_id(
             "nbmemory-page-input"
@@ -407,23 +407,24 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
         # Filter by role; jump to the oldest page, a page number, the newest.
         panel.get_by_test_id("nbmemory-role").select_option("Tool")
         tools = model.messages("Scout", role="Tool")
-        expect(caption).to_have_text(f"1\u201320 of {tools.total} messages by Tool, newest first")
+        shown = f"#{tools.items[0].index + 1}\u2013#{tools.items[-1].index + 1}"
+        expect(caption).to_have_text(f"{shown} of {tools.total} messages by Tool, newest first")
         assert {m.get_attribute("data-role") for m in memory.all()} == {"Tool"}
         assert [int(m.get_attribute("data-index")) for m in memory.all()] == [
             item.index for item in tools.items
         ]
         panel.get_by_test_id("nbmemory-role").select_option("")
-        expect(caption).to_have_text("1\u201320 of 251 messages, newest first")
-        palette(page, "Go to Oldest Messages")
-        expect(caption).to_have_text("241\u2013251 of 251 messages, newest first")
+        expect(caption).to_have_text("#251\u2013#232 of 251 messages, newest first")
+        palette(page, "Go to Oldest Messages")  # numbered as its cards are: #11 to #1
+        expect(caption).to_have_text("#11\u2013#1 of 251 messages, newest first")
         expect(memory.last).to_contain_text("note 0 about")
         palette(page, "Go to Page of Messages…")
         dialog = page.locator(".jp-Dialog")
         dialog.locator("input").fill("3")
         dialog.get_by_role("button", name="Ok").click()
-        expect(caption).to_have_text("41\u201360 of 251 messages, newest first")
+        expect(caption).to_have_text("#211\u2013#192 of 251 messages, newest first")
         palette(page, "Go to Newest Messages")
-        expect(caption).to_have_text("1\u201320 of 251 messages, newest first")
+        expect(caption).to_have_text("#251\u2013#232 of 251 messages, newest first")
 
         # Copy: the message focused last, whole, to the clipboard.
         memory.first.click()
@@ -490,7 +491,7 @@ def test_the_palette_commands_act_on_the_agent_and_message_chosen(
         page.locator(".jp-Dialog").get_by_role("button", name="Compact").click()
         toast = page.locator(".Toastify__toast").filter(has_text="Compacted Scout")
         expect(toast).to_have_count(1, timeout=WAIT_MS)
-        expect(caption).to_have_text("1\u20131 of 1 message, newest first", timeout=WAIT_MS)
+        expect(caption).to_have_text("#1 of 1 message, newest first", timeout=WAIT_MS)
         assert [i.text for i in model.messages("Scout").items] == ["Budget notes of seven teams."]
         assert len(model.archives("Scout")) == 1
         expect(panel.get_by_test_id("nbmemory-compaction")).to_have_count(1)
@@ -608,7 +609,7 @@ def test_the_settings_change_the_panel(tmp_path: Path, workspace: Path) -> None:
         caption = panel.get_by_test_id("nbmemory-list-caption")
         memory = panel.get_by_test_id("nbmemory-messages").get_by_test_id("nbmemory-message")
         polling = panel.get_by_test_id("nbmemory-polling")
-        expect(caption).to_have_text("1\u201320 of 30 messages, newest first")
+        expect(caption).to_have_text("#30\u2013#11 of 30 messages, newest first")
         expect(memory.first).to_have_attribute("data-index", "29")
         expect(memory.first).not_to_contain_text("Showing")
         expect(polling).to_have_text("Checks for changes every 0.5 s (the server's setting)")
@@ -626,7 +627,7 @@ def test_the_settings_change_the_panel(tmp_path: Path, workspace: Path) -> None:
 
         expect(field("order")).to_be_visible()
         field("order").select_option("oldest")
-        expect(caption).to_have_text("1\u201320 of 30 messages, oldest first", timeout=WAIT_MS)
+        expect(caption).to_have_text("#1\u2013#20 of 30 messages, oldest first", timeout=WAIT_MS)
         expect(memory.first).to_have_attribute("data-index", "0")
 
         field("foldLength").fill("100")
@@ -908,15 +909,15 @@ def test_the_panel_works_from_the_keyboard_alone(tmp_path: Path, workspace: Path
         tab_to(page, lambda f: f["label"] == "Older messages")
         page.keyboard.press("Enter")
         caption = panel.get_by_test_id("nbmemory-list-caption")
-        expect(caption).to_have_text("21\u201340 of 48 messages, newest first")
+        expect(caption).to_have_text("#28\u2013#9 of 48 messages, newest first")
         subprocess.run([sys.executable, "-c", APPEND, "Scout", "1"], check=True, timeout=60)
-        expect(caption).to_have_text("21\u201340 of 49 messages, newest first", timeout=WAIT_MS)
+        expect(caption).to_have_text("#29\u2013#10 of 49 messages, newest first", timeout=WAIT_MS)
         assert focused(page)["label"] == "Older messages"
         tab_to(page, lambda f: f["testid"] == "nbmemory-page-input")
         page.keyboard.press("Control+A")
         page.keyboard.type("3")
         page.keyboard.press("Enter")
-        expect(caption).to_have_text("41\u201349 of 49 messages, newest first")
+        expect(caption).to_have_text("#9\u2013#1 of 49 messages, newest first")
 
         # Into the list: arrow keys between messages, Page Up to the page before.
         tab_to(page, lambda f: f["testid"] == "nbmemory-message")
@@ -924,7 +925,7 @@ def test_the_panel_works_from_the_keyboard_alone(tmp_path: Path, workspace: Path
         page.keyboard.press("ArrowDown")
         assert focused(page)["key"] != first and focused(page)["testid"] == "nbmemory-message"
         page.keyboard.press("PageUp")
-        expect(caption).to_have_text("21\u201340 of 49 messages, newest first")
+        expect(caption).to_have_text("#29\u2013#10 of 49 messages, newest first")
         page.wait_for_function(
             "() => document.activeElement.dataset.testid === 'nbmemory-message'"
             " && document.activeElement.dataset.index === '28'"
@@ -953,10 +954,10 @@ def test_the_panel_works_from_the_keyboard_alone(tmp_path: Path, workspace: Path
         page.keyboard.press("Enter")
         found = panel.get_by_test_id("nbmemory-search-caption")
         expect(found).to_have_text(search_words("again", 45, 0, 20, False, None))
-        tab_to(page, lambda f: f["label"] == "Next hits")
+        tab_to(page, lambda f: f["label"] == "Next results")
         page.keyboard.press("Enter")
         expect(found).to_have_text(search_words("again", 45, 20, 20, False, None))
-        assert focused(page)["label"] == "Next hits"
+        assert focused(page)["label"] == "Next results"
 
         # Every control of the panel has an accessible name.
         for role in ROLES:

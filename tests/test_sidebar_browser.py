@@ -214,7 +214,7 @@ def test_the_sidebar_shows_each_agents_own_figures_follows_changes_and_never_run
         caption = panel.get_by_test_id("nbmemory-search-caption")
         expect(caption).to_have_text(search_words("budget", 26, 0, 20, True, None))
         expect(results).to_have_count(20)
-        panel.get_by_role("button", name="Next hits").click()
+        panel.get_by_role("button", name="Next results").click()
         expect(caption).to_have_text(search_words("budget", 26, 20, 6, True, None))
         expect(results).to_have_count(6)
         expect(results.last).to_contain_text("Budget notes summarized.")  # MEMORY.md comes last
@@ -274,7 +274,7 @@ def test_a_refresh_that_overtakes_a_poll_still_shows_what_the_poll_fetched(
         row = panel.get_by_test_id("nbmemory-agent").filter(has_text="Scout")
         row.click()
         caption = panel.get_by_test_id("nbmemory-list-caption")
-        expect(caption).to_have_text("1\u20133 of 3 messages, newest first")
+        expect(caption).to_have_text("#3\u2013#1 of 3 messages, newest first")
 
         held: list = []  # the first request for the notes, the poll's last request
 
@@ -297,7 +297,7 @@ def test_a_refresh_that_overtakes_a_poll_still_shows_what_the_poll_fetched(
         page.evaluate(refresh)  # the refresh, while the poll waits for its notes
         expect(row).to_have_attribute("data-messages", "4")
         held[0].continue_()
-        expect(caption).to_have_text("1\u20134 of 4 messages, newest first", timeout=5_000)
+        expect(caption).to_have_text("#4\u2013#1 of 4 messages, newest first", timeout=5_000)
         messages = panel.get_by_test_id("nbmemory-messages").get_by_test_id("nbmemory-message")
         expect(messages.first).to_contain_text("note 3")
 

@@ -410,3 +410,70 @@ def test_every_view_agrees_across_a_restart_and_follows_other_writers(
         assert widget_figures(widget) == grown
         assert sidebar_figures(row) == grown
         screenshot(page, "views-agree-followed.png")
+
+
+# ---------------------------------------------------------------------------------------------
+# Bidirectional controls
+
+MIRRORED = "Pay invoice\u202efdp.exe today, then file it."
+SHOWN_MIRRORED = "Pay invoice⟨U+202E⟩fdp.exe today, then file it."
+
+
+def test_bidirectional_controls_never_reorder_text_in_the_widget_or_the_panel(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A right-to-left override (U+202E) in a message would make "invoice‮fdp.exe" read as
+    "invoiceexe.pdf": the widget, the panel and both compaction boxes show it as ⟨U+202E⟩
+    instead, and a summary edited in a box is written with the character itself."""
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    from nbmemory import Conversation
+    from nbmemory.store import memory_path
+
+    convo = Conversation(name="Mirror", memory_md_path=memory_path("Mirror"))
+    convo.add("User", MIRRORED)
+    for n in range(10):  # a page: the invoice is shown in either order
+        convo.add("User", f"Vault {n} opens with code ZA{1000 + n}.")
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_notebook(
+        root / "mirror.ipynb",
+        "from nbmemory.jupyter.widget import MemoryWidget\nMemoryWidget('Mirror')",
+    )
+    with (
+        jupyter_lab(root, extra_args=lab_args(tmp_path)) as server,
+        open_notebook(server, "mirror.ipynb", height=1600) as page,
+    ):
+        run_all_cells(page)
+        widget = page.get_by_test_id("nbmemory-widget")
+        expect(widget).to_be_visible(timeout=WAIT_MS)
+        message = widget.get_by_test_id("message").filter(has_text="Pay invoice")
+        expect(message.locator(".content")).to_have_text(SHOWN_MIRRORED, timeout=WAIT_MS)
+
+        # The panel's message list, and its compaction dialog's box.
+        page.locator(PANEL_TAB).click()
+        panel = page.get_by_test_id("nbmemory-panel")
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Mirror").click()
+        card = panel.get_by_test_id("nbmemory-message").filter(has_text="Pay invoice")
+        expect(card.get_by_test_id("nbmemory-message-body")).to_have_text(
+            SHOWN_MIRRORED, timeout=WAIT_MS
+        )
+        panel.locator('[data-command="nbmemory:compact"]').click()
+        dialog = page.locator(".jp-Dialog")
+        box = dialog.get_by_test_id("nbmemory-compact-summary")
+        expect(box).to_have_value(re.compile("^Pay invoice⟨U\\+202E⟩fdp"), timeout=WAIT_MS)
+        dialog.get_by_role("button", name="Cancel").click()
+        expect(dialog).to_have_count(0)
+
+        # The widget's preview box; the summary written keeps the character itself.
+        widget.get_by_test_id("compact").click()
+        box = widget.get_by_test_id("preview-summary")
+        expect(box).to_have_value(re.compile("^Pay invoice⟨U\\+202E⟩fdp"), timeout=WAIT_MS)
+        widget.get_by_test_id("confirm-compact").click()
+        expect(widget.get_by_test_id("compaction")).to_have_count(1, timeout=WAIT_MS)
+        (written,) = ReadModel(workspace).records("Mirror")
+        assert MIRRORED in written["content"] and "⟨U+" not in written["content"], written
+        summary = widget.get_by_test_id("message").filter(has_text="Pay invoice")
+        expect(summary.locator(".content")).to_contain_text(SHOWN_MIRRORED)
+        screenshot(page, "views-bidi.png")

@@ -19,6 +19,7 @@ from nbmemory.views.answers import (
 )
 from nbmemory.views.read_model import ReadModel
 from nbmemory.wording import (
+    BIDI,
     PAGERS,
     PARTS,
     WIDGET_WORDS,
@@ -153,6 +154,8 @@ READS = {
     "pagerLabels": {"pagers", "labels"},
     "partStyle": {"parts"},
     "reveal": {"invisible"},
+    "showBidi": {"bidi"},
+    "unshowBidi": {"bidi"},
     "messageNumber": {"first_number"},
 }
 """What each function of views/vocabulary.ts reads of the vocabulary."""
@@ -203,6 +206,13 @@ def test_exact_text_reveals_what_would_hide_or_reorder_text():
         "a⟨U+202E⟩b⟨U+200B⟩c⟨U+2066⟩d⟨U+001B⟩e\tf\ng"
     )
     assert reveal("é 中文 🙂") == "é 中文 🙂"  # visible text stays as it is
+
+
+def test_the_views_show_the_bidirectional_controls_exact_text_reveals():
+    controls = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+    bidi = re.compile(BIDI)
+    assert [c for c in range(0x3000) if bidi.fullmatch(chr(c))] == controls
+    assert all(reveal(chr(c)) == f"⟨U+{c:04X}⟩" for c in controls)  # a part of INVISIBLE
 
 
 def test_one_palette_and_one_description_per_part():

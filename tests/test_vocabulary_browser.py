@@ -71,11 +71,17 @@ def over_agent_views_say_the_same(panel: Any, widget: Any, over: Any) -> None:
     in_widget = [widget.get_by_test_id(key) for key in ("first", "previous", "next", "last")]
     for button, name in zip(in_widget, names, strict=True):
         expect(button).to_have_text(name)
+    # Named by what they show, and alike: "Older messages" in both (the widget's are folded away
+    # here, so their names are read from their labels).
+    for button, name in zip(pager.locator("button").all(), names, strict=True):
+        expect(button).to_have_accessible_name(f"{name} messages")
+    for button, name in zip(in_widget, names, strict=True):
+        expect(button).to_have_attribute("aria-label", f"{name} messages")
     expect(widget.get_by_test_id("page")).to_have_text(phrase("page", page="1", pages=pages))
 
     folded = phrase("folded", shown="2,000", length=f"{len(LONG):,}")
     cards = panel.get_by_test_id("nbmemory-message")
-    expect(cards.first.locator(".jp-nbmemory-fold")).to_have_text(folded + LABELS["show full"])
+    expect(cards.first.locator(".jp-nbmemory-fold")).to_have_text(f"{folded} {LABELS['show full']}")
     expect(widget.get_by_test_id("fold")).to_have_text(f"{folded} {LABELS['show full']}")
 
     # An image is a link in both ("image: chart"): nothing is fetched, nothing drawn.

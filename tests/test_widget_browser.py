@@ -123,10 +123,10 @@ def test_hostile_memory_is_shown_as_text_and_nothing_runs_or_loads(
             widget.locator('[data-testid="exact"]').uncheck()
             expect(widget.locator(".content table")).to_have_count(1)
 
-            # Controls carry accessible names.
+            # Controls carry accessible names (the page buttons' as the panel's: label first).
             for label in (
-                "Newer (previous page)",
-                "Older (next page)",
+                "Newer messages",
+                "Older messages",
                 "Search memory",
                 "Open an archive",
             ):

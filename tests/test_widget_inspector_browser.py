@@ -287,9 +287,10 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path, app: str) -> 
         # Marked from text nodes: the hostile HTML around it stays text.
         expect(fact.locator(".content")).to_have_text(f"The vault code is ZX-4471. {HOSTILE}")
         made = fact.locator("mark").evaluate_all("(ms) => ms.map((m) => m.outerHTML)")
-        assert '<mark class="dropped">ZX-4471</mark>' in made
+        assert '<mark class="dropped" data-term="ZX-4471">ZX-4471</mark>' in made
         assert all(
-            m in (f'<mark class="dropped">{t}</mark>' for t in compaction.dropped) for m in made
+            m in (f'<mark class="dropped" data-term="{t}">{t}</mark>' for t in compaction.dropped)
+            for m in made
         )
         widget.get_by_label("Show the exact stored text").check()
         expect(fact.locator("pre mark.dropped").filter(has_text="ZX-4471")).to_have_count(1)
@@ -349,7 +350,7 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
         hits = widget.locator('[data-testid="messages"] mark.hit')
         expect(hits.first).to_be_visible()
         assert {t.casefold() for t in hits.all_text_contents()} == {"budget"}
-        widget.get_by_role("button", name="Last page of results").click()
+        widget.get_by_role("button", name="Last results").click()
         expect(pager).to_have_text("Page 8 of 8")
         expect(messages).to_have_count(10)
         expect(messages.last).to_contain_text("Budget line 147")
@@ -358,7 +359,7 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
         page_field.press("Enter")
         expect(pager).to_have_text("Page 6 of 8")
         expect(messages.first).to_contain_text("Budget line 98:")
-        widget.get_by_role("button", name="First page of results").click()
+        widget.get_by_role("button", name="First results").click()
         expect(pager).to_have_text("Page 1 of 8")
         first = messages.first
         expect(first.locator(".content")).to_have_text(hostile)  # hostile text, marked, inert
@@ -385,24 +386,25 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
         expect(pager).to_have_text("Page 1 of 8")  # every role's pages again
 
         # Oldest and newest, whatever the order.
-        widget.get_by_role("button", name="Oldest messages (last page)").click()
+        widget.get_by_role("button", name="Oldest messages").click()
         expect(pager).to_have_text("Page 8 of 8")
         expect(messages.last).to_have_attribute("data-index", "0")
-        widget.get_by_role("button", name="Newest messages (first page)").click()
+        widget.get_by_role("button", name="Newest messages").click()
         expect(messages.first).to_have_attribute("data-index", "154")
         widget.locator('[data-testid="order"]').click()  # oldest first
         expect(messages.first).to_have_attribute("data-index", "0")
-        widget.get_by_role("button", name="Newest messages (last page)").click()
+        widget.get_by_role("button", name="Newest messages").click()
         expect(messages.last).to_have_attribute("data-index", "154")
-        widget.get_by_role("button", name="Oldest messages (first page)").click()
+        widget.get_by_role("button", name="Oldest messages").click()
 
         # Copy: the stored text exactly, the whole of a folded message too.
-        widget.get_by_role("button", name="Copy message 1 of MEMORY.md").click()
+        widget.get_by_role("button", name="Copy message #1 of MEMORY.md").click()
         status = widget.locator('[data-testid="status"]')
-        expect(status).to_have_text(f"Copied message 1 of MEMORY.md ({len(hostile):,} characters).")
+        copied = f"Copied message #1 of MEMORY.md ({len(hostile):,} characters)."
+        expect(status).to_have_text(copied)
         assert page.evaluate("() => navigator.clipboard.readText()") == hostile
-        widget.get_by_role("button", name="Copy message 2 of MEMORY.md").click()
-        expect(status).to_contain_text(f"Copied message 2 of MEMORY.md ({len(long_text):,} ")
+        widget.get_by_role("button", name="Copy message #2 of MEMORY.md").click()
+        expect(status).to_contain_text(f"Copied message #2 of MEMORY.md ({len(long_text):,} ")
         assert page.evaluate("() => navigator.clipboard.readText()") == long_text
         screenshot(widget, shot(app, "widget-search.png"))
 
@@ -412,7 +414,7 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
             "no kernel follows this widget now", timeout=WAIT_MS
         )
         expect(widget.get_by_label("Search memory")).to_be_disabled()
-        expect(widget.get_by_role("button", name="Copy message 1 of MEMORY.md")).to_be_enabled()
+        expect(widget.get_by_role("button", name="Copy message #1 of MEMORY.md")).to_be_enabled()
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
         assert dialogs == []
 
@@ -606,7 +608,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
             if page.evaluate("() => document.activeElement.dataset.testid") == "last":
                 break
             page.keyboard.press("Tab")
-        expect(widget.get_by_role("button", name="Last page of results")).to_be_focused()
+        expect(widget.get_by_role("button", name="Last results")).to_be_focused()
         page.keyboard.press("Enter")
         expect(widget.locator('[data-testid="page"]')).to_have_text("Page 2 of 2")
         expect(widget.locator('[data-testid="page"]')).to_be_focused()  # not lost to the page

@@ -13,10 +13,12 @@ import pytest
 from nbmemory.jupyter.widget import MemoryWidget, es_module
 from support import ROOT
 
-MAX_KB = 80.0
+MAX_KB = 82.0
 """The built module's size. The hand-written modules inlined at import time weighed 95.15 KB
 (95.3 KB allowed, issue 24); built from TypeScript, minified, with marked 18.2.1 inside, it is
-79.85 KB (issue 38). benchmarks/run.py reports it."""
+79.85 KB (issue 38); 81.57 KB once its marks (the panel's: through inline elements, longest
+term first), exact text, bidirectional controls, fold note, numbering, page buttons and gauge
+maths come from views/. benchmarks/run.py reports it."""
 
 SRC = ROOT / "labextension" / "src"
 
@@ -72,6 +74,16 @@ SHARED = {
     "page count": r"function\s+pageCount\b|/\s*size\)\)",
     "the sanitizer": r"\b(?:ALLOWED|MARKDOWN_TAGS|allowedTags)\b\s*[:=]",
     "the Markdown renderer": r"new\s+Marked\b|renderMarkdown\(\{",
+    "term marking": r"function\s+(?:markText|markTerms|anyCase|wholeWord)\b",
+    "exact text": r"function\s+shownText\b|\bel\(\s*[\"']pre[\"']",
+    "bidirectional controls": r"function\s+(?:showBidi|unshowBidi)\b",
+    "the fold note": r"function\s+foldNote\b|phrase\(\s*[\"']folded[\"']",
+    "message numbering": r"function\s+messageNumber\b|\bindex\s*\+\s*1\b",
+    "the page buttons' words": r"function\s+pageButtons\b|(?<!function )\bpagerLabels\(",
+    "the numbers a page shows": r"function\s+shownNumbers\b|number\(offset \+ 1\)\}\u2013",
+    "the gauges' scale": r"function\s+gaugeScale\b|Math\.max\(\s*win(?:dow)?\s*,",
+    "the threshold's place": r"function\s+thresholdTokens\b|Math\.ceil\(\s*threshold\s*\*",
+    "a part's colour": r"function\s+paint\b",
 }
 """Definitions of a helper both views need (or its telltale line)."""
 

@@ -6,6 +6,7 @@
 import type { IAgent } from './api';
 import { listMove } from './dom';
 import { el } from './views/dom';
+import { gaugeScale, onScale, thresholdTokens } from './views/gauge';
 import { label } from './views/vocabulary';
 
 /** One row of the agent list, kept across polls so focus and selection stay put. */
@@ -155,17 +156,16 @@ export class AgentList {
     }
     entry.key = key;
     const { tokens, context_length: window, threshold } = agent;
-    // One scale with the X-rays: the window, or the request when it no longer fits in it.
-    const scale = Math.max(window, tokens, 1);
+    const scale = gaugeScale(tokens, window); // the X-rays' and the widget's
+    const at = thresholdTokens(threshold, window);
     entry.row.dataset.tokens = String(tokens);
     entry.row.dataset.contextLength = String(window);
     entry.row.dataset.threshold = threshold === null ? '' : String(threshold);
     entry.row.dataset.messages = String(agent.messages);
-    entry.bar.style.width = `${((tokens / scale) * 100).toFixed(1)}%`;
+    entry.bar.style.width = `${onScale(tokens, scale).toFixed(1)}%`;
     entry.bar.classList.toggle('jp-mod-full', agent.compacts_next);
-    entry.mark.hidden = threshold === null;
-    entry.mark.style.left =
-      threshold === null ? '' : `${((Math.ceil(threshold * window) / scale) * 100).toFixed(1)}%`;
+    entry.mark.hidden = at === null;
+    entry.mark.style.left = at === null ? '' : `${onScale(at, scale).toFixed(1)}%`;
     entry.gauge.setAttribute('aria-label', `${agent.name}: tokens of the next request`);
     entry.gauge.setAttribute('aria-valuemax', String(window));
     entry.gauge.setAttribute('aria-valuenow', String(Math.min(tokens, window)));

@@ -7,9 +7,10 @@
  */
 import { Api, IItem, IMessageTokens, agentPath, query, reason } from './api';
 import { CellOpener, cellLine } from './cells';
-import { anyCase, foldNote, listMove, markText } from './dom';
+import { listMove, panelFoldNote } from './dom';
 import { el } from './views/dom';
 import { counted } from './views/format';
+import { anyCase, markText } from './views/marks';
 import { IPagerOptions, PAGE_SIZE, keepingFocus, pager } from './pager';
 import { TextRenderer } from './render';
 import { label, messageNumber } from './views/vocabulary';
@@ -231,7 +232,9 @@ export class MessageCards {
     const full = this.full.get(this.fullKey(item.source, item.index));
     const text = full ?? item.text;
     if (item.folded && full === undefined) {
-      const note = foldNote(item.text.length, item.length, () => void this.showFull(item, note));
+      const note = panelFoldNote(item.text.length, item.length, () =>
+        void this.showFull(item, note)
+      );
       card.append(note);
     }
     const fill = async (rendered: number) => {
@@ -319,7 +322,7 @@ export abstract class PagedCards<V extends { offset: number }> {
     this.changed();
   }
 
-  /** The pager, at `offset` of `total`: its buttons' `labels`, `what` it pages, `go` to turn. */
+  /** The pager, at `offset` of `total`: what it pages in which order (`pager`), `go` to turn. */
   protected showPager(options: Omit<IPagerOptions, 'size' | 'total'>): void {
     keepingFocus(this.pager, () =>
       this.pager.replaceChildren(pager({ ...options, total: this.total, size: PAGE_SIZE }))

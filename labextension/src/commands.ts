@@ -39,7 +39,7 @@ import { Widget } from '@lumino/widgets';
 import { Api, IAgent, IAgents, IItem, agentPath, query, reason } from './api';
 import { el } from './views/dom';
 import { counted, number } from './views/format';
-import { messageNumber } from './views/vocabulary';
+import { messageNumber, showBidi, unshowBidi } from './views/vocabulary';
 import { MemoryPanel } from './panel';
 import { IArchiveRef, IMessageRef, MEMORY_FILE } from './targets';
 import { CompactionView } from './timeline';
@@ -147,14 +147,15 @@ class CompactBody extends Widget implements Dialog.IBodyWidget<ICompactChoice> {
   }
 
   getValue(): ICompactChoice {
-    return { summary: this.textarea.value, preview: this.preview };
+    return { summary: unshowBidi(this.textarea.value), preview: this.preview };
   }
 
   /** Draw `preview`, with `summary` (the person's edit) in the box if given. */
   private draw(preview: ICompactPreview, summary = ''): void {
     this.preview = preview;
     this.tokens.textContent = `${preview.words}.`;
-    this.textarea.value = summary || preview.summary;
+    // Bidirectional controls shown: none reorders the summary while it is edited.
+    this.textarea.value = showBidi(summary || preview.summary);
     const terms = [...preview.keep, ...preview.missing.filter(t => !preview.keep.includes(t))];
     const boxes = terms.slice(0, SHOWN_TERMS).map(term => {
       const box = el('input', '', undefined, { type: 'checkbox', value: term });

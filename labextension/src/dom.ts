@@ -1,11 +1,11 @@
 /**
- * The panel's DOM helpers beside the views' `el`: its buttons, list keys, folded messages and
- * marks. Text always goes in as text nodes (`textContent`, `createTextNode`): no helper here
- * ever parses HTML, so untrusted text cannot become elements.
+ * The panel's DOM helpers beside the views' `el`: its buttons, list keys and folded messages.
+ * Text always goes in as text nodes (`textContent`, `createTextNode`): no helper here ever
+ * parses HTML, so untrusted text cannot become elements.
  */
 import { el } from './views/dom';
-import { number } from './views/format';
-import { label, phrase } from './views/vocabulary';
+import { foldNote } from './views/fold';
+import { label } from './views/vocabulary';
 
 /**
  * A JupyterLab button (`@jupyterlab/ui-components`' `jp-Button`, small): `label` is its text,
@@ -47,204 +47,12 @@ export function listMove(key: string, at: number, count: number): number {
   }
 }
 
-/** The note under a folded message: how much is shown, and a button that loads the rest. */
-export function foldNote(shown: number, length: number, showFull: () => void): HTMLDivElement {
-  const note = el('div', 'jp-nbmemory-fold');
-  note.append(
-    el(
-      'span',
-      'jp-nbmemory-fold-text',
-      phrase('folded', { shown: number(shown), length: number(length) })
-    ),
-    button(label('show full', 'Show full text'), 'Load the whole message', showFull)
-  );
-  return note;
-}
-
-/** Where `term` occurs in `text`, as [start, end) pairs. */
-type Finder = (text: string) => [number, number][];
-
-/** Case-insensitive occurrences of `needle` (the server's search matches any case too). */
-export function anyCase(needle: string): Finder {
-  const folded = needle.toLowerCase();
-  return text => {
-    const found: [number, number][] = [];
-    if (!folded) {
-      return found;
-    }
-    const haystack = text.toLowerCase();
-    // Lower-casing can change a string's length (rare letters): then no offsets are trusted.
-    if (haystack.length !== text.length) {
-      return found;
-    }
-    let at = haystack.indexOf(folded);
-    while (at !== -1) {
-      found.push([at, at + folded.length]);
-      at = haystack.indexOf(folded, at + folded.length);
-    }
-    return found;
-  };
-}
-
-const WORD = /[\p{L}\p{N}]/u;
-
-/**
- * Whole-word occurrences of `term` in any case (a dropped term is a word of the transcript; the
- * widget marks the same: any case, not inside a longer word or number, "1" not in "4471").
- */
-export function wholeWord(term: string): Finder {
-  const folded = term.toLowerCase();
-  return text => {
-    const found: [number, number][] = [];
-    const haystack = text.toLowerCase();
-    // Lower-casing can change a string's length (rare letters): then no offsets are trusted.
-    if (!folded || haystack.length !== text.length) {
-      return found;
-    }
-    let at = haystack.indexOf(folded);
-    while (at !== -1) {
-      const before = at > 0 ? text[at - 1] : '';
-      const after = text[at + folded.length] ?? '';
-      if (!WORD.test(before) && !WORD.test(after)) {
-        found.push([at, at + folded.length]);
-      }
-      at = haystack.indexOf(folded, at + 1);
-    }
-    return found;
-  };
-}
-
-/** Elements within a line of text, which a term can run through (`<strong>ACME</strong>-42`). */
-const INLINE = new Set([
-  'A',
-  'ABBR',
-  'B',
-  'CITE',
-  'CODE',
-  'DEL',
-  'DFN',
-  'EM',
-  'I',
-  'INS',
-  'KBD',
-  'Q',
-  'S',
-  'SAMP',
-  'SMALL',
-  'SPAN',
-  'STRONG',
-  'SUB',
-  'SUP',
-  'TIME',
-  'U',
-  'VAR'
-]);
-
-/** The nearest element around `node`, up to `root`, that is not inline: its line's block. */
-function blockOf(node: Node, root: HTMLElement): Node {
-  let at = node.parentNode;
-  while (at && at !== root && at instanceof Element && INLINE.has(at.tagName)) {
-    at = at.parentNode;
-  }
-  return at ?? root;
-}
-
-/**
- * The text nodes under `root` in runs that read as one piece of text: a run goes on through
- * inline elements and ends at anything else (a block, a line break, an image), at another
- * block, and at text already marked (which is left out).
- */
-function textRuns(root: HTMLElement): Text[][] {
-  const runs: Text[][] = [];
-  let run: Text[] = [];
-  let block: Node | null = null;
-  const end = () => {
-    if (run.length) {
-      runs.push(run);
-    }
-    run = [];
-  };
-  const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    if (!(node instanceof Text)) {
-      if (!(node instanceof Element && INLINE.has(node.tagName))) {
-        end();
-      }
-    } else if (node.parentElement?.closest('mark')) {
-      end();
-    } else {
-      const home = blockOf(node, root);
-      if (home !== block) {
-        end();
-        block = home;
-      }
-      run.push(node);
-    }
-  }
-  end();
-  return runs;
-}
-
-/**
- * Wrap what `finders` find in the text under `root` in `<mark class=className>` elements,
- * splitting text nodes (never touching HTML): returns how many occurrences were marked. Each
- * finder's marks carry its key as `data-term`. An occurrence may run through inline elements
- * (`**ACME**-42` rendered is `<strong>ACME</strong>-42`): it is then marked piece by piece, a
- * `<mark>` in each text node it covers, and counted once. Blocks and line breaks end it.
- */
-export function markText(
-  root: HTMLElement,
-  finders: [string, Finder][],
-  className: string
-): number {
-  let made = 0;
-  for (const run of textRuns(root)) {
-    const text = run.map(node => node.data).join('');
-    const spans: [number, number, string][] = [];
-    for (const [key, find] of finders) {
-      for (const [start, end] of find(text)) {
-        if (!spans.some(([s, e]) => start < e && s < end)) {
-          spans.push([start, end, key]);
-        }
-      }
-    }
-    if (!spans.length) {
-      continue;
-    }
-    made += spans.length;
-    spans.sort((a, b) => a[0] - b[0]);
-    let from = 0; // where the node's text starts in the run's
-    for (const node of run) {
-      const to = from + node.data.length;
-      const inside = spans
-        .filter(([start, end]) => start < to && from < end)
-        .map(([start, end, key]): [number, number, string] => [
-          Math.max(start, from) - from,
-          Math.min(end, to) - from,
-          key
-        ]);
-      if (inside.length) {
-        node.replaceWith(...marked(node.data, inside, className));
-      }
-      from = to;
-    }
-  }
-  return made;
-}
-
-/** `text` as text nodes and `<mark>`s over `spans` (sorted, apart, within the text). */
-function marked(text: string, spans: [number, number, string][], className: string): Node[] {
-  const pieces: Node[] = [];
-  let at = 0;
-  for (const [start, end, key] of spans) {
-    if (start > at) {
-      pieces.push(document.createTextNode(text.slice(at, start)));
-    }
-    pieces.push(el('mark', className, text.slice(start, end), { 'data-term': key }));
-    at = end;
-  }
-  if (at < text.length) {
-    pieces.push(document.createTextNode(text.slice(at)));
-  }
-  return pieces;
+/** The panel's note under a folded message (the views' `foldNote`) and its button. */
+export function panelFoldNote(
+  shown: number,
+  length: number,
+  showFull: () => void
+): HTMLDivElement {
+  const more = button(label('show full', 'Show full text'), 'Load the whole message', showFull);
+  return foldNote(shown, length, more, 'jp-nbmemory-fold');
 }

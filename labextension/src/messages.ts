@@ -7,8 +7,9 @@ import { MessageCards, PagedCards } from './cards';
 import { button } from './dom';
 import { el } from './views/dom';
 import { counted, number } from './views/format';
+import { shownNumbers } from './views/paging';
 import { keepingFocus } from './pager';
-import { label, pagerLabels } from './views/vocabulary';
+import { label } from './views/vocabulary';
 
 /** The message list: MEMORY.md or one archive, a page at a time, maybe one role only. */
 export interface IListView {
@@ -69,9 +70,8 @@ export class MessageList extends PagedCards<IListView> {
     const order = newestFirst ? 'newest first' : 'oldest first';
     const { total, offset, items } = page;
     const role = list.role ? ` by ${list.role}` : '';
-    this.caption.textContent = total
-      ? `${number(offset + 1)}–${number(offset + items.length)} of ` +
-        `${counted(total, 'message')}${role}, ${order}`
+    this.caption.textContent = items.length
+      ? `${shownNumbers(items)} of ${counted(total, 'message')}${role}, ${order}`
       : list.role
         ? `No messages by ${list.role}.`
         : 'No messages.';
@@ -90,8 +90,7 @@ export class MessageList extends PagedCards<IListView> {
     });
     this.showPager({
       offset,
-      labels: pagerLabels(newestFirst ? 'newest first' : 'oldest first'),
-      what: 'messages',
+      pager: newestFirst ? 'newest first' : 'oldest first',
       go: at => this.go({ ...this.view, offset: at })
     });
   }

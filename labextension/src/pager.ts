@@ -5,7 +5,7 @@
 import { button } from './dom';
 import { el } from './views/dom';
 import { number } from './views/format';
-import { pageCount } from './views/paging';
+import { pageButtons, pageCount } from './views/paging';
 import { phraseAround } from './views/vocabulary';
 
 /** The panel's lists, a page at a time: the message list and the search results. */
@@ -15,21 +15,21 @@ export interface IPagerOptions {
   total: number;
   offset: number;
   size: number;
-  /** Names of the four buttons: start, back, on, end (e.g. Newest, Newer, Older, Oldest). */
-  labels: [string, string, string, string];
-  /** What is paged, for accessible names: "messages", "hits". */
-  what: string;
+  /** What is paged and in which order: a key of `wording.PAGERS` ("newest first", "results"). */
+  pager: string;
   go: (offset: number) => void;
 }
 
 /** A navigation bar for `options` (`data-key`s let the caller keep focus across redraws). */
 export function pager(options: IPagerOptions): HTMLElement {
-  const { total, offset, size, labels, what, go } = options;
+  const { total, offset, size, go } = options;
+  const { what, buttons } = pageButtons(options.pager);
   const pages = pageCount(total, size);
   const current = Math.floor(offset / size) + 1;
   const nav = el('nav', 'jp-nbmemory-pager', undefined, { 'aria-label': `Pages of ${what}` });
-  const make = (label: string, key: string, page: number, disabled: boolean) => {
-    const node = button(label, `${label} ${what}`, () => go((page - 1) * size), `${label} ${what}`);
+  const make = (at: number, key: string, page: number, disabled: boolean) => {
+    const { label, name } = buttons[at];
+    const node = button(label, name, () => go((page - 1) * size), name);
     node.dataset.key = key;
     node.disabled = disabled;
     return node;
@@ -64,11 +64,11 @@ export function pager(options: IPagerOptions): HTMLElement {
   const [before, after] = phraseAround('page', 'page', { pages: number(pages) });
   label.append(before, field, after); // "Page [n] of N", as the widget says it
   nav.append(
-    make(labels[0], 'start', 1, current <= 1),
-    make(labels[1], 'back', current - 1, current <= 1),
+    make(0, 'start', 1, current <= 1),
+    make(1, 'back', current - 1, current <= 1),
     label,
-    make(labels[2], 'on', current + 1, current >= pages),
-    make(labels[3], 'end', pages, current >= pages)
+    make(2, 'on', current + 1, current >= pages),
+    make(3, 'end', pages, current >= pages)
   );
   nav.hidden = pages <= 1;
   return nav;

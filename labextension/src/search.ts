@@ -8,7 +8,7 @@ import { MessageCards, PagedCards } from './cards';
 import { button } from './dom';
 import { el } from './views/dom';
 import { counted, number } from './views/format';
-import { label, pagerLabels, phrase } from './views/vocabulary';
+import { label, phrase } from './views/vocabulary';
 
 /** What a search found, as every view says it (`wording.search_words`). */
 export function searchWords(
@@ -127,8 +127,7 @@ export class SearchSection extends PagedCards<ISearchView> {
     this.total = total;
     this.showPager({
       offset,
-      labels: pagerLabels('results'),
-      what: 'hits',
+      pager: 'results',
       go: at => this.go({ ...view, offset: at })
     });
   }

@@ -12,9 +12,11 @@ import { Widget } from '@lumino/widgets';
 
 import { Api, ICompaction, IFound, IItem, IPage, agentPath, query, reason } from './api';
 import { CellOpener, cellLine } from './cells';
-import { button, foldNote, markText, wholeWord } from './dom';
+import { button, panelFoldNote } from './dom';
 import { el } from './views/dom';
 import { counted, number } from './views/format';
+import { shownNumbers } from './views/paging';
+import { markText, wholeWord } from './views/marks';
 import { TextRenderer } from './render';
 import { label, messageNumber, phrase } from './views/vocabulary';
 
@@ -280,9 +282,8 @@ export class CompactionView extends Widget {
       return;
     }
     const { total, offset, items } = page;
-    this.caption.textContent = total
-      ? `Messages ${number(offset + 1)}–${number(offset + items.length)} of ` +
-        `${number(total)}, oldest first`
+    this.caption.textContent = items.length
+      ? `Messages ${shownNumbers(items)} of ${number(total)}, oldest first`
       : 'The archive holds no messages.';
     const previous = button('Previous', 'Earlier messages of the transcript', () =>
       void this.showPage(Math.max(0, offset - PAGE_SIZE))
@@ -331,7 +332,9 @@ export class CompactionView extends Widget {
       card.dataset.dropped = String(marked);
     }
     if (item.folded && !this.full.has(item.index)) {
-      card.append(foldNote(item.text.length, item.length, () => void this.loadFull(item.index)));
+      card.append(
+        panelFoldNote(item.text.length, item.length, () => void this.loadFull(item.index))
+      );
     }
     return card;
   }

@@ -8,16 +8,8 @@
 import type { IAgent, IPart } from './api';
 import { el } from './views/dom';
 import { number, percent } from './views/format';
+import { gaugeScale, onScale, paint, thresholdTokens } from './views/gauge';
 import { label, partStyle } from './views/vocabulary';
-
-/** Draw `node` in part `name`'s colour (the widget's gauge uses the same: `wording.PALETTE`). */
-function paint<T extends HTMLElement>(node: T, name: string): T {
-  const style = partStyle(name);
-  if (style) {
-    node.style.background = style.color;
-  }
-  return node;
-}
 
 export class ContextXray {
   constructor() {
@@ -75,9 +67,8 @@ export class ContextXray {
     this.key = key;
     const { tokens, context_length: window, threshold, words } = agent;
     const parts: IPart[] = agent.parts.length ? agent.parts : [{ name: 'total', tokens }];
-    // The scale is the window, or the request when it no longer fits in it.
-    const scale = Math.max(window, tokens, 1);
-    const at = threshold === null ? null : Math.ceil(threshold * window);
+    const scale = gaugeScale(tokens, window);
+    const at = thresholdTokens(threshold, window);
     this.node.dataset.tokens = String(tokens);
     this.node.dataset.contextLength = String(window);
     this.node.classList.toggle('jp-mod-compacts', agent.compacts_next);
@@ -99,16 +90,16 @@ export class ContextXray {
           el('div', `jp-nbmemory-xray-segment jp-nbmemory-part-${index % 7}`, '', attrs),
           part.name
         );
-        segment.style.width = `${((part.tokens / scale) * 100).toFixed(3)}%`;
+        segment.style.width = `${onScale(part.tokens, scale).toFixed(3)}%`;
         segment.hidden = part.tokens === 0;
         return segment;
       })
     );
     this.threshold.hidden = at === null;
-    this.threshold.style.left = at === null ? '' : `${((at / scale) * 100).toFixed(3)}%`;
+    this.threshold.style.left = at === null ? '' : `${onScale(at, scale).toFixed(3)}%`;
     this.threshold.title = at === null ? '' : compresses;
     this.windowEnd.hidden = tokens <= window;
-    this.windowEnd.style.left = `${((window / scale) * 100).toFixed(3)}%`;
+    this.windowEnd.style.left = `${onScale(window, scale).toFixed(3)}%`;
     this.gauge.setAttribute(
       'aria-label',
       `Next request: ${number(tokens)} of ${number(window)} tokens; ${compresses}`

@@ -9,7 +9,7 @@
  */
 import { Marked, type Tokens } from 'marked';
 
-import { label, phrase } from './vocabulary';
+import { label, phrase, showBidi } from './vocabulary';
 
 const ESCAPES: Record<string, string> = {
   '&': '&amp;',
@@ -124,9 +124,12 @@ function sanitize(node: Node): void {
   }
 }
 
-/** Untrusted Markdown as HTML with raw tags escaped, no images and only http(s)/mailto links. */
+/**
+ * Untrusted Markdown as HTML with raw tags escaped, no images, only http(s)/mailto links, and
+ * bidirectional controls shown as ⟨U+202E⟩ rather than let reorder the text around them.
+ */
 export function markdownHtml(source: string): string {
-  return markdown.parse(String(source)) as string;
+  return markdown.parse(showBidi(String(source))) as string;
 }
 
 /** Untrusted Markdown as a DOM fragment that cannot run or fetch anything. */

@@ -1,4 +1,8 @@
-/** Paging maths every paged list shares: how many pages, and a wanted page kept within them. */
+/**
+ * Paging every paged list shares: how many pages, a wanted page kept within them, the page
+ * buttons' words, and which messages a page shows.
+ */
+import { messageNumber, pagerLabels } from './vocabulary';
 
 /** The pages `total` items fill at `size` a page: at least one, even for none. */
 export function pageCount(total: number, size: number): number {
@@ -8,4 +12,28 @@ export function pageCount(total: number, size: number): number {
 /** Page `page` (from 0) moved within the `count` pages there are. */
 export function pageWithin(page: number, count: number): number {
   return Math.min(Math.max(0, page), count - 1);
+}
+
+/**
+ * The messages a page shows, by the numbers their cards carry, first to last as listed: "#20–#1"
+ * on the oldest page of 10,000 messages newest first, never "9,981–10,000".
+ */
+export function shownNumbers(items: { index: number }[]): string {
+  const first = messageNumber(items[0].index);
+  const last = messageNumber(items[items.length - 1].index);
+  return first === last ? first : `${first}–${last}`;
+}
+
+/**
+ * The four page buttons of `pager` (a key of `wording.PAGERS`: "newest first", "oldest first",
+ * "results"), to the start, back, on and to the end, and `what` it pages. Each button shows its
+ * label and is named by it and what is paged ("Older messages", "Last results"): a screen reader
+ * says what is seen, in every view alike.
+ */
+export function pageButtons(pager: string): {
+  what: string;
+  buttons: { label: string; name: string }[];
+} {
+  const what = pager === 'results' ? 'results' : 'messages';
+  return { what, buttons: pagerLabels(pager).map(label => ({ label, name: `${label} ${what}` })) };
 }

@@ -19,6 +19,8 @@ export interface IVocabulary {
   first_number: number;
   /** A regular expression of the characters "Exact text" reveals as ⟨U+202E⟩. */
   invisible: string;
+  /** A regular expression of the bidirectional controls, which no view lets reorder text. */
+  bidi: string;
   parts: IPartStyle[];
   labels: Record<string, string>;
   /** The four page buttons by what is paged ("newest first", "oldest first", "results"), as
@@ -34,17 +36,22 @@ let current: IVocabulary = {
   fold_chars: 2000,
   first_number: 1,
   invisible: '(?!)',
+  bidi: '(?!)',
   parts: [],
   labels: { image: 'image' },
   pagers: {},
   phrases: { image: 'image: {alt}' }
 };
 let pattern = new RegExp(current.invisible, 'gu');
+let bidi = new RegExp(current.bidi, 'gu');
 
 /** Keep the vocabulary (the server's, from `GET agents`; the widget's, from its model). */
 export function setVocabulary(vocabulary: IVocabulary): void {
   if (vocabulary.invisible !== current.invisible) {
     pattern = new RegExp(vocabulary.invisible, 'gu');
+  }
+  if (vocabulary.bidi !== current.bidi) {
+    bidi = new RegExp(vocabulary.bidi, 'gu');
   }
   current = vocabulary;
 }
@@ -90,8 +97,26 @@ export function messageNumber(index: number): string {
 
 /** `text` with each invisible or bidirectional character shown as ⟨U+202E⟩, never applied. */
 export function reveal(text: string): string {
-  return text.replace(
-    pattern,
-    c => `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`
-  );
+  return text.replace(pattern, codePoint);
+}
+
+/** "⟨U+202E⟩" for U+202E: how every view shows a character that would hide or reorder text. */
+const codePoint = (c: string): string =>
+  `⟨U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`;
+
+/**
+ * `text` with its bidirectional controls (`wording.BIDI`) shown as ⟨U+202E⟩: what the normal
+ * views render and the summary boxes hold, so that no control reorders what is around it
+ * ("invoice⟨U+202E⟩fdp.exe", not "invoiceexe.pdf").
+ */
+export function showBidi(text: string): string {
+  return text.replace(bidi, codePoint);
+}
+
+/** A box's text with the controls `showBidi` showed put back, as the person left them. */
+export function unshowBidi(text: string): string {
+  return text.replace(/⟨U\+([0-9A-F]{4})⟩/g, (shown, hex: string) => {
+    const c = String.fromCodePoint(parseInt(hex, 16));
+    return c.replace(bidi, '') ? shown : c;
+  });
 }

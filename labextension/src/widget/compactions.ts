@@ -5,7 +5,7 @@ import { el } from "../views/dom";
 import { counted, number } from "../views/format";
 import { label, phrase } from "../views/vocabulary";
 import type { Context, Model } from "./model";
-import { shownText } from "./text";
+import { contentOf } from "./text";
 
 function timelineNodes() {
   const timeline = el("section", "timeline", undefined, { "data-testid": "timeline", "aria-label": "Compactions" });
@@ -83,7 +83,7 @@ function drawCompaction(s, current) {
     + (info.recorded ? "" : ` (${label("no record")})`);
   summaryTitle.textContent = n === all.length ? label("summary now") : label("summary then");
   droppedBox.replaceChildren(...droppedNodes(model, info.dropped || [], info.dropped_total || 0));
-  summaryBody.replaceChildren(shownText(info.summary, model.get("exact")));
+  summaryBody.replaceChildren(contentOf(info.summary, model.get("exact")));
   if (s.focusSummary) {
     s.focusSummary = false;
     summaryHead.focus();

@@ -3,7 +3,8 @@
 // archives and the Compact button (a preview first: preview.js).
 import { el } from "../views/dom";
 import { number } from "../views/format";
-import { pagerLabels, phrase } from "../views/vocabulary";
+import { pageButtons } from "../views/paging";
+import { phrase } from "../views/vocabulary";
 import { PAGER, goTo, mode, pages } from "./paging";
 
 function displayNodes(model) {
@@ -66,16 +67,12 @@ function drawPager(model, v) {
   pageText.textContent = phrase("page", { page: number(page + 1), pages: number(count) });
   pageInput.max = String(count);
   if (document.activeElement !== pageInput) pageInput.value = "";
-  const results = mode(model) === "search";
-  const pager = results ? "results" : model.get("newest_first") ? "newest first" : "oldest first";
-  const [start, back, on, end] = pagerLabels(pager);
-  const names = results ? [`${start} page of results`, `${end} page of results`]
-    : [`${start} messages (first page)`, `${end} messages (last page)`];
-  for (const [button, text, name] of [[first, start, names[0]], [prev, back, `${back} (previous page)`],
-    [next, on, `${on} (next page)`], [last, end, names[1]]]) {
-    button.textContent = text;
+  const pager = mode(model) === "search" ? "results" : model.get("newest_first") ? "newest first" : "oldest first";
+  pageButtons(pager).buttons.forEach(({ label, name }, at) => {
+    const button = [first, prev, next, last][at];
+    button.textContent = label;
     button.setAttribute("aria-label", name);
-  }
+  });
   const focused = document.activeElement as HTMLButtonElement | null;
   prev.disabled = first.disabled = page <= 0;
   next.disabled = last.disabled = page >= count - 1;

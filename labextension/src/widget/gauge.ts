@@ -3,17 +3,12 @@
 // window), the counts and what is worth knowing about them.
 import { el } from "../views/dom";
 import { byteSize, number } from "../views/format";
+import { gaugeScale, onScale, paint, thresholdTokens } from "../views/gauge";
 import { label, partStyle } from "../views/vocabulary";
 
 // The figures are the `info` trait, AgentInfo.to_json() (the panel's, under the same names).
-// What each part is and the colour it is drawn in come from the vocabulary (dom.js)
-// (nbmemory.wording: the panel's are the same), as do the sentences about the figures (`words`).
-function paint(node, name) {
-  const part = partStyle(name);
-  if (part) node.style.background = part.color;
-  return node;
-}
-
+// What each part is, its colour and the gauges' maths are the views' (views/gauge.ts), as are
+// the sentences about the figures (`words`, from nbmemory.wording).
 // The summary line's figures (the toggle before them is the widget's).
 function summaryNodes() {
   const name = el("span", "name", undefined, { "data-testid": "name" });
@@ -48,7 +43,7 @@ function drawXray(model, v, exists, used, win, scale) {
   const shown = parts.length ? parts : exists ? [{ name: "total", tokens: used }] : [];
   const segment = (part, i, attrs = {}) => {
     const node = paint(el("div", `segment part-${i}`, undefined, { ...attrs }), part.name);
-    node.style.width = `${(100 * part.tokens) / scale}%`;
+    node.style.width = `${onScale(part.tokens, scale)}%`;
     node.hidden = !part.tokens;
     return node;
   };
@@ -105,8 +100,7 @@ function drawFigures(model, v) {
   const percent = Math.round((100 * used) / win);
   const threshold = info.threshold ?? null;
   const words = info.words || {};
-  // One scale for both gauges: the window, or the request when it no longer fits in it.
-  const scale = Math.max(win, used, 1);
+  const scale = gaugeScale(used, win); // one for both gauges, and the panel's
   name.textContent = info.model ? `${model.get("name")} · ${info.model}` : model.get("name");
   if (!exists) {
     usage.textContent = "no agent yet";
@@ -119,10 +113,10 @@ function drawFigures(model, v) {
   gauge.setAttribute("aria-valuenow", String(exists ? Math.min(100, percent) : 0));
   gauge.setAttribute("aria-valuetext", exists ? usage.textContent : "no agent yet");
   drawXray(model, v, exists, used, win, scale);
-  mark.hidden = miniMark.hidden = threshold === null;
-  if (threshold !== null) {
-    const at = Math.ceil(threshold * win);
-    mark.style.left = miniMark.style.left = `calc(${(100 * at) / scale}% - 1px)`;
+  const at = thresholdTokens(threshold, win);
+  mark.hidden = miniMark.hidden = at === null;
+  if (at !== null) {
+    mark.style.left = miniMark.style.left = `calc(${onScale(at, scale)}% - 1px)`;
     mark.title = words.threshold || "";
   }
   const counted = exists && !model.get("counting");

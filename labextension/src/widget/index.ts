@@ -20,7 +20,6 @@ import { notesView } from "./notes";
 import { mode } from "./paging";
 import { previewView } from "./preview";
 import { searchView } from "./search";
-import { markTerms } from "./text";
 
 // The traits each part is drawn from.
 const FIGURES = ["name", "exists", "in_ram", "counting", "info", "archives"];
@@ -130,5 +129,5 @@ async function render({ model, el: root }: { model: Model; el: HTMLElement }) {
   };
 }
 
-export { escapeHtml, markdownHtml, markTerms, renderMarkdown, reveal };
+export { escapeHtml, markdownHtml, renderMarkdown, reveal };
 export default { render };

@@ -5,15 +5,17 @@
 // are marked in it.
 import { el } from "../views/dom";
 import { number } from "../views/format";
-import { label, phrase } from "../views/vocabulary";
-import { markTerms, shownText } from "./text";
+import { foldNote } from "../views/fold";
+import { anyCase, markText, wholeWord } from "../views/marks";
+import { label, messageNumber } from "../views/vocabulary";
+import { contentOf } from "./text";
 
 const keyOf = (item) => `${item.source}:${item.index}`;
 
 function contentNode(s, item) {
   const key = keyOf(item);
   const text = s.whole.has(key) ? s.whole.get(key) : item.text;
-  return shownText(text, s.model.get("exact"), { "data-testid": "exact-text" });
+  return contentOf(text, s.model.get("exact"), { "data-testid": "exact-text" });
 }
 
 function messageNode(s, item, current) {
@@ -23,7 +25,7 @@ function messageNode(s, item, current) {
   meta.append(
     el("span", "role", item.role),
     el("span", "time", item.timestamp),
-    el("span", "source", `${item.source} #${item.index + 1}`),
+    el("span", "source", `${item.source} ${messageNumber(item.index)}`),
   );
   if (item.tokens !== undefined) {
     meta.insertBefore(
@@ -33,11 +35,13 @@ function messageNode(s, item, current) {
   }
   const content = contentNode(s, item);
   if (current === "search") {
-    markTerms(content, [model.get("query").trim()], "hit");
+    const query = model.get("query").trim();
+    markText(content, [[query, anyCase(query)]], "hit");
   } else if (current === "archive") {
-    markTerms(content, model.get("compaction").dropped || [], "dropped", true);
+    const dropped: string[] = model.get("compaction").dropped || [];
+    markText(content, dropped.map((term) => [term, wholeWord(term)]), "dropped");
   }
-  const copy = el("button", "copy", "Copy", { type: "button", "data-testid": "copy", "aria-label": `Copy message ${item.index + 1} of ${item.source}` });
+  const copy = el("button", "copy", "Copy", { type: "button", "data-testid": "copy", "aria-label": `Copy message ${messageNumber(item.index)} of ${item.source}` });
   copy.onclick = () => copyMessage(s, item);
   meta.append(copy);
   node.append(meta);
@@ -48,15 +52,13 @@ function messageNode(s, item, current) {
   }
   node.append(content);
   if (item.folded && !whole.has(keyOf(item))) {
-    const fold = el("div", "fold", undefined, { "data-testid": "fold" });
     const more = el("button", "more", label("show full"), { type: "button", "data-testid": "full-text" });
     more.onclick = () => {
       more.disabled = true;
       more.textContent = "Loading the whole message…";
       model.send({ command: "full", index: item.index, source: item.source });
     };
-    fold.append(phrase("folded", { shown: number(item.text.length), length: number(item.length) }), " ", more);
-    node.append(fold);
+    node.append(foldNote(item.text.length, item.length, more, "fold", { "data-testid": "fold" }));
   }
   return node;
 }
@@ -127,7 +129,7 @@ async function copyText(s, label, text) {
 
 function copyMessage(s, item) {
   const key = keyOf(item);
-  const label = `message ${item.index + 1} of ${item.source}`;
+  const label = `message ${messageNumber(item.index)} of ${item.source}`;
   if (s.whole.has(key) || !item.folded) {
     copyText(s, label, s.whole.has(key) ? s.whole.get(key) : item.text);
     return;
@@ -157,7 +159,7 @@ function onFull(s, content) {
   }
   const key = keyOf(content);
   s.whole.set(key, content.text);
-  if (s.copying.delete(key)) copyText(s, `message ${content.index + 1} of ${content.source}`, content.text);
+  if (s.copying.delete(key)) copyText(s, `message ${messageNumber(content.index)} of ${content.source}`, content.text);
   s.ctx.drawList();
 }
 

@@ -3,7 +3,7 @@
 import { el } from "../views/dom";
 import { number } from "../views/format";
 import { label } from "../views/vocabulary";
-import { shownText } from "./text";
+import { contentOf } from "./text";
 
 function notesNodes(model) {
   const pinned = el("section", "pinned", undefined, { "data-testid": "pinned", "aria-label": "Pinned notes" });
@@ -21,7 +21,7 @@ function notesNodes(model) {
 
 function noteNode(s, text, number) {
   const item = el("li", "pinned-note", undefined, { "data-testid": "pinned-note", value: String(number) });
-  const body = shownText(text, s.model.get("exact"));
+  const body = contentOf(text, s.model.get("exact"));
   const unpin = el("button", "unpin", "Unpin", { type: "button", "data-testid": "unpin", "aria-label": `Unpin note ${number}` });
   unpin.disabled = s.pending;
   unpin.onclick = () => {

@@ -4,6 +4,7 @@
 // until Compact; Cancel drops it. The summary and the terms are untrusted: put in as text.
 import { el } from "../views/dom";
 import { number } from "../views/format";
+import { showBidi, unshowBidi } from "../views/vocabulary";
 
 const SHOWN_TERMS = 60;
 
@@ -20,7 +21,7 @@ function previewView(model) {
   const kept = () => [...terms.querySelectorAll<HTMLInputElement>("input:checked")].map((box) => box.value);
   const buttons = el("div", "bar");
   buttons.append(button("preview-again", "Preview again", () => ({ command: "preview", keep: kept() })),
-    button("confirm-compact", "Compact", () => ({ command: "compact", summary: summary.value })),
+    button("confirm-compact", "Compact", () => ({ command: "compact", summary: unshowBidi(summary.value) })),
     button("cancel-compact", "Cancel", () => ({ command: "cancel" })));
   area.append(tokens, summary, terms, buttons);
 
@@ -29,7 +30,7 @@ function previewView(model) {
     area.hidden = !shown.summary;
     if (!shown.summary) return;
     tokens.textContent = `Nothing has changed yet: ${shown.words}. The summary it would write:`;
-    summary.value = shown.summary;
+    summary.value = showBidi(shown.summary); // no control reorders it while it is edited
     const all = [...shown.keep, ...shown.missing.filter((t) => !shown.keep.includes(t))];
     terms.replaceChildren(el("span", "", all.length ? "It would drop (the archive keeps them); tick to keep: " : "It drops no term."),
       ...all.slice(0, SHOWN_TERMS).map((term) => {
