@@ -44,7 +44,7 @@ from nbmemory.views.report import (
     usage_line,
     visible,
 )
-from nbmemory.wording import FOLD_CHARS, counted, review_words
+from nbmemory.wording import FOLD_CHARS, counted, number, review_words
 
 
 class NotFound(Exception):
@@ -134,7 +134,8 @@ def cmd_tokens(args: argparse.Namespace) -> str:
     return (
         f"{usage_line(args.name, info.usage)}\n"
         f"{parts_line(info.usage)}\n"
-        f"{info.messages} messages in MEMORY.md, {archived} in {info.archives} archive(s)"
+        f"{counted(info.messages, 'message')} in MEMORY.md, {number(archived)} in "
+        f"{counted(info.archives, 'archive')}"
     )
 
 
@@ -198,7 +199,7 @@ def cmd_path(args: argparse.Namespace) -> str:
 def cmd_import(args: argparse.Namespace) -> str:
     place = _workspace(args)
     names = import_layout(args.folder, place, max_bytes=int(args.max_document_mb * 2**20))
-    return f"imported {len(names)} agent(s) into {place.describe()}: {', '.join(names)}"
+    return f"imported {counted(len(names), 'agent')} into {place.describe()}: {', '.join(names)}"
 
 
 def cmd_demo(args: argparse.Namespace) -> str:

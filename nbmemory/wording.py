@@ -78,6 +78,7 @@ the boxes a summary is edited in, not only with "Exact text"."""
 LABELS = {
     "memory": "memory",
     "next request": "next request",
+    "counting": "counting tokens…",
     "compacts next": "compacts on the next call",
     "search placeholder": "Search messages",
     "pin placeholder": "Pin a note (kept in every request)",
@@ -144,6 +145,15 @@ def reveal(text: str) -> str:
     """``text`` with every :data:`INVISIBLE` character shown as ``⟨U+202E⟩``: what "Exact text"
     and a terminal show, so nothing hides or reorders what is stored."""
     return _INVISIBLE.sub(lambda m: f"⟨U+{ord(m[0]):04X}⟩", text)
+
+
+_BIDI = re.compile(BIDI)
+
+
+def show_bidi(text: str) -> str:
+    """``text`` with its :data:`BIDI` controls shown as ``⟨U+202E⟩``: what a rendered view
+    shows (a cell's answer, the chat), so that none reorders the text around it."""
+    return _BIDI.sub(lambda m: f"⟨U+{ord(m[0]):04X}⟩", text)
 
 
 _BREAKS = re.compile(r"[\t\n\u2028\u2029]")
@@ -348,6 +358,7 @@ WIDGET_WORDS = {
         "back",
         "compactions",
         "compacts next",
+        "counting",
         "empty",
         "image",
         "next request",

@@ -135,7 +135,7 @@ def test_compact_tokens_and_path(prepared):
     ]
     tokens = nbmemory("tokens", "Scout").stdout
     assert tokens.startswith("Scout: ") and "of 16,000 tokens" in tokens
-    assert "2 messages in MEMORY.md, 2 in 1 archive(s)" in tokens
+    assert "2 messages in MEMORY.md, 2 in 1 archive" in tokens
     usage = ReadModel(prepared).usage("Scout")
     parts = dict(usage.parts)
     assert f"earlier sessions {parts['earlier sessions']:,} + reply room" in tokens
@@ -515,7 +515,7 @@ def test_import_warns_about_a_hostile_folder_in_one_escaped_line(tmp_path, datab
     (agents / "bad\x1b]0;pwned\x07\x1b[2J").mkdir()
     assert main(["import", str(tmp_path / "source")]) == 0
     out, err = capsys.readouterr()
-    assert out.startswith("imported 1 agent(s)") and not any(c in out + err for c in "\x1b\x07")
+    assert out.startswith("imported 1 agent into") and not any(c in out + err for c in "\x1b\x07")
     assert err.startswith("nbmemory: warning: ") and len(err.splitlines()) == 1
     assert "bad\\x1b]0;pwned\\x07\\x1b[2J" in err
 

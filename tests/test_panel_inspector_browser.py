@@ -180,7 +180,7 @@ def test_the_xray_shows_what_the_next_request_carries_with_the_engines_figures(
         warning = xray.get_by_test_id("nbmemory-xray-compacts")
         expect(warning).to_be_visible()
         expect(warning).to_contain_text("The next call compacts first")
-        expect(xray).to_have_class(re.compile("jp-mod-compacts"))
+        expect(xray.get_by_test_id("nbmemory-xray-gauge")).to_have_class(re.compile("compacts"))
         shown = [
             shown_number(row.get_by_test_id("nbmemory-xray-tokens").inner_text())
             for row in legend.all()

@@ -70,6 +70,7 @@ def test_the_persona_remembers_across_chats_and_restarts_and_shows_text(
         # Meanwhile a notebook's %%agent chat is told something hostile.
         pixel = f"{tracker.url}/pixel.png"
         hostile = f'The logo: <img src="{pixel}" onerror="window.__pwned=1"> ![logo]({pixel})'
+        hostile += " It is in invoice\u202efdp.exe."
         Agent(agent_name="chat", persistent_memory=True).run(hostile)
 
         (tmp_path / "again").mkdir()
@@ -82,6 +83,7 @@ def test_the_persona_remembers_across_chats_and_restarts_and_shows_text(
             logo = ask(page, box, "What is the logo?", 1)
             expect(logo).to_contain_text(f'<img src="{pixel}"')  # as the memory holds it
             expect(logo).to_contain_text(f"![logo]({pixel})")
+            expect(logo).to_contain_text("invoice⟨U+202E⟩fdp.exe")  # never reordered
             assert logo.locator("img").count() == 0
             assert page.evaluate("() => window.__pwned") is None
 

@@ -70,6 +70,20 @@ def test_an_answer_displays_as_safe_html_and_its_own_text():
     assert Answer("**bold**")._repr_html_().count("<strong>bold</strong>") == 1
 
 
+MIRRORED = "Pay invoice\u202efdp.exe today"
+
+
+def test_a_bidirectional_control_shows_as_its_code_point_in_an_answer_and_in_the_chat():
+    """U+202E applied would make "invoice‮fdp.exe" read "invoiceexe.pdf": rendered answers and
+    chat replies show it as ⟨U+202E⟩, in text and in code alike; the plain text keeps it."""
+    shown = "Pay invoice⟨U+202E⟩fdp.exe today"
+    for rendered in (markdown_html(MIRRORED), raw_html_on(chat_markdown(MIRRORED))):
+        assert shown in rendered and "\u202e" not in rendered
+    fenced = f"```\n{MIRRORED}\n```"
+    assert shown in markdown_html(fenced) and shown in chat_markdown(fenced)
+    assert safe_bundle(MIRRORED)["text/plain"] == "Pay invoice⟨U+202E⟩fdp.exe today"
+
+
 RAW_HTML_ON = mistune.create_markdown(escape=False, plugins=["table", "strikethrough", "url"])
 
 

@@ -251,7 +251,7 @@ def widget_figures(widget: Any) -> dict[str, Any]:
     counts = widget.get_by_test_id("counts").inner_text()
     messages = re.match(r"([\d,]+) messages", counts)
     assert messages, counts
-    title = widget.get_by_test_id("threshold").get_attribute("title") or ""
+    title = widget.get_by_test_id("nbmemory-xray-threshold").get_attribute("title") or ""
     return {
         "messages": number(messages[1]),
         "tokens": number(found[1]),

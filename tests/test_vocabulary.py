@@ -32,8 +32,8 @@ from nbmemory.wording import (
 from support import ROOT
 
 SRC = ROOT / "labextension" / "src"
-TYPES = [SRC / "api.ts", SRC / "views" / "vocabulary.ts"]
-"""Where the panel's types of the read model's JSON are declared."""
+TYPES = [SRC / "api.ts", SRC / "views" / "vocabulary.ts", SRC / "views" / "xray.ts"]
+"""Where the views' types of the read model's JSON are declared."""
 FRONT_ENDS = sorted(SRC.rglob("*.ts"))
 """The panel's and the widget's sources, and the views they share."""
 WIDGET = sorted([*(SRC / "widget").glob("*.ts"), *(SRC / "views").glob("*.ts")])
@@ -43,13 +43,18 @@ WIDGET = sorted([*(SRC / "widget").glob("*.ts"), *(SRC / "views").glob("*.ts")])
 def interfaces() -> dict[str, set[str]]:
     """The field names of each interface of the panel's types, with those of the interface it
     extends."""
-    found: dict[str, set[str]] = {}
     text = "\n".join(path.read_text() for path in TYPES)
     pattern = r"export interface (\w+)(?: extends (\w+))? \{(.*?)\n\}"
-    for name, base, body in re.findall(pattern, text, re.S):
-        fields = set(re.findall(r"^  (\w+)\??:", body, re.M))
-        found[name] = fields | found.get(base, set())
-    return found
+    declared = {
+        name: (base, set(re.findall(r"^  (\w+)\??:", body, re.M)))
+        for name, base, body in re.findall(pattern, text, re.S)
+    }
+
+    def fields(name: str) -> set[str]:
+        base, own = declared[name]
+        return own | (fields(base) if base else set())
+
+    return {name: fields(name) for name in declared}
 
 
 USAGE = Usage(100, 1000, 0.9, "m", "cl100k_base", False, (("system prompt", 100),))

@@ -218,7 +218,7 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
                 "[n.dataset.part, getComputedStyle(n).backgroundColor]))"
             )
 
-        in_widget = colours(widget, "[data-testid=segment]")
+        in_widget = colours(widget, "[data-testid=nbmemory-xray-segment]")
         in_panel = colours(panel, "[data-testid=nbmemory-xray-segment]")
         assert in_widget == in_panel and len(set(in_panel.values())) == len(in_panel), in_panel
 
@@ -232,9 +232,9 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         )
         expected = 100 * 270 / over.usage.tokens  # ceil(0.9 * 300) on a bar of the request
         assert left(mark.get_attribute("style")) == pytest.approx(expected, abs=0.01)
-        widget_mark = over_widget.get_by_test_id("threshold")
+        widget_mark = over_widget.get_by_test_id("nbmemory-xray-threshold")
         assert left(widget_mark.get_attribute("style")) == pytest.approx(expected, abs=0.01)
-        expect(over_widget.get_by_test_id("compacts-next")).to_have_text(
+        expect(over_widget.get_by_test_id("nbmemory-xray-compacts")).to_have_text(
             over.usage.to_json()["words"]["compacts_next"]
         )
         expect(panel.get_by_test_id("nbmemory-xray-compacts")).to_have_text(

@@ -71,7 +71,7 @@ def xray_agent_options(url: str) -> dict[str, Any]:
 
 
 def shown_parts(widget: Any) -> list[tuple[str, int]]:
-    items = widget.locator('[data-testid="legend-item"]')
+    items = widget.get_by_test_id("nbmemory-xray-part")
     return [
         (item["part"], int(item["tokens"]))
         for item in items.evaluate_all(
@@ -115,8 +115,8 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
         ):
             run_all_cells(page)
             widget = page.locator(WIDGET)
-            legend = widget.locator('[data-testid="legend"]')
-            expect(legend.locator('[data-testid="legend-total"]')).to_be_visible(timeout=WAIT_MS)
+            legend = widget.get_by_test_id("nbmemory-xray-legend")
+            expect(legend.get_by_test_id("nbmemory-xray-total")).to_be_visible(timeout=WAIT_MS)
             engine = json.loads(figures.read_text())["tokens"]
             usage = ReadModel().usage("Xray")
 
@@ -125,22 +125,22 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
             assert [name for name, _ in parts] == list(PARTS)
             assert parts == list(usage.parts)
             assert sum(tokens for _, tokens in parts) == usage.tokens == engine
-            total = legend.locator('[data-testid="legend-total"]')
+            total = legend.get_by_test_id("nbmemory-xray-total")
             assert total.get_attribute("data-tokens") == str(engine)
             usage = widget.locator('[data-testid="usage"]')
             expect(usage).to_contain_text(f"{engine:,} of 4,000 tokens")
             # Each segment is as wide as its share of the window.
-            bar = widget.locator('[data-testid="gauge"]').bounding_box()
+            bar = widget.get_by_test_id("nbmemory-xray-gauge").bounding_box()
             assert bar is not None
-            for segment in widget.locator('[data-testid="segment"]').all():
+            for segment in widget.get_by_test_id("nbmemory-xray-segment").all():
                 tokens = int(segment.get_attribute("data-tokens") or 0)
                 box = segment.bounding_box()
                 assert box is not None
                 assert abs(box["width"] - bar["width"] * tokens / 4000) <= 2.5, (tokens, box)
-            threshold = widget.locator('[data-testid="threshold"]').bounding_box()
+            threshold = widget.get_by_test_id("nbmemory-xray-threshold").bounding_box()
             assert threshold is not None
-            assert abs(threshold["x"] + 1 - (bar["x"] + 0.9 * bar["width"])) <= 2
-            expect(widget.locator('[data-testid="compacts-next"]')).to_have_text("")
+            assert abs(threshold["x"] - (bar["x"] + 0.9 * bar["width"])) <= 2
+            expect(widget.get_by_test_id("nbmemory-xray-compacts")).to_be_hidden()
 
             # The next request, as the loopback server receives it, against the parts shown.
             # Compared exactly: the tool schemas (their JSON counted with the agent's encoding),
@@ -195,11 +195,12 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
                 "agent.short_memory.add('User', 'One more thing.')\n"
                 "agent.add_memory('Noted too.')",
             )
-            note = widget.locator('[data-testid="compacts-next"]')
+            note = widget.get_by_test_id("nbmemory-xray-compacts")
             expect(note).to_contain_text("The next call compacts first", timeout=WAIT_MS)
-            expect(widget.locator('[data-testid="gauge"]')).to_have_class("gauge compacts")
+            gauge = widget.get_by_test_id("nbmemory-xray-gauge")
+            expect(gauge).to_have_class("xray-gauge compacts")
             screenshot(
-                widget.locator('[data-testid="xray"]'), shot(app, "widget-xray-compacts.png")
+                widget.get_by_test_id("nbmemory-xray"), shot(app, "widget-xray-compacts.png")
             )
             before = len(server.requests)
             server.reply("Summary: launch 2027-03-14, budget 40k EUR.")
@@ -207,11 +208,11 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
             execute(page, "agent.run('And now?')")
             summarizer = server.requests[before]
             assert "And now?" not in json.dumps(summarizer["messages"])  # a summary request
-            expect(note).to_have_text("", timeout=WAIT_MS)
+            expect(note).to_be_hidden(timeout=WAIT_MS)
             expect(widget.locator('[data-testid="counts"]')).to_contain_text(
                 "1 archive ·"
             )  # not "1 archives"
-            screenshot(widget.locator('[data-testid="xray"]'), shot(app, "widget-xray.png"))
+            screenshot(widget.get_by_test_id("nbmemory-xray"), shot(app, "widget-xray.png"))
             assert widget.locator("img").count() == 0
 
 
@@ -431,8 +432,8 @@ _COLOURS = """(widget) => {
         }
         return "rgb(255, 255, 255)";
     };
-    const gauge = widget.querySelector('[data-testid="gauge"]');
-    const mark = widget.querySelector('[data-testid="threshold"]');
+    const gauge = widget.querySelector('[data-testid="nbmemory-xray-gauge"]');
+    const mark = widget.querySelector('[data-testid="nbmemory-xray-threshold"]');
     const one = (selector) => {
         const node = widget.querySelector(selector);
         return node && {background: css(node).backgroundColor, colour: css(node).color,
@@ -442,7 +443,7 @@ _COLOURS = """(widget) => {
         background: background(),
         track: css(gauge).backgroundColor,
         outline: gauge.classList.contains("compacts") ? css(gauge).outlineColor : null,
-        segments: [...widget.querySelectorAll('[data-testid="segment"]')]
+        segments: [...widget.querySelectorAll('[data-testid="nbmemory-xray-segment"]')]
             .filter((s) => !s.hidden).map((s) => css(s).backgroundColor),
         mark: css(mark).backgroundColor,
         halo: css(mark).boxShadow,
@@ -584,7 +585,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
     ):
         run_all_cells(page)
         widget = page.locator(WIDGET)
-        expect(widget.locator('[data-testid="compacts-next"]')).to_contain_text(
+        expect(widget.get_by_test_id("nbmemory-xray-compacts")).to_contain_text(
             "compacts first", timeout=WAIT_MS
         )
         cells = "() => window.jupyterapp.shell.currentWidget.content.widgets.length"
@@ -634,8 +635,8 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         expect(row).to_be_focused()
 
         # The dark theme: the same checks in its colours.
-        track = """(widget) => getComputedStyle(widget.querySelector('[data-testid="gauge"]'))
-            .backgroundColor"""
+        track = """(widget) => getComputedStyle(
+            widget.querySelector('[data-testid="nbmemory-xray-gauge"]')).backgroundColor"""
         light_track = widget.evaluate(track)
         page.evaluate(
             "() => window.jupyterapp.commands.execute('apputils:change-theme',"

@@ -8,37 +8,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { IVocabulary } from './views/vocabulary';
-
-/** One part of the next request (`Usage.parts`): they add up to `IAgent.tokens`. */
-export interface IPart {
-  name: string;
-  tokens: number;
-}
-
-/** The sentences about a next request (`wording.usage_words`): every view says these. */
-export interface IUsageWords {
-  usage: string;
-  threshold: string;
-  compacts_next: string;
-  stuck: string;
-  over_window: string;
-  settings: string;
-}
-
-/** The next request's figures (`Usage.to_json`). */
-export interface IUsage {
-  tokens: number;
-  context_length: number;
-  threshold: number | null;
-  fraction: number;
-  model: string;
-  encoding: string;
-  recorded: boolean;
-  compacts_next: boolean;
-  stuck: boolean;
-  parts: IPart[];
-  words: IUsageWords;
-}
+import type { IUsage } from './views/xray';
 
 /** One agent at a glance (`AgentInfo.to_json`): its figures with its usage's. */
 export interface IAgent extends IUsage {

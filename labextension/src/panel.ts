@@ -35,7 +35,7 @@ import { SearchSection } from './search';
 import { Targets } from './targets';
 import { pageCount } from './views/paging';
 import { CompactionTimeline } from './timeline';
-import { ContextXray } from './xray';
+import { ContextXray } from './views/xray';
 
 export const PANEL_ID = 'nbmemory-panel';
 export { PAGE_SIZE };
@@ -76,7 +76,7 @@ interface IDetail {
 
 /**
  * The sidebar: the agent list (`agents.ts`) and, for the selected agent, its context X-ray
- * (`xray.ts`), pinned notes (`notes.ts`), search (`search.ts`), message list (`messages.ts`,
+ * (`views/xray.ts`), pinned notes (`notes.ts`), search (`search.ts`), message list (`messages.ts`,
  * its cards `cards.ts`) and compactions (`timeline.ts`, opened by `compactions.ts`), kept up to
  * date by polling (`polling.ts`). The panel holds what is selected and shown, and refreshes.
  */
@@ -321,7 +321,7 @@ export class MemoryPanel extends Panel {
       }
     });
     this.search = new SearchSection(this.cards, redraw);
-    this.xray = new ContextXray();
+    this.xray = new ContextXray('jp-nbmemory-xray');
     const views = new CompactionViews(
       options.shell,
       this.api,

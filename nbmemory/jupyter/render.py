@@ -22,6 +22,7 @@ from markdown_it.token import Token
 from mistune.renderers.html import HTMLRenderer
 
 from nbmemory.views.report import visible
+from nbmemory.wording import show_bidi
 
 _PUNCTUATION = frozenset(string.punctuation)
 _RUN = re.compile(r"`+")
@@ -66,8 +67,9 @@ def _markdown() -> mistune.Markdown:
 
 
 def markdown_html(text: str) -> str:
-    """Untrusted Markdown as HTML that cannot run anything or fetch anything."""
-    return f'<div class="nbmemory-markdown">{_markdown()(text)}</div>'
+    """Untrusted Markdown as HTML that cannot run anything, fetch anything or reorder text
+    (bidirectional controls shown as ``⟨U+202E⟩``)."""
+    return f'<div class="nbmemory-markdown">{_markdown()(show_bidi(text))}</div>'
 
 
 def safe_bundle(markdown: str, plain: str | None = None) -> dict[str, str]:
@@ -113,7 +115,9 @@ def chat_markdown(text: str) -> str:
     which departs from CommonMark) finds too are kept (:func:`_sure`), and what is kept must
     still be code when the Markdown written here is parsed again; what is not is escaped too,
     and after a few tries everything is. Where it is unsure, it escapes: the text then shows an
-    ``&lt;`` in code, never a tag."""
+    ``&lt;`` in code, never a tag. Bidirectional controls are shown as ``⟨U+202E⟩``, never
+    applied."""
+    text = show_bidi(text)
     lines = _LINE.findall(text)
     found = _code_blocks(_parse(text) or [])
     fenced = {number for block in found if block.markup for number in block.lines}

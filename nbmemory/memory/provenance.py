@@ -31,6 +31,7 @@ from nbmemory.memory.token_counts import digest
 from nbmemory.store.docs import AgentDocs
 from nbmemory.store.folders import open_reader
 from nbmemory.store.memory_format import format_block
+from nbmemory.wording import counted
 
 PROVENANCE_FILE = "PROVENANCE.jsonl"
 SERVER_ROOT_ENV = "NBMEMORY_SERVER_ROOT"
@@ -301,7 +302,8 @@ def _read_lines(data: memoryview, base: Lineage) -> Lineage:
 def _warn_damaged(found: Lineage, shown: str) -> None:
     if found.damaged:
         warnings.warn(
-            f"{shown}: {found.damaged} damaged line(s) skipped; those messages show no cell",
+            f"{shown}: {counted(found.damaged, 'damaged line')} skipped; "
+            "those messages show no cell",
             MemoryWarning,
             stacklevel=3,
         )

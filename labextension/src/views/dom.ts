@@ -1,7 +1,10 @@
 /**
  * The one element helper of every view. Text always goes in as text (`textContent`): nothing
- * here parses HTML, so untrusted text cannot become elements.
+ * here parses HTML, so untrusted text cannot become elements; and its bidirectional controls
+ * are shown as ⟨U+202E⟩, so a short label (a term, a query, a note's line) cannot reorder itself.
  */
+import { showBidi } from './vocabulary';
+
 
 /** A DOM element with a class (none when empty), optional text and attributes. */
 export function el<K extends keyof HTMLElementTagNameMap>(
@@ -15,7 +18,7 @@ export function el<K extends keyof HTMLElementTagNameMap>(
     node.className = className;
   }
   if (text !== undefined) {
-    node.textContent = text;
+    node.textContent = showBidi(text);
   }
   for (const [key, value] of Object.entries(attrs)) {
     node.setAttribute(key, value);

@@ -1,10 +1,11 @@
 // The figures: on the summary line, the name, a small gauge, the usage and the counts; in the
-// details, the context X-ray (what the next request carries, part by part, against the
-// window), the counts and what is worth knowing about them.
+// details, the context X-ray (the views', as the panel shows it), the counts and what is worth
+// knowing about them.
 import { el } from "../views/dom";
 import { byteSize, number } from "../views/format";
-import { gaugeScale, onScale, paint, thresholdTokens } from "../views/gauge";
-import { label, partStyle } from "../views/vocabulary";
+import { gaugeScale, onScale, thresholdTokens } from "../views/gauge";
+import { label } from "../views/vocabulary";
+import { ContextXray, segments } from "../views/xray";
 
 // The figures are the `info` trait, AgentInfo.to_json() (the panel's, under the same names).
 // What each part is, its colour and the gauges' maths are the views' (views/gauge.ts), as are
@@ -21,62 +22,11 @@ function summaryNodes() {
   return { name, miniGauge, miniSegments, miniMark, usage, brief };
 }
 
-// Context X-ray: what the next request carries, part by part, against the window.
-function xrayNodes() {
-  const xray = el("section", "xray", undefined, { "data-testid": "xray", "aria-label": "Context X-ray" });
-  const gauge = el("div", "gauge", undefined, { "data-testid": "gauge", role: "meter", "aria-label": "Context window used", "aria-valuemin": "0", "aria-valuemax": "100" });
-  const segments = el("div", "segments");
-  const mark = el("div", "threshold", undefined, { "data-testid": "threshold" });
-  gauge.append(segments, mark);
-  const compactsNext = el("div", "compacts-next", undefined, { "data-testid": "compacts-next", role: "status" });
-  const legend = el("ul", "legend", undefined, { "data-testid": "legend", "aria-label": "What the next request carries" });
-  xray.append(gauge, compactsNext, legend);
+// The details' figures beneath the X-ray: the counts and what is worth knowing about them.
+function countsNodes() {
   const counts = el("div", "counts", undefined, { "data-testid": "counts" });
   const notes = el("div", "notes", undefined, { "data-testid": "notes" });
-  return { xray, gauge, segments, mark, compactsNext, legend, counts, notes };
-}
-
-function drawXray(model, v, exists, used, win, scale) {
-  const { miniSegments, segments, legend, gauge, miniGauge, compactsNext } = v;
-  const parts = model.get("info").parts || [];
-  const words = model.get("info").words || {};
-  const shown = parts.length ? parts : exists ? [{ name: "total", tokens: used }] : [];
-  const segment = (part, i, attrs = {}) => {
-    const node = paint(el("div", `segment part-${i}`, undefined, { ...attrs }), part.name);
-    node.style.width = `${onScale(part.tokens, scale)}%`;
-    node.hidden = !part.tokens;
-    return node;
-  };
-  miniSegments.replaceChildren(...shown.map((part, i) => segment(part, i)));
-  segments.replaceChildren(...shown.map((part, i) => segment(part, i, {
-    "data-testid": "segment", "data-part": part.name, "data-tokens": String(part.tokens),
-    title: `${part.name}: ${number(part.tokens)} tokens`,
-  })));
-  const items = shown.map((part, i) => {
-    const item = el("li", "", undefined, { "data-testid": "legend-item", "data-part": part.name, "data-tokens": String(part.tokens) });
-    const help = partStyle(part.name)?.description;
-    item.append(
-      paint(el("span", `swatch part-${i}`, undefined, { "aria-hidden": "true" }), part.name),
-      el("span", "part-name", part.name),
-      el("span", "part-tokens", `${number(part.tokens)}`),
-    );
-    if (help) item.title = help;
-    return item;
-  });
-  if (exists && !model.get("counting")) {
-    const total = el("li", "legend-total", undefined, { "data-testid": "legend-total", "data-tokens": String(used) });
-    total.append(
-      el("span", "part-name", label("next request")),
-      el("span", "part-tokens", `${words.usage} · ${words.threshold}`),
-    );
-    items.push(total);
-  }
-  legend.replaceChildren(...items);
-  const compacting = exists && !model.get("counting") && model.get("info").compacts_next;
-  gauge.classList.toggle("compacts", compacting);
-  miniGauge.classList.toggle("compacts", compacting);
-  const counted = exists && !model.get("counting");
-  compactsNext.textContent = counted ? words.compacts_next || words.stuck || words.over_window || "" : "";
+  return { counts, notes };
 }
 
 // The static summary shown with this widget (for a notebook opened without its kernel):
@@ -91,7 +41,7 @@ function hideStatic(model) {
 }
 
 function drawFigures(model, v) {
-  const { name, usage, gauge, mark, miniMark, brief, counts, notes } = v;
+  const { name, usage, miniGauge, miniSegments, miniMark, brief, counts, notes, xray } = v;
   hideStatic(model);
   const exists = model.get("exists");
   const info = model.get("info");
@@ -105,21 +55,23 @@ function drawFigures(model, v) {
   if (!exists) {
     usage.textContent = "no agent yet";
   } else if (model.get("counting")) {
-    usage.textContent = `counting tokens… / ${number(win)} tokens`;
+    usage.textContent = `${label("counting")} / ${number(win)} tokens`;
   } else {
     usage.textContent = words.usage;
   }
-  gauge.setAttribute("data-percent", String(exists ? percent : 0));
-  gauge.setAttribute("aria-valuenow", String(exists ? Math.min(100, percent) : 0));
-  gauge.setAttribute("aria-valuetext", exists ? usage.textContent : "no agent yet");
-  drawXray(model, v, exists, used, win, scale);
-  const at = thresholdTokens(threshold, win);
-  mark.hidden = miniMark.hidden = at === null;
-  if (at !== null) {
-    mark.style.left = miniMark.style.left = `calc(${onScale(at, scale)}% - 1px)`;
-    mark.title = words.threshold || "";
-  }
   const counted = exists && !model.get("counting");
+  const parts = info.parts?.length ? info.parts : exists ? [{ name: "total", tokens: used }] : [];
+  miniSegments.replaceChildren(...segments(parts, scale, "segment", false));
+  miniGauge.setAttribute("data-percent", String(exists ? percent : 0));
+  miniGauge.classList.toggle("compacts", counted && info.compacts_next);
+  xray.node.hidden = !exists;
+  if (exists) xray.update(info, counted);
+  const at = thresholdTokens(threshold, win);
+  miniMark.hidden = at === null;
+  if (at !== null) {
+    miniMark.style.left = `calc(${onScale(at, scale)}% - 1px)`;
+    miniMark.title = words.threshold || "";
+  }
   brief.textContent = !exists || !info.counts ? "" : info.counts
     + (counted && info.compacts_next ? ` · ${label("compacts next")}` : "");
   if (!exists || !info.counts) {
@@ -132,14 +84,13 @@ function drawFigures(model, v) {
   }
   const lines: string[] = [];
   if (exists && threshold === null) lines.push("Context compression is off for this agent.");
-  if (exists && !model.get("in_ram") && words.settings) lines.push(`Figures use ${words.settings}.`);
   for (const problem of info.problems || []) lines.push(problem);
   notes.textContent = lines.join(" ");
 }
 
 // The figures' elements, and `draw` to fill them from the model's figure traits.
 function gaugeView(model) {
-  const v = { ...summaryNodes(), ...xrayNodes() };
+  const v = { ...summaryNodes(), ...countsNodes(), xray: new ContextXray("xray") };
   return { ...v, draw: () => drawFigures(model, v) };
 }
 
