@@ -237,7 +237,8 @@ class MemoryWidget(FollowingWidget):
             return None
         self._plan = plan
         self.compaction_preview = preview_fields(plan, keep)
-        self.status = "Preview: nothing has changed yet."
+        kept = " Your edit is kept; the model's new summary waits beside it." if plan.edited else ""
+        self.status = f"Preview: nothing has changed yet.{kept}"
         return plan
 
     def measure_summary(self, summary: str) -> CompactionPlan | None:

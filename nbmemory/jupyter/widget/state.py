@@ -3,8 +3,8 @@
 Functions of their arguments, with no widget and no traits: the figures shown before the tokens
 are counted, pages of messages (with their tokens on demand), search in a memory kept in RAM,
 the compactions without their summaries and the latest changes to the pinned notes (the
-compaction preview is ``nbmemory.views.report.preview_fields``). :mod:`.following` and :mod:`.memory_widget` put them in
-the traits.
+compaction preview is ``nbmemory.views.report.preview_fields``). :mod:`.following` and
+:mod:`.memory_widget` put them in the traits.
 """
 
 from __future__ import annotations
