@@ -102,7 +102,12 @@ LABELS = {
     "previous": "Previous",
     "next": "Next",
     "last": "Last",
-    "no record": "no record: worked out from the files",
+    "no record": (
+        "Dropped terms worked out from the archive, the summary and the pinned notes as they "
+        "are now: no record of this compaction"
+    ),
+    "recorded": "Dropped terms as the compressor recorded them when it compacted",
+    "none dropped": "nothing dropped",
     "empty": "Nothing here.",
     "no notes": "No pinned notes.",
     "no agent": "Select an agent to see its memory.",
@@ -132,6 +137,7 @@ PHRASES = {
         "(the archive still does)"
     ),
     "dropped listed": "; the first {listed} are listed",
+    "terms dropped": "{terms} dropped",
     "image": "image: {alt}",
     "cell gone": "cell [{count}] is gone from {notebook}",
     "notebook missing": "{notebook} is not among the server's files (moved, renamed or deleted)",
@@ -342,6 +348,14 @@ def compaction_words(
     )
 
 
+def dropped_words(dropped: int) -> str:
+    """How many terms a summary drops, as every view says it: "nothing dropped", "1 term
+    dropped", "71 terms dropped"."""
+    if not dropped:
+        return LABELS["none dropped"]
+    return PHRASES["terms dropped"].format(terms=counted(dropped, "term"))
+
+
 def preview_words(before: int, after: int | None, dropped: int) -> str:
     """A compaction not made yet, in one line: the next request's tokens before and (reckoned)
     after, and how many terms its summary would drop."""
@@ -349,7 +363,7 @@ def preview_words(before: int, after: int | None, dropped: int) -> str:
     shown = "?" if after is None else number(after)
     return (
         f"{LABELS['next request']} {number(before)} {arrow} {shown} tokens "
-        f"({counted(dropped, 'term')} dropped)"
+        f"({dropped_words(dropped)})"
     )
 
 
@@ -364,14 +378,16 @@ WIDGET_WORDS = {
         "next request",
         "no compactions",
         "no record",
+        "none dropped",
         "nothing dropped",
+        "recorded",
         "pin placeholder",
         "search placeholder",
         "show full",
         "summary now",
         "summary then",
     ),
-    "phrases": ("dropped", "dropped listed", "folded", "image", "page"),
+    "phrases": ("dropped", "dropped listed", "folded", "image", "page", "terms dropped"),
 }
 """The labels and phrases the widget's modules read (besides the pagers' labels): the widget is
 sent these only (:func:`widget_vocabulary`). tests/test_vocabulary.py checks this list against

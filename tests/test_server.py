@@ -544,6 +544,34 @@ def test_a_preview_starts_from_the_figure_the_listing_shows_tools_and_all(lab, a
     assert shown["tokens_before"] == agent.next_request_tokens()
 
 
+def test_an_edited_summary_is_measured_and_then_drops_what_was_measured(lab, agents):
+    agent = Agent(
+        agent_name="Tooled", model_name=OFFLINE_MODEL, persistent_memory=True, tools=[depot_of]
+    )
+    agent.run("Which depot serves Lyon? Crate QX-7781 ships on 2024-05-02, Dana signs.")
+    gauge = ReadModel(agents).usage("Tooled").tokens
+    status, shown = call(lab, "/agents/Tooled/compact", body={"preview": True})
+    assert status == 200 and not shown["edited"] and shown["drafted"] == shown["summary"]
+    # The person's edit, measured against that preview: no model call, nothing written.
+    before = snapshot(agents)
+    edited = "Crate QX-7781 ships from the Lyon depot."
+    body = {"preview": True, "plan": shown["plan"], "summary": edited}
+    status, measured = call(lab, "/agents/Tooled/compact", body=body)
+    assert status == 200 and snapshot(agents) == before
+    assert measured["summary"] == edited and measured["edited"]
+    assert measured["drafted"] == shown["summary"] and measured["plan"] != shown["plan"]
+    assert "Dana" in measured["missing"] and "Dana" not in shown["missing"]
+    assert measured["tokens_before"] == shown["tokens_before"] == gauge
+    # Measured again (the first preview is still known), then carried out: it drops exactly that.
+    assert call(lab, "/agents/Tooled/compact", body=body)[1]["missing"] == measured["missing"]
+    body = {"summary": edited, "plan": measured["plan"]}
+    status, done = call(lab, "/agents/Tooled/compact", body=body)
+    assert status == 200 and done["missing"] == measured["missing"]
+    [record] = ReadModel(agents).compactions("Tooled")
+    assert record.recorded and record.dropped == measured["missing"]
+    assert done["tokens_after"] == measured["tokens_after"]
+
+
 def test_a_failing_model_previews_nothing_and_compacts_nothing(lab, agents):
     # No key for the model it recorded: the summarizer fails, said with 502.
     write_settings(agent_docs("Writer"), RunSettings("mistral/mistral-small", 3000, 0.75, ""))
@@ -808,7 +836,8 @@ MALFORMED_POSTS = [
     ("compact", b'{"summary": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
     ("compact", b'{"summary": 3}'),
     ("compact", b'{"preview": "yes"}'),
-    ("compact", b'{"preview": true, "summary": "x"}'),
+    ("compact", b'{"preview": true, "plan": "p"}'),
+    ("compact", b'{"preview": true, "plan": "p", "summary": "x", "keep": ["Dana"]}'),
     ("compact", b'{"preview": true, "keep": "Dana"}'),
     ("compact", b'{"preview": true, "keep": [1]}'),
     ("compact", b'{"preview": true, "keep": [" "]}'),

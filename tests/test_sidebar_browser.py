@@ -620,6 +620,58 @@ def test_compact_from_the_sidebar_previews_the_models_summary_first(
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
 
 
+def test_an_edited_summary_is_measured_and_kept_through_preview_again(
+    tmp_path: Path, workspace: Path
+) -> None:
+    require("jupyterlab", "playwright")
+    from playwright.sync_api import expect
+
+    convo = Conversation(name="Edit", memory_md_path=memory_path("Edit"))
+    convo.add("User", "Crate QX-7781 leaves Lyon on 2024-05-02; Dana signs for it.")
+    convo.add("User", "The budget for crate QX-7781 is 40k EUR.")
+    root = tmp_path / "lab"
+    root.mkdir()
+    with jupyter_lab(root, extra_args=lab_args(tmp_path)) as server, open_lab(server) as page:
+        page.locator('.jp-SideBar [data-id="nbmemory-panel"]').click()
+        panel = page.get_by_test_id("nbmemory-panel")
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Edit").click()
+        panel.locator('[data-command="nbmemory:compact"]').click()
+        dialog = page.locator(".jp-Dialog")
+        summary = dialog.get_by_test_id("nbmemory-compact-summary")
+        expect(summary).not_to_have_value("", timeout=WAIT_MS)
+        drafted = summary.input_value()
+        terms = dialog.get_by_test_id("nbmemory-compact-term")
+        expect(terms.filter(has_text="Dana")).to_have_count(0)  # the model's summary keeps it
+
+        # Edited: what it drops is measured for the edit, without asking the model.
+        summary.fill("Crate QX-7781 leaves Lyon.")
+        expect(terms.filter(has_text="Dana")).to_have_count(1, timeout=WAIT_MS)
+        expect(dialog.get_by_test_id("nbmemory-compact-tokens")).to_contain_text("dropped")
+        expect(dialog.get_by_test_id("nbmemory-compact-edited")).to_be_visible()
+
+        # Preview again keeps the edit, and what it drops, until the person discards it.
+        with page.expect_response(lambda r: "keep" in (r.request.post_data or "")) as answered:
+            dialog.get_by_test_id("nbmemory-compact-again").click()
+        assert answered.value.json()["drafted"] and answered.value.json()["edited"]
+        expect(summary).to_have_value("Crate QX-7781 leaves Lyon.")
+        expect(terms.filter(has_text="Dana")).to_have_count(1)
+        dialog.get_by_test_id("nbmemory-compact-discard").click()
+        expect(summary).to_have_value(drafted)
+        expect(terms.filter(has_text="Dana")).to_have_count(0, timeout=WAIT_MS)
+        expect(dialog.get_by_test_id("nbmemory-compact-edited")).to_be_hidden()
+
+        # Compact with an edit drops exactly what the dialog listed.
+        summary.fill("Crate QX-7781 leaves Lyon.")
+        expect(terms.filter(has_text="Dana")).to_have_count(1, timeout=WAIT_MS)
+        listed = [t.strip() for t in terms.all_inner_texts()]
+        dialog.get_by_test_id("nbmemory-compact-confirm").click()
+        expect(dialog).to_have_count(0)
+        toast = page.locator(".Toastify__toast").filter(has_text="Compacted Edit")
+        expect(toast).to_have_count(1, timeout=WAIT_MS)
+        [compaction] = ReadModel(workspace).compactions("Edit")
+        assert compaction.dropped == listed
+
+
 FILLER = "".join(f"# line {n} of a cell that only takes room\n" for n in range(12))
 HOSTILE_NOTEBOOK = '<img src=x onerror="window.__pwned=1">.ipynb'
 

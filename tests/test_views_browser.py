@@ -468,9 +468,9 @@ def test_bidirectional_controls_never_reorder_text_in_the_widget_or_the_panel(
 
         # The widget's preview box; the summary written keeps the character itself.
         widget.get_by_test_id("compact").click()
-        box = widget.get_by_test_id("preview-summary")
+        box = widget.get_by_test_id("nbmemory-compact-summary")
         expect(box).to_have_value(re.compile("^Pay invoice⟨U\\+202E⟩fdp"), timeout=WAIT_MS)
-        widget.get_by_test_id("confirm-compact").click()
+        widget.get_by_test_id("nbmemory-compact-confirm").click()
         expect(widget.get_by_test_id("compaction")).to_have_count(1, timeout=WAIT_MS)
         (written,) = ReadModel(workspace).records("Mirror")
         assert MIRRORED in written["content"] and "⟨U+" not in written["content"], written

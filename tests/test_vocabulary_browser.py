@@ -165,8 +165,8 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
             if dropped
             else LABELS["nothing dropped"]
         )
-        expect(widget.get_by_test_id("dropped-title")).to_have_text(dropped_words)
-        terms = widget.get_by_test_id("dropped-term").all_inner_texts()
+        expect(widget.get_by_test_id("nbmemory-dropped-title")).to_have_text(dropped_words)
+        terms = widget.get_by_test_id("nbmemory-dropped-term").all_inner_texts()
         assert "ResearchAgent" not in terms, terms
         widget.get_by_test_id("close-compaction").click()
         found = reader.search("ResearchAgent", "bold")
@@ -201,7 +201,7 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         expect(view).to_contain_text("The summary this compaction wrote (a later one replaced it)")
         terms = view.get_by_test_id("nbmemory-dropped-term").all_inner_texts()
         assert "ResearchAgent" not in terms, terms
-        expect(view.locator(".jp-nbmemory-dropped h3")).to_have_text(dropped_words)
+        expect(view.get_by_test_id("nbmemory-dropped-title")).to_have_text(dropped_words)
         expect(view).to_contain_text(LABELS["transcript"])
         expect(panel.locator(".jp-nbmemory-compactions h4")).to_have_text(LABELS["compactions"])
 

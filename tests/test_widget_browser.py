@@ -25,6 +25,7 @@ from nbmemory import Conversation
 from nbmemory.memory.note_history import Author
 from nbmemory.memory.notes import Notes
 from nbmemory.store import memory_path
+from nbmemory.views.read_model import ReadModel
 from support import agent_docs, stored, stored_messages
 
 pytestmark = pytest.mark.browser
@@ -301,6 +302,55 @@ def test_accept_reject_and_restore_the_models_note_edits_in_the_widget(tmp_path:
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
 
 
+def test_an_edited_summary_is_measured_and_kept_through_preview_again(tmp_path: Path) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_memory(
+        "Edit",
+        "Crate QX-7781 leaves Lyon on 2024-05-02; Dana signs for it.",
+        "The budget for crate QX-7781 is 40k EUR.",
+    )
+    write_notebook(root / "edit.ipynb", IMPORT, 'MemoryWidget("Edit")')
+    with jupyter_lab(root) as server, open_notebook(server, "edit.ipynb", height=1600) as page:
+        run_all_cells(page)
+        widget = page.locator('[data-testid="nbmemory-widget"]')
+        expect(widget).to_be_visible(timeout=WAIT_MS)
+        status = widget.get_by_test_id("status")
+        widget.get_by_test_id("compact").click()
+        preview = widget.get_by_test_id("nbmemory-compact-preview")
+        summary = preview.get_by_test_id("nbmemory-compact-summary")
+        expect(summary).not_to_have_value("", timeout=WAIT_MS)
+        drafted = summary.input_value()
+        terms = preview.get_by_test_id("nbmemory-compact-term")
+        expect(terms.filter(has_text="Dana")).to_have_count(0)  # the model's summary keeps it
+
+        # Edited: what it drops is measured for the edit, without asking the model.
+        summary.fill("Crate QX-7781 leaves Lyon.")
+        expect(terms.filter(has_text="Dana")).to_have_count(1, timeout=WAIT_MS)
+        expect(preview.get_by_test_id("nbmemory-compact-edited")).to_be_visible()
+
+        # Preview again keeps the edit, and what it drops, until the person discards it.
+        preview.get_by_test_id("nbmemory-compact-again").click()
+        expect(status).to_contain_text("Your edit is kept", timeout=WAIT_MS)
+        expect(summary).to_have_value("Crate QX-7781 leaves Lyon.")
+        expect(terms.filter(has_text="Dana")).to_have_count(1)
+        preview.get_by_test_id("nbmemory-compact-discard").click()
+        expect(summary).to_have_value(drafted)
+        expect(terms.filter(has_text="Dana")).to_have_count(0, timeout=WAIT_MS)
+
+        # Compact with an edit drops exactly what the preview listed.
+        summary.fill("Crate QX-7781 leaves Lyon.")
+        expect(terms.filter(has_text="Dana")).to_have_count(1, timeout=WAIT_MS)
+        listed = [t.strip() for t in terms.all_inner_texts()]
+        preview.get_by_test_id("nbmemory-compact-confirm").click()
+        expect(status).to_contain_text("Compacted: ", timeout=WAIT_MS)
+        [compaction] = ReadModel().compactions("Edit")
+        assert compaction.dropped == listed
+
+
 def test_compact_previews_keeps_terms_and_writes_only_what_is_confirmed(tmp_path: Path) -> None:
     require("jupyterlab", "playwright", "nbformat")
     from playwright.sync_api import expect
@@ -316,18 +366,18 @@ def test_compact_previews_keeps_terms_and_writes_only_what_is_confirmed(tmp_path
         run_all_cells(page)
         widget = page.locator('[data-testid="nbmemory-widget"]')
         expect(widget).to_be_visible(timeout=WAIT_MS)
-        preview = widget.get_by_test_id("compact-preview")
+        preview = widget.get_by_test_id("nbmemory-compact-preview")
         status = widget.get_by_test_id("status")
         expect(preview).to_be_hidden()
 
         # Compact… shows the model's summary, the tokens and the terms it would drop.
         widget.get_by_test_id("compact").click()
-        summary = preview.get_by_test_id("preview-summary")
+        summary = preview.get_by_test_id("nbmemory-compact-summary")
         expect(summary).to_have_value(re.compile(r"^<img src=x onerror="), timeout=WAIT_MS)
-        expect(preview.get_by_test_id("preview-tokens")).to_contain_text(
+        expect(preview.get_by_test_id("nbmemory-compact-tokens")).to_contain_text(
             re.compile(r"next request [\d,]+ → [\d,]+ tokens")
         )
-        terms = preview.get_by_test_id("preview-term")
+        terms = preview.get_by_test_id("nbmemory-compact-term")
         expect(terms.first).to_have_text(re.compile(r"^ ZA1\d{3}$"))
         dropped = terms.first.inner_text().strip()  # a code the summary left out
         expect(status).to_have_text("Preview: nothing has changed yet.")
@@ -335,7 +385,7 @@ def test_compact_previews_keeps_terms_and_writes_only_what_is_confirmed(tmp_path
 
         # Keep a term: the next preview's summary keeps it, and its box stays ticked.
         terms.first.get_by_role("checkbox").check()
-        preview.get_by_test_id("preview-again").click()
+        preview.get_by_test_id("nbmemory-compact-again").click()
         expect(summary).to_have_value(
             re.compile(f"Kept word for word:[\\s\\S]*{dropped}"), timeout=WAIT_MS
         )
@@ -343,7 +393,7 @@ def test_compact_previews_keeps_terms_and_writes_only_what_is_confirmed(tmp_path
         assert stored("Squeeze") == before
 
         # Cancel changes nothing.
-        preview.get_by_test_id("cancel-compact").click()
+        preview.get_by_test_id("nbmemory-compact-cancel").click()
         expect(preview).to_be_hidden()
         expect(status).to_have_text("Not compacted: cancelled.")
         assert stored("Squeeze") == before
@@ -355,7 +405,7 @@ def test_compact_previews_keeps_terms_and_writes_only_what_is_confirmed(tmp_path
         summary.fill(shown + "\nChecked by a person.")
         expect(widget.locator("img")).to_have_count(0)
         screenshot(widget, "widget-compact-preview.png")
-        preview.get_by_test_id("confirm-compact").click()
+        preview.get_by_test_id("nbmemory-compact-confirm").click()
         expect(status).to_contain_text("Compacted: ", timeout=WAIT_MS)
         expect(preview).to_be_hidden()
         (written,) = stored_messages("Squeeze")

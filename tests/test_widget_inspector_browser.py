@@ -268,7 +268,7 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path, app: str) -> 
         view = widget.locator('[data-testid="compaction-view"]')
         expect(view).to_be_visible()
         expect(view.locator('[data-testid="summary"]')).to_have_text(compaction.summary)
-        terms = view.locator('[data-testid="dropped-term"]')
+        terms = view.get_by_test_id("nbmemory-dropped-term")
         expect(terms).to_have_count(len(compaction.dropped))
         assert terms.all_text_contents() == compaction.dropped
         expect(view.locator('[data-testid="summary"]')).not_to_contain_text("ZX-4471")

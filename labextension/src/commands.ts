@@ -39,7 +39,8 @@ import { Widget } from '@lumino/widgets';
 import { Api, IAgent, IAgents, IItem, agentPath, query, reason } from './api';
 import { el } from './views/dom';
 import { counted, number } from './views/format';
-import { messageNumber, showBidi, unshowBidi } from './views/vocabulary';
+import { messageNumber } from './views/vocabulary';
+import { CompactPreview, ICompactPreview } from './views/preview';
 import { MemoryPanel } from './panel';
 import { IArchiveRef, IMessageRef, MEMORY_FILE } from './targets';
 import { CompactionView } from './timeline';
@@ -72,137 +73,60 @@ async function copyText(text: string): Promise<void> {
   }
 }
 
-/** A compaction previewed by the server (`POST .../compact {"preview": true}`), not made. */
-interface ICompactPreview {
+/** A compaction previewed by the server (`POST .../compact {"preview": true}`), not made: its
+ * plan is the id that measures an edit of it or carries it out. */
+interface IPlanned extends ICompactPreview {
   plan: string;
-  summary: string;
-  tokens_before: number;
-  tokens_after: number | null;
-  missing: string[];
-  keep: string[];
-  /** The figures in one line, worded by the server as every view words them. */
-  words: string;
-}
-
-/** What the compaction dialog ends with: the summary shown (maybe edited), and its preview. */
-interface ICompactChoice {
-  summary: string;
-  preview: ICompactPreview;
-}
-
-const SHOWN_TERMS = 60;
-
-/** The model's summary of `name`'s memory, keeping the terms `keep`: nothing changes. */
-function previewOf(api: Api, name: string, keep: string[]): Promise<ICompactPreview> {
-  return api.post<ICompactPreview>(agentPath(name, 'compact'), { preview: true, keep });
 }
 
 /**
- * The body of the compaction dialog: the model's summary (editable), the next request's tokens
- * before and after, and the terms the summary would drop, each with a box to keep it ("Preview
- * again" asks for a summary that keeps the ticked ones). The summary and the terms are the
- * memory's text: put in as text.
+ * The compaction preview (`views/preview.ts`) in a dialog: its buttons ask the server (a new
+ * preview, an edit measured against the last one); Compact or Cancel closes the dialog, which
+ * resolves with the summary to write and the plan it goes with, or null.
  */
-class CompactBody extends Widget implements Dialog.IBodyWidget<ICompactChoice> {
-  constructor(
-    private readonly api: Api,
-    agent: IAgent,
-    private preview: ICompactPreview,
-    summary: string,
-    problem: string
-  ) {
-    super();
-    this.name = agent.name;
-    this.addClass('jp-nbmemory-compact-dialog');
-    this.problem = el('p', 'jp-nbmemory-dialog-problem', problem, { role: 'alert' });
-    this.textarea = el('textarea', 'jp-mod-styled jp-nbmemory-summary-input', undefined, {
-      rows: '8',
-      'aria-label': 'Summary that replaces the archived messages (the model’s; you may edit it)',
-      'data-testid': 'nbmemory-compact-summary'
-    });
-    const label = el('label', 'jp-nbmemory-dialog-label', 'Summary (the model’s; you may edit it)');
-    label.append(this.textarea);
-    const again = el('button', 'jp-mod-styled jp-mod-reject jp-nbmemory-compact-again', 'Preview again', {
-      type: 'button',
-      title: 'Ask the model for a new summary that keeps the ticked terms',
-      'data-testid': 'nbmemory-compact-again'
-    });
-    again.addEventListener('click', () => void this.previewAgain(again));
-    this.node.append(
-      el(
-        'p',
-        '',
-        `Nothing changes until you press Compact: then all ${counted(agent.messages, 'message')} ` +
-          `of ${agent.name}'s MEMORY.md go to a new archive, word for word, and the summary ` +
-          'below replaces them in the memory.',
-        { 'data-testid': 'nbmemory-compact-what' }
-      ),
-      this.tokens,
-      this.problem,
-      label,
-      this.terms,
-      again
-    );
-    this.draw(preview, summary);
-  }
-
-  getValue(): ICompactChoice {
-    return { summary: unshowBidi(this.textarea.value), preview: this.preview };
-  }
-
-  /** Draw `preview`, with `summary` (the person's edit) in the box if given. */
-  private draw(preview: ICompactPreview, summary = ''): void {
-    this.preview = preview;
-    this.tokens.textContent = `${preview.words}.`;
-    // Bidirectional controls shown: none reorders the summary while it is edited.
-    this.textarea.value = showBidi(summary || preview.summary);
-    const terms = [...preview.keep, ...preview.missing.filter(t => !preview.keep.includes(t))];
-    const boxes = terms.slice(0, SHOWN_TERMS).map(term => {
-      const box = el('input', '', undefined, { type: 'checkbox', value: term });
-      box.checked = preview.keep.includes(term);
-      const label = el('label', 'jp-nbmemory-compact-term', ` ${term}`, {
-        'data-testid': 'nbmemory-compact-term'
-      });
-      label.prepend(box);
-      return label;
-    });
-    const more = terms.length - boxes.length;
-    this.terms.replaceChildren(
-      el(
-        'legend',
-        '',
-        terms.length ? 'It would drop (the archive keeps them); tick to keep:' : 'It drops no term.'
-      ),
-      ...boxes,
-      ...(more > 0 ? [el('span', '', ` and ${number(more)} more`)] : [])
-    );
-  }
-
-  /** Ask for a new preview that keeps the ticked terms; the dialog stays open. */
-  private async previewAgain(again: HTMLButtonElement): Promise<void> {
-    const keep = Array.from(
-      this.terms.querySelectorAll<HTMLInputElement>('input:checked'),
-      box => box.value
-    );
-    again.disabled = true;
-    this.problem.textContent = 'Asking the model for a summary…';
+async function choose(
+  api: Api,
+  agent: IAgent,
+  first: IPlanned
+): Promise<{ summary: string; plan: string } | null> {
+  const name = agent.name;
+  let plan = first.plan;
+  let chosen: { summary: string; plan: string } | null = null;
+  const ask = async (body: Record<string, unknown>, doing: string): Promise<void> => {
+    view.say(doing);
     try {
-      this.draw(await previewOf(this.api, this.name, keep));
-      this.problem.textContent = '';
+      const answer = await api.post<IPlanned>(agentPath(name, 'compact'), {
+        preview: true,
+        ...body
+      });
+      plan = answer.plan;
+      view.say('');
+      view.show(answer);
     } catch (error) {
-      this.problem.textContent = `No new preview: ${reason(error)}`;
-    } finally {
-      again.disabled = false;
+      view.say(`No new preview: ${reason(error)}`);
     }
-  }
-
-  private readonly name: string;
-  private readonly problem: HTMLParagraphElement;
-  private readonly textarea: HTMLTextAreaElement;
-  private readonly tokens = el('p', '', undefined, { 'data-testid': 'nbmemory-compact-tokens' });
-  private readonly terms = el('fieldset', 'jp-nbmemory-compact-terms', undefined, {
-    'data-testid': 'nbmemory-compact-dropped'
+  };
+  const view: CompactPreview = new CompactPreview(name, agent.messages, {
+    again: (keep, edit) =>
+      void ask(edit === null ? { keep } : { keep, summary: edit }, 'Asking the model for a summary…'),
+    measure: summary => void ask({ plan, summary }, ''),
+    compact: summary => {
+      chosen = { summary, plan };
+      dialog.reject(); // closed: the compaction follows
+    },
+    cancel: () => dialog.reject()
   });
+  view.show(first);
+  const body = new Widget({ node: view.node });
+  body.addClass('jp-nbmemory-compact-dialog');
+  const dialog = new Dialog({
+    title: `Compact ${name}?`,
+    body,
+    buttons: [],
+    focusNodeSelector: 'textarea'
+  });
+  await dialog.launch();
+  return chosen;
 }
 
 /** A dialog saying why a file cannot be opened in JupyterLab, with its absolute path. */
@@ -492,37 +416,22 @@ function addCompactCommand(c: CommandContext): void {
           return;
         }
         const asking = Notification.info(`Asking the model for a summary of ${name}…`);
-        let preview: ICompactPreview;
+        let first: IPlanned;
         try {
-          preview = await previewOf(api, name, []);
+          first = await api.post<IPlanned>(agentPath(name, 'compact'), { preview: true });
         } finally {
           Notification.dismiss(asking);
         }
-        let summary = '';
-        let problem = '';
-        for (;;) {
-          const body = new CompactBody(api, agent, preview, summary, problem);
-          const result = await showDialog<ICompactChoice>({
-            title: `Compact ${name}?`,
-            body,
-            buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Compact' })],
-            focusNodeSelector: 'textarea'
-          });
-          if (!result.button.accept) {
-            return;
-          }
-          ({ summary, preview } = result.value ?? body.getValue());
-          if (summary.trim()) {
-            break;
-          }
-          problem = 'A summary is needed: it is what the memory keeps of the archived messages.';
+        const chosen = await choose(api, agent, first);
+        if (!chosen) {
+          return;
         }
         const done = await api.post<{
           archive: string | null;
           tokens_before: number;
           tokens_after: number;
           figures: string;
-        }>(agentPath(name, 'compact'), { summary, plan: preview.plan });
+        }>(agentPath(name, 'compact'), chosen);
         Notification.success(
           `Compacted ${name}: ${done.figures || 'nothing archived'}; the transcript is in ` +
             `${done.archive ?? 'no archive (nothing to archive)'}.`,

@@ -14,18 +14,14 @@ import { Api, ICompaction, IFound, IItem, IPage, agentPath, query, reason } from
 import { CellOpener, cellLine } from './cells';
 import { button, panelFoldNote } from './dom';
 import { el } from './views/dom';
-import { counted, number } from './views/format';
+import { number } from './views/format';
 import { shownNumbers } from './views/paging';
 import { markText, wholeWord } from './views/marks';
+import { archivedLine, compactionLine, droppedSection } from './views/compactions';
 import { TextRenderer } from './render';
-import { label, messageNumber, phrase } from './views/vocabulary';
+import { label, messageNumber } from './views/vocabulary';
 
 const PAGE_SIZE = 20;
-
-/** "memory 669 → 166 tokens · next request 2,931 → 2,428 tokens", as every view says it */
-export function tokensChange(compaction: ICompaction): string {
-  return compaction.figures;
-}
 
 /** The compaction list of the sidebar; a compaction opens with `onOpen`. */
 export class CompactionTimeline {
@@ -54,9 +50,6 @@ export class CompactionTimeline {
           'data-archive': compaction.archive,
           'aria-current': String(compaction.archive === current)
         });
-        const dropped = compaction.dropped_total
-          ? `${counted(compaction.dropped_total, 'term')} dropped`
-          : 'nothing dropped';
         const head = el('div', 'jp-nbmemory-compaction-head');
         head.append(
           el('span', 'jp-nbmemory-compaction-number', `#${position + 1}`),
@@ -64,13 +57,9 @@ export class CompactionTimeline {
             datetime: compaction.time
           })
         );
-        const figures = el(
-          'div',
-          'jp-nbmemory-agent-figures',
-          `${tokensChange(compaction)} · ${counted(compaction.messages, 'message')} archived · ` +
-            dropped,
-          { 'data-testid': 'nbmemory-compaction-figures' }
-        );
+        const figures = el('div', 'jp-nbmemory-agent-figures', compactionLine(compaction), {
+          'data-testid': 'nbmemory-compaction-figures'
+        });
         const actions = el('div', 'jp-nbmemory-compaction-actions');
         const open = button(
           'What did it forget?',
@@ -138,52 +127,18 @@ export class CompactionView extends Widget {
     });
     exactLabel.append(this.exact, ' Exact text');
 
-    const kept = compaction.kept_messages
-      ? `, then ${counted(compaction.kept_messages, 'message')} kept word for word`
-      : '';
     const header = el('header', 'jp-nbmemory-view-header');
     header.append(
       el('h2', 'jp-nbmemory-view-title', `${agent}: compaction ${position + 1} of ${count}`),
-      el(
-        'div',
-        'jp-nbmemory-view-figures',
-        `${compaction.time} · ${tokensChange(compaction)} · ` +
-          `${counted(compaction.messages, 'message')} archived to ${compaction.archive}${kept}`,
-        { 'data-testid': 'nbmemory-view-figures' }
-      ),
-      el(
-        'div',
-        'jp-nbmemory-view-source',
-        compaction.recorded
-          ? 'Dropped terms as the compressor recorded them when it compacted.'
-          : 'Dropped terms worked out from the archive and the summary, against the pinned ' +
-              'notes as they are now (no record of this compaction).'
-      ),
+      el('div', 'jp-nbmemory-view-figures', archivedLine(compaction), {
+        'data-testid': 'nbmemory-view-figures'
+      }),
       exactLabel
     );
-
-    this.droppedList = el('ul', 'jp-nbmemory-dropped-list', undefined, {
-      'aria-label': 'Dropped terms',
-      'data-testid': 'nbmemory-dropped-list'
-    });
-    const dropped = el('section', 'jp-nbmemory-dropped', undefined, {
-      'aria-label': 'Dropped terms'
-    });
-    dropped.append(
-      el(
-        'h3',
-        'jp-nbmemory-section-title',
-        compaction.dropped_total
-          ? phrase('dropped', { terms: counted(compaction.dropped_total, 'term') }) +
-              (compaction.dropped_total > compaction.dropped.length
-                ? phrase('dropped listed', { listed: number(compaction.dropped.length) })
-                : '')
-          : label(
-              'nothing dropped',
-              'Nothing dropped: every name, number, date and identifier of the transcript is in the summary or the pinned notes'
-            )
-      ),
-      this.droppedList
+    const dropped = droppedSection(
+      compaction,
+      term => void this.find(term),
+      'jp-nbmemory-dropped-mark'
     );
 
     this.summary = el('div', 'jp-nbmemory-message-body jp-nbmemory-summary-body', undefined, {
@@ -225,23 +180,6 @@ export class CompactionView extends Widget {
     columns.append(summary, transcript);
     this.node.append(header, dropped, columns);
 
-    this.droppedList.replaceChildren(
-      ...compaction.dropped.map(term => {
-        const row = el('li', 'jp-nbmemory-dropped-term', undefined, {
-          'data-testid': 'nbmemory-dropped-term',
-          'data-term': term
-        });
-        const find = button(
-          '',
-          `Show the first message of the transcript with “${term}”`,
-          () => void this.find(term),
-          `Find “${term}” in the transcript`
-        );
-        find.append(el('mark', 'jp-nbmemory-dropped-mark', term, { 'data-term': term }));
-        row.append(find);
-        return row;
-      })
-    );
   }
 
   static idFor(agent: string, archive: string): string {
@@ -388,7 +326,6 @@ export class CompactionView extends Widget {
 
   private readonly exact: HTMLInputElement;
   private readonly summary: HTMLElement;
-  private readonly droppedList: HTMLUListElement;
   private readonly caption: HTMLElement;
   private readonly pager: HTMLElement;
   private readonly transcript: HTMLOListElement;

@@ -19,7 +19,7 @@ from nbmemory.agent.compressor import CompactionPlan, ContextCompressor
 from nbmemory.agent.request_parts import next_request_parts
 from nbmemory.agent.tools import Tool, ToolBox
 from nbmemory.errors import CompactionError, MemoryFormatError
-from nbmemory.memory.compactions import Compaction, write_record
+from nbmemory.memory.compactions import Compaction
 from nbmemory.memory.conversation import Conversation
 from nbmemory.memory.note_history import APPROVALS, Author
 from nbmemory.memory.notes import MARKER as NOTES_MARKER
@@ -28,7 +28,6 @@ from nbmemory.memory.notes import TOOL_NAME as NOTES_TOOL
 from nbmemory.memory.notes import Notes, notes_tool
 from nbmemory.memory.provenance import Provenance
 from nbmemory.memory.run_settings import RunSettings, read_settings, reply_room, write_settings
-from nbmemory.memory.search import content_text
 from nbmemory.models import llm
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
@@ -43,7 +42,6 @@ from nbmemory.store.folders import (
     validate_agent_name,
 )
 from nbmemory.store.memory_format import encoded
-from nbmemory.terms import missing_terms
 from nbmemory.tokens import TokenCounter, context_window
 
 DEFAULT_AGENT_NAME = "swarm-worker-01"
@@ -309,73 +307,68 @@ class Agent:
 
         Returns:
             The record: the archive, the next request's tokens before and after, and the terms
-            the summary left out.
+            the summary left out, measured as :meth:`compact_preview` measures them.
 
         Raises:
             CompactionError: Nothing changed: there is no summary to write, nothing to compact,
                 or the memory changed since ``plan``.
         """
         compressor = self._context_compressor
+        if summary is not None:
+            if not summary.strip():
+                raise CompactionError("a summary must not be empty")
+            encoded(summary, "summary")  # refused before anything is counted or kept
+        if plan is None and summary is None and compressor is None:
+            raise CompactionError(
+                f"{self.agent_name} was not compacted: its context compression is off"
+            )
+        measuring = compressor or ContextCompressor()  # a given summary needs no summarizer
         if plan is not None:
             plan.check(self)
-            if summary is not None and summary.strip() == plan.summary.strip():
-                summary = None  # the model's summary as shown
-        if summary is None:
-            if compressor is None:
-                raise CompactionError(
-                    f"{self.agent_name} was not compacted: its context compression is off"
-                )
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                written = compressor.compress(self, keep=keep, plan=plan)
-            if written is None or compressor.last_compaction is None:
-                reason = str(caught[-1].message) if caught else "the compressor gave up"
-                raise CompactionError(f"{self.agent_name} was not compacted: {reason}")
-            return compressor.last_compaction
-        if not summary.strip():
-            raise CompactionError("a summary must not be empty")
-        encoded(summary, "summary")  # refused before anything is counted or kept
-        memory = self.short_memory
-        history = list(memory.conversation_history)
-        before = self.next_request_tokens()
-        archive = memory.compact(summary, record=False)
-        if archive is not None and memory.docs is not None:  # what was archived, all processes'
-            history = memory.docs.messages(archive)
-        transcript = "\n".join(content_text(m["content"]) for m in history)
-        notes = self.notes.text() if self.notes is not None else ""
-        compaction = Compaction(
-            archive=archive,
-            tokens_before=before,
-            tokens_after=self.next_request_tokens(),
-            missing=missing_terms(
-                transcript,
-                f"{summary}\n{notes}",
-                ignore=[self.agent_name, self.user_name, *(m["role"] for m in history)],
-            ),
-        )
-        if archive is not None and memory.docs is not None:
-            write_record(memory.docs, archive, compaction)
-        if compressor is not None:
-            compressor.last_compaction = compaction
-        return compaction
+            if summary is not None and summary.strip() != plan.summary.strip():
+                plan = measuring.with_summary(self, plan, summary)
+        elif summary is not None:
+            plan = measuring.given(self, summary)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            written = measuring.compress(self, keep=keep, plan=plan)
+        if written is None or measuring.last_compaction is None:
+            reason = str(caught[-1].message) if caught else "the compressor gave up"
+            raise CompactionError(f"{self.agent_name} was not compacted: {reason}")
+        return measuring.last_compaction
 
-    def compact_preview(self, keep: Sequence[str] = ()) -> CompactionPlan:
-        """What :meth:`compact` would do now with the model's summary, changing nothing.
+    def compact_preview(
+        self,
+        keep: Sequence[str] = (),
+        *,
+        summary: str | None = None,
+        plan: CompactionPlan | None = None,
+    ) -> CompactionPlan:
+        """What :meth:`compact` would do now, changing nothing.
 
         Args:
-            keep: Terms a person wants kept word for word.
+            keep: Terms a person wants kept word for word in the model's summary.
+            summary: A person's edit of the model's summary: the plan writes it instead, and
+                what it drops and the tokens after are measured for it.
+            plan: An earlier preview whose ``summary`` is measured again: the model is not
+                asked for a new summary.
 
         Returns:
             The plan: the summary, the next request's tokens before and after, and the terms it
             would drop; pass it to :meth:`compact` to carry it out.
 
         Raises:
-            CompactionError: There is nothing to compact or no summary could be written.
+            CompactionError: There is nothing to compact, no summary could be written, or the
+                memory changed since ``plan``.
         """
         compressor = self._context_compressor
         if compressor is None:
             raise CompactionError(f"{self.agent_name}: its context compression is off")
-        return compressor.preview(self, keep=keep)
+        if plan is None:
+            plan = compressor.preview(self, keep=keep)
+        else:
+            plan.check(self)
+        return plan if summary is None else compressor.with_summary(self, plan, summary)
 
     def check_ready(self) -> None:
         """Raise ``MissingKeyError`` (naming the variable to set) if the model cannot be called."""

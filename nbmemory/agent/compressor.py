@@ -63,7 +63,12 @@ class CompactionPlan:
     """A compaction worked out and not made (:meth:`ContextCompressor.preview`): the summary
     that would replace the history, the next request's tokens before and (reckoned) after, the
     terms the summary and the notes would not hold (the archive still would), and the messages
-    carried over word for word."""
+    carried over word for word.
+
+    ``drafted`` is the model's summary; ``summary`` differs from it once a person edited it
+    (:meth:`ContextCompressor.with_summary`), and is then written as the person left it, with
+    no summary marker. The transcript the summary replaces and the speakers it names are kept,
+    so that any summary is measured against them the same way."""
 
     summary: str
     tokens_before: int
@@ -73,6 +78,22 @@ class CompactionPlan:
     current: list[dict[str, Any]] = field(default_factory=list, repr=False)
     history_length: int = field(default=0, repr=False)
     fingerprint: str = field(default="", repr=False)
+    drafted: str = field(default="", repr=False)
+    transcript: str = field(default="", repr=False)
+    speakers: tuple[str, ...] = field(default=(), repr=False)
+    summarized: int = field(default=0, repr=False)
+    """How many messages the summary replaces."""
+
+    @property
+    def edited(self) -> bool:
+        """Whether the summary is not the model's as it wrote it (a person's, or given)."""
+        return self.summary.strip() != self.drafted.strip()
+
+    @property
+    def written(self) -> str:
+        """What the memory holds afterwards: the model's summary marked as one, or a person's
+        as they left it."""
+        return self.summary if self.edited else f"{SUMMARY_MARKER}\n{self.summary}"
 
     def fresh(self, agent: Any) -> bool:
         """Whether ``agent``'s memory is as it was when this plan was worked out (an agent
@@ -220,7 +241,7 @@ class ContextCompressor:
         memory = agent.short_memory
         again = [*plan.kept, *plan.current]
         origins = _origins(memory, again)
-        archive = memory.compact(f"{SUMMARY_MARKER}\n{plan.summary}", record=False)
+        archive = memory.compact(plan.written, record=False)
         running = memory.provenance
         try:
             for message, origin in zip(again, origins, strict=True):
@@ -257,11 +278,32 @@ class ContextCompressor:
             raise CompactionError(f"{name}: {plan}")
         return plan
 
-    def _plan(
-        self, agent: Any, *, during_run: bool, keep: Sequence[str], raising: bool = False
-    ) -> CompactionPlan | str:
-        """The compaction to make now, or why there is none (``raising``: the model's error
-        raised, not said)."""
+    def with_summary(self, agent: Any, plan: CompactionPlan, summary: str) -> CompactionPlan:
+        """``plan`` writing ``summary`` instead (a person's edit of the model's, or one written
+        by hand), measured as the model's is: the next request's tokens after, and the terms of
+        the transcript that neither ``summary`` nor the pinned notes hold. No model is called.
+        Every summary a compaction writes is measured here, so what a preview says it drops is
+        what the compaction drops."""
+        notes = agent.notes.text() if getattr(agent, "notes", None) is not None else ""
+        measured = replace(plan, summary=summary)
+        return replace(
+            measured,
+            tokens_after=_tokens_after(
+                agent, plan.tokens_before, measured.written, [*plan.kept, *plan.current]
+            ),
+            missing=missing_terms(
+                plan.transcript, f"{summary}\n{notes}", ignore=list(plan.speakers)
+            ),
+        )
+
+    def given(self, agent: Any, summary: str) -> CompactionPlan:
+        """The compaction of all of ``agent``'s history into ``summary``, written by hand (no
+        model is called), measured as a preview is (:meth:`with_summary`)."""
+        return self.with_summary(agent, self._unwritten(agent, during_run=False), summary)
+
+    def _unwritten(self, agent: Any, *, during_run: bool) -> CompactionPlan:
+        """The compaction to make now before any summary is written: what it summarizes, what
+        it carries over and the tokens before."""
         memory = agent.short_memory
         static = getattr(memory, "static_messages", None)
         history = memory.conversation_history[len(static()) if static else 0 :]
@@ -274,49 +316,54 @@ class ContextCompressor:
         if kept and self._room(agent, before, [*kept, *current]) < self._summary_tokens(agent):
             kept = []  # carrying them would leave the next turns no room: summarize them too
         summarized = earlier[: len(earlier) - len(kept)]
-        if not summarized:
-            return "only the turn in progress is left to compress"
-        room = self._room(agent, before, [*kept, *current])
-        budget = max(SMALLEST_SUMMARY_TOKENS, min(self._summary_tokens(agent), room))
         lines = [line for message in summarized for line in _lines(message)]
+        speakers = [getattr(agent, "agent_name", ""), user, *(m["role"] for m in summarized)]
+        return CompactionPlan(
+            summary="",
+            tokens_before=before,
+            tokens_after=None,
+            missing=[],
+            kept=kept,
+            current=current,
+            history_length=len(memory.conversation_history),
+            fingerprint=_digest(memory.conversation_history),
+            transcript="\n".join(lines),
+            speakers=tuple(dict.fromkeys(speakers)),
+            summarized=len(summarized),
+        )
+
+    def _plan(
+        self, agent: Any, *, during_run: bool, keep: Sequence[str], raising: bool = False
+    ) -> CompactionPlan | str:
+        """The compaction to make now with the model's summary, or why there is none
+        (``raising``: the model's error raised, not said)."""
+        plan = self._unwritten(agent, during_run=during_run)
+        if not plan.summarized:
+            return "only the turn in progress is left to compress"
+        room = self._room(agent, plan.tokens_before, [*plan.kept, *plan.current])
+        budget = max(SMALLEST_SUMMARY_TOKENS, min(self._summary_tokens(agent), room))
         try:
-            summary = self._summarize(agent, "\n".join(lines), budget).strip()
+            summary = self._summarize(agent, plan.transcript, budget).strip()
         except ModelError as exc:
             if raising:
                 raise
             return f"the summarizer failed: {exc}"
         if not summary:
             return "the summarizer returned no text"
-        notes = agent.notes.text() if getattr(agent, "notes", None) is not None else ""
-        ignore = [
-            getattr(agent, "agent_name", ""),
-            user,
-            *(m["role"] for m in summarized),
-        ]
-        transcript = "\n".join(lines)
-        dropped = missing_terms(transcript, f"{summary}\n{notes}", ignore=ignore)
-        counter = TokenCounter(agent.model_name)
-        dropped = dropped if self.keep_dropped else []
-        facts = max(0, min(self._summary_tokens(agent), room - counter.count(summary)))
-        facts = self._summary_tokens(agent) if keep else facts  # a person's terms come first
-        listed = kept_facts(transcript, keep, dropped, facts, counter)
-        summary = f"{summary}\n\n{listed}" if listed else summary
-        return CompactionPlan(
-            summary=summary,
-            tokens_before=before,
-            tokens_after=_tokens_after(agent, before, summary, [*kept, *current]),
-            missing=missing_terms(transcript, f"{summary}\n{notes}", ignore=ignore),
-            kept=kept,
-            current=current,
-            history_length=len(memory.conversation_history),
-            fingerprint=_digest(memory.conversation_history),
-        )
+        if self.keep_dropped or keep:
+            dropped = self.with_summary(agent, plan, summary).missing if self.keep_dropped else []
+            counter = TokenCounter(agent.model_name)
+            facts = max(0, min(self._summary_tokens(agent), room - counter.count(summary)))
+            facts = self._summary_tokens(agent) if keep else facts  # a person's terms come first
+            listed = kept_facts(plan.transcript, keep, dropped, facts, counter)
+            summary = f"{summary}\n\n{listed}" if listed else summary
+        return self.with_summary(agent, replace(plan, drafted=summary), summary)
 
     def _room(self, agent: Any, before: int, carried: list[dict[str, Any]]) -> int:
         """The tokens a summary may take for a compaction that carries ``carried`` to leave
         :data:`REGROW_SHARE` of the window below the threshold, room for the next turns (the
         summarizer's budget when the memory cannot count it)."""
-        at = _tokens_after(agent, before, "", carried)
+        at = _tokens_after(agent, before, f"{SUMMARY_MARKER}\n", carried)
         if at is None:
             return self._summary_tokens(agent)
         window = agent.context_length
@@ -442,16 +489,17 @@ def _origins(memory: Any, messages: list[dict[str, Any]]) -> list[Provenance | N
 
 
 def _tokens_after(
-    agent: Any, before: int, summary: str, carried: list[dict[str, Any]]
+    agent: Any, before: int, written: str, carried: list[dict[str, Any]]
 ) -> int | None:
-    """The next request's tokens once the memory holds ``summary`` and ``carried``: ``before``
-    with the memory's part replaced (``None`` for a conversation that cannot count it)."""
+    """The next request's tokens once the memory holds ``written`` (the summary as stored) and
+    ``carried``: ``before`` with the memory's part replaced (``None`` for a conversation that
+    cannot count it)."""
     memory = agent.short_memory
     counting = getattr(memory, "memory_tokens", None)
     if counting is None:
         return None
     now = memory.context_tokens() - memory.static_tokens()
-    after = counting([{"role": "System", "content": f"{SUMMARY_MARKER}\n{summary}"}, *carried])
+    after = counting([{"role": "System", "content": written}, *carried])
     return before - now + after
 
 

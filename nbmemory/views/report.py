@@ -7,7 +7,8 @@ code fences in Markdown, so nothing in a message is ever read as Markdown or HTM
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from nbmemory.agent.compressor import CompactionPlan
 from nbmemory.views.answers import AgentInfo, CompactionInfo, Item, Usage
@@ -81,6 +82,23 @@ def preview_report(name: str, plan: CompactionPlan, then: str) -> str:
             then,
         ]
     )
+
+
+def preview_fields(plan: CompactionPlan, keep: Sequence[str]) -> dict[str, Any]:
+    """A compaction shown for a person to confirm, as the panel's API answers it and the
+    widget's ``compaction_preview`` trait holds it: the summary it writes (``edited``: a
+    person's, not the model's ``drafted`` one), the next request's tokens before and after,
+    the terms it drops (``missing``), the terms asked to be kept and the figures in words."""
+    return {
+        "summary": plan.summary,
+        "drafted": plan.drafted,
+        "edited": plan.edited,
+        "tokens_before": plan.tokens_before,
+        "tokens_after": plan.tokens_after,
+        "missing": plan.missing,
+        "keep": list(keep),
+        "words": preview_words(plan.tokens_before, plan.tokens_after, len(plan.missing)),
+    }
 
 
 class TextBlock:

@@ -8,6 +8,7 @@ import pytest
 
 import support
 from nbmemory import Agent, ContextCompressor
+from nbmemory.agent.agent import TOOL_ROLE
 from nbmemory.agent.compressor import (
     COMPRESSION_SYSTEM_PROMPT,
     COMPRESSION_USER_TEMPLATE,
@@ -17,6 +18,7 @@ from nbmemory.errors import CompactionError, MemoryWarning, ModelError
 from nbmemory.memory.compactions import read_record, record_path
 from nbmemory.memory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.memory.preload import SUMMARY_MARKER
+from nbmemory.models.llm import OFFLINE_MODEL
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
 from nbmemory.store import memory_path
 from nbmemory.tokens import TokenCounter
@@ -479,3 +481,27 @@ def test_the_summary_marker_and_common_words_are_never_dropped_terms(openai_serv
     agent.short_memory.docs.remove(record_path(compaction.archive))
     [_, second] = ReadModel().compactions("Worker")
     assert not second.recorded and second.dropped == ["12", "QX-7781", "B4"]
+
+
+def test_a_summary_edited_after_the_preview_drops_what_its_measure_said():
+    agent = Agent(agent_name="Edited", model_name=OFFLINE_MODEL, persistent_memory=True)
+    memory = agent.short_memory
+    memory.add("User", "Crate QX-7781 leaves Lyon on 2024-05-02; Dana signs for it.")
+    memory.add(
+        TOOL_ROLE,
+        {"name": "recall_memory", "tool_call_id": "c1", "content": "Vault ZQ-5150 was said."},
+    )
+    memory.add("Edited", "Noted: QX-7781 leaves Lyon, Dana signs.")
+    plan = agent.compact_preview()
+    edited = "Crate QX-7781 leaves Lyon."
+    # Measured again for the edit, without asking the model: what it drops changes with it.
+    measured = agent.compact_preview(summary=edited, plan=plan)
+    assert measured.edited and measured.drafted == plan.summary
+    assert "Dana" in measured.missing and "Dana" not in plan.missing
+    assert measured.tokens_before == plan.tokens_before == ReadModel().usage("Edited").tokens
+    # The compaction with that summary drops exactly what the measure said, and records it.
+    done = agent.compact(edited, plan=measured)
+    assert done.missing == measured.missing
+    assert read_record(memory.docs, done.archive).missing == measured.missing
+    assert done.tokens_after == measured.tokens_after == agent.next_request_tokens()
+    assert [m["content"] for m in stored_messages("Edited")] == [edited]

@@ -1,10 +1,10 @@
 // Compactions: a timeline of what each archived and what its summary left out; opening one
 // shows its summary (and the terms it dropped) beside the archived transcript, which the
 // message list shows.
+import { archivedLine, compactionLine, droppedSection } from "../views/compactions";
 import { el } from "../views/dom";
-import { counted, number } from "../views/format";
-import { label, phrase } from "../views/vocabulary";
-import type { Context, Model } from "./model";
+import { label } from "../views/vocabulary";
+import type { Context } from "./model";
 import { contentOf } from "./text";
 
 function timelineNodes() {
@@ -19,7 +19,7 @@ function summaryNodes() {
   const summaryPane = el("section", "summary-pane", undefined, { "data-testid": "compaction-view", "aria-label": "The compaction's summary" });
   const summaryHead = el("div", "summary-head", undefined, { "data-testid": "compaction-head", tabindex: "-1" });
   const closeCompaction = el("button", "close", label("back"), { type: "button", "data-testid": "close-compaction", "aria-label": "Close this compaction and show the memory" });
-  const droppedBox = el("div", "dropped", undefined, { "data-testid": "dropped" });
+  const droppedBox = el("div", "dropped");
   const summaryTitle = el("div", "summary-title", "The summary that replaced it");
   const summaryBody = el("div", "summary-body", undefined, { "data-testid": "summary" });
   summaryPane.append(summaryHead, closeCompaction, droppedBox, summaryTitle, summaryBody);
@@ -37,8 +37,7 @@ function drawTimeline(s) {
   }
   const open = model.get("open_archive");
   timelineList.replaceChildren(...items.map((c, i) => {
-    const text = `${c.time || "?"} · ${c.figures} · `
-      + `${counted(c.messages, "message")} archived · ${counted(c.dropped_total, "term")} dropped`;
+    const text = `${c.time || "?"} · ${compactionLine(c)}`;
     const button = el("button", "compaction", undefined, { type: "button", "data-testid": "compaction", "data-archive": c.archive, "aria-label": `Open compaction ${i + 1}: ${text}`, "aria-pressed": String(open === c.archive) });
     button.append(el("span", "number", `${i + 1}.`), el("span", "", text),
       el("span", "archive-name", c.archive));
@@ -47,24 +46,6 @@ function drawTimeline(s) {
     item.append(button);
     return item;
   }));
-}
-
-// What the summary left out, each term a button that finds it in the archived transcript.
-function droppedNodes(model: Model, terms: string[], total: number): HTMLElement[] {
-  const listed = total > terms.length
-    ? phrase("dropped listed", { listed: number(terms.length) }) : "";
-  const title = el("div", "dropped-title", total
-    ? phrase("dropped", { terms: counted(total, "term") }) + listed
-    : label("nothing dropped"), { "data-testid": "dropped-title" });
-  const chips = el("ul", "dropped-list", undefined, { "data-testid": "dropped-terms" });
-  chips.append(...terms.map((term) => {
-    const chip = el("button", "term", term, { type: "button", "data-testid": "dropped-term", "aria-label": `Find “${term}” in the archived transcript` });
-    chip.onclick = () => { model.send({ command: "find", term }); };
-    const item = el("li");
-    item.append(chip);
-    return item;
-  }));
-  return [title, chips];
 }
 
 // The open compaction's summary beside the list, when the list shows its archive.
@@ -77,12 +58,10 @@ function drawCompaction(s, current) {
   if (!open) return;
   const all = model.get("compactions");
   const n = all.findIndex((c) => c.archive === info.archive) + 1;
-  const kept = info.kept_messages ? `, ${number(info.kept_messages)} kept word for word` : "";
-  summaryHead.textContent = `Compaction ${n} of ${all.length} · ${info.time || "?"} · `
-    + `${info.figures} · ${counted(info.messages, "message")} archived to ${info.archive}${kept}`
-    + (info.recorded ? "" : ` (${label("no record")})`);
+  summaryHead.textContent = `Compaction ${n} of ${all.length} · ${archivedLine(info)}`;
   summaryTitle.textContent = n === all.length ? label("summary now") : label("summary then");
-  droppedBox.replaceChildren(...droppedNodes(model, info.dropped || [], info.dropped_total || 0));
+  const find = (term: string) => model.send({ command: "find", term });
+  droppedBox.replaceChildren(droppedSection(info, find, "dropped"));
   summaryBody.replaceChildren(contentOf(info.summary, model.get("exact")));
   if (s.focusSummary) {
     s.focusSummary = false;

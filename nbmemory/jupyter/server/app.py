@@ -20,7 +20,9 @@ Routes, under ``<base_url>/nbmemory``::
     GET     /api/agents/NAME/export?format=json|yaml|md&archive=FILE   the memory as a file
     POST    /api/agents/NAME/compact                {"preview": true, "keep": [...]}: the model's
                                                     summary, tokens before and after, what it
-                                                    drops; {"summary": "...", "plan": ID}: write it
+                                                    drops; with "summary": measured for a
+                                                    person's edit (with "plan": ID, no model
+                                                    call); {"summary": "...", "plan": ID}: write it
     GET     /api/agents/NAME/notes                  pinned notes and the tokens they add
     POST    /api/agents/NAME/notes                  {"pin": "text"}, {"unpin": "number or words"},
                                                     {"accept"|"reject"|"restore": N} or

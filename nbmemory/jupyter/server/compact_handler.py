@@ -1,7 +1,8 @@
 """``POST /agents/NAME/compact``: a compaction through the API, previewed first or not.
 
-A preview changes nothing: it answers the model's summary and the tokens before and after, and
-keeps the plan under an id (:class:`PreviewPlans`) for the request that carries it out.
+A preview changes nothing: it answers the model's summary (or a person's edit of it, measured
+the same way) and the tokens before and after, and keeps the plan under an id
+(:class:`PreviewPlans`) for the request that measures an edit or carries it out.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from nbmemory.errors import CompactionError, ModelError
 from nbmemory.jupyter.server.base_handler import NbMemoryHandler
 from nbmemory.jupyter.server.params import refuse_oversized
 from nbmemory.memory.compactions import Compaction
-from nbmemory.wording import preview_words
+from nbmemory.views.report import preview_fields
 
 MAX_KEEP = 100
 """The most terms a compaction request may ask to keep."""
@@ -29,7 +30,10 @@ class CompactHandler(NbMemoryHandler):
 
     ``{"preview": true, "keep": [...]}`` answers the summary the model would write, the next
     request's tokens before and after and the terms it would drop, changing nothing, with a
-    ``"plan"`` id; ``{"summary": "...", "plan": id}`` writes that summary (the model's, as
+    ``"plan"`` id; with ``"summary"``, a person's edit kept: the answer is for that summary (the
+    model's new one is ``"drafted"``); ``{"preview": true, "plan": id, "summary": "..."}``
+    measures an edit of that preview without asking the model (the answer has a new id);
+    ``{"summary": "...", "plan": id}`` writes that summary (the model's, as
     shown, or as the person edited it; ``409`` if the memory changed since the preview);
     ``{"summary": "..."}`` alone writes a summary written by hand; ``{}`` or ``{"keep": [...]}``
     the model's summary without a preview. A model that fails answers ``502``; nothing to
@@ -59,9 +63,9 @@ class CompactHandler(NbMemoryHandler):
             raise tornado.web.HTTPError(400, f'"keep" holds at most {MAX_KEEP} terms')
         if plan is not None and not isinstance(plan, str):
             raise tornado.web.HTTPError(400, '"plan" must be the id a preview answered')
-        if preview and (summary is not None or plan is not None):
-            raise tornado.web.HTTPError(400, 'a preview takes "keep" alone, not a summary or plan')
-        if summary is not None and keep:
+        if preview and plan is not None and (summary is None or keep):
+            raise tornado.web.HTTPError(400, 'a preview of a "plan" takes a "summary" alone')
+        if not preview and summary is not None and keep:
             raise tornado.web.HTTPError(400, '"keep" goes with the model summary, not a given one')
         return preview, summary, keep, plan
 
@@ -71,14 +75,17 @@ class CompactHandler(NbMemoryHandler):
         preview, summary, keep, plan_id = self.request_json()
         before = await self.in_thread(self.model.usage, name)  # 404 before anything is built
         place = self.model.workspace
-        shown = self.previews().take(plan_id, name) if plan_id is not None else None
-        if plan_id is not None and shown is None:
-            raise tornado.web.HTTPError(409, "that preview is no longer known: preview again")
+        previews = self.previews()
+        shown = None
+        if plan_id is not None:  # measuring an edit leaves the preview for a later edit
+            shown = previews.get(plan_id, name) if preview else previews.take(plan_id, name)
+            if shown is None:
+                raise tornado.web.HTTPError(409, "that preview is no longer known: preview again")
 
         def compact() -> CompactionPlan | Compaction:
             agent = Agent.from_memory(name, place, record_settings=False)
             if preview:
-                return agent.compact_preview(keep)
+                return agent.compact_preview(keep, summary=summary, plan=shown)
             plan = shown if summary is not None else (shown or agent.compact_preview(keep))
             return agent.compact(summary, plan=plan)
 
@@ -89,18 +96,7 @@ class CompactHandler(NbMemoryHandler):
             raise tornado.web.HTTPError(502 if failed else 409, str(exc)) from None
         if isinstance(done, CompactionPlan):
             self.reply(
-                {
-                    "name": name,
-                    "plan": self.previews().add(done, name),
-                    "summary": done.summary,
-                    "tokens_before": done.tokens_before,
-                    "tokens_after": done.tokens_after,
-                    "missing": done.missing,
-                    "keep": keep,
-                    "words": preview_words(
-                        done.tokens_before, done.tokens_after, len(done.missing)
-                    ),
-                }
+                {"name": name, "plan": previews.add(done, name), **preview_fields(done, keep)}
             )
             return
         archive = done.archive
@@ -134,10 +130,14 @@ class PreviewPlans:
             del self._plans[next(iter(self._plans))]
         return key
 
+    def get(self, key: str, name: str) -> CompactionPlan | None:
+        """The plan ``key`` of agent ``name``; ``None`` if unknown."""
+        found = self._plans.get(key)
+        return found[1] if found is not None and found[0] == name else None
+
     def take(self, key: str, name: str) -> CompactionPlan | None:
         """The plan ``key`` of agent ``name``, forgotten; ``None`` if unknown."""
-        found = self._plans.get(key)
-        if found is None or found[0] != name:
-            return None
-        del self._plans[key]
-        return found[1]
+        plan = self.get(key, name)
+        if plan is not None:
+            del self._plans[key]
+        return plan

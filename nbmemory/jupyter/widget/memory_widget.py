@@ -14,9 +14,12 @@ note edit ``n``, or restores the notes as they were after change ``n``.
 
 Its Compact button asks first: ``{"command": "preview", "keep": [...]}`` puts the model's summary,
 the tokens before and after and the terms it would drop in ``compaction_preview``, changing
-nothing; ``{"command": "compact", "summary": ...}`` writes the summary shown (or as the person
-edited it), ``{"command": "cancel"}`` drops the preview. What the browser asks to read (a term
-in an archive, a folded message whole) :class:`.following.FollowingWidget` answers.
+nothing (with ``"summary"``, a person's edit kept: the preview is of that summary);
+``{"command": "measure", "summary": ...}`` measures a person's edit of the summary shown
+without asking the model; ``{"command": "compact", "summary": ...}`` writes the summary shown
+(or as the person edited it), ``{"command": "cancel"}`` drops the preview. What the browser
+asks to read (a term in an archive, a folded message whole) :class:`.following.FollowingWidget`
+answers.
 
 Message and note text is untrusted: the browser renders it with marked (vendored in
 ``static/``) with raw HTML escaped, no images loaded and only http(s)/mailto links live, or
@@ -48,6 +51,7 @@ from nbmemory.jupyter.widget.summary import (
 )
 from nbmemory.memory.note_history import Author
 from nbmemory.memory.notes import Notes
+from nbmemory.views.report import preview_fields
 
 
 def _sentence(exc: BaseException) -> str:
@@ -162,9 +166,16 @@ class MemoryWidget(FollowingWidget):
         """A command of the browser's buttons: preview, compact, cancel, pin, unpin, review."""
         command = content.get("command")
         if command == "preview":
-            keep = content.get("keep")
+            keep, summary = content.get("keep"), content.get("summary")
             terms = keep if isinstance(keep, list) else []
-            self.preview_compaction([t for t in terms if isinstance(t, str) and t.strip()])
+            self.preview_compaction(
+                [t for t in terms if isinstance(t, str) and t.strip()],
+                summary if isinstance(summary, str) and summary.strip() else None,
+            )
+        elif command == "measure":
+            summary = content.get("summary")
+            if isinstance(summary, str) and summary.strip():
+                self.measure_summary(summary)
         elif command == "compact":  # only what a person confirmed: a preview is shown first
             summary = content.get("summary")
             if self._plan is None:
@@ -207,23 +218,42 @@ class MemoryWidget(FollowingWidget):
             return f"Nothing to compact: there is no agent named {self.name!r} yet."
         return ""
 
-    def preview_compaction(self, keep: Sequence[str] = ()) -> CompactionPlan | None:
+    def preview_compaction(
+        self, keep: Sequence[str] = (), summary: str | None = None
+    ) -> CompactionPlan | None:
         """What the Compact button shows before anything changes: the model's summary (``keep``:
         terms it must keep word for word), the tokens before and after and the terms it would
-        drop, in ``compaction_preview``; :meth:`compact` then writes it."""
+        drop, in ``compaction_preview``; :meth:`compact` then writes it. ``summary``, a
+        person's edit, is kept: the preview is then of it (the model's is ``drafted``)."""
         self._plan, self.compaction_preview = None, {}
         self.status = self._cannot_compact()
         if self.status:
             return None
         self.status = "Asking the model for a summary…"
         try:
-            plan = self._compactor().compact_preview(keep)
+            plan = self._compactor().compact_preview(keep, summary=summary)
         except (NbmemoryError, OSError) as exc:  # shown in the widget, not lost in a log
             self.status = f"No preview: {_sentence(exc)}"
             return None
         self._plan = plan
-        self.compaction_preview = state.preview_payload(plan, keep)
-        self.status = "Preview: nothing has changed yet."
+        self.compaction_preview = preview_fields(plan, keep)
+        kept = " Your edit is kept; the model's new summary waits beside it." if plan.edited else ""
+        self.status = f"Preview: nothing has changed yet.{kept}"
+        return plan
+
+    def measure_summary(self, summary: str) -> CompactionPlan | None:
+        """The preview shown, measured again for ``summary`` (a person's edit of it, or the
+        model's summary again): the terms it would drop and the tokens after, without asking
+        the model."""
+        if self._plan is None:
+            return None
+        try:
+            plan = self._compactor().compact_preview(summary=summary, plan=self._plan)
+        except (NbmemoryError, OSError) as exc:
+            self.status = f"No preview: {_sentence(exc)}"
+            return None
+        self._plan = plan
+        self.compaction_preview = preview_fields(plan, self.compaction_preview.get("keep", []))
         return plan
 
     def compact(self, summary: str | None = None) -> None:

@@ -2,18 +2,16 @@
 
 Functions of their arguments, with no widget and no traits: the figures shown before the tokens
 are counted, pages of messages (with their tokens on demand), search in a memory kept in RAM,
-the compactions without their summaries, the latest changes to the pinned notes, and the
-compaction preview a person confirms. :mod:`.following` and :mod:`.memory_widget` put them in
-the traits.
+the compactions without their summaries and the latest changes to the pinned notes (the
+compaction preview is ``nbmemory.views.report.preview_fields``). :mod:`.following` and
+:mod:`.memory_widget` put them in the traits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nbmemory.agent.compressor import CompactionPlan
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
 from nbmemory.memory import note_history
 from nbmemory.memory.conversation import Conversation
@@ -23,7 +21,7 @@ from nbmemory.store import folders
 from nbmemory.views.answers import ArchiveInfo, CompactionInfo, Item
 from nbmemory.views.pages import has_role, to_items
 from nbmemory.views.read_model import ReadModel
-from nbmemory.wording import FOLD_CHARS, preview_words
+from nbmemory.wording import FOLD_CHARS
 
 MEMORY_SOURCE = folders.MEMORY_FILE
 RAM_SOURCE = "memory (RAM)"
@@ -107,18 +105,6 @@ def note_changes(history: list[Change]) -> list[dict[str, Any]]:
         *({"n": c.n, "said": c.describe(), "pending": True} for c in waiting),
         *({"n": c.n, "said": c.describe(), "pending": False} for c in history[::-1]),
     ][:CHANGES_SHOWN]
-
-
-def preview_payload(plan: CompactionPlan, keep: Sequence[str]) -> dict[str, Any]:
-    """A compaction shown for a person to confirm, as the ``compaction_preview`` trait holds it."""
-    return {
-        "summary": plan.summary,
-        "tokens_before": plan.tokens_before,
-        "tokens_after": plan.tokens_after,
-        "missing": plan.missing,
-        "keep": list(keep),
-        "words": preview_words(plan.tokens_before, plan.tokens_after, len(plan.missing)),
-    }
 
 
 def compacted_status(archives: list[dict[str, Any]], compactions: list[dict[str, Any]]) -> str:

@@ -103,9 +103,11 @@ class MemoryTraits(anywidget.AnyWidget):
     compaction = traitlets.Dict().tag(sync=True)
     """The compaction that wrote ``open_archive``, its ``summary`` included; empty if none."""
     compaction_preview = traitlets.Dict().tag(sync=True)
-    """A compaction shown for a person to confirm (:meth:`preview_compaction`): ``summary``,
-    ``tokens_before``, ``tokens_after`` (``None``: not reckoned), ``missing`` (the terms it would
-    drop) and ``keep`` (the terms asked for); empty if none."""
+    """A compaction shown for a person to confirm (:meth:`preview_compaction`), as
+    ``nbmemory.views.report.preview_fields`` words it: ``summary`` (``edited``: a person's, the
+    model's being ``drafted``), ``tokens_before``, ``tokens_after`` (``None``: not reckoned),
+    ``missing`` (the terms it would drop), ``keep`` (the terms asked for) and ``words``; empty
+    if none."""
 
     # Pinned notes (NOTES.md): carried by every request, never compacted
     pinned_notes = traitlets.List(traitlets.Unicode()).tag(sync=True)
