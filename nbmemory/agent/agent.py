@@ -27,7 +27,13 @@ from nbmemory.memory.notes import PROMPT_LINE as NOTES_LINE
 from nbmemory.memory.notes import TOOL_NAME as NOTES_TOOL
 from nbmemory.memory.notes import Notes, notes_tool
 from nbmemory.memory.provenance import Provenance
-from nbmemory.memory.run_settings import RunSettings, read_settings, reply_room, write_settings
+from nbmemory.memory.run_settings import (
+    RunSettings,
+    default_settings,
+    read_settings,
+    reply_room,
+    write_settings,
+)
 from nbmemory.models import llm
 from nbmemory.recall import DEFAULT_BUDGET as RECALL_BUDGET
 from nbmemory.recall import PROMPT_LINE as RECALL_LINE
@@ -272,7 +278,8 @@ class Agent:
         Returns:
             The agent, with the model and window it recorded; until it runs, its requests are
             counted with the fixed parts recorded (system prompt, rules, tool schemas, reply
-            room), as every view counts them: it has none of that agent's prompt and tools.
+            room), or with the default settings if none were, as every view counts them: it
+            has none of that agent's prompt and tools.
         """
         recorded = read_settings(workspace.agent(name))
         settings: dict[str, Any] = {"model_name": default_model}
@@ -287,7 +294,7 @@ class Agent:
                 **options,
             }
         )
-        agent._stands_in = recorded
+        agent._stands_in = recorded or default_settings(agent.model_name)
         return agent
 
     def compact(

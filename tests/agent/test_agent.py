@@ -354,6 +354,19 @@ def test_an_agent_built_on_a_memory_counts_what_its_agent_recorded_until_it_runs
     assert ReadModel().usage("Depot").tokens == again.next_request_tokens()
 
 
+def test_an_agent_built_on_a_memory_no_agent_ran_on_counts_as_every_view_does(workspace):
+    """A memory only a Conversation wrote: the views count it with the default settings (no
+    prompt, no tools), and so does an agent built on it to compact it, until it runs."""
+    plain = Conversation(name="Written", memory_md_path=memory_path("Written"))
+    for n in range(20):
+        plain.add("User", f"Vault {n} opens with code ZA{1000 + n}.")
+    shown = ReadModel().usage("Written")
+    assert not ReadModel().settings("Written")[1]  # nothing recorded: the default settings
+    again = Agent.from_memory("Written", Workspace.from_env(), "nbmemory/offline")
+    assert again.next_request_tokens() == shown.tokens
+    assert again.compact_preview().tokens_before == shown.tokens
+
+
 def test_an_agent_that_does_not_record_settings_leaves_them_as_they_are(workspace):
     Conversation(name="Plain", memory_md_path=memory_path("Plain")).add("User", "hi")
     agent = Agent.from_memory("Plain", Workspace.from_env(), record_settings=False)

@@ -11,7 +11,6 @@
  */
 import { el } from './dom';
 import { counted, number } from './format';
-import { droppedWords } from './compactions';
 import { showBidi, unshowBidi } from './vocabulary';
 
 /** A compaction previewed (`nbmemory.views.report.preview_fields`): nothing changed yet. */
@@ -110,8 +109,8 @@ export class CompactPreview {
         'legend',
         '',
         terms.length
-          ? `It would drop ${droppedWords(preview.missing.length)} (the archive keeps them); ` +
-              'tick to keep:'
+          ? `It would drop ${counted(preview.missing.length, 'term')} (the archive keeps ` +
+              'them); tick to keep:'
           : 'It drops no term.'
       ),
       ...boxes,
