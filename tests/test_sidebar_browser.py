@@ -642,6 +642,10 @@ def test_an_edited_summary_is_measured_and_kept_through_preview_again(
         drafted = summary.input_value()
         terms = dialog.get_by_test_id("nbmemory-compact-term")
         expect(terms.filter(has_text="Dana")).to_have_count(0)  # the model's summary keeps it
+        # It starts from the gauge's figure, for a memory no agent has run on yet.
+        gauge = panel.get_by_test_id("nbmemory-agent").filter(has_text="Edit")
+        before = f"{int(gauge.get_attribute('data-tokens') or 0):,} →"
+        expect(dialog.get_by_test_id("nbmemory-compact-tokens")).to_contain_text(before)
 
         # Edited: what it drops is measured for the edit, without asking the model.
         summary.fill("Crate QX-7781 leaves Lyon.")
