@@ -352,6 +352,7 @@ WIDGET_WORDS = {
         "image",
         "next request",
         "no compactions",
+        "no notes",
         "no record",
         "nothing dropped",
         "pin placeholder",

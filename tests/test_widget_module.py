@@ -13,12 +13,14 @@ import pytest
 from nbmemory.jupyter.widget import MemoryWidget, es_module
 from support import ROOT
 
-MAX_KB = 82.0
+MAX_KB = 87.0
 """The built module's size. The hand-written modules inlined at import time weighed 95.15 KB
 (95.3 KB allowed, issue 24); built from TypeScript, minified, with marked 18.2.1 inside, it is
 79.85 KB (issue 38); 81.57 KB once its marks (the panel's: through inline elements, longest
 term first), exact text, bidirectional controls, fold note, numbering, page buttons and gauge
-maths come from views/. benchmarks/run.py reports it."""
+maths come from views/; 86.79 KB once the notes and their review are views/'s too (the widget
+gained the approval setting, the headings and the restore's confirmation). benchmarks/run.py
+reports it."""
 
 SRC = ROOT / "labextension" / "src"
 

@@ -15,9 +15,7 @@ from typing import Any
 
 from nbmemory.agent.compressor import CompactionPlan
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
-from nbmemory.memory import note_history
 from nbmemory.memory.conversation import Conversation
-from nbmemory.memory.note_history import Change
 from nbmemory.memory.run_settings import RunSettings
 from nbmemory.store import folders
 from nbmemory.views.answers import ArchiveInfo, CompactionInfo, Item
@@ -27,8 +25,6 @@ from nbmemory.wording import FOLD_CHARS, preview_words
 
 MEMORY_SOURCE = folders.MEMORY_FILE
 RAM_SOURCE = "memory (RAM)"
-CHANGES_SHOWN = 20
-"""Note changes a widget lists: those waiting for review, then the latest."""
 
 
 def clamped_page(page: int, total: int, size: int) -> int:
@@ -97,16 +93,6 @@ def compactions_key(archives: list[ArchiveInfo], notes: list[str]) -> tuple[Any,
 def compaction_rows(found: list[CompactionInfo]) -> list[dict[str, Any]]:
     """The compactions as the ``compactions`` trait lists them: without their summaries."""
     return [{k: v for k, v in info.to_json().items() if k != "summary"} for info in found]
-
-
-def note_changes(history: list[Change]) -> list[dict[str, Any]]:
-    """The model's note edits waiting for review, then the latest changes, newest first, at
-    most ``CHANGES_SHOWN``: ``{"n", "said", "pending"}``."""
-    waiting = note_history.pending(history)
-    return [
-        *({"n": c.n, "said": c.describe(), "pending": True} for c in waiting),
-        *({"n": c.n, "said": c.describe(), "pending": False} for c in history[::-1]),
-    ][:CHANGES_SHOWN]
 
 
 def preview_payload(plan: CompactionPlan, keep: Sequence[str]) -> dict[str, Any]:
