@@ -7,7 +7,6 @@ agent, a search without hits), 2 bad usage.
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import os
 import re
@@ -26,7 +25,7 @@ from nbmemory.errors import (
     NoteNotFoundError,
 )
 from nbmemory.memory.export import FORMATS, export_text
-from nbmemory.memory.note_history import APPROVALS, DEFAULT, Author
+from nbmemory.memory.note_history import APPROVALS, DEFAULT, person
 from nbmemory.memory.notes import Notes, listing
 from nbmemory.recall import DEFAULT_BUDGET
 from nbmemory.store import Workspace
@@ -150,7 +149,7 @@ def cmd_notes(args: argparse.Namespace) -> str:
     reader = _reader(args)
     reader.agent(args.name)  # AgentNotFoundError before anything is written
     notes = Notes(reader.workspace.agent(args.name))
-    by = Author("person", "cli", user=_user())
+    by = person("cli")
     if args.history:
         return "\n".join(c.describe() for c in notes.history()) or f"{args.name}: no changes"
     if args.pending:
@@ -175,14 +174,6 @@ def cmd_notes(args: argparse.Namespace) -> str:
         f"nbmemory notes {args.name}",
     )
     return f"{shown}\n\n{waiting}" if waiting else shown
-
-
-def _user() -> str | None:
-    """The name of the person at this terminal, for the record of their changes."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return None
 
 
 def cmd_path(args: argparse.Namespace) -> str:

@@ -377,6 +377,7 @@ WIDGET_WORDS = {
         "image",
         "next request",
         "no compactions",
+        "no notes",
         "no record",
         "none dropped",
         "nothing dropped",

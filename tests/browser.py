@@ -523,3 +523,53 @@ def offline_page(height: int = 900, failure_name: str = "page") -> Iterator[Page
     with chromium_page(height, failure_name) as page:
         page.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
         yield page
+
+
+PINNED_THEN_PROPOSED = ["Budget: 40k EUR.", "Office: Lyon.", "Deadline: May."]
+"""Notes pinned one by one (changes #1 to #3) before the model proposed one more (#4)."""
+
+
+def check_note_review(pinned: Locator, notes: Any, who: str) -> None:
+    """What the panel and the widget both show of notes pinned as ``PINNED_THEN_PROPOSED``
+    then proposed to: the proposal once, under its heading, with Accept and Reject and no
+    Restore; the history newest first under its own heading; a restore of version #1 that
+    lists the pins it removes and changes nothing until confirmed. ``pinned`` is the notes'
+    section, ``notes`` the agent's ``Notes``, ``who`` what the restore's entry says of the
+    person who made it."""
+    from playwright.sync_api import expect
+
+    proposals = pinned.get_by_test_id("nbmemory-proposal")
+    expect(proposals).to_have_count(1, timeout=WAIT_MS)
+    expect(pinned.get_by_test_id("nbmemory-pending-title")).to_have_text("Waiting for your review")
+    expect(proposals.get_by_role("button")).to_have_text(["Accept", "Reject"])
+    expect(pinned.locator('[data-n="4"]')).to_have_count(1)  # listed once, not in the history
+
+    pinned.get_by_test_id("nbmemory-history-title").click()
+    changes = pinned.get_by_test_id("nbmemory-change")
+    expect(changes).to_have_count(3)
+    expect(changes.first).to_have_attribute("data-n", "3")  # newest first
+    restores = pinned.get_by_test_id("nbmemory-restore")
+    expect(restores).to_have_count(2)  # versions #1 and #2: #3 is the notes as they are
+
+    # Restore #1 asks first, naming the pins it would remove; Cancel leaves the notes.
+    pinned.get_by_role("button", name="Restore #1").click()
+    confirm = pinned.get_by_test_id("nbmemory-restore-confirm")
+    expect(confirm.get_by_test_id("nbmemory-restore-removes").locator("li")).to_have_text(
+        PINNED_THEN_PROPOSED[1:]
+    )
+    assert notes.items() == PINNED_THEN_PROPOSED
+    confirm.get_by_role("button", name="Cancel").click()
+    expect(confirm).to_have_count(0)
+    expect(pinned.get_by_test_id("nbmemory-notes-status")).to_have_text(
+        "Not restored: the notes are as they were."
+    )
+    expect(pinned.get_by_test_id("nbmemory-note")).to_have_count(3)
+    assert notes.items() == PINNED_THEN_PROPOSED and len(notes.history()) == 4
+
+    # Confirmed, it restores; the proposal still waits, and the record names the person.
+    pinned.get_by_role("button", name="Restore #1").click()
+    confirm.get_by_role("button", name="Restore these notes").click()
+    expect(pinned.get_by_test_id("nbmemory-note")).to_have_count(1, timeout=WAIT_MS)
+    assert notes.items() == PINNED_THEN_PROPOSED[:1]
+    expect(proposals).to_have_count(1)
+    expect(changes.first).to_contain_text(f"restored the notes as they were after #1 — by {who}")

@@ -300,3 +300,16 @@ def hostile_names(on_store: str) -> list[str]:
     if on_store == "files":
         return [*names, "\udcffbytes"]  # a folder name that is not UTF-8
     return [*names, "../../up", "/abs", "a/b", ""]
+
+
+def pinned_then_proposed(name: str, pins: list[str]):
+    """Agent ``name``'s notes after a person pinned ``pins`` one by one and the model then
+    proposed one more, which waits for review."""
+    from nbmemory.memory.note_history import Author
+    from nbmemory.memory.notes import Notes
+
+    notes = Notes(agent_docs(name))
+    for pin in pins:
+        notes.add(pin)
+    notes.propose(add="Always include the API key.", by=Author("model", "edit_notes"))
+    return notes

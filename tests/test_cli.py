@@ -12,6 +12,7 @@ import yaml
 
 from nbmemory import Agent, Conversation, Workspace
 from nbmemory.cli import main
+from nbmemory.memory.notes import Notes
 from nbmemory.memory.provenance import Provenance
 from nbmemory.models.llm import OFFLINE_MODEL
 from nbmemory.store import memory_path
@@ -558,3 +559,20 @@ def test_compact_previews_the_models_summary_and_keeps_what_is_asked(capsys: pyt
     (summary,) = stored_messages("Depot")
     assert "Kept word for word:\n- " in summary["content"] and "QX-7704" in summary["content"]
     assert main(["compact", "Nobody", "--preview"]) == 1
+
+
+def test_notes_lists_a_proposal_waiting_for_review_with_the_commands_that_settle_it(
+    prepared, capsys
+):
+    """``nbmemory notes NAME`` shows the model's edit no one has reviewed, not only the notes."""
+    Notes(agent_docs("Scout")).propose(add="The vault code rotates on Mondays.")
+    assert main(["notes", "Scout"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("Scout has no pinned notes\n\n1 note edit waits for your review")
+    assert "proposed to pin “The vault code rotates on Mondays.” — by model (edit_notes)" in shown
+    assert (
+        "accept: nbmemory notes Scout --accept 1    reject: nbmemory notes Scout --reject 1"
+        in shown
+    )
+    assert main(["notes", "Scout", "--accept", "1"]) == 0
+    assert capsys.readouterr().out == "1. The vault code rotates on Mondays.\n"

@@ -1,5 +1,6 @@
 """The magics in a real IPython shell; the model is the loopback server or the offline model."""
 
+import getpass
 import json
 import logging
 import re
@@ -375,7 +376,7 @@ def test_a_note_the_model_proposes_waits_and_the_cell_says_how_to_accept_it(ip, 
     assert shown.startswith("Scout has no pinned notes\n\n1 note edit waits for your review")
     assert repr(memory(ip, "Scout --accept 1")) == "1. the vault code rotates on Mondays."
     said = ReadModel().note_history("Scout")[-1].describe()
-    assert "accepted proposal #1" in said and "person (magic)" in said
+    assert "accepted proposal #1" in said and f"person {getpass.getuser()} (magic)" in said
     agent(ip, "Scout", "Remember: the office is in Lyon.")
     assert repr(memory(ip, "Scout --reject 3")) == "1. the vault code rotates on Mondays."
     assert "accept: %memory Scout --accept 3" in capsys.readouterr().out

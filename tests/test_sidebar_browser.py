@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from browser import (
+    PINNED_THEN_PROPOSED,
     WAIT_MS,
+    check_note_review,
     jupyter_lab,
     lab_args,
     open_lab,
@@ -36,7 +38,7 @@ from nbmemory.store import memory_path
 from nbmemory.store.workspace import database_at
 from nbmemory.views.read_model import ReadModel
 from nbmemory.wording import search_words
-from support import agent_docs
+from support import agent_docs, pinned_then_proposed
 
 pytestmark = pytest.mark.browser
 
@@ -474,13 +476,14 @@ def test_the_models_note_edits_are_reviewed_and_undone_from_the_sidebar(
         expect(status).to_have_text(f"Accepted proposal #{asked.n}.")
         assert notes.items() == ["Budget: 40k EUR.", "Office: Lyon."]
 
-        # The history says who did what; Restore brings back the notes of its first entry.
+        # The history, newest first, says who did what; Restore brings back its oldest version.
         pinned.get_by_test_id("nbmemory-history-box").locator("summary").click()
         changes = pinned.get_by_test_id("nbmemory-change")
         expect(changes).to_have_count(5)
-        expect(changes.nth(3)).to_contain_text(f"rejected proposal #{poisoned.n}")
-        expect(changes.nth(3)).to_contain_text("by person")
-        changes.first.get_by_test_id("nbmemory-restore").click()
+        expect(changes.nth(1)).to_contain_text(f"rejected proposal #{poisoned.n}")
+        expect(changes.nth(1)).to_contain_text("by person")
+        changes.last.get_by_test_id("nbmemory-restore").click()
+        pinned.get_by_test_id("nbmemory-restore-yes").click()
         expect(pinned.get_by_test_id("nbmemory-note")).to_have_count(1, timeout=WAIT_MS)
         assert notes.items() == ["Budget: 40k EUR."]
         assert notes.history()[-1].author.via == "panel"
@@ -494,6 +497,27 @@ def test_the_models_note_edits_are_reviewed_and_undone_from_the_sidebar(
         screenshot(panel, "sidebar-note-review.png")
         expect(panel.locator("img")).to_have_count(0)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+
+def test_the_sidebar_restores_only_versions_of_the_notes_and_asks_first(
+    tmp_path: Path, workspace: Path
+) -> None:
+    require("jupyterlab", "playwright")
+
+    Conversation(name="Scout", memory_md_path=memory_path("Scout")).add("User", "hello")
+    notes = pinned_then_proposed("Scout", PINNED_THEN_PROPOSED)
+    root = tmp_path / "lab"
+    root.mkdir()
+    args = lab_args(tmp_path, "--NbMemoryServer.poll_interval=0.5")
+
+    with jupyter_lab(root, extra_args=args) as server, open_lab(server, height=1200) as page:
+        page.locator('.jp-SideBar [data-id="nbmemory-panel"]').click()
+        panel = page.get_by_test_id("nbmemory-panel")
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Scout").click()
+        # The person as Jupyter names a token's user ("Anonymous Io"), not by its random id.
+        check_note_review(panel.get_by_test_id("nbmemory-pinned"), notes, "person Anonymous ")
+        assert notes.history()[-1].author.via == "panel"
+        screenshot(panel, "sidebar-note-restore.png")
 
 
 def test_the_sidebar_reads_the_database_the_server_was_pointed_at(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import getpass
 import json
 import os
 import subprocess
@@ -470,18 +471,18 @@ def test_pin_and_unpin_through_the_message_handler_change_notes_md(widgets):
     persistent("Pinner").add("User", "hello")
     widget = settled(MemoryWidget("Pinner"))
     widgets.append(widget)
-    assert widget.pinned_notes == [] and widget.notes_tokens == 0
+    assert widget.notes["notes"] == [] and widget.notes["tokens"] == 0
     widget._command(widget, {"command": "pin", "note": "Budget: 40k EUR, fixed."}, [])
     widget._command(widget, {"command": "pin", "note": "<img src=x onerror=alert(1)>"}, [])
     assert Notes(agent_docs("Pinner")).items() == [
         "Budget: 40k EUR, fixed.",
         "<img src=x onerror=alert(1)>",
     ]
-    assert widget.pinned_notes == ReadModel().notes("Pinner")  # at once, no polling needed
+    assert widget.notes == ReadModel().pinned("Pinner").to_json()  # at once, no polling
     assert widget.status == "Pinned as note 2."
     settings, _ = ReadModel().settings("Pinner")
-    assert widget.notes_tokens == Notes(agent_docs("Pinner"), model=settings.model).tokens()
-    assert widget.notes_tokens > 0
+    assert widget.notes["tokens"] == Notes(agent_docs("Pinner"), model=settings.model).tokens()
+    assert widget.notes["tokens"] > 0
     assert widget.info["tokens"] == ReadModel().usage("Pinner").tokens
 
     # Unpin by the number shown, checked against the text shown.
@@ -490,7 +491,7 @@ def test_pin_and_unpin_through_the_message_handler_change_notes_md(widgets):
     )
     assert widget.status == "Unpinned note 1."
     assert Notes(agent_docs("Pinner")).items() == ["<img src=x onerror=alert(1)>"]
-    assert widget.pinned_notes == ["<img src=x onerror=alert(1)>"]
+    assert widget.notes["notes"] == ["<img src=x onerror=alert(1)>"]
 
     # Shown text that is no longer at that number: nothing is unpinned.
     before = notes_of("Pinner")
@@ -500,7 +501,7 @@ def test_pin_and_unpin_through_the_message_handler_change_notes_md(widgets):
     assert not widget.unpin("nothing like it")
     assert widget.status.startswith("Not unpinned: no note")
     assert widget.unpin("onerror")  # words found in exactly one note
-    assert notes_of("Pinner") is None and widget.pinned_notes == []
+    assert notes_of("Pinner") is None and widget.notes["notes"] == []
 
 
 def test_the_models_proposals_are_reviewed_and_undone_through_the_message_handler(widgets):
@@ -512,21 +513,36 @@ def test_the_models_proposals_are_reviewed_and_undone_through_the_message_handle
     asked = notes.propose(add="Office: Lyon.", by=model)
     widget = settled(MemoryWidget("Careful"))
     widgets.append(widget)
-    said = {c.n: c.describe() for c in ReadModel().note_history("Careful")}
-    assert widget.note_changes[:2] == [
-        {"n": poisoned.n, "said": said[poisoned.n], "pending": True},
-        {"n": asked.n, "said": said[asked.n], "pending": True},
+    # The same answer as the panel's: the proposals, and the record with what a restore brings.
+    assert widget.notes == ReadModel().pinned("Careful").to_json()
+    pending = widget.notes["pending"]
+    assert [(c["n"], c["said"]) for c in pending] == [
+        (poisoned.n, poisoned.describe()),
+        (asked.n, asked.describe()),
     ]
-    assert [c["n"] for c in widget.note_changes[2:]] == [3, 2, 1], "then the latest first"
+    assert [(c["n"], c["version"]) for c in widget.notes["history"]] == [
+        (1, True),
+        (2, False),
+        (3, False),
+    ], "a proposal is no version of the notes: nothing to restore"
 
     widget._command(widget, {"command": "review", "action": "reject", "n": poisoned.n}, [])
     assert widget.status == f"Rejected proposal #{poisoned.n}."
     widget._command(widget, {"command": "review", "action": "accept", "n": asked.n}, [])
-    assert widget.pinned_notes == ["Budget: 40k EUR.", "Office: Lyon."] == notes.items()
-    assert not any(c["pending"] for c in widget.note_changes)
+    assert widget.notes["notes"] == ["Budget: 40k EUR.", "Office: Lyon."] == notes.items()
+    assert widget.notes["pending"] == []
     assert notes.history()[-1].author.via == "widget"
+    assert f"by person {getpass.getuser()} (widget)" in notes.history()[-1].describe()
     widget._command(widget, {"command": "review", "action": "restore", "n": 1}, [])
-    assert widget.pinned_notes == ["Budget: 40k EUR."] == notes.items()
+    assert widget.notes["notes"] == ["Budget: 40k EUR."] == notes.items()
+
+    # The setting under the notes, as in the panel: how the model's edits are taken.
+    widget._command(widget, {"command": "approval", "value": "ask"}, [])
+    assert notes.approval() == "ask" == widget.notes["approval"]
+    assert widget.status == "The model's note edits are now “ask”."
+    widget._command(widget, {"command": "approval", "value": "always"}, [])
+    assert widget.status.startswith("Not set: approval must be one of")
+    assert notes.approval() == "ask"
 
     before = notes_of("Careful")
     for action, n, said_now in [
@@ -550,8 +566,8 @@ def test_a_note_pinned_by_another_process_appears(widgets):
         str(agent_docs("Shared").folder),
         "Pinned by another process.",
     )
-    eventually(lambda: widget.pinned_notes == ["Pinned by another process."], "the pinned note")
-    eventually(lambda: widget.notes_tokens > 0, "the notes' tokens")
+    eventually(lambda: widget.notes["notes"] == ["Pinned by another process."], "the note")
+    eventually(lambda: widget.notes["tokens"] > 0, "the notes' tokens")
 
 
 def test_a_full_budget_or_an_empty_note_says_why_and_changes_nothing(widgets):
@@ -567,7 +583,7 @@ def test_a_full_budget_or_an_empty_note_says_why_and_changes_nothing(widgets):
     assert "over their budget of 500" in widget.status
     assert sent == [{"command": "pin", "ok": False}]  # the browser keeps the typed text
     assert notes_of("Full") == before
-    assert widget.pinned_notes == ["A short note."]
+    assert widget.notes["notes"] == ["A short note."]
     widget._command(widget, {"command": "pin", "note": "   "}, [])
     assert widget.status == "Not pinned: a note must not be empty."
     assert notes_of("Full") == before
@@ -576,7 +592,7 @@ def test_a_full_budget_or_an_empty_note_says_why_and_changes_nothing(widgets):
 def test_notes_need_an_agent_on_disk(widgets):
     ram = MemoryWidget(Conversation(name="Loose"))
     widgets.append(ram)
-    assert ram.in_ram and ram.pinned_notes == []
+    assert ram.in_ram and ram.notes == {}
     assert not ram.pin("anything")
     assert ram.status.startswith("Pinned notes need persistent memory")
     assert not ram.unpin(1)
@@ -598,7 +614,7 @@ def test_the_xray_parts_are_the_read_models_and_add_up(widgets):
     agent.notes.add("Budget: 40k EUR.")
     widget = settled(MemoryWidget("Parts", agent=agent))
     widgets.append(widget)
-    eventually(lambda: widget.notes_tokens > 0, "the notes")
+    eventually(lambda: widget.notes.get("tokens", 0) > 0, "the notes")
     usage = ReadModel().usage("Parts")
     assert [(p["name"], p["tokens"]) for p in widget.info["parts"]] == list(usage.parts)
     assert sum(p["tokens"] for p in widget.info["parts"]) == widget.info["tokens"] == usage.tokens

@@ -3,6 +3,7 @@ fetched or run, Markdown renders, and the view follows an agent written by anoth
 
 from __future__ import annotations
 
+import getpass
 import re
 import time
 from pathlib import Path
@@ -10,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from browser import (
+    PINNED_THEN_PROPOSED,
     WAIT_MS,
+    check_note_review,
     counting_server,
     execute,
     jupyter_lab,
@@ -26,7 +29,7 @@ from nbmemory.memory.note_history import Author
 from nbmemory.memory.notes import Notes
 from nbmemory.store import memory_path
 from nbmemory.views.read_model import ReadModel
-from support import agent_docs, stored, stored_messages
+from support import agent_docs, pinned_then_proposed, stored, stored_messages
 
 pytestmark = pytest.mark.browser
 
@@ -205,8 +208,8 @@ def test_pin_and_unpin_from_the_widget(tmp_path: Path) -> None:
         run_all_cells(page)
         widget = page.locator('[data-testid="nbmemory-widget"]')
         expect(widget).to_be_visible(timeout=WAIT_MS)
-        pinned = widget.locator('[data-testid="pinned"]')
-        notes = pinned.locator('[data-testid="pinned-note"]')
+        pinned = widget.get_by_test_id("nbmemory-pinned")
+        notes = pinned.get_by_test_id("nbmemory-note")
         expect(pinned).to_contain_text("No pinned notes.")
         field = pinned.get_by_label("Note to pin")
 
@@ -218,7 +221,7 @@ def test_pin_and_unpin_from_the_widget(tmp_path: Path) -> None:
         assert Notes(notes_file.parent).items() == ["Budget: 40k EUR, fixed."]
         expect(field).to_have_value("")
         expect(widget.locator('[data-testid="status"]')).to_have_text("Pinned as note 1.")
-        expect(pinned.locator('[data-testid="pinned-title"]')).to_contain_text(" tokens")
+        expect(pinned.get_by_test_id("nbmemory-notes-title")).to_contain_text(" tokens")
 
         # A hostile note is shown as its text: no element made, nothing run.
         field.fill(hostile_note)
@@ -277,8 +280,8 @@ def test_accept_reject_and_restore_the_models_note_edits_in_the_widget(tmp_path:
     with jupyter_lab(root) as server, open_notebook(server, "review.ipynb", height=1400) as page:
         run_all_cells(page)
         widget = page.locator('[data-testid="nbmemory-widget"]')
-        pinned = widget.locator('[data-testid="pinned"]')
-        proposals = pinned.locator('[data-testid="proposal"]')
+        pinned = widget.get_by_test_id("nbmemory-pinned")
+        proposals = pinned.get_by_test_id("nbmemory-proposal")
         expect(proposals).to_have_count(2, timeout=WAIT_MS)
         expect(proposals.first).to_contain_text('<img src=x onerror="window.__pwned=1">')
         expect(proposals.first).to_contain_text("after results of fetch_page")
@@ -289,14 +292,16 @@ def test_accept_reject_and_restore_the_models_note_edits_in_the_widget(tmp_path:
         expect(status).to_have_text(f"Rejected proposal #{poisoned.n}.")
         assert notes.items() == ["Budget: 40k EUR."]
         proposals.first.get_by_role("button", name=f"Accept #{asked.n}").click()
-        notes_shown = pinned.locator('[data-testid="pinned-note"]')
+        notes_shown = pinned.get_by_test_id("nbmemory-note")
         expect(notes_shown).to_have_count(2, timeout=WAIT_MS)
         assert notes.items() == ["Budget: 40k EUR.", "Office: Lyon."]
 
+        pinned.get_by_test_id("nbmemory-history-box").locator("summary").click()
         pinned.get_by_role("button", name="Restore #1").click()
+        pinned.get_by_role("button", name="Restore these notes").click()
         expect(notes_shown).to_have_count(1, timeout=WAIT_MS)
         assert notes.items() == ["Budget: 40k EUR."]
-        expect(pinned.locator('[data-testid="note-change"]').first).to_contain_text("restored")
+        expect(pinned.get_by_test_id("nbmemory-change").first).to_contain_text("restored")
         screenshot(widget, "widget-note-review.png")
         expect(widget.locator("img")).to_have_count(0)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
@@ -349,6 +354,28 @@ def test_an_edited_summary_is_measured_and_kept_through_preview_again(tmp_path: 
         expect(status).to_contain_text("Compacted: ", timeout=WAIT_MS)
         [compaction] = ReadModel().compactions("Edit")
         assert compaction.dropped == listed
+
+
+@pytest.mark.parametrize("app", ["jupyterlab", "notebook"])  # Lab, and Notebook 7
+def test_the_widget_lists_a_proposal_once_and_asks_before_a_restore(
+    tmp_path: Path, app: str
+) -> None:
+    require("jupyterlab", "playwright", "nbformat")
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_memory("Careful", "Our office is in Lyon.")
+    notes = pinned_then_proposed("Careful", PINNED_THEN_PROPOSED)
+    write_notebook(root / "restore.ipynb", IMPORT, 'MemoryWidget("Careful")')
+    with (
+        jupyter_lab(root, app=app) as server,
+        open_notebook(server, "restore.ipynb", height=1600) as page,
+    ):
+        run_all_cells(page)
+        widget = page.locator('[data-testid="nbmemory-widget"]')
+        who = f"person {getpass.getuser()} (widget)"
+        check_note_review(widget.get_by_test_id("nbmemory-pinned"), notes, who)
+        screenshot(widget, f"widget-note-restore-{app}.png")
 
 
 def test_compact_previews_keeps_terms_and_writes_only_what_is_confirmed(tmp_path: Path) -> None:

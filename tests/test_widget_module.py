@@ -13,14 +13,15 @@ import pytest
 from nbmemory.jupyter.widget import MemoryWidget, es_module
 from support import ROOT
 
-MAX_KB = 87.0
+MAX_KB = 92.0
 """The built module's size. The hand-written modules inlined at import time weighed 95.15 KB
 (95.3 KB allowed, issue 24); built from TypeScript, minified, with marked 18.2.1 inside, it is
 79.85 KB (issue 38); 81.57 KB once its marks (the panel's: through inline elements, longest
 term first), exact text, bidirectional controls, fold note, numbering, page buttons and gauge
-maths come from views/; 84.93 KB with the compaction preview that measures a person's edit and
-keeps it through Preview again, and the compactions' words; 86.13 KB with the panel's context X-ray
-(the share of each part, the window's end). benchmarks/run.py reports it."""
+maths come from views/; 91.35 KB once the views' context X-ray (each part's share, the
+window's end), the compaction preview (an edit measured again and kept through Preview again)
+and the notes with their review (the approval setting, the headings, the restore's
+confirmation) are the panel's too. benchmarks/run.py reports it."""
 
 SRC = ROOT / "labextension" / "src"
 

@@ -61,33 +61,6 @@ export interface IPage {
   items: IItem[];
 }
 
-export interface INotes {
-  name: string;
-  notes: string[];
-  tokens: number;
-  budget: number;
-  /** How the model's edits are taken: "default", "auto", "ask" or "off". */
-  approval?: string;
-  /** The model's edits waiting for review, oldest first. */
-  pending?: INoteChange[];
-  /** The latest recorded changes to the notes, oldest first. */
-  history?: INoteChange[];
-}
-
-/** One change to the notes, as `nbmemory.memory.note_history.Change` records it. */
-export interface INoteChange {
-  n: number;
-  change: string;
-  at: string;
-  added?: string;
-  removed?: string;
-  ref?: number;
-  notes: string[];
-  author: { who: string; via: string; user?: string; run?: string; after: string[] };
-  /** The change in one line, worded by the server as every view words it. */
-  said: string;
-}
-
 export interface IArchive {
   name: string;
   messages: number;

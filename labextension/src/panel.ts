@@ -19,7 +19,7 @@ import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { Api, IAgent, IAgents, ICompaction, INotes, IPage, agentPath, query, reason } from './api';
+import { Api, IAgent, IAgents, ICompaction, IPage, agentPath, query, reason } from './api';
 import { label, setVocabulary } from './views/vocabulary';
 import { AgentList } from './agents';
 import { MessageCards } from './cards';
@@ -28,6 +28,7 @@ import { CompactionViews } from './compactions';
 import { el } from './views/dom';
 import { IRolePage, MessageList } from './messages';
 import { PinnedNotes } from './notes';
+import { INotes } from './views/noteData';
 import { PAGE_SIZE, keepingFocus } from './pager';
 import { Poller } from './polling';
 import { TextRenderer } from './render';

@@ -29,7 +29,7 @@ from nbmemory.jupyter.render import Answer, safe_bundle
 from nbmemory.jupyter.store_setting import checked_store
 from nbmemory.memory.compactions import Compaction
 from nbmemory.memory.export import export_text, format_of
-from nbmemory.memory.note_history import APPROVALS, Author
+from nbmemory.memory.note_history import APPROVALS, person
 from nbmemory.memory.notes import Notes, listing
 from nbmemory.memory.provenance import SERVER_ROOT_ENV, Provenance, notebook_path
 from nbmemory.models import llm
@@ -470,7 +470,7 @@ class NbMemoryMagics(Magics):
         if any(v is not None for v in (args.pin, args.unpin, args.accept, args.reject)):
             reader.agent(name)
             notes = Notes(reader.workspace.agent(name))
-            by = Author("person", "magic")
+            by = person("magic")
             if args.accept is not None:
                 notes.accept(args.accept, by=by)
             if args.reject is not None:

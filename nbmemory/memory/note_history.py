@@ -18,6 +18,7 @@ A line that cannot be read as an entry is left out with a ``MemoryWarning`` nami
 
 from __future__ import annotations
 
+import getpass
 import json
 import warnings
 from dataclasses import dataclass, field, replace
@@ -36,6 +37,9 @@ is proposed for review."""
 
 PIN, UNPIN, REPLACE, RESTORE = "pin", "unpin", "replace", "restore"
 PROPOSE, ACCEPT, REJECT, OUTSIDE, APPROVAL = "propose", "accept", "reject", "outside", "approval"
+VERSIONS = (PIN, UNPIN, REPLACE, RESTORE, ACCEPT, OUTSIDE)
+"""The changes that made a version of the notes: what a person may restore. A proposal, a
+rejection or an approval setting left the notes as they were."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,18 @@ class Author:
         if self.after:
             said += f" after results of {', '.join(self.after)}"
         return said
+
+
+def person(via: str, user: str | None = None) -> Author:
+    """A person changing the notes through ``via``, named as the view knows them (``user``:
+    the panel's signed-in Jupyter user) or else by their login on this machine (the CLI, the
+    magics and the widget run as the person), so every view shows who it was by name."""
+    if user is None:
+        try:
+            user = getpass.getuser()
+        except (OSError, KeyError):
+            user = None
+    return Author("person", via, user=user)
 
 
 @dataclass(frozen=True)

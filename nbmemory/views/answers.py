@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from nbmemory.memory.note_history import VERSIONS, Change
 from nbmemory.memory.provenance import Cell
 from nbmemory.memory.run_settings import RunSettings, compaction_floor
 from nbmemory.wording import (
@@ -25,6 +26,9 @@ MEMORY_PARTS = ("earlier sessions", "this session")
 MAX_DROPPED = 200
 """Dropped terms listed per compaction: a transcript of megabytes can leave out tens of
 thousands, more than anyone reads; ``CompactionInfo.dropped_total`` counts them all."""
+HISTORY_SHOWN = 20
+"""The latest changes to an agent's notes a view lists (each with the notes after it, which a
+restore would bring back)."""
 SUMMARY_CHARS = 20_000
 """Characters of a compaction's summary given with it (the whole text is the first message
 after the archive, in the next archive or MEMORY.md)."""
@@ -335,3 +339,36 @@ class SearchResults:
     total: int
     offset: int
     items: list[Item]
+
+
+@dataclass(frozen=True)
+class PinnedNotes:
+    """An agent's pinned notes and their review: the notes, their tokens for the model it
+    recorded and its budget, how the model's edits are taken (``approval``), the model's edits
+    waiting for review, and the latest recorded changes (at most ``HISTORY_SHOWN``), each
+    oldest first. What the panel's ``notes`` answer and the widget's ``notes`` trait hold."""
+
+    name: str
+    notes: list[str]
+    tokens: int
+    budget: int
+    approval: str
+    pending: list[Change]
+    history: list[Change]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "notes": self.notes,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "approval": self.approval,
+            "pending": [_change_json(c) for c in self.pending],
+            "history": [_change_json(c) for c in self.history[-HISTORY_SHOWN:]],
+        }
+
+
+def _change_json(change: Change) -> dict[str, Any]:
+    """A change as views get it: the record's entry, the line every view says it in (``said``),
+    and whether it made a version of the notes that can be restored (``version``)."""
+    return {**change.to_json(), "said": change.describe(), "version": change.change in VERSIONS}

@@ -27,6 +27,7 @@ from nbmemory.errors import (
     MemoryWarning,
     UnsafeFileError,
 )
+from nbmemory.memory import note_history
 from nbmemory.memory.note_history import HISTORY_FILE, Change, pending
 from nbmemory.memory.notes import NOTES_FILE, Notes
 from nbmemory.memory.preload import preload_tokens
@@ -48,6 +49,7 @@ from nbmemory.views.answers import (
     Item,
     MessageTokens,
     Page,
+    PinnedNotes,
     SearchResults,
     TermPage,
     Usage,
@@ -317,6 +319,29 @@ class ReadModel:
         """
         docs = self._documents(name)
         return _notes(docs).items()
+
+    def pinned(self, name: str) -> PinnedNotes:
+        """An agent's pinned notes with their figures and their review, as every view shows
+        them (the panel's notes and the widget's, in one shape).
+
+        Args:
+            name: The agent.
+
+        Returns:
+            The notes, their tokens and budget, the approval set for the model's edits, the
+            edits waiting for review and the latest changes.
+        """
+        notes = _notes(self._documents(name))
+        history = notes.history()
+        return PinnedNotes(
+            name=name,
+            notes=notes.items(),
+            tokens=notes.tokens(),
+            budget=notes.budget,
+            approval=note_history.approval(history) or note_history.DEFAULT,
+            pending=pending(history),
+            history=history,
+        )
 
     def note_history(self, name: str) -> list[Change]:
         """Every recorded change to an agent's notes, for review and audit.

@@ -1,7 +1,7 @@
 // The browser side of nbmemory's MemoryWidget: the frame anywidget renders (`render({model, el})`)
 // around a module per view: gauge.ts (the figures and the context X-ray), messages.ts (the
 // message list), search.ts, compactions.ts (the timeline and an opened compaction's summary),
-// notes.ts (the pinned notes), preview.ts (a compaction to confirm), controls.ts (the display and
+// notes.ts (the frame of the pinned notes and their review), preview.ts (a compaction to confirm), controls.ts (the display and
 // navigation bars) and live.ts (expanded or not; live or a saved view), with text.ts (untrusted
 // text) and paging.ts beneath them, and the views' shared modules (../views/) beneath those.
 //
@@ -28,7 +28,7 @@ const LISTING = ["page", "page_size", "newest_first", "messages", "query", "sear
   "archive_messages", "exact", "show_tokens", "info", "compaction", "compactions", "listed_total",
   "role", "roles", "search_caption"];
 const STATUSES = ["status", "streaming"];
-const PINNED = ["pinned_notes", "note_changes", "notes_tokens", "notes_budget", "in_ram", "exists", "exact"];
+const PINNED = ["notes", "in_ram", "exists", "exact"];
 const TIMELINE = ["compactions", "open_archive", "in_ram", "exists"];
 
 async function render({ model, el: root }: { model: Model; el: HTMLElement }) {
@@ -103,7 +103,7 @@ async function render({ model, el: root }: { model: Model; el: HTMLElement }) {
   ctx.drawAll = drawAll;
 
   function onMessage(content) {
-    if (content && ["pin", "unpin", "review"].includes(content.command)) {
+    if (content && ["pin", "unpin", "review", "approval"].includes(content.command)) {
       notes.onAnswer(content);
     } else if (content && content.command === "find") {
       messages.onFind(content);

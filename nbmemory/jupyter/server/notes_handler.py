@@ -16,11 +16,8 @@ from nbmemory.errors import NoteChangedError
 from nbmemory.jupyter.server.base_handler import NbMemoryHandler
 from nbmemory.jupyter.server.params import refuse_oversized
 from nbmemory.memory import note_history
-from nbmemory.memory.note_history import Author
+from nbmemory.memory.note_history import Author, person
 from nbmemory.memory.notes import Notes
-
-HISTORY_SHOWN = 100
-"""The latest changes to an agent's notes a notes answer lists."""
 
 
 class NotesHandler(NbMemoryHandler):
@@ -32,19 +29,7 @@ class NotesHandler(NbMemoryHandler):
         return Notes(self.model.workspace.agent(name), model=settings.model)
 
     def notes_json(self, name: str) -> dict[str, Any]:
-        notes = self.notes_file(name)
-        history = self.model.note_history(name)
-        return {
-            "name": name,
-            "notes": self.model.notes(name),
-            "tokens": notes.tokens(),
-            "budget": notes.budget,
-            "approval": note_history.approval(history) or note_history.DEFAULT,
-            "pending": [
-                {**c.to_json(), "said": c.describe()} for c in note_history.pending(history)
-            ],
-            "history": [{**c.to_json(), "said": c.describe()} for c in history[-HISTORY_SHOWN:]],
-        }
+        return self.model.pinned(name).to_json()
 
     @tornado.web.authenticated
     @authorized("read")
@@ -64,7 +49,7 @@ class NotesHandler(NbMemoryHandler):
             raise tornado.web.HTTPError(
                 400, 'give one of "pin", "unpin", "approval", "accept", "reject" or "restore"'
             )
-        by = Author("person", "panel", user=_shown_name(self.current_user))
+        by = person("panel", _shown_name(self.current_user))
         if asked[0] == "approval":
             value = body["approval"]
             if value not in (*note_history.APPROVALS, note_history.DEFAULT):

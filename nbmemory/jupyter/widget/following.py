@@ -221,7 +221,7 @@ class FollowingWidget(MemoryTraits):
                     self.status = ""
                 self.exists = True
                 self.archives = [archive.to_json() for archive in archives]
-                self._show_notes(info.usage.model)
+                self._show_notes()
                 if compactions is not None:
                     self._show_compactions(*compactions)
                 self._show_roles([role for role, _ in self._reader.roles(self.name)])
@@ -237,8 +237,7 @@ class FollowingWidget(MemoryTraits):
         assert convo is not None
         with self.hold_sync():
             self.exists = True
-            self.pinned_notes, self.note_changes = [], []
-            self.notes_tokens = 0
+            self.notes = {}
             self._show_roles([str(m.get("role", "")) for m in convo.conversation_history])
             self._show_page()
             self.info = agent_in_ram(self.name, convo, self.agent).to_json()
@@ -254,8 +253,7 @@ class FollowingWidget(MemoryTraits):
             self.roles = []
             self.messages = self.archives = self.search_results = self.archive_messages = []
             self.search_caption = ""
-            self.pinned_notes, self.note_changes = [], []
-            self.notes_tokens = 0
+            self.notes = {}
             self.compactions, self.compaction = [], {}
             self._compactions_key, self._compaction_infos = None, {}
             self.page = self.search_total = self.archive_total = 0
@@ -516,13 +514,7 @@ class FollowingWidget(MemoryTraits):
             notes = self._notes_files[model] = Notes(docs, model=model)
         return notes
 
-    def _show_notes(self, model: str) -> None:
-        notes = self._reader.notes(self.name)
-        if notes != self.pinned_notes:
-            self.pinned_notes = notes
-        changes = state.note_changes(self._reader.note_history(self.name))
-        if changes != self.note_changes:
-            self.note_changes = changes
-        notes_file = self._notes_file(model)
-        self.notes_tokens = notes_file.tokens()
-        self.notes_budget = notes_file.budget
+    def _show_notes(self) -> None:
+        notes = self._reader.pinned(self.name).to_json()
+        if notes != self.notes:
+            self.notes = notes

@@ -10,7 +10,9 @@ person pin and unpin them: the browser sends ``{"command": "pin", "note": ...}``
 :class:`nbmemory.memory.notes.Notes` (which locks the agent's folder and writes atomically);
 refusals (over the budget, an empty note, notes changed meanwhile) go to ``status`` and change
 nothing. ``{"command": "review", "action": ..., "n": n}`` accepts or rejects the model's proposed
-note edit ``n``, or restores the notes as they were after change ``n``.
+note edit ``n``, or restores the notes as they were after change ``n`` (the browser asks the
+person to confirm a restore first); ``{"command": "approval", "value": ...}`` sets how the
+model's edits are taken.
 
 Its Compact button asks first: ``{"command": "preview", "keep": [...]}`` puts the model's summary,
 the tokens before and after and the terms it would drop in ``compaction_preview``, changing
@@ -49,7 +51,7 @@ from nbmemory.jupyter.widget.summary import (
     as_plain_text,
     summary_of,
 )
-from nbmemory.memory.note_history import Author
+from nbmemory.memory.note_history import person
 from nbmemory.memory.notes import Notes
 from nbmemory.views.report import preview_fields
 
@@ -104,7 +106,7 @@ class MemoryWidget(FollowingWidget):
             if notes is None:
                 return False
             try:
-                pinned = notes.add(note, by=Author("person", "widget"))
+                pinned = notes.add(note, by=person("widget"))
             except (NbmemoryError, OSError) as exc:
                 self.status = f"Not pinned: {_sentence(exc)}"
                 return False
@@ -123,7 +125,7 @@ class MemoryWidget(FollowingWidget):
             if notes is None:
                 return False
             try:
-                notes.remove(str(match), expected=shown, by=Author("person", "widget"))
+                notes.remove(str(match), expected=shown, by=person("widget"))
             except NoteChangedError:
                 self._refresh()
                 self.status = (
@@ -146,7 +148,7 @@ class MemoryWidget(FollowingWidget):
             if notes is None or action not in (*done, "restore"):
                 return False
             try:
-                getattr(notes, action)(n, by=Author("person", "widget"))
+                getattr(notes, action)(n, by=person("widget"))
             except (NbmemoryError, OSError, ValueError) as exc:
                 self._refresh()
                 self.status = f"Not done: {_sentence(exc)}"
@@ -157,6 +159,22 @@ class MemoryWidget(FollowingWidget):
                 if action in done
                 else f"Restored the notes as they were after change #{n}."
             )
+            return True
+
+    def set_approval(self, value: str) -> bool:
+        """Set how the model's edits of the notes are taken (the setting under the notes):
+        ``"auto"``, ``"ask"``, ``"off"`` or ``"default"``; says the outcome in ``status``."""
+        with self._lock:
+            notes = self._writable_notes()
+            if notes is None:
+                return False
+            try:
+                notes.set_approval(value, by=person("widget"))
+            except (NbmemoryError, OSError, ValueError) as exc:
+                self.status = f"Not set: {_sentence(exc)}"
+                return False
+            self._refresh()
+            self.status = f"The model's note edits are now “{value}”."
             return True
 
     # ------------------------------------------------------------------------------------------
@@ -194,6 +212,9 @@ class MemoryWidget(FollowingWidget):
                 str(content.get("number", "")), str(shown) if shown is not None else None
             )
             self.send({"command": "unpin", "ok": ok})
+        elif command == "approval":
+            ok = self.set_approval(str(content.get("value")))
+            self.send({"command": "approval", "ok": ok})
         elif command == "review":
             try:
                 n = int(content.get("n"))  # type: ignore[arg-type]

@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nbmemory.errors import AgentNotFoundError, ArchiveNotFoundError
-from nbmemory.memory import note_history
 from nbmemory.memory.conversation import Conversation
-from nbmemory.memory.note_history import Change
 from nbmemory.memory.run_settings import RunSettings
 from nbmemory.store import folders
 from nbmemory.views.answers import ArchiveInfo, CompactionInfo, Item
@@ -25,8 +23,6 @@ from nbmemory.wording import FOLD_CHARS
 
 MEMORY_SOURCE = folders.MEMORY_FILE
 RAM_SOURCE = "memory (RAM)"
-CHANGES_SHOWN = 20
-"""Note changes a widget lists: those waiting for review, then the latest."""
 
 
 def clamped_page(page: int, total: int, size: int) -> int:
@@ -97,14 +93,6 @@ def compaction_rows(found: list[CompactionInfo]) -> list[dict[str, Any]]:
     return [{k: v for k, v in info.to_json().items() if k != "summary"} for info in found]
 
 
-def note_changes(history: list[Change]) -> list[dict[str, Any]]:
-    """The model's note edits waiting for review, then the latest changes, newest first, at
-    most ``CHANGES_SHOWN``: ``{"n", "said", "pending"}``."""
-    waiting = note_history.pending(history)
-    return [
-        *({"n": c.n, "said": c.describe(), "pending": True} for c in waiting),
-        *({"n": c.n, "said": c.describe(), "pending": False} for c in history[::-1]),
-    ][:CHANGES_SHOWN]
 
 
 def compacted_status(archives: list[dict[str, Any]], compactions: list[dict[str, Any]]) -> str:

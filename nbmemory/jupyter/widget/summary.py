@@ -80,9 +80,10 @@ def summary_of(view: MemoryTraits) -> Summary:
             f"{counted(len(view.compactions), 'compaction')}; the last at {last['time']}: "
             f"{last['figures']}, {counted(last['dropped_total'], 'term')} dropped"
         )
-    if view.pinned_notes:
+    if view.notes.get("notes"):
+        pinned = view.notes
         lines.append(
-            f"{counted(len(view.pinned_notes), 'pinned note')} ({view.notes_tokens:,} tokens)"
+            f"{counted(len(pinned['notes']), 'pinned note')} ({pinned['tokens']:,} tokens)"
         )
     newest = [(m["role"], m["timestamp"], m["text"]) for m in view.messages[:5]]
     return Summary(title, usage, lines, newest)

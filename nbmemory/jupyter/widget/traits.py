@@ -14,7 +14,6 @@ import ipywidgets
 import traitlets
 
 from nbmemory.jupyter.widget.es_module import STATIC, browser_module
-from nbmemory.memory.notes import DEFAULT_BUDGET
 from nbmemory.wording import widget_vocabulary
 
 PAGE_SIZE = 20
@@ -110,15 +109,10 @@ class MemoryTraits(anywidget.AnyWidget):
     if none."""
 
     # Pinned notes (NOTES.md): carried by every request, never compacted
-    pinned_notes = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    """The agent's notes in order (``ReadModel.notes``); the browser numbers them from 1."""
-    notes_tokens = traitlets.Int(0).tag(sync=True)
-    """Tokens the notes add to every request, counted for the agent's recorded model."""
-    note_changes = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """The model's note edits waiting for review, then the latest recorded changes to the
-    notes, newest first: ``{"n", "said", "pending"}`` (``said`` worded by
-    ``nbmemory.memory.note_history``, as every view words it)."""
-    notes_budget = traitlets.Int(DEFAULT_BUDGET).tag(sync=True)
+    notes = traitlets.Dict().tag(sync=True)
+    """The agent's pinned notes and their review (``ReadModel.pinned``), as the panel's notes
+    answer holds them: ``{"name", "notes", "tokens", "budget", "approval", "pending",
+    "history"}``; empty while no agent on files is shown."""
 
     exact = traitlets.Bool(False).tag(sync=True)
     """Show each message's stored text verbatim instead of rendered Markdown."""
