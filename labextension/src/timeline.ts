@@ -13,7 +13,7 @@ import { Widget } from '@lumino/widgets';
 import { Api, ICompaction, IFound, IItem, IPage, agentPath, query, reason } from './api';
 import { CellOpener, cellLine } from './cells';
 import { button, panelFoldNote } from './dom';
-import { el } from './views/dom';
+import { el, setText } from './views/dom';
 import { number } from './views/format';
 import { shownNumbers } from './views/paging';
 import { markText, wholeWord } from './views/marks';
@@ -292,7 +292,7 @@ export class CompactionView extends Widget {
 
   /** Go to the first message of the transcript that holds `term` (the server finds it). */
   private async find(term: string): Promise<void> {
-    this.caption.textContent = `Looking for “${term}”…`;
+    setText(this.caption, `Looking for “${term}”…`);
     const archive = this.compaction.archive;
     try {
       const { data: found } = await this.api.get<IFound>(
@@ -300,7 +300,7 @@ export class CompactionView extends Widget {
           query({ term, archive, limit: PAGE_SIZE, newest_first: false })
       );
       if (found.index === null) {
-        this.caption.textContent = `“${term}” is not in ${archive} any more.`;
+        setText(this.caption, `“${term}” is not in ${archive} any more.`);
         return;
       }
       const shown = await this.api.get<IPage>(
@@ -320,7 +320,7 @@ export class CompactionView extends Widget {
       }
       await this.showPage(found.offset, found.index);
     } catch (error) {
-      this.caption.textContent = `Could not look for “${term}”: ${reason(error)}`;
+      setText(this.caption, `Could not look for “${term}”: ${reason(error)}`);
     }
   }
 

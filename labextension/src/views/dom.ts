@@ -25,3 +25,8 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   }
   return node;
 }
+
+/** Put `text` in `node` as `el` does: as text, its bidirectional controls shown. */
+export function setText(node: HTMLElement, text: string): void {
+  node.textContent = showBidi(text);
+}

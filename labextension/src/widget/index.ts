@@ -7,7 +7,7 @@
 //
 // esbuild bundles this file and what it imports into nbmemory/jupyter/static/widget.js (`npm run
 // build:widget`, part of the package's build): the one ES module anywidget loads.
-import { el } from "../views/dom";
+import { el, setText } from "../views/dom";
 import { escapeHtml, markdownHtml, renderMarkdown } from "../views/markdown";
 import { reveal, setVocabulary } from "../views/vocabulary";
 import { compactionsView } from "./compactions";
@@ -45,8 +45,8 @@ async function render({ model, el: root }: { model: Model; el: HTMLElement }) {
   const status = el("div", "status", undefined, { "data-testid": "status", role: "status", "aria-live": "polite" });
   const streaming = el("div", "streaming", undefined, { "data-testid": "streaming", "aria-live": "polite" });
   function drawStatus() {
-    status.textContent = model.get("status");
-    streaming.textContent = model.get("streaming");
+    setText(status, model.get("status"));
+    setText(streaming, model.get("streaming")); // the model's answer as it comes: untrusted
   }
   // What the views share: `live` (a kernel backs this view), and ways to say and redraw things.
   // drawList and drawAll are set below, once every view exists.
