@@ -37,6 +37,7 @@ import type { ReadonlyJSONObject, ReadonlyPartialJSONObject } from '@lumino/core
 import { Widget } from '@lumino/widgets';
 
 import { Api, IAgent, IAgents, IItem, agentPath, query, reason } from './api';
+import { isNotebook7 } from './cells';
 import { el } from './views/dom';
 import { counted, number } from './views/format';
 import { messageNumber, showBidi, unshowBidi } from './views/vocabulary';
@@ -667,8 +668,9 @@ export function addCommands(
   addNavigationCommands(c);
 
   if (palette) {
+    // Notebook 7 lists "Show Agent Memory" itself, as it does for every panel of its left area.
     const items: [string, ReadonlyJSONObject?][] = [
-      [CommandIDs.show],
+      ...(isNotebook7(app) ? [] : [[CommandIDs.show] as [string]]),
       [CommandIDs.refresh],
       [CommandIDs.openMemory],
       [CommandIDs.openArchive],
