@@ -668,9 +668,7 @@ export function addCommands(
   addNavigationCommands(c);
 
   if (palette) {
-    // Notebook 7 lists "Show Agent Memory" itself, as it does for every panel of its left area.
     const items: [string, ReadonlyJSONObject?][] = [
-      ...(isNotebook7(app) ? [] : [[CommandIDs.show] as [string]]),
       [CommandIDs.refresh],
       [CommandIDs.openMemory],
       [CommandIDs.openArchive],
@@ -685,6 +683,10 @@ export function addCommands(
       [CommandIDs.oldest],
       [CommandIDs.goToPage]
     ];
+    // Notebook 7 lists "Show Agent Memory" itself, as it does for every panel of its left area.
+    if (!isNotebook7(app)) {
+      items.unshift([CommandIDs.show]);
+    }
     for (const [command, args] of items) {
       palette.addItem({ command, category: CATEGORY, args });
     }
