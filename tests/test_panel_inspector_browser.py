@@ -517,14 +517,18 @@ def test_the_panel_works_in_notebook_7(tmp_path: Path, workspace: Path) -> None:
     write_notebook(tmp_path / "work.ipynb", "print('hello')")
 
     with jupyter_lab(tmp_path, extra_args=lab_args(tmp_path), app="notebook") as server:
-        # The file tree: the panel's own palette command opens it (Notebook 7 lists a "Show
-        # Agent Memory" of its own too, which toggles the left area).
+        # The file tree: "Show Agent Memory", once in the palette (Notebook 7 lists one for
+        # each panel of its left area: the panel does not add its own), opens it.
         with open_lab(server, failure_name="nb7-tree") as page:
             expect(page.locator(".jp-DirListing-item").first).to_be_visible()
             page.keyboard.press("Control+Shift+C")
             modal = page.locator(".jp-ModalCommandPalette")
             modal.locator(".lm-CommandPalette-input").fill("Show Agent Memory")
-            modal.locator('.lm-CommandPalette-item[data-command="nbmemory:show"]').click()
+            shows = modal.locator(".lm-CommandPalette-itemLabel").filter(
+                has_text=re.compile("^Show Agent Memory$")
+            )
+            expect(shows).to_have_count(1)
+            shows.click()
             panel = page.get_by_test_id("nbmemory-panel")
             expect(panel).to_be_visible()
             expect(page.locator("#jp-left-stack")).to_contain_text("Agent Memory")

@@ -841,3 +841,64 @@ def test_choosing_a_messages_cell_opens_its_notebook_at_that_cell(
         )
         expect(panel.locator("img")).to_have_count(0)
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+
+_ACTIVE_CELL = """(path) => {
+    const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    if (!widget || !widget.context || widget.context.path !== path) return null;
+    const cell = widget.content.activeCell;
+    return cell && cell.node.getBoundingClientRect().height > 0 ? cell.model.id : null;
+}"""
+
+
+def test_a_cell_link_in_notebook_7_opens_the_notebook_at_that_cell_in_the_same_tab(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Notebook 7 shows one notebook a page: from the file tree a cell link loads the
+    notebook's page in the same tab, at that cell; on that page a link to another of its cells
+    goes there, the notebook still open and its kernel still known."""
+    require("notebook", "playwright", "nbformat")
+    from playwright.sync_api import expect
+
+    from nbmemory.memory.provenance import Provenance
+
+    path = "research.ipynb"
+    analysis_notebook(tmp_path / path)
+    convo = Conversation(name="Analyst", memory_md_path=memory_path("Analyst"))
+    for cell_id, count, text in (("warehouse", 17, "ClickHouse."), ("latency", 18, "200 ms.")):
+        convo.provenance = Provenance(path, cell_id, count, "kernel-1")
+        convo.add("User", text)
+
+    def show_panel(page):
+        page.evaluate("() => window.jupyterapp.commands.execute('nbmemory:show')")
+        panel = page.get_by_test_id("nbmemory-panel")
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Analyst").click()
+        links = panel.get_by_test_id("nbmemory-cell-link")
+        expect(links).to_have_count(2)  # newest first: latency, then warehouse
+        return links
+
+    def lands_on(page, cell_id: str) -> None:
+        page.wait_for_function(f"(path) => ({_ACTIVE_CELL})(path) === '{cell_id}'", arg=path)
+        expect(page.locator(".jp-Notebook .jp-Cell.jp-mod-active")).to_be_in_viewport()
+        assert len(page.context.pages) == 1, [p.url for p in page.context.pages]
+
+    with (
+        jupyter_lab(tmp_path, extra_args=lab_args(tmp_path), app="notebook") as server,
+        open_lab(server, failure_name="nb7-cell-link") as page,
+    ):
+        show_panel(page).last.click()  # cell [17], from the file tree
+        page.wait_for_url(f"**/notebooks/{path}#cell-id=warehouse")
+        page.wait_for_function("() => window.jupyterapp !== undefined")
+        lands_on(page, "warehouse")
+        scrolled = "() => window.jupyterapp.shell.currentWidget.content.outerNode.scrollTop"
+        assert page.evaluate(scrolled) > 0  # cell 22 of 44: the notebook had to scroll
+
+        show_panel(page).first.click()  # cell [18], on the notebook's own page
+        lands_on(page, "latency")
+        assert page.url.endswith(f"/notebooks/{path}#cell-id=warehouse")  # not loaded again
+        page.wait_for_function(
+            "() => window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayStatus"
+            " === 'idle'"
+        )
+        expect(page.get_by_text("Kernel Unknown")).to_have_count(0)
+        screenshot(page, "nb7-cell-link.png")

@@ -758,7 +758,13 @@ def test_it_shows_as_a_static_summary_then_the_view(widgets, monkeypatch):
     assert "\x1b" not in bundle["text/plain"] and "5 messages" in bundle["text/plain"]
 
     published: list[dict] = []
-    monkeypatch.setattr(IPython.display, "display", lambda data, raw: published.append(data))
+    shown: list[dict] = []
+
+    def display(data: dict, raw: bool, metadata: dict | None = None) -> None:
+        published.append(data)
+        shown.append(metadata or {})
+
+    monkeypatch.setattr(IPython.display, "display", display)
     widget._ipython_display_()
     assert [sorted(d) for d in published] == [
         ["text/html", "text/plain"],
@@ -766,6 +772,9 @@ def test_it_shows_as_a_static_summary_then_the_view(widgets, monkeypatch):
     ]
     view = published[1]["application/vnd.jupyter.widget-view+json"]
     assert view["model_id"] == widget.model_id
+    # What the summary summarizes, for the server to write it again when the notebook is saved.
+    where = {"agent": "Static", "workspace": widget.workspace, "view": widget.model_id}
+    assert shown == [{"nbmemory": where}, {}]
 
 
 def test_on_the_database_it_shows_and_follows_the_same(widgets, database):

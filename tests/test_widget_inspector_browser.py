@@ -665,6 +665,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
 # Placement and persistence
 
 ANSWER = ".jp-OutputArea-output"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SAVE_STATE = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
 
 
@@ -805,3 +806,74 @@ def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
         for opened in page.context.pages:
             assert opened.evaluate("() => typeof window.__pwned") == "undefined"
         assert dialogs == []
+
+
+@APPS
+def test_a_reopened_notebook_shows_the_summary_as_it_was_saved_without_errors(
+    tmp_path: Path, app: str
+) -> None:
+    """Saved without the widget state (the default), a notebook reopened with a new kernel
+    shows each widget's static summary, and no error: the summary of the memory as it was
+    when the notebook was saved, not when the cell ran."""
+    require("jupyterlab", "playwright", "nbformat")
+    import nbformat
+    from playwright.sync_api import expect
+
+    from nbmemory import Conversation
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_notebook(root / "kept.ipynb", "%load_ext nbmemory", "%%agent Keeper --widget\nLyon.")
+    later = f"Added after the cell ran: Zurich {HOSTILE}"
+    with (
+        jupyter_lab(root, app=app) as lab,
+        open_notebook(lab, "kept.ipynb", height=1000) as page,
+    ):
+        run_all_cells(page)
+        widget = page.locator(WIDGET)
+        expect(widget.locator('[data-testid="brief"]')).to_have_text("2 messages · 0 archives")
+        Conversation(name="Keeper", memory_md_path=memory_path("Keeper")).add("User", later)
+        expect(widget.locator('[data-testid="brief"]')).to_have_text(
+            "3 messages · 0 archives", timeout=WAIT_MS
+        )
+        save_notebook(page)
+
+    saved = nbformat.read(root / "kept.ipynb", as_version=4)
+    summary = next(o for o in saved.cells[1].outputs if "nbmemory-static" in str(o))
+    html = summary["data"]["text/html"].split("</style>", 1)[1]
+    assert "3 messages" in html and "Zurich &lt;img src=x" in html and "<img" not in html
+    assert "Zurich <img src=x" in summary["data"]["text/plain"]
+    (view,) = [
+        o["data"] for o in saved.cells[1].outputs if "data" in o and WIDGET_VIEW in o["data"]
+    ]
+    assert view[WIDGET_VIEW]["model_id"] == ""  # closed: its state is not in the notebook
+
+    with (
+        jupyter_lab(root, app=app) as lab,
+        open_notebook(lab, "kept.ipynb", height=1000) as page,
+    ):
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.reload()
+        notebook = page.locator(".jp-NotebookPanel")
+        static = notebook.locator(".nbmemory-static")
+        expect(static).to_be_visible(timeout=WAIT_MS)
+        expect(static).to_contain_text("3 messages · 0 archives")
+        expect(static).to_contain_text(later)  # as text
+        page.wait_for_function(
+            "() => window.jupyterapp.shell.currentWidget.sessionContext.kernelDisplayStatus"
+            " === 'idle'"
+        )
+        # The widget's output is a closed view: its renderer hides itself, and says no error.
+        page.wait_for_function(
+            """() => {
+                const views = [...document.querySelectorAll('.jp-OutputArea-output')]
+                    .filter((node) => /Loading widget|Error displaying/.test(node.textContent));
+                return views.length === 1 && views.every(
+                    (node) => node.classList.contains('lm-mod-hidden')
+                        && !/Error displaying/.test(node.textContent));
+            }"""
+        )
+        assert not [e for e in errors if "not found" in e], errors
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"
+        screenshot(notebook, shot(app, "widget-reopened-summary.png"))

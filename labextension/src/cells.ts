@@ -4,10 +4,17 @@
  * the cell was run again), and what choosing it does: open the notebook, make that cell the
  * active one and scroll to it, or say in the card why it cannot (the notebook or the cell is
  * gone). The path and the labels come from memory: they go in as text only.
+ *
+ * JupyterLab opens the notebook among its documents, or reveals it. Notebook 7 shows one
+ * document a page, and its document opener opens any other in a new browser tab (and closes
+ * the one it was given, which blanks the page when that is the notebook shown): there, a cell
+ * of the notebook shown is reached where it is, and another notebook is opened in the same
+ * tab at `/notebooks/PATH#cell-id=ID`, the fragment JupyterLab reads for a cell, which
+ * `goToCellOfUrl` follows once that page has the notebook.
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
-import { PageConfig } from '@jupyterlab/coreutils';
-import { NotebookPanel } from '@jupyterlab/notebook';
+import { PageConfig, URLExt } from '@jupyterlab/coreutils';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { IProvenance, reason } from './api';
 import { el } from './views/dom';
@@ -16,8 +23,13 @@ import { phrase } from './views/vocabulary';
 /** Go to `provenance`'s cell: null when it is shown, else why not, as a sentence. */
 export type CellOpener = (provenance: IProvenance) => Promise<string | null>;
 
+const CELL_FRAGMENT = '#cell-id=';
+
 const slashes = (path: string): string => path.replace(/\\/g, '/');
 const fileName = (path: string): string => slashes(path).split('/').pop() ?? path;
+
+/** Whether `app` is Jupyter Notebook 7 (one document a page), not JupyterLab. */
+export const isNotebook7 = (app: JupyterFrontEnd): boolean => app.name === 'Jupyter Notebook';
 
 /**
  * The path the server's contents know `recorded` by: the notebook's path as recorded, relative
@@ -30,40 +42,104 @@ export function contentsPath(recorded: string): string {
   return root && path.startsWith(`${root}/`) ? path.slice(root.length + 1) : path;
 }
 
-/** The opener of cells in `app`: it never throws, it says what went wrong. */
-export function cellOpener(app: JupyterFrontEnd): CellOpener {
+/** Make cell `id` of `panel` the active one and scroll to it; else why not, as a sentence. */
+async function goToCell(
+  app: JupyterFrontEnd,
+  panel: NotebookPanel,
+  id: string,
+  count: number | string
+): Promise<string | null> {
+  await panel.context.ready;
+  const notebook = panel.content;
+  const index = notebook.widgets.findIndex(cell => cell.model.id === id);
+  if (index === -1) {
+    return phrase('cell gone', { count, notebook: fileName(panel.context.path) });
+  }
+  app.shell.activateById(panel.id);
+  notebook.activeCellIndex = index;
+  notebook.deselectAll();
+  await notebook.scrollToItem(index, 'center');
+  return null;
+}
+
+/**
+ * Notebook 7: load the page of notebook `path` at cell `id` in this tab, or say why not (the
+ * cell is not in the notebook as saved).
+ */
+async function loadPageAt(
+  app: JupyterFrontEnd,
+  path: string,
+  id: string,
+  count: number | string
+): Promise<string | null> {
+  const saved = await app.serviceManager.contents.get(path, { content: true });
+  const cells: { id?: string }[] = saved.content?.cells ?? [];
+  if (!cells.some(cell => cell.id === id)) {
+    return phrase('cell gone', { count, notebook: fileName(path) });
+  }
+  const page = URLExt.join(PageConfig.getBaseUrl(), 'notebooks', URLExt.encodeParts(path));
+  window.location.assign(`${page}${CELL_FRAGMENT}${encodeURIComponent(id)}`);
+  return null;
+}
+
+/** The opener of cells in `app`, which knows the notebooks open in it: it never throws, it
+ * says what went wrong. */
+export function cellOpener(app: JupyterFrontEnd, notebooks: INotebookTracker | null): CellOpener {
   return async where => {
     const { notebook: recorded, cell_id: id } = where;
     if (!recorded || !id) {
       return phrase('cell unknown', { cell: where.label });
     }
     const path = contentsPath(recorded);
+    const count = where.execution_count ?? ' ';
     try {
       await app.serviceManager.contents.get(path, { content: false });
     } catch {
       return phrase('notebook missing', { notebook: path });
     }
     try {
+      const shown = notebooks?.find(panel => panel.context.path === path);
+      if (shown) {
+        return await goToCell(app, shown, id, count);
+      }
+      if (isNotebook7(app)) {
+        return await loadPageAt(app, path, id, count);
+      }
       const widget = await app.commands.execute('docmanager:open', { path });
       if (!(widget instanceof NotebookPanel)) {
         return phrase('notebook missing', { notebook: path });
       }
-      await widget.context.ready;
-      const notebook = widget.content;
-      const index = notebook.widgets.findIndex(cell => cell.model.id === id);
-      if (index === -1) {
-        const count = where.execution_count ?? ' ';
-        return phrase('cell gone', { count, notebook: fileName(path) });
-      }
-      app.shell.activateById(widget.id);
-      notebook.activeCellIndex = index;
-      notebook.deselectAll();
-      await notebook.scrollToItem(index, 'center');
-      return null;
+      return await goToCell(app, widget, id, count);
     } catch (error) {
       return `${where.label}: ${reason(error)}`;
     }
   };
+}
+
+/**
+ * Notebook 7: once this page has its notebook, go to the cell its URL names (`#cell-id=ID`,
+ * what a cell line of another page loads), if the notebook has it.
+ */
+export function goToCellOfUrl(app: JupyterFrontEnd, notebooks: INotebookTracker): void {
+  const { hash } = window.location;
+  if (!hash.startsWith(CELL_FRAGMENT)) {
+    return;
+  }
+  const id = decodeURIComponent(hash.slice(CELL_FRAGMENT.length));
+  const go = (panel: NotebookPanel) =>
+    void panel.revealed
+      .then(() => goToCell(app, panel, id, ' '))
+      .then(said => said && console.warn(`nbmemory: ${said}`))
+      .catch(error => console.warn(`nbmemory: could not go to cell ${id}`, error));
+  if (notebooks.currentWidget) {
+    go(notebooks.currentWidget);
+    return;
+  }
+  const added = (_: INotebookTracker, panel: NotebookPanel) => {
+    notebooks.widgetAdded.disconnect(added);
+    go(panel);
+  };
+  notebooks.widgetAdded.connect(added);
 }
 
 /**

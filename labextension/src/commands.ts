@@ -37,6 +37,7 @@ import type { ReadonlyJSONObject, ReadonlyPartialJSONObject } from '@lumino/core
 import { Widget } from '@lumino/widgets';
 
 import { Api, IAgent, IAgents, IItem, agentPath, query, reason } from './api';
+import { isNotebook7 } from './cells';
 import { el } from './views/dom';
 import { counted, number } from './views/format';
 import { messageNumber } from './views/vocabulary';
@@ -577,7 +578,6 @@ export function addCommands(
 
   if (palette) {
     const items: [string, ReadonlyJSONObject?][] = [
-      [CommandIDs.show],
       [CommandIDs.refresh],
       [CommandIDs.openMemory],
       [CommandIDs.openArchive],
@@ -592,6 +592,10 @@ export function addCommands(
       [CommandIDs.oldest],
       [CommandIDs.goToPage]
     ];
+    // Notebook 7 lists "Show Agent Memory" itself, as it does for every panel of its left area.
+    if (!isNotebook7(app)) {
+      items.unshift([CommandIDs.show]);
+    }
     for (const [command, args] of items) {
       palette.addItem({ command, category: CATEGORY, args });
     }

@@ -11,7 +11,7 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
-import { cellOpener } from './cells';
+import { cellOpener, goToCellOfUrl, isNotebook7 } from './cells';
 import { addCommands } from './commands';
 import { DEFAULT_SETTINGS, IPanelSettings, MemoryPanel, PANEL_ID } from './panel';
 import { TextRenderer } from './render';
@@ -50,7 +50,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     settingRegistry: ISettingRegistry | null
   ) => {
     const renderer = new TextRenderer();
-    const panel = new MemoryPanel({ renderer, shell: app.shell, openCell: cellOpener(app) });
+    const openCell = cellOpener(app, notebooks);
+    const panel = new MemoryPanel({ renderer, shell: app.shell, openCell });
+    if (notebooks && isNotebook7(app)) {
+      goToCellOfUrl(app, notebooks);
+    }
     addCommands(app, panel, palette, notebooks);
     app.shell.add(panel, 'left', { rank: 600 });
     restorer?.add(panel, PANEL_ID);

@@ -393,7 +393,12 @@ class NbMemoryMagics(Magics):
         draw = _Live(header) if live else _Printed(header)
         summary = None
         if widget is not None and live:  # as MemoryWidget._ipython_display_, with a handle
-            summary = display(widget._static_bundle(), raw=True, display_id=True)
+            summary = display(
+                widget._static_bundle(),
+                metadata=widget._static_metadata(),
+                raw=True,
+                display_id=True,
+            )
             display(widget._view_bundle(), raw=True)
         try:
             try:
@@ -410,7 +415,9 @@ class NbMemoryMagics(Magics):
         finally:
             if summary is not None:
                 widget.refresh()
-                summary.update(widget._static_bundle(), raw=True)
+                summary.update(
+                    widget._static_bundle(), metadata=widget._static_metadata(), raw=True
+                )
             elif widget is not None:
                 display(widget)
 

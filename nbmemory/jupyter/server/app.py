@@ -72,6 +72,7 @@ from nbmemory.jupyter.server.read_handlers import (
     SearchHandler,
     TokensHandler,
 )
+from nbmemory.jupyter.server.saved_widgets import pre_save_hook
 from nbmemory.jupyter.server.workers import HeavyReads
 from nbmemory.jupyter.store_setting import checked_store
 from nbmemory.memory.provenance import SERVER_ROOT_ENV
@@ -194,6 +195,10 @@ class NbMemoryServer(ExtensionApp):
         self.settings["nbmemory_poll_interval"] = self.poll_interval
         self.settings["nbmemory_heavy_reads"] = HeavyReads()
         self.settings["nbmemory_previews"] = PreviewPlans()
+        assert self.serverapp is not None
+        self.serverapp.contents_manager.register_pre_save_hook(
+            pre_save_hook(self.settings["nbmemory_model"])
+        )
         kept = self.settings["nbmemory_model"].store
         self.log.info("nbmemory: agents' memory in %s", root if kept == "files" else kept)
         # The server's own objects (modules, classes, settings: some 200,000) live as long as

@@ -333,6 +333,13 @@ class MemoryWidget(FollowingWidget):
         plain = as_plain_text(self._summary())
         return {"text/html": self._static_html(), "text/plain": plain}
 
+    def _static_metadata(self) -> dict[str, Any]:
+        """The static summary's output metadata: what it summarizes (the agent, in its
+        workspace, or none for a memory kept in RAM) and the view beside it, which the server
+        reads when the notebook is saved (:mod:`nbmemory.jupyter.server.saved_widgets`)."""
+        workspace = "" if self._ram is not None else self.workspace
+        return {"nbmemory": {"agent": self.name, "workspace": workspace, "view": self.model_ref}}
+
     def _view_bundle(self) -> dict[str, Any]:
         """The widget's own output: its view, and a one-line text for what cannot show it."""
         bundle = super()._repr_mimebundle_()
@@ -348,11 +355,14 @@ class MemoryWidget(FollowingWidget):
         widget...", whatever else the bundle holds, because the widget renderer outranks
         every other. So the summary is an output of its own, with a style rule that hides it
         while the view beside it renders (and hides that output while it cannot), and the
-        view hides the summary from its script too, for front ends without that rule.
+        view hides the summary from its script too, for front ends without that rule. When
+        the notebook is saved through nbmemory's server extension, the summary is written
+        again from the memory as it is then, and a view whose widget state the notebook does
+        not keep is saved closed (:mod:`nbmemory.jupyter.server.saved_widgets`).
         """
         from IPython.display import display
 
-        display(self._static_bundle(), raw=True)
+        display(self._static_bundle(), metadata=self._static_metadata(), raw=True)
         display(self._view_bundle(), raw=True)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:

@@ -1,5 +1,6 @@
 """The widget as text, for where no widget front end shows it: a summary of the memory (its
-figures and newest messages) as Markdown, as HTML saved beside the live view, and as plain text.
+figures and newest messages) as Markdown, as HTML saved beside the live view, and as plain text;
+made from a widget's traits, or (when a notebook is saved) read from the memory as it is then.
 
 Every piece of text in it comes from the memory and is untrusted: each form escapes it, so that
 it shows as exactly that text (no tag, link or image).
@@ -8,11 +9,19 @@ it shows as exactly that text (no tag, link or image).
 from __future__ import annotations
 
 import html
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from nbmemory.jupyter.widget.traits import MemoryTraits
+from nbmemory.errors import AgentNotFoundError
+from nbmemory.jupyter.widget.state import compaction_rows
+from nbmemory.memory.notes import Notes
+from nbmemory.views.read_model import ReadModel
 from nbmemory.views.report import markdown_escape, visible
 from nbmemory.wording import counted
+
+if TYPE_CHECKING:
+    from nbmemory.jupyter.widget.traits import MemoryTraits
+
+NEWEST_SHOWN = 5
 
 STATIC_NOTE = "A summary saved with the notebook: run the cell to inspect this memory live."
 STATIC_CSS = (
@@ -56,9 +65,24 @@ def _html_text(text: str, limit: int | None = None) -> str:
     return html.escape(_md_line(text, limit))
 
 
-def summary_of(view: MemoryTraits) -> Summary:
-    """The summary of what a widget's traits hold now: the title, the figures, further lines
-    (the next request's parts, warnings, compactions, pinned notes) and the newest messages."""
+class Figures(NamedTuple):
+    """What a summary is made of, under the names of the widget's traits."""
+
+    name: str
+    exists: bool
+    counting: bool
+    info: dict[str, Any]
+    compactions: list[dict[str, Any]]
+    pinned_notes: list[str]
+    notes_tokens: int
+    messages: list[dict[str, Any]]
+    """Newest first: the first ``NEWEST_SHOWN`` are listed."""
+
+
+def summary_of(view: MemoryTraits | Figures) -> Summary:
+    """The summary of what a widget's traits hold now (or ``Figures``): the title, the
+    figures, further lines (the next request's parts, warnings, compactions, pinned notes) and
+    the newest messages."""
     info = view.info
     model = info.get("model", "")
     title = f"{view.name} memory" + (f" · {model}" if model else "")
@@ -85,8 +109,28 @@ def summary_of(view: MemoryTraits) -> Summary:
         lines.append(
             f"{counted(len(pinned['notes']), 'pinned note')} ({pinned['tokens']:,} tokens)"
         )
-    newest = [(m["role"], m["timestamp"], m["text"]) for m in view.messages[:5]]
+    newest = [(m["role"], m["timestamp"], m["text"]) for m in view.messages[:NEWEST_SHOWN]]
     return Summary(title, usage, lines, newest)
+
+
+def figures_now(reader: ReadModel, name: str) -> Figures:
+    """Agent ``name``'s figures as the memory holds them now, its newest messages first."""
+    try:
+        info = reader.agent(name)
+        page = reader.messages(name, 0, NEWEST_SHOWN, newest_first=True)
+        notes = Notes(reader.workspace.agent(name), model=info.usage.model)
+        return Figures(
+            name,
+            True,
+            False,
+            info.to_json(),
+            compaction_rows(reader.compactions(name)),
+            reader.notes(name),
+            notes.tokens(),
+            [item.to_json(sparse=True) for item in page.items],
+        )
+    except AgentNotFoundError:
+        return Figures(name, False, False, {}, [], [], 0, [])
 
 
 def as_markdown(name: str, exists: bool, summary: Summary) -> str:
