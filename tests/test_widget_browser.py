@@ -220,7 +220,9 @@ def test_pin_and_unpin_from_the_widget(tmp_path: Path) -> None:
         expect(notes.first.locator(".content")).to_have_text("Budget: 40k EUR, fixed.")
         assert Notes(notes_file.parent).items() == ["Budget: 40k EUR, fixed."]
         expect(field).to_have_value("")
-        expect(widget.locator('[data-testid="status"]')).to_have_text("Pinned as note 1.")
+        notes_status = pinned.get_by_test_id("nbmemory-notes-status")
+        expect(notes_status).to_have_text("Pinned as note 1.")  # said once, beside the notes
+        expect(widget.locator('[data-testid="status"]')).to_have_text("")
         expect(pinned.get_by_test_id("nbmemory-notes-title")).to_contain_text(" tokens")
 
         # A hostile note is shown as its text: no element made, nothing run.
@@ -235,9 +237,7 @@ def test_pin_and_unpin_from_the_widget(tmp_path: Path) -> None:
         too_long = "word " * 2000
         field.fill(too_long)
         pinned.get_by_role("button", name="Pin this note").click()
-        expect(widget.locator('[data-testid="status"]')).to_contain_text(
-            "Not pinned: the notes would take", timeout=WAIT_MS
-        )
+        expect(notes_status).to_contain_text("Not pinned: the notes would take", timeout=WAIT_MS)
         expect(field).to_have_value(too_long)
         assert len(Notes(notes_file.parent).items()) == 2
         field.fill("")
@@ -288,7 +288,7 @@ def test_accept_reject_and_restore_the_models_note_edits_in_the_widget(tmp_path:
 
         proposals.first.get_by_role("button", name=f"Reject #{poisoned.n}").click()
         expect(proposals).to_have_count(1, timeout=WAIT_MS)
-        status = widget.locator('[data-testid="status"]')
+        status = pinned.get_by_test_id("nbmemory-notes-status")
         expect(status).to_have_text(f"Rejected proposal #{poisoned.n}.")
         assert notes.items() == ["Budget: 40k EUR."]
         proposals.first.get_by_role("button", name=f"Accept #{asked.n}").click()

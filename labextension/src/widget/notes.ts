@@ -43,6 +43,7 @@ function notesView(ctx: Context) {
     if (asked) view.done(content.ok, asked);
     asked = null;
     view.say(ctx.model.get("status"));
+    ctx.say(""); // said once, beside the notes
     draw();
   };
   return { pinned: view.node, draw, onAnswer };
