@@ -92,6 +92,8 @@ LABELS = {
     ),
     "transcript": "Transcript it replaced (the archive)",
     "show full": "Show full text",
+    "tool call": "Calls",
+    "tool result": "Result of",
     "image": "image",
     "newest": "Newest",
     "newer": "Newer",
@@ -359,6 +361,8 @@ WIDGET_WORDS = {
         "show full",
         "summary now",
         "summary then",
+        "tool call",
+        "tool result",
     ),
     "phrases": ("dropped", "dropped listed", "folded", "image", "page"),
 }

@@ -558,3 +558,15 @@ def test_compact_previews_the_models_summary_and_keeps_what_is_asked(capsys: pyt
     (summary,) = stored_messages("Depot")
     assert "Kept word for word:\n- " in summary["content"] and "QX-7704" in summary["content"]
     assert main(["compact", "Nobody", "--preview"]) == 1
+
+
+def test_show_prints_a_tool_call_and_its_result_as_lines():
+    convo = Conversation(name="Tooled", memory_md_path=memory_path("Tooled"))
+    arguments = json.dumps({"url": "https://news.test/", "note": "one\ntwo"})
+    call = {"id": "c1", "type": "function", "function": {"name": "fetch", "arguments": arguments}}
+    convo.add("Tooled", {"content": None, "tool_calls": [call]})
+    convo.add("Tool", {"tool_call_id": "c1", "name": "fetch", "content": "Page title\nBody"})
+    shown = nbmemory("show", "Tooled").stdout
+    assert "Calls fetch\n  url: https://news.test/\n  note:\n    one\n    two\n" in shown
+    assert "Result of fetch\nPage title\nBody" in shown
+    assert "\\n" not in shown

@@ -180,7 +180,7 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
             assert 0 < plain < shown["this session"]
 
             # Tokens per message on demand: each message's own figure from the read model.
-            widget.get_by_label("Show the tokens of each message").check()
+            widget.get_by_label("Tokens per message").check()
             counts = widget.locator('[data-testid="message-tokens"]')
             expect(counts).to_have_count(6, timeout=WAIT_MS)
             expected = ReadModel().message_tokens("Xray", range(6)).tokens
@@ -292,9 +292,9 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path, app: str) -> 
             m in (f'<mark class="dropped" data-term="{t}">{t}</mark>' for t in compaction.dropped)
             for m in made
         )
-        widget.get_by_label("Show the exact stored text").check()
+        widget.get_by_label("Exact text", exact=True).check()
         expect(fact.locator("pre mark.dropped").filter(has_text="ZX-4471")).to_have_count(1)
-        widget.get_by_label("Show the exact stored text").uncheck()
+        widget.get_by_label("Exact text", exact=True).uncheck()
         screenshot(widget, shot(app, "widget-compaction.png"))
 
         # Closed: back to the memory.

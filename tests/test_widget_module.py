@@ -13,12 +13,13 @@ import pytest
 from nbmemory.jupyter.widget import MemoryWidget, es_module
 from support import ROOT
 
-MAX_KB = 82.0
+MAX_KB = 83.5
 """The built module's size. The hand-written modules inlined at import time weighed 95.15 KB
 (95.3 KB allowed, issue 24); built from TypeScript, minified, with marked 18.2.1 inside, it is
 79.85 KB (issue 38); 81.57 KB once its marks (the panel's: through inline elements, longest
 term first), exact text, bidirectional controls, fold note, numbering, page buttons and gauge
-maths come from views/. benchmarks/run.py reports it."""
+maths come from views/; 82.93 KB with the views' message card, which reads tool calls and
+results as a name, arguments one per line and a result. benchmarks/run.py reports it."""
 
 SRC = ROOT / "labextension" / "src"
 

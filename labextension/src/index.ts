@@ -12,7 +12,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { cellOpener } from './cells';
-import { addCommands } from './commands';
+import { CommandIDs, addCommands } from './commands';
 import { DEFAULT_SETTINGS, IPanelSettings, MemoryPanel, PANEL_ID } from './panel';
 import { TextRenderer } from './render';
 
@@ -50,7 +50,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
     settingRegistry: ISettingRegistry | null
   ) => {
     const renderer = new TextRenderer();
-    const panel = new MemoryPanel({ renderer, shell: app.shell, openCell: cellOpener(app) });
+    const panel = new MemoryPanel({
+      renderer,
+      shell: app.shell,
+      openCell: cellOpener(app),
+      copyMessage: message => void app.commands.execute(CommandIDs.copyMessage, { ...message })
+    });
     addCommands(app, panel, palette, notebooks);
     app.shell.add(panel, 'left', { rank: 600 });
     restorer?.add(panel, PANEL_ID);
