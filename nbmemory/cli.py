@@ -84,7 +84,7 @@ def cmd_search(args: argparse.Namespace) -> str:
     for name in names:
         found = reader.search(name, args.query, archives=args.archives, limit=sys.maxsize)
         for item in found.items:
-            text = " ".join(item.text.split())
+            text = " ".join(item.readable.split())
             lines.append(f"{name}\t{item.source}\t{item.role}\t{item.timestamp}\t{text[:200]}")
     if not lines:
         raise NotFound(f"no message contains {args.query!r}")

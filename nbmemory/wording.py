@@ -93,6 +93,8 @@ LABELS = {
     ),
     "transcript": "Transcript it replaced (the archive)",
     "show full": "Show full text",
+    "tool call": "Calls",
+    "tool result": "Result of",
     "image": "image",
     "newest": "Newest",
     "newer": "Newer",
@@ -387,6 +389,8 @@ WIDGET_WORDS = {
         "show full",
         "summary now",
         "summary then",
+        "tool call",
+        "tool result",
     ),
     "phrases": ("dropped", "dropped listed", "folded", "image", "page", "terms dropped"),
 }

@@ -576,3 +576,15 @@ def test_notes_lists_a_proposal_waiting_for_review_with_the_commands_that_settle
     )
     assert main(["notes", "Scout", "--accept", "1"]) == 0
     assert capsys.readouterr().out == "1. The vault code rotates on Mondays.\n"
+
+
+def test_show_prints_a_tool_call_and_its_result_as_lines():
+    convo = Conversation(name="Tooled", memory_md_path=memory_path("Tooled"))
+    arguments = json.dumps({"url": "https://news.test/", "note": "one\ntwo"})
+    call = {"id": "c1", "type": "function", "function": {"name": "fetch", "arguments": arguments}}
+    convo.add("Tooled", {"content": None, "tool_calls": [call]})
+    convo.add("Tool", {"tool_call_id": "c1", "name": "fetch", "content": "Page title\nBody"})
+    shown = nbmemory("show", "Tooled").stdout
+    assert "Calls fetch\n  url: https://news.test/\n  note:\n    one\n    two\n" in shown
+    assert "Result of fetch\nPage title\nBody" in shown
+    assert "\\n" not in shown

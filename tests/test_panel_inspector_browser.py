@@ -910,13 +910,13 @@ def test_the_panel_works_from_the_keyboard_alone(tmp_path: Path, workspace: Path
         assert focused(page)["name"] == "Scout"
 
         # Tab on to the pages of messages; Enter turns them; the focus stays through polls.
-        tab_to(page, lambda f: f["label"] == "Older messages")
+        tab_to(page, lambda f: f["text"] == "Older messages")
         page.keyboard.press("Enter")
         caption = panel.get_by_test_id("nbmemory-list-caption")
         expect(caption).to_have_text("#28\u2013#9 of 48 messages, newest first")
         subprocess.run([sys.executable, "-c", APPEND, "Scout", "1"], check=True, timeout=60)
         expect(caption).to_have_text("#29\u2013#10 of 49 messages, newest first", timeout=WAIT_MS)
-        assert focused(page)["label"] == "Older messages"
+        assert focused(page)["text"] == "Older messages"
         tab_to(page, lambda f: f["testid"] == "nbmemory-page-input")
         page.keyboard.press("Control+A")
         page.keyboard.type("3")
@@ -958,10 +958,10 @@ def test_the_panel_works_from_the_keyboard_alone(tmp_path: Path, workspace: Path
         page.keyboard.press("Enter")
         found = panel.get_by_test_id("nbmemory-search-caption")
         expect(found).to_have_text(search_words("again", 45, 0, 20, False, None))
-        tab_to(page, lambda f: f["label"] == "Next results")
+        tab_to(page, lambda f: f["text"] == "Next results")
         page.keyboard.press("Enter")
         expect(found).to_have_text(search_words("again", 45, 20, 20, False, None))
-        assert focused(page)["label"] == "Next results"
+        assert focused(page)["text"] == "Next results"
 
         # Every control of the panel has an accessible name.
         for role in ROLES:

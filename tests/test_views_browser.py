@@ -477,3 +477,97 @@ def test_bidirectional_controls_never_reorder_text_in_the_widget_or_the_panel(
         summary = widget.get_by_test_id("message").filter(has_text="Pay invoice")
         expect(summary.locator(".content")).to_contain_text(SHOWN_MIRRORED)
         screenshot(page, "views-bidi.png")
+
+
+HOSTILE_ARGUMENT = '<img src=x onerror="window.__pwned=5">\nsecond line'
+
+
+def assert_tool_cards(call: Any, result: Any, ids: str) -> None:
+    """A tool call's card shows its name and one line per argument, a result's its lines: no
+    literal ``\\n`` and no element made of the hostile argument."""
+    from playwright.sync_api import expect
+
+    expect(call.get_by_test_id(f"{ids}tool-name")).to_have_text("Calls fetch_page")
+    arguments = call.get_by_test_id(f"{ids}tool-arguments")
+    expect(arguments.locator("dt")).to_have_text(["url", "note"])
+    expect(arguments.locator("dd")).to_have_text(["https://news.test/", HOSTILE_ARGUMENT])
+    assert call.inner_text().count("second line") == 1 and "\\n" not in call.inner_text()
+    assert call.locator("img, [onerror]").count() == 0
+    expect(result.get_by_test_id(f"{ids}tool-name")).to_have_text("Result of fetch_page")
+    expect(result.get_by_test_id(f"{ids}tool-result")).to_have_text("Quarterly news\nPage two")
+    assert "\\n" not in result.inner_text()
+
+
+def test_a_tool_call_an_empty_search_and_the_lists_controls_alike_in_the_panel_and_widget(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A tool call reads as its name, its arguments one per line and its result (Exact text:
+    the stored JSON); a search that finds nothing says so once; each control of the list is
+    named as it is labelled."""
+    require("jupyterlab", "playwright", "nbformat", "anywidget")
+    import json
+
+    from playwright.sync_api import expect
+
+    from nbmemory import Conversation
+    from nbmemory.store import memory_path
+
+    convo = Conversation(name="Tooled", memory_md_path=memory_path("Tooled"))
+    arguments = json.dumps({"url": "https://news.test/", "note": HOSTILE_ARGUMENT})
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "fetch_page", "arguments": arguments},
+    }
+    for n in range(25):  # two pages
+        convo.add("User", f"Question {n}")
+    convo.add("Tooled", {"content": None, "tool_calls": [call]})
+    convo.add(
+        "Tool", {"tool_call_id": "c1", "name": "fetch_page", "content": "Quarterly news\nPage two"}
+    )
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_notebook(root / "tools.ipynb", "%load_ext nbmemory", "%memory Tooled --widget")
+    with (
+        jupyter_lab(root, extra_args=lab_args(tmp_path)) as server,
+        open_notebook(server, "tools.ipynb", height=2000) as page,
+    ):
+        run_all_cells(page)
+        widget = page.get_by_test_id("nbmemory-widget")
+        expect(widget).to_be_visible(timeout=WAIT_MS)
+        messages = widget.get_by_test_id("message")
+        expect(messages).to_have_count(20, timeout=WAIT_MS)
+        assert_tool_cards(messages.nth(1), messages.nth(0), "")
+        widget.get_by_label("Exact text", exact=True).check()
+        expect(messages.nth(1).get_by_test_id("exact-text")).to_contain_text('"arguments": "{')
+        widget.get_by_label("Exact text", exact=True).uncheck()
+        for name in ("Newest messages", "Newer messages", "Older messages", "Oldest messages"):
+            expect(widget.get_by_role("button", name=name, exact=True)).to_have_text(name)
+        for name in ("Exact text", "Tokens per message", "archives too"):
+            expect(widget.get_by_role("checkbox", name=name, exact=True)).to_have_count(1)
+        widget.get_by_test_id("search").fill("zebra")
+        expect(widget.get_by_test_id("listing")).to_have_text(
+            "No results for “zebra” in MEMORY.md. Tick “archives too” to look in the archives.",
+            timeout=WAIT_MS,
+        )
+        expect(widget.get_by_test_id("messages")).to_have_text("")
+
+        page.locator(PANEL_TAB).click()
+        panel = page.get_by_test_id("nbmemory-panel")
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Tooled").click()
+        cards = panel.get_by_test_id("nbmemory-list-section").get_by_test_id("nbmemory-message")
+        expect(cards).to_have_count(20, timeout=WAIT_MS)
+        assert_tool_cards(cards.nth(1), cards.nth(0), "nbmemory-")
+        pager = panel.get_by_test_id("nbmemory-list-section").locator(".jp-nbmemory-pager")
+        for button in pager.locator("button").all():
+            expect(button).to_have_accessible_name(button.inner_text())
+        expect(panel.get_by_role("checkbox", name="Exact text", exact=True)).to_have_count(1)
+        search = panel.get_by_test_id("nbmemory-search")
+        search.fill("zebra")
+        search.press("Enter")
+        results = panel.get_by_test_id("nbmemory-search-section")
+        expect(results.get_by_test_id("nbmemory-search-caption")).to_contain_text(
+            "No results for “zebra”", timeout=WAIT_MS
+        )
+        expect(results.get_by_test_id("nbmemory-search-results")).to_have_text("")
+        assert page.evaluate("() => typeof window.__pwned") == "undefined"

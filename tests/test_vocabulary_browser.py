@@ -66,17 +66,14 @@ def over_agent_views_say_the_same(panel: Any, widget: Any, over: Any) -> None:
     pages = str(-(-over.messages // 20))
     names = [LABELS[key] for key in PAGERS["newest first"]]
     pager = panel.get_by_test_id("nbmemory-list-section").locator(".jp-nbmemory-pager")
-    expect(pager.locator("button")).to_have_text(names)
+    expect(pager.locator("button")).to_have_text([f"{name} messages" for name in names])
     expect(pager.locator("label")).to_have_text(f"Page  of {pages}")
     in_widget = [widget.get_by_test_id(key) for key in ("first", "previous", "next", "last")]
+    # Named as they read, and alike: "Older messages" in both.
     for button, name in zip(in_widget, names, strict=True):
-        expect(button).to_have_text(name)
-    # Named by what they show, and alike: "Older messages" in both (the widget's are folded away
-    # here, so their names are read from their labels).
+        expect(button).to_have_text(f"{name} messages")
     for button, name in zip(pager.locator("button").all(), names, strict=True):
         expect(button).to_have_accessible_name(f"{name} messages")
-    for button, name in zip(in_widget, names, strict=True):
-        expect(button).to_have_attribute("aria-label", f"{name} messages")
     expect(widget.get_by_test_id("page")).to_have_text(phrase("page", page="1", pages=pages))
 
     folded = phrase("folded", shown="2,000", length=f"{len(LONG):,}")
@@ -138,19 +135,19 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         printed = page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".jp-OutputArea-output")
         expect(printed).to_contain_text(REVEALED)
         expect(printed).to_contain_text(f"#{newest} · ResearchAgent")
-        expect(printed).to_contain_text('"query": "Lyon"')
+        expect(printed).to_contain_text("Calls find\n  query: Lyon")
 
         # The widget: Exact text reveals, numbers from 1, labelled compaction figures.
         messages = widget.get_by_test_id("message")
-        expect(messages.first.locator(".source")).to_have_text(f"MEMORY.md #{newest}")
+        expect(messages.first.locator(".when")).to_contain_text(f"#{newest} ")
         rendered = messages.nth(1)  # the raw HTML, as written
         expect(rendered).to_contain_text("Use <b>bold</b> here.")
         assert rendered.locator("b").count() == 0 and "</p>" not in rendered.inner_text()
         widget.get_by_test_id("exact").check()
         exact = widget.get_by_test_id("exact-text")
         expect(exact.nth(2)).to_have_text(REVEALED)
-        call = exact.nth(0).inner_text()  # the tool call: indented JSON, no escaped JSON inside
-        assert "\\" not in call and '"query": "Lyon"' in call
+        call = exact.nth(0).inner_text()  # the tool call as stored: its arguments a JSON string
+        assert '"arguments": "{\\"query\\": \\"Lyon\\"}"' in call
         rows = widget.get_by_test_id("compaction")
         for row, compaction in zip(rows.all(), compactions, strict=True):
             expect(row).to_contain_text(compaction.figures)
@@ -171,7 +168,7 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         widget.get_by_test_id("close-compaction").click()
         found = reader.search("ResearchAgent", "bold")
         caption = search_words("bold", found.total, 0, len(found.items[:20]), False, None)
-        widget.get_by_label("Search memory").fill("bold")
+        widget.get_by_label("Search messages").fill("bold")
         expect(widget.get_by_test_id("listing")).to_have_text(caption)
 
         # The panel: Show Agent Memory puts the focus on the agent list, as the README says;

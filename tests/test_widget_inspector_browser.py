@@ -180,7 +180,7 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
             assert 0 < plain < shown["this session"]
 
             # Tokens per message on demand: each message's own figure from the read model.
-            widget.get_by_label("Show the tokens of each message").check()
+            widget.get_by_label("Tokens per message").check()
             counts = widget.locator('[data-testid="message-tokens"]')
             expect(counts).to_have_count(6, timeout=WAIT_MS)
             expected = ReadModel().message_tokens("Xray", range(6)).tokens
@@ -293,9 +293,9 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path, app: str) -> 
             m in (f'<mark class="dropped" data-term="{t}">{t}</mark>' for t in compaction.dropped)
             for m in made
         )
-        widget.get_by_label("Show the exact stored text").check()
+        widget.get_by_label("Exact text", exact=True).check()
         expect(fact.locator("pre mark.dropped").filter(has_text="ZX-4471")).to_have_count(1)
-        widget.get_by_label("Show the exact stored text").uncheck()
+        widget.get_by_label("Exact text", exact=True).uncheck()
         screenshot(widget, shot(app, "widget-compaction.png"))
 
         # Closed: back to the memory.
@@ -345,7 +345,7 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
         pager = widget.locator('[data-testid="page"]')
 
         # Search: the hit count, every page reachable (no stop at 100), matches marked.
-        widget.get_by_label("Search memory").fill("budget")
+        widget.get_by_label("Search messages").fill("budget")
         expect(listing).to_have_text(search_words("budget", 150, 0, 20, False, None))
         expect(pager).to_have_text("Page 1 of 8")
         hits = widget.locator('[data-testid="messages"] mark.hit')
@@ -367,18 +367,18 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
         assert first.locator("mark.hit").all_text_contents() == ["Budget", "budget"]
         expect(widget.locator("img")).to_have_count(0)
         expect(widget.locator(".content b")).to_have_count(0)
-        widget.get_by_label("Search memory").fill("no such words")
+        widget.get_by_label("Search messages").fill("no such words")
         expect(listing).to_have_text(search_words("no such words", 0, 0, 0, False, None))
         expect(messages).to_have_count(0)
         expect(pager).to_have_text("Page 1 of 1")
 
         # A role: its messages only, searched and paged alone.
-        widget.get_by_label("Search memory").fill("budget")
+        widget.get_by_label("Search messages").fill("budget")
         widget.get_by_label("Show the messages of one role").select_option("Finder")
         expect(listing).to_contain_text(
             "74 messages with “budget” in MEMORY.md among Finder's messages"
         )
-        widget.get_by_label("Search memory").fill("")
+        widget.get_by_label("Search messages").fill("")
         expect(listing).to_have_text("79 messages from Finder")
         roles = messages.locator(".role").all_text_contents()
         assert set(roles) == {"Finder"}, roles
@@ -399,12 +399,16 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
         widget.get_by_role("button", name="Oldest messages").click()
 
         # Copy: the stored text exactly, the whole of a folded message too.
-        widget.get_by_role("button", name="Copy message #1 of MEMORY.md").click()
+        widget.locator('[data-testid="message"][data-index="0"]').get_by_role(
+            "button", name="Copy"
+        ).click()
         status = widget.locator('[data-testid="status"]')
         copied = f"Copied message #1 of MEMORY.md ({len(hostile):,} characters)."
         expect(status).to_have_text(copied)
         assert page.evaluate("() => navigator.clipboard.readText()") == hostile
-        widget.get_by_role("button", name="Copy message #2 of MEMORY.md").click()
+        widget.locator('[data-testid="message"][data-index="1"]').get_by_role(
+            "button", name="Copy"
+        ).click()
         expect(status).to_contain_text(f"Copied message #2 of MEMORY.md ({len(long_text):,} ")
         assert page.evaluate("() => navigator.clipboard.readText()") == long_text
         screenshot(widget, shot(app, "widget-search.png"))
@@ -414,8 +418,12 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
         expect(widget.locator('[data-testid="offline"]')).to_contain_text(
             "no kernel follows this widget now", timeout=WAIT_MS
         )
-        expect(widget.get_by_label("Search memory")).to_be_disabled()
-        expect(widget.get_by_role("button", name="Copy message #1 of MEMORY.md")).to_be_enabled()
+        expect(widget.get_by_label("Search messages")).to_be_disabled()
+        expect(
+            widget.locator('[data-testid="message"][data-index="0"]').get_by_role(
+                "button", name="Copy"
+            )
+        ).to_be_enabled()
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
         assert dialogs == []
 
@@ -596,12 +604,12 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         assert "tokens" in (meter.get_attribute("aria-valuetext") or "")
 
         # Keyboard: type, tab to a control, press it; notebook shortcuts stay out of the way.
-        search = widget.get_by_label("Search memory")
+        search = widget.get_by_label("Search messages")
         search.focus()
         page.keyboard.type("line")
         expect(widget.locator('[data-testid="listing"]')).to_contain_text("5 messages with")
         page.keyboard.press("Tab")
-        expect(widget.get_by_label("Search the archives too")).to_be_focused()
+        expect(widget.get_by_label("archives too")).to_be_focused()
         page.keyboard.press("Space")
         expect(widget.locator('[data-testid="listing"]')).to_contain_text("30 messages with")
         expect(widget.locator('[data-testid="messages"] mark.hit').first).to_be_visible()
@@ -800,7 +808,7 @@ def test_the_widget_follows_the_answer_folded_and_reads_in_a_saved_notebook(
         messages = widget.locator('[data-testid="messages"] [data-testid="message"]')
         expect(messages).to_have_count(2)
         expect(messages.last.locator(".content")).to_have_text(task)
-        assert widget.get_by_label("Search memory").is_disabled()
+        assert widget.get_by_label("Search messages").is_disabled()
         expect(visible_text(notebook, "Error displaying widget")).to_have_count(0)
         screenshot(widget, shot(app, "widget-saved-view.png"))
         for opened in page.context.pages:

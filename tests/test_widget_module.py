@@ -13,15 +13,16 @@ import pytest
 from nbmemory.jupyter.widget import MemoryWidget, es_module
 from support import ROOT
 
-MAX_KB = 92.0
+MAX_KB = 94.0
 """The built module's size. The hand-written modules inlined at import time weighed 95.15 KB
 (95.3 KB allowed, issue 24); built from TypeScript, minified, with marked 18.2.1 inside, it is
 79.85 KB (issue 38); 81.57 KB once its marks (the panel's: through inline elements, longest
 term first), exact text, bidirectional controls, fold note, numbering, page buttons and gauge
-maths come from views/; 91.35 KB once the views' context X-ray (each part's share, the
-window's end), the compaction preview (an edit measured again and kept through Preview again)
-and the notes with their review (the approval setting, the headings, the restore's
-confirmation) are the panel's too. benchmarks/run.py reports it."""
+maths come from views/; 92.73 KB once the views' context X-ray (each part's share, the
+window's end), the compaction preview (an edit measured again and kept through Preview again),
+the notes with their review (the approval setting, the headings, the restore's confirmation)
+and the message card (tool calls read as a name, arguments and a result) are the panel's too.
+benchmarks/run.py reports it."""
 
 SRC = ROOT / "labextension" / "src"
 

@@ -7,6 +7,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { IToolMessage } from './views/message';
 import type { IVocabulary } from './views/vocabulary';
 import type { IUsage } from './views/xray';
 
@@ -40,6 +41,8 @@ export interface IItem {
   folded: boolean;
   source: string;
   provenance: IProvenance | null;
+  /** A tool call or a tool's result as people read it (`text` is its stored JSON). */
+  tool: IToolMessage | null;
 }
 
 /** The notebook cell that wrote a message (see answers.provenance_json). */

@@ -7,18 +7,17 @@
  */
 import { Api, IItem, IMessageTokens, agentPath, query, reason } from './api';
 import { CellOpener, cellLine } from './cells';
-import { listMove, panelFoldNote } from './dom';
+import { listMove } from './dom';
 import { el } from './views/dom';
 import { counted } from './views/format';
-import { anyCase, markText } from './views/marks';
+import { anyCase } from './views/marks';
+import { IToolMessage, messageCard } from './views/message';
 import { IPagerOptions, PAGE_SIZE, keepingFocus, pager } from './pager';
-import { TextRenderer } from './render';
-import { label, messageNumber } from './views/vocabulary';
-import { MEMORY_FILE } from './targets';
+import { label } from './views/vocabulary';
+import { IMessageRef, MEMORY_FILE } from './targets';
 
 export interface ICardsOptions {
   api: Api;
-  renderer: TextRenderer;
   /** Where a failure to count tokens is said. */
   status: HTMLElement;
   /** The search shown, whose matches a card of the results marks. */
@@ -29,6 +28,8 @@ export interface ICardsOptions {
   tokensChanged: () => void;
   /** Goes to the notebook cell a message came from (none: its label is plain text). */
   openCell: CellOpener | null;
+  /** Copies a message's whole stored text. */
+  copy: (message: IMessageRef) => void;
 }
 
 /** A list of cards to fill: the list, its items, and the search matches to mark (or null). */
@@ -176,83 +177,61 @@ export class MessageCards {
     rendered: number,
     highlight: string | null
   ): Promise<void> {
+    if (rendered !== this.renderGeneration) {
+      return;
+    }
     const cards = items.map(item => this.card(item, highlight));
     keepingFocus(list, () => {
-      list.replaceChildren(...cards.map(c => c.card));
-      if (!items.length) {
+      list.replaceChildren(...cards);
+      // An empty search says so in its caption, once.
+      if (!items.length && highlight === null) {
         list.append(el('li', 'jp-nbmemory-empty', label('empty', 'Nothing here.')));
       }
     });
     // One tab stop per list (the focused card, else the first); arrow keys move inside.
-    const focused = cards.find(c => c.card === document.activeElement) ?? cards[0];
+    const focused = cards.find(card => card === document.activeElement) ?? cards[0];
     if (focused) {
-      focused.card.tabIndex = 0;
+      focused.tabIndex = 0;
     }
     if (this.focusFirstCardOf === list && cards.length) {
       this.focusFirstCardOf = null; // a page turned from the keyboard: on to its first message
-      cards.forEach((c, i) => (c.card.tabIndex = i === 0 ? 0 : -1));
-      cards[0].card.focus();
+      cards.forEach((card, i) => (card.tabIndex = i === 0 ? 0 : -1));
+      cards[0].focus();
     }
-    await Promise.all(cards.map(c => c.fill(rendered)));
     await this.renderTokens(list);
   }
 
-  /** A message card; `fill` renders its body (Markdown, or the exact text). */
-  private card(
-    item: IItem,
-    highlight: string | null
-  ): { card: HTMLLIElement; fill: (r: number) => Promise<void> } {
-    const card = el('li', 'jp-nbmemory-message', undefined, {
-      'data-testid': 'nbmemory-message',
-      'data-agent': this.agent,
-      'data-role': item.role,
-      'data-index': String(item.index),
-      'data-source': item.source,
-      'data-key': `${item.source}#${item.index}`,
-      tabindex: '-1',
-      'aria-label': `${item.role}, message ${messageNumber(item.index)} of ${item.source}, ${item.timestamp}`
-    });
-    const meta = el('div', 'jp-nbmemory-message-meta');
-    meta.append(
-      el('span', 'jp-nbmemory-role', item.role),
-      el('span', 'jp-nbmemory-when', `${messageNumber(item.index)} ${item.timestamp}`),
-      el('span', 'jp-nbmemory-message-tokens', '', { 'data-testid': 'nbmemory-message-tokens' })
+  /** The views' card for `item` (its whole text once loaded), in the panel's classes. */
+  private card(item: IItem, highlight: string | null): HTMLElement {
+    const exact = this.exact.checked;
+    const card = messageCard(
+      item,
+      {
+        classes: 'jp-nbmemory-',
+        ids: 'nbmemory-',
+        buttonClass: 'jp-Button jp-mod-small jp-mod-minimal jp-nbmemory-button',
+        exact,
+        showSource: item.source !== MEMORY_FILE || highlight !== null,
+        marks: highlight
+          ? { finders: [[highlight, anyCase(highlight)]], className: 'hit' }
+          : undefined,
+        attrs: { 'data-agent': this.agent, 'data-key': `${item.source}#${item.index}` },
+        cell: ({ provenance }) => cellLine(provenance!, this.options.openCell),
+        copy: ({ source, index, role }) => this.options.copy({ agent: this.agent, source, index, role }),
+        showFull: (whole, more) => void this.showFull(whole, more)
+      },
+      this.full.get(this.fullKey(item.source, item.index))
     );
-    if (item.source !== MEMORY_FILE || highlight !== null) {
-      meta.append(el('span', 'jp-nbmemory-source', item.source));
-    }
-    const body = el('div', 'jp-nbmemory-message-body', undefined, {
-      'data-testid': 'nbmemory-message-body'
-    });
-    card.append(meta);
-    if (item.provenance) {
-      card.append(cellLine(item.provenance, this.options.openCell));
-    }
-    card.append(body);
-    const full = this.full.get(this.fullKey(item.source, item.index));
-    const text = full ?? item.text;
-    if (item.folded && full === undefined) {
-      const note = panelFoldNote(item.text.length, item.length, () =>
-        void this.showFull(item, note)
-      );
-      card.append(note);
-    }
-    const fill = async (rendered: number) => {
-      if (rendered === this.renderGeneration) {
-        await this.options.renderer.render(body, text, this.exact.checked);
-        if (highlight) {
-          const hits = markText(body, [[highlight, anyCase(highlight)]], 'jp-nbmemory-hit');
-          card.dataset.hits = String(hits);
-        }
-      }
-    };
-    return { card, fill };
+    card.querySelector('.jp-nbmemory-content')?.classList.toggle('jp-RenderedMarkdown', !exact);
+    return card;
   }
 
-  private async showFull(item: IItem, note: HTMLElement): Promise<void> {
+  /** Load the whole of a folded message, then draw its card again with it. */
+  private async showFull(item: IItem, more: HTMLButtonElement): Promise<void> {
     const name = this.agent;
     const archive = item.source === MEMORY_FILE ? null : item.source;
-    note.replaceChildren(el('span', 'jp-nbmemory-fold-text', 'Loading the full text…'));
+    more.disabled = true;
+    more.textContent = 'Loading the full text…';
     try {
       const { data } = await this.options.api.get<IItem>(
         agentPath(name, 'messages', String(item.index)) + query({ archive })
@@ -260,22 +239,16 @@ export class MessageCards {
       if (name !== this.agent) {
         return;
       }
-      this.full.set(this.fullKey(item.source, item.index), data.text);
-      const card = note.parentElement;
-      const body = card?.querySelector<HTMLElement>('.jp-nbmemory-message-body');
-      note.remove();
-      if (body) {
-        await this.options.renderer.render(body, data.text, this.exact.checked);
-        const inSearch = card?.closest('.jp-nbmemory-search-results');
-        const highlight = inSearch ? this.options.searchQuery() : null;
-        if (highlight) {
-          markText(body, [[highlight, anyCase(highlight)]], 'jp-nbmemory-hit');
-        }
-      }
+      this.full.set(this.fullKey(item.source, item.index), { text: data.text, tool: data.tool });
+      const card = more.closest<HTMLElement>('.jp-nbmemory-message');
+      const inSearch = card?.closest('.jp-nbmemory-search-results');
+      const again = this.card(item, inSearch ? this.options.searchQuery() : null);
+      again.tabIndex = card?.tabIndex ?? -1;
+      card?.replaceWith(again);
+      await this.renderTokens(again.parentElement as HTMLOListElement);
     } catch (error) {
-      note.replaceChildren(
-        el('span', 'jp-nbmemory-fold-text', `Could not load it: ${reason(error)}`)
-      );
+      more.disabled = false;
+      more.textContent = `Could not load it: ${reason(error)}`;
     }
   }
 
@@ -284,7 +257,7 @@ export class MessageCards {
   }
 
   /** Whole texts loaded with "Show full text", by agent, file and index. */
-  private readonly full = new Map<string, string>();
+  private readonly full = new Map<string, { text: string; tool: IToolMessage | null }>();
   private renderGeneration = 0;
   private focusFirstCardOf: HTMLOListElement | null = null;
 }

@@ -12,7 +12,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { cellOpener, goToCellOfUrl, isNotebook7 } from './cells';
-import { addCommands } from './commands';
+import { CommandIDs, addCommands } from './commands';
 import { DEFAULT_SETTINGS, IPanelSettings, MemoryPanel, PANEL_ID } from './panel';
 import { TextRenderer } from './render';
 
@@ -50,8 +50,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
     settingRegistry: ISettingRegistry | null
   ) => {
     const renderer = new TextRenderer();
-    const openCell = cellOpener(app, notebooks);
-    const panel = new MemoryPanel({ renderer, shell: app.shell, openCell });
+    const panel = new MemoryPanel({
+      renderer,
+      shell: app.shell,
+      openCell: cellOpener(app, notebooks),
+      copyMessage: message => void app.commands.execute(CommandIDs.copyMessage, { ...message })
+    });
     if (notebooks && isNotebook7(app)) {
       goToCellOfUrl(app, notebooks);
     }

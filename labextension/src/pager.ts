@@ -28,8 +28,7 @@ export function pager(options: IPagerOptions): HTMLElement {
   const current = Math.floor(offset / size) + 1;
   const nav = el('nav', 'jp-nbmemory-pager', undefined, { 'aria-label': `Pages of ${what}` });
   const make = (at: number, key: string, page: number, disabled: boolean) => {
-    const { label, name } = buttons[at];
-    const node = button(label, name, () => go((page - 1) * size), name);
+    const node = button(buttons[at], buttons[at], () => go((page - 1) * size));
     node.dataset.key = key;
     node.disabled = disabled;
     return node;
@@ -39,7 +38,6 @@ export function pager(options: IPagerOptions): HTMLElement {
     min: '1',
     max: String(pages),
     value: String(current),
-    'aria-label': `Page number of ${what}, 1 to ${pages}`,
     'data-key': 'page',
     'data-testid': 'nbmemory-page-input'
   });

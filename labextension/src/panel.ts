@@ -33,7 +33,7 @@ import { PAGE_SIZE, keepingFocus } from './pager';
 import { Poller } from './polling';
 import { TextRenderer } from './render';
 import { SearchSection } from './search';
-import { Targets } from './targets';
+import { IMessageRef, Targets } from './targets';
 import { pageCount } from './views/paging';
 import { CompactionTimeline } from './timeline';
 import { ContextXray } from './views/xray';
@@ -66,6 +66,8 @@ export interface IPanelOptions {
   openCell?: CellOpener;
   /** Where compaction views open (the main area; in Notebook 7, the area under it). */
   shell: JupyterFrontEnd.IShell;
+  /** Copies a message's whole stored text (a card's Copy button). */
+  copyMessage: (message: IMessageRef) => void;
 }
 
 /** The server's answers the detail is drawn from (the Api's objects: a 304 gives the same). */
@@ -307,8 +309,11 @@ export class MemoryPanel extends Panel {
     };
     this.cards = new MessageCards({
       api: this.api,
-      renderer: options.renderer,
       status: this.status,
+      copy: message => {
+        this.targets.message = message;
+        options.copyMessage(message);
+      },
       searchQuery: () => this.search.view?.query ?? null,
       exactChanged: () => {
         this.dirty = true;

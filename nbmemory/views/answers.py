@@ -13,6 +13,7 @@ from typing import Any
 from nbmemory.memory.note_history import VERSIONS, Change
 from nbmemory.memory.provenance import Cell
 from nbmemory.memory.run_settings import RunSettings, compaction_floor
+from nbmemory.views.tools import ToolMessage, tool_text
 from nbmemory.wording import (
     cell_words,
     compaction_words,
@@ -161,6 +162,13 @@ class Item:
     source: str
     cell: Cell | None = None
     """The notebook cell that wrote the message, if it was recorded (``memory.provenance``)."""
+    tool: ToolMessage | None = None
+    """A tool call or a tool's result as people read it (``text`` is its stored JSON)."""
+
+    @property
+    def readable(self) -> str:
+        """The text printed views show: ``text``, or a tool message's readable form."""
+        return self.text if self.tool is None else tool_text(self.tool)
 
     @property
     def folded(self) -> bool:
@@ -179,8 +187,9 @@ class Item:
         return f"{label}, {superseded_words(self.cell.superseded_by)}"
 
     def to_json(self, *, sparse: bool = False) -> dict[str, Any]:
-        """The item's fields (``provenance``: see :func:`provenance_json`); ``sparse`` leaves
-        out ``length`` and ``folded`` when the text is whole, and ``provenance`` when it is
+        """The item's fields (``provenance``: see :func:`provenance_json`; ``tool``: a tool
+        message as people read it, see :class:`ToolMessage`); ``sparse`` leaves out ``length``
+        and ``folded`` when the text is whole, and ``provenance`` and ``tool`` when they are
         ``null`` (the widget's pages: a page of short messages sends a third less)."""
         found = {
             "index": self.index,
@@ -196,6 +205,9 @@ class Item:
             del found["length"], found["folded"]
         if sparse and self.cell is None:
             del found["provenance"]
+        found["tool"] = None if self.tool is None else self.tool.to_json()
+        if sparse and self.tool is None:
+            del found["tool"]
         return found
 
 

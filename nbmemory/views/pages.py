@@ -13,28 +13,15 @@ from typing import Any
 from nbmemory.memory.provenance import EMPTY as NO_LINEAGE
 from nbmemory.memory.provenance import Lineage
 from nbmemory.views.answers import Item, Page
+from nbmemory.views.tools import tool_message
 
 
-def _unnested(value: Any) -> Any:
-    """``value`` with JSON kept in strings (a tool call's ``arguments``) read as what it holds."""
-    if isinstance(value, dict):
-        return {key: _unnested(inner) for key, inner in value.items()}
-    if isinstance(value, list):
-        return [_unnested(inner) for inner in value]
-    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
-        try:
-            return _unnested(json.loads(value))
-        except ValueError:
-            return value
-    return value
-
-
-def readable(content: Any) -> str:
-    """Message content as views show it: text as it is; a tool call or a tool's result as
-    indented JSON, its arguments unpacked (no escaped JSON inside JSON)."""
+def stored_text(content: Any) -> str:
+    """Message content as MEMORY.md holds it, what "Exact text" shows and Copy copies: text as
+    it is; structured content (a tool call, a tool's result) as its indented JSON."""
     if isinstance(content, str):
         return content
-    return json.dumps(_unnested(content), ensure_ascii=False, indent=2)
+    return json.dumps(content, ensure_ascii=False, indent=2)
 
 
 def item_of(
@@ -46,8 +33,12 @@ def item_of(
 ) -> Item:
     """Message ``index`` of ``source`` as views show it: its text folded to ``fold`` characters
     (``None``: whole), with its notebook cell if ``lineage`` knows it."""
-    text = readable(message.get("content"))
+    content = message.get("content")
+    text = stored_text(content)
     shown = text if fold is None or len(text) <= fold else text[:fold]
+    tool = tool_message(content)
+    if tool is not None and len(shown) < len(text):
+        tool = tool.cut(len(shown))
     return Item(
         index,
         str(message.get("role", "")),
@@ -56,6 +47,7 @@ def item_of(
         len(text),
         source,
         lineage.of(message),
+        tool,
     )
 
 

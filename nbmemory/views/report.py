@@ -134,12 +134,12 @@ class MessageList:
         return " · ".join(parts)
 
     def __repr__(self) -> str:
-        parts = [self.title, *(f"--- {self._head(i)}\n{i.text}" for i in self.items)]
+        parts = [self.title, *(f"--- {self._head(i)}\n{i.readable}" for i in self.items)]
         return visible("\n\n".join(parts))
 
     def _repr_markdown_(self) -> str:
         parts = [f"**{markdown_escape(self.title)}**"]
-        parts += [f"*{markdown_escape(self._head(i))}*\n\n{fenced(i.text)}" for i in self.items]
+        parts += [f"*{markdown_escape(self._head(i))}*\n\n{fenced(i.readable)}" for i in self.items]
         return "\n\n".join(parts)
 
 

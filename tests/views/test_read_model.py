@@ -596,12 +596,19 @@ def test_each_read_by_name_finds_the_agents_documents_once(workspace, monkeypatc
     assert not not_once, f"(documents, existence) looked up per read: {not_once}"
 
 
-def test_a_tool_call_reads_as_indented_json_without_escaped_json_inside(workspace):
-    call = {"id": "c1", "function": {"name": "fetch", "arguments": '{"url": "https://x.test/"}'}}
-    persistent("Caller").add("Caller", {"content": None, "tool_calls": [call]})
-    [item] = ReadModel().messages("Caller").items
-    assert "\\" not in item.text
-    assert '"arguments": {\n' in item.text and '"url": "https://x.test/"' in item.text
+def test_a_tool_call_reads_as_its_name_and_arguments_and_exact_text_as_stored(workspace):
+    arguments = json.dumps({"url": "https://x.test/", "note": "first line\nsecond line"})
+    call = {"id": "c1", "function": {"name": "fetch", "arguments": arguments}}
+    convo = persistent("Caller")
+    convo.add("Caller", {"content": None, "tool_calls": [call]})
+    convo.add("Tool", {"tool_call_id": "c1", "name": "fetch", "content": "<b>page</b>\nends"})
+    asked, answered = ReadModel().messages("Caller", newest_first=False).items
+    assert asked.readable == (
+        "Calls fetch\n  url: https://x.test/\n  note:\n    first line\n    second line"
+    )
+    assert answered.readable == "Result of fetch\n<b>page</b>\nends"
+    assert json.loads(asked.text) == {"content": None, "tool_calls": [call]}  # as stored
+    assert answered.to_json()["tool"] == {"name": "fetch", "result": "<b>page</b>\nends"}
 
 
 def test_a_bad_stored_name_is_left_out_of_every_listing_with_one_warning(on_store):

@@ -26,14 +26,11 @@ export function shownNumbers(items: { index: number }[]): string {
 
 /**
  * The four page buttons of `pager` (a key of `wording.PAGERS`: "newest first", "oldest first",
- * "results"), to the start, back, on and to the end, and `what` it pages. Each button shows its
- * label and is named by it and what is paged ("Older messages", "Last results"): a screen reader
+ * "results"), to the start, back, on and to the end, and `what` it pages. Each button shows and
+ * is named by its label and what is paged ("Older messages", "Last results"): a screen reader
  * says what is seen, in every view alike.
  */
-export function pageButtons(pager: string): {
-  what: string;
-  buttons: { label: string; name: string }[];
-} {
+export function pageButtons(pager: string): { what: string; buttons: string[] } {
   const what = pager === 'results' ? 'results' : 'messages';
-  return { what, buttons: pagerLabels(pager).map(label => ({ label, name: `${label} ${what}` })) };
+  return { what, buttons: pagerLabels(pager).map(label => `${label} ${what}`) };
 }

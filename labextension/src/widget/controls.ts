@@ -8,10 +8,10 @@ import { phrase } from "../views/vocabulary";
 import { PAGER, goTo, mode, pages } from "./paging";
 
 function displayNodes(model) {
-  const exact = el("input", "", undefined, { type: "checkbox", "data-testid": "exact", "aria-label": "Show the exact stored text" });
+  const exact = el("input", "", undefined, { type: "checkbox", "data-testid": "exact" });
   const exactLabel = el("label", "", " Exact text");
   exactLabel.prepend(exact);
-  const perMessage = el("input", "", undefined, { type: "checkbox", "data-testid": "show-tokens", "aria-label": "Show the tokens of each message" });
+  const perMessage = el("input", "", undefined, { type: "checkbox", "data-testid": "show-tokens" });
   const perMessageLabel = el("label", "", " Tokens per message");
   perMessageLabel.prepend(perMessage);
   const roleFilter = el("select", "", undefined, { "data-testid": "role", "aria-label": "Show the messages of one role" });
@@ -68,10 +68,8 @@ function drawPager(model, v) {
   pageInput.max = String(count);
   if (document.activeElement !== pageInput) pageInput.value = "";
   const pager = mode(model) === "search" ? "results" : model.get("newest_first") ? "newest first" : "oldest first";
-  pageButtons(pager).buttons.forEach(({ label, name }, at) => {
-    const button = [first, prev, next, last][at];
-    button.textContent = label;
-    button.setAttribute("aria-label", name);
+  pageButtons(pager).buttons.forEach((name, at) => {
+    [first, prev, next, last][at].textContent = name;
   });
   const focused = document.activeElement as HTMLButtonElement | null;
   prev.disabled = first.disabled = page <= 0;

@@ -1,66 +1,42 @@
-// The message list: the memory, an archive or search results, a page at a time. Each message
-// shows its role, time and place (and its tokens, if asked), the notebook cell it came from (if
-// recorded; marked when that cell ran again), its text rendered or exact, a Copy
-// button, and "Show full text" when it came folded; search hits and an archive's dropped terms
-// are marked in it.
+// The message list: the memory, an archive or search results, a page at a time, each message
+// the views' card (views/message.ts); search hits and an archive's dropped terms are marked in
+// it. Whole texts of folded messages and copies come from the kernel.
 import { el } from "../views/dom";
 import { number } from "../views/format";
-import { foldNote } from "../views/fold";
-import { anyCase, markText, wholeWord } from "../views/marks";
+import { type Finder, anyCase, wholeWord } from "../views/marks";
+import { type IMessage, type IToolMessage, messageCard } from "../views/message";
 import { label, messageNumber } from "../views/vocabulary";
-import { contentOf } from "./text";
 
 const keyOf = (item) => `${item.source}:${item.index}`;
 
-function contentNode(s, item) {
-  const key = keyOf(item);
-  const text = s.whole.has(key) ? s.whole.get(key) : item.text;
-  return contentOf(text, s.model.get("exact"), { "data-testid": "exact-text" });
-}
-
-function messageNode(s, item, current) {
-  const { model, whole } = s;
-  const node = el("div", "message", undefined, { "data-testid": "message", role: "listitem", tabindex: "-1", "data-index": String(item.index), "data-source": item.source });
-  const meta = el("div", "meta");
-  meta.append(
-    el("span", "role", item.role),
-    el("span", "time", item.timestamp),
-    el("span", "source", `${item.source} ${messageNumber(item.index)}`),
-  );
-  if (item.tokens !== undefined) {
-    meta.insertBefore(
-      el("span", "tokens", `${number(item.tokens)} tokens`, { "data-testid": "message-tokens", "data-tokens": String(item.tokens) }),
-      meta.lastChild,
-    );
-  }
-  const content = contentNode(s, item);
+// What the list marks in its messages: the search's matches, or an open archive's dropped terms.
+function marksOf(model, current): { finders: [string, Finder][]; className: string } | undefined {
   if (current === "search") {
     const query = model.get("query").trim();
-    markText(content, [[query, anyCase(query)]], "hit");
-  } else if (current === "archive") {
+    return { finders: [[query, anyCase(query)]], className: "hit" };
+  }
+  if (current === "archive") {
     const dropped: string[] = model.get("compaction").dropped || [];
-    markText(content, dropped.map((term) => [term, wholeWord(term)]), "dropped");
+    return { finders: dropped.map((term): [string, Finder] => [term, wholeWord(term)]), className: "dropped" };
   }
-  const copy = el("button", "copy", "Copy", { type: "button", "data-testid": "copy", "aria-label": `Copy message ${messageNumber(item.index)} of ${item.source}` });
-  copy.onclick = () => copyMessage(s, item);
-  meta.append(copy);
-  node.append(meta);
-  // its notebook cell; "superseded" when that cell ran again since
-  const cell = item.provenance;
-  if (cell) {
-    node.append(el("div", cell.superseded ? "cell superseded" : "cell", [cell.label, cell.superseded_label].filter(Boolean).join(", "), { "data-testid": "cell" }));
-  }
-  node.append(content);
-  if (item.folded && !whole.has(keyOf(item))) {
-    const more = el("button", "more", label("show full"), { type: "button", "data-testid": "full-text" });
-    more.onclick = () => {
+  return undefined;
+}
+
+function messageNode(s, item: IMessage, current) {
+  const { model, whole } = s;
+  return messageCard(item, {
+    classes: "",
+    ids: "",
+    exact: model.get("exact"),
+    showSource: current !== "memory",
+    marks: marksOf(model, current),
+    copy: () => copyMessage(s, item),
+    showFull: (_, more) => {
       more.disabled = true;
       more.textContent = "Loading the whole message…";
       model.send({ command: "full", index: item.index, source: item.source });
-    };
-    node.append(foldNote(item.text.length, item.length, more, "fold", { "data-testid": "fold" }));
-  }
-  return node;
+    },
+  }, whole.get(keyOf(item)));
 }
 
 // The heading and the messages of the list in mode `current` (paging.js's `mode`).
@@ -81,8 +57,9 @@ function drawMessages(s, current) {
     items = model.get("messages");
   }
   list.replaceChildren(...items.map((item) => messageNode(s, item, current)));
-  if (!items.length && model.get("exists")) {
-    list.append(el("div", "empty", label("empty"), { role: "listitem", "data-testid": "empty" }));
+  // An empty search says so in its caption, once.
+  if (!items.length && model.get("exists") && current !== "search") {
+    list.append(el("li", "empty", label("empty"), { "data-testid": "empty" }));
   }
 }
 
@@ -131,7 +108,7 @@ function copyMessage(s, item) {
   const key = keyOf(item);
   const label = `message ${messageNumber(item.index)} of ${item.source}`;
   if (s.whole.has(key) || !item.folded) {
-    copyText(s, label, s.whole.has(key) ? s.whole.get(key) : item.text);
+    copyText(s, label, s.whole.has(key) ? s.whole.get(key).text : item.text);
     return;
   }
   // the whole text is the kernel's to give
@@ -158,17 +135,18 @@ function onFull(s, content) {
     return;
   }
   const key = keyOf(content);
-  s.whole.set(key, content.text);
+  s.whole.set(key, { text: content.text, tool: content.tool as IToolMessage | undefined });
   if (s.copying.delete(key)) copyText(s, `message ${messageNumber(content.index)} of ${content.source}`, content.text);
   s.ctx.drawList();
 }
 
-// The list's elements and its state: `whole` texts fetched from Python ("source:index" -> text),
+// The list's elements and its state: `whole` texts fetched from Python ("source:index" -> the
+// text, and its tool message if it is one),
 // folded messages being fetched to be `copying`, and a dropped term `found` in the archive.
 // `ctx` is the widget's: {model, widget, live, say(text), drawList()}.
 function messagesView(ctx) {
   const heading = el("div", "listing", undefined, { "data-testid": "listing" });
-  const list = el("div", "", undefined, { "data-testid": "messages", role: "list" });
+  const list = el("ol", "messages", undefined, { "data-testid": "messages" });
   const listPane = el("div", "list-pane");
   listPane.append(heading, list);
   const s = { ctx, model: ctx.model, heading, list, whole: new Map(), copying: new Set(), found: null };

@@ -4,8 +4,8 @@ import { el } from "../views/dom";
 import { label } from "../views/vocabulary";
 
 function searchView(model) {
-  const search = el("input", "", undefined, { type: "search", placeholder: label("search placeholder"), "data-testid": "search", "aria-label": "Search memory" });
-  const inArchives = el("input", "", undefined, { type: "checkbox", "data-testid": "search-archives", "aria-label": "Search the archives too" });
+  const search = el("input", "", undefined, { type: "search", placeholder: label("search placeholder"), "data-testid": "search", "aria-label": label("search placeholder") });
+  const inArchives = el("input", "", undefined, { type: "checkbox", "data-testid": "search-archives" });
   const archivesLabel = el("label", "", " archives too");
   archivesLabel.prepend(inArchives);
   search.oninput = () => { model.set("query", search.value); model.save_changes(); };

@@ -458,6 +458,8 @@ class FollowingWidget(MemoryTraits):
                 reply["error"] = f"Could not read the whole message: {exc}"
             else:
                 reply.update(text=item.text, length=item.length)
+                if item.tool is not None:
+                    reply["tool"] = item.tool.to_json()
             self.send(reply)
 
     # ------------------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nbmemory.errors import AgentNotFoundError
 from nbmemory.jupyter.widget.state import compaction_rows
-from nbmemory.memory.notes import Notes
 from nbmemory.views.read_model import ReadModel
 from nbmemory.views.report import markdown_escape, visible
 from nbmemory.wording import counted
@@ -73,8 +72,8 @@ class Figures(NamedTuple):
     counting: bool
     info: dict[str, Any]
     compactions: list[dict[str, Any]]
-    pinned_notes: list[str]
-    notes_tokens: int
+    notes: dict[str, Any]
+    """The pinned notes with their figures (``ReadModel.pinned``), as the ``notes`` trait."""
     messages: list[dict[str, Any]]
     """Newest first: the first ``NEWEST_SHOWN`` are listed."""
 
@@ -118,19 +117,17 @@ def figures_now(reader: ReadModel, name: str) -> Figures:
     try:
         info = reader.agent(name)
         page = reader.messages(name, 0, NEWEST_SHOWN, newest_first=True)
-        notes = Notes(reader.workspace.agent(name), model=info.usage.model)
         return Figures(
             name,
             True,
             False,
             info.to_json(),
             compaction_rows(reader.compactions(name)),
-            reader.notes(name),
-            notes.tokens(),
+            reader.pinned(name).to_json(),
             [item.to_json(sparse=True) for item in page.items],
         )
     except AgentNotFoundError:
-        return Figures(name, False, False, {}, [], [], 0, [])
+        return Figures(name, False, False, {}, [], {}, [])
 
 
 def as_markdown(name: str, exists: bool, summary: Summary) -> str:
