@@ -93,8 +93,6 @@ def compaction_rows(found: list[CompactionInfo]) -> list[dict[str, Any]]:
     return [{k: v for k, v in info.to_json().items() if k != "summary"} for info in found]
 
 
-
-
 def compacted_status(archives: list[dict[str, Any]], compactions: list[dict[str, Any]]) -> str:
     """The status line after a compaction: its figures, and the archive that holds the
     transcript (the last of ``archives`` and of ``compactions``, as the traits hold them)."""
