@@ -38,12 +38,16 @@ from nbmemory.views.report import (
     AgentTable,
     Audit,
     MessageList,
-    parts_line,
+    compacted_line,
+    note_history_report,
     preview_report,
-    usage_line,
+    usage_report,
     visible,
 )
-from nbmemory.wording import FOLD_CHARS, counted, number, review_words
+from nbmemory.wording import FOLD_CHARS, counted, message_number, review_words
+
+HIT_CHARS = 200
+"""The characters of a message ``nbmemory search`` shows on its hit's line."""
 
 
 class NotFound(Exception):
@@ -85,7 +89,9 @@ def cmd_search(args: argparse.Namespace) -> str:
         found = reader.search(name, args.query, archives=args.archives, limit=sys.maxsize)
         for item in found.items:
             text = " ".join(item.text.split())
-            lines.append(f"{name}\t{item.source}\t{item.role}\t{item.timestamp}\t{text[:200]}")
+            text = text[:HIT_CHARS] + "…" if len(text) > HIT_CHARS else text
+            number = message_number(item.index)
+            lines.append(f"{name}\t{item.source}\t{number}\t{item.role}\t{item.timestamp}\t{text}")
     if not lines:
         raise NotFound(f"no message contains {args.query!r}")
     return "\n".join(lines)
@@ -120,22 +126,13 @@ def cmd_compact(args: argparse.Namespace) -> str:
         then = f"nbmemory compact {args.name} writes a summary like it (--keep TERM to keep more)"
         return preview_report(args.name, agent.compact_preview(keep), then)
     archive = agent.compact(args.summary, keep=keep).archive
-    done = reader.compactions(args.name)
-    figures = done[-1].figures if archive and done else "nothing archived"
-    where = f"; raw transcript archived to {archive}" if archive else ""
-    return f"compacted {args.name}: {figures}{where}"
+    done = reader.compactions(args.name) if archive else []
+    return compacted_line(args.name, archive.name if archive else None, done)
 
 
 def cmd_tokens(args: argparse.Namespace) -> str:
     reader = _reader(args)
-    info = reader.agent(args.name)
-    archived = sum(a.messages for a in reader.archives(args.name))
-    return (
-        f"{usage_line(args.name, info.usage)}\n"
-        f"{parts_line(info.usage)}\n"
-        f"{counted(info.messages, 'message')} in MEMORY.md, {number(archived)} in "
-        f"{counted(info.archives, 'archive')}"
-    )
+    return usage_report(reader.agent(args.name), reader.archives(args.name))
 
 
 def cmd_audit(args: argparse.Namespace) -> str:
@@ -151,7 +148,7 @@ def cmd_notes(args: argparse.Namespace) -> str:
     notes = Notes(reader.workspace.agent(args.name))
     by = person("cli")
     if args.history:
-        return "\n".join(c.describe() for c in notes.history()) or f"{args.name}: no changes"
+        return note_history_report(args.name, notes.history(), f"nbmemory notes {args.name}")
     if args.pending:
         waiting = [(c.n, c.describe()) for c in notes.pending()]
         command = f"nbmemory notes {args.name}"
