@@ -41,6 +41,7 @@ from nbmemory.views.report import (
     compacted_line,
     note_history_report,
     preview_report,
+    restored_words,
     usage_report,
     visible,
 )
@@ -157,7 +158,11 @@ def cmd_notes(args: argparse.Namespace) -> str:
         if n is not None:
             review(n, by=by)
     if args.restore is not None:
-        notes.restore(args.restore, by=by)
+        before = notes.items()
+        after = notes.restore(args.restore, by=by)
+        return (
+            f"{restored_words(args.restore, before, after)}\n\n{_notes_listing(reader, args.name)}"
+        )
     if args.approval is not None:
         notes.set_approval(args.approval, by=by)
         return f"{args.name}: the model's note edits are now {args.approval!r}"
@@ -165,10 +170,14 @@ def cmd_notes(args: argparse.Namespace) -> str:
         notes.remove(args.unpin, by=by)
     if args.pin is not None:
         notes.add(args.pin, by=by)
-    shown = listing(reader.notes(args.name)) or f"{args.name} has no pinned notes"
+    return _notes_listing(reader, args.name)
+
+
+def _notes_listing(reader: ReadModel, name: str) -> str:
+    """The notes, numbered, then the model's edits waiting for review."""
+    shown = listing(reader.notes(name)) or f"{name} has no pinned notes"
     waiting = review_words(
-        [(c.n, c.describe()) for c in reader.waiting_notes(args.name)],
-        f"nbmemory notes {args.name}",
+        [(c.n, c.describe()) for c in reader.waiting_notes(name)], f"nbmemory notes {name}"
     )
     return f"{shown}\n\n{waiting}" if waiting else shown
 
@@ -385,7 +394,9 @@ def parser() -> argparse.ArgumentParser:
     notes.add_argument("--pin", metavar="NOTE", help="pin a note: every request carries it")
     notes.add_argument("--unpin", metavar="NOTE", help="a note's number, or words found in it")
     shown = notes.add_mutually_exclusive_group()
-    shown.add_argument("--history", action="store_true", help="every change: when, who, what")
+    shown.add_argument(
+        "--history", action="store_true", help="every change, newest first: when, who, what"
+    )
     shown.add_argument(
         "--pending", action="store_true", help="the model's edits waiting for review"
     )

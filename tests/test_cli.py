@@ -643,3 +643,22 @@ def test_compact_names_its_archive_as_the_audit_and_mcp_do(prepared, capsys):
     said = capsys.readouterr().out
     [done] = ReadModel(prepared).compactions("Writer")
     assert said == f"Compacted Writer: {done.figures}; raw transcript archived to {done.archive}\n"
+
+
+def test_restore_says_what_it_unpinned_and_refuses_a_proposal(prepared, capsys):
+    """As the views' confirmation says it: the notes pinned since that a restore unpins. A
+    proposal made no version of the notes: the views offer no Restore beside it."""
+    assert main(["notes", "Scout", "--pin", "Budget: 40k EUR."]) == 0
+    assert main(["notes", "Scout", "--pin", "Deadline: May."]) == 0
+    proposal = Notes(agent_docs("Scout")).propose(add="The vault code rotates on Mondays.")
+    capsys.readouterr()
+    assert main(["notes", "Scout", "--restore", str(proposal.n)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "made no version of the notes: nothing to restore" in err
+    assert main(["notes", "Scout", "--restore", "1"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(
+        "Restored the notes as they were after #1.\n"
+        "Unpinned 1 note pinned since:\n- Deadline: May.\n\n1. Budget: 40k EUR.\n\n"
+        "1 note edit waits for your review"
+    )

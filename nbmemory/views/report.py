@@ -105,14 +105,32 @@ def compacted_line(name: str, archive: str | None, compactions: list[CompactionI
 def note_history_report(name: str, changes: list[Change], command: str) -> str:
     """The record of an agent's notes as the views show it: the model's edits waiting for
     review first (with ``command``'s ``--accept N`` and ``--reject N``), then every other
-    change, newest first."""
+    change, newest first, one a line (under a heading when edits wait above them)."""
     waiting = pending(changes)
     waits = {change.n for change in waiting}
     settled = [change.describe() for change in reversed(changes) if change.n not in waits]
     review = review_words([(change.n, change.describe()) for change in waiting], command)
-    history = "\n".join(["History of the notes, newest first:", *settled]) if settled else ""
-    said = "\n\n".join(filter(None, [review, history]))
+    if review and settled:
+        settled.insert(0, "History of the notes, newest first:")
+    said = "\n\n".join(filter(None, [review, "\n".join(settled)]))
     return said or f"{name}: no changes to the notes yet"
+
+
+def restored_words(n: int, before: list[str], after: list[str]) -> str:
+    """What restoring version ``n`` of the notes did, in the words the views' confirmation
+    uses: the notes it unpinned (pinned since) and those it brought back."""
+    lines = [f"Restored the notes as they were after #{n}."]
+    unpinned = [note for note in before if note not in after]
+    brought = [note for note in after if note not in before]
+    if unpinned:
+        lines += [f"Unpinned {counted(len(unpinned), 'note')} pinned since:"]
+        lines += [f"- {note}" for note in unpinned]
+    if brought:
+        lines += [f"Brought back {counted(len(brought), 'note')}:"]
+        lines += [f"- {note}" for note in brought]
+    if not unpinned and not brought:
+        lines.append("Only the notes' order of then is back.")
+    return "\n".join(lines)
 
 
 def preview_report(name: str, plan: CompactionPlan, then: str) -> str:

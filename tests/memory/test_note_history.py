@@ -166,10 +166,11 @@ def test_a_page_fetched_by_a_tool_cannot_pin_its_instruction_unreviewed(openai_s
     assert agent.notes.items() == ["Budget: 40k EUR.", INJECTED]
     assert main(["notes", "Reader", "--restore", "1"]) == 0
     assert agent.notes.items() == ["Budget: 40k EUR."]
+    capsys.readouterr()
     assert main(["notes", "Reader", "--history"]) == 0
-    history = capsys.readouterr().out.splitlines()
-    assert [line.split()[2] for line in history[-3:]] == ["proposed", "accepted", "restored"]
-    assert "by person" in history[-1] and "(cli)" in history[-1]
+    history = capsys.readouterr().out.splitlines()  # newest first, as the views list it
+    assert [line.split()[2] for line in history[:3]] == ["restored", "accepted", "proposed"]
+    assert "by person" in history[0] and "(cli)" in history[0]
 
 
 def test_a_note_taken_after_a_run_ended_names_no_run(openai_server):
