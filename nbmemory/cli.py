@@ -153,7 +153,7 @@ def cmd_notes(args: argparse.Namespace) -> str:
     if args.pending:
         waiting = [(c.n, c.describe()) for c in notes.pending()]
         command = f"nbmemory notes {args.name}"
-        return review_words(waiting, command) or f"{args.name}: no pending proposals"
+        return review_words(waiting, command) or f"{args.name}: no note edits wait for your review"
     for n, review in ((args.accept, notes.accept), (args.reject, notes.reject)):
         if n is not None:
             review(n, by=by)

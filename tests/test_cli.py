@@ -662,3 +662,15 @@ def test_restore_says_what_it_unpinned_and_refuses_a_proposal(prepared, capsys):
         "Unpinned 1 note pinned since:\n- Deadline: May.\n\n1. Budget: 40k EUR.\n\n"
         "1 note edit waits for your review"
     )
+
+
+def test_a_note_not_found_and_no_edit_waiting_read_as_sentences(prepared, capsys):
+    assert main(["notes", "Scout", "--pin", "Budget: 40k EUR."]) == 0
+    assert main(["notes", "Scout", "--pin", "Budget: 45k EUR."]) == 0
+    capsys.readouterr()
+    assert main(["notes", "Scout", "--unpin", "Lyon"]) == 1
+    assert capsys.readouterr().err.startswith("nbmemory: no note matches 'Lyon' in ")
+    assert main(["notes", "Scout", "--unpin", "Budget"]) == 1
+    assert capsys.readouterr().err.startswith("nbmemory: 2 notes match 'Budget' in ")
+    assert main(["notes", "Scout", "--pending"]) == 0
+    assert capsys.readouterr().out == "Scout: no note edits wait for your review\n"

@@ -264,8 +264,8 @@ class Notes:
             i for i, forms in enumerate(shown) if any(match.lower() in f.lower() for f in forms)
         ]
         if len(found) != 1:
-            what = "no note" if not found else f"{len(found)} notes"
-            raise NoteNotFoundError(f"{what} of {self.path} match {match!r}")
+            what = "no note matches" if not found else f"{len(found)} notes match"
+            raise NoteNotFoundError(f"{what} {match!r} in {self.path}")
         return found[0]
 
     def add(self, note: str, by: Author | None = None) -> list[str]:
