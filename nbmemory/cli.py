@@ -45,7 +45,7 @@ from nbmemory.views.report import (
     usage_report,
     visible,
 )
-from nbmemory.wording import FOLD_CHARS, counted, message_number, review_words
+from nbmemory.wording import FOLD_CHARS, counted, message_number, phrase, review_words
 
 HIT_CHARS = 200
 """The characters of a message ``nbmemory search`` shows on its hit's line."""
@@ -94,7 +94,9 @@ def cmd_search(args: argparse.Namespace) -> str:
             number = message_number(item.index)
             lines.append(f"{name}\t{item.source}\t{number}\t{item.role}\t{item.timestamp}\t{text}")
     if not lines:
-        raise NotFound(f"no message contains {args.query!r}")
+        where = phrase("search where archives" if args.archives else "search where")
+        hint = "" if args.archives else " Add --archives to look in the archives too."
+        raise NotFound(phrase("search none", query=args.query, where=where, among="", hint=hint))
     return "\n".join(lines)
 
 

@@ -159,7 +159,7 @@ def test_the_workspace_option_wins_over_the_environment(prepared, tmp_path):
     ("args", "code", "message"),
     [
         (["show", "Nobody"], 1, "no agent named 'Nobody'"),
-        (["search", "zeppelin"], 1, "no message contains 'zeppelin'"),
+        (["search", "zeppelin"], 1, "No results for “zeppelin” in MEMORY.md. Add --archives"),
         (["path", "../etc"], 2, "must not contain '/'"),
         (["compact", "Scout", "--summary", " "], 2, "--summary must not be empty"),
         (["export", "Scout", "--format", "pdf"], 2, "invalid choice: 'pdf'"),
@@ -480,7 +480,7 @@ def test_notes_arguments_that_are_no_number_or_no_text_end_in_one_line(prepared,
         (["notes", "Scout", "--unpin", "9" * 5000], 1, "no note"),
         (["notes", "Scout", "--pin", "caf\udce9"], 2, "lone surrogate"),
         (["notes", "Sc\udcffout", "--pin", "x"], 2, "lone surrogate"),
-        (["search", "caf\udce9"], 1, "no message contains"),
+        (["search", "caf\udce9"], 1, "No results for “caf\\udce9”"),
     ]:
         assert main(argv) == code, argv
         out, err = capsys.readouterr()
