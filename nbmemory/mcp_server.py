@@ -188,7 +188,8 @@ TOOLS = (
     ToolSpec(
         "read_notes",
         "An agent's pinned notes (NOTES.md), numbered: every request of the agent carries "
-        "them and no compaction removes them. Says the tokens they take of their budget.",
+        "them and no compaction removes them. Says the tokens they take of their budget, and "
+        "lists the edits waiting for a person's review.",
     ),
     ToolSpec(
         "edit_notes",
