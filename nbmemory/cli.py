@@ -38,12 +38,17 @@ from nbmemory.views.report import (
     AgentTable,
     Audit,
     MessageList,
-    parts_line,
+    compacted_line,
+    note_history_report,
     preview_report,
-    usage_line,
+    restored_words,
+    usage_report,
     visible,
 )
-from nbmemory.wording import FOLD_CHARS, counted, number, review_words
+from nbmemory.wording import FOLD_CHARS, counted, message_number, phrase, review_words
+
+HIT_CHARS = 200
+"""The characters of a message ``nbmemory search`` shows on its hit's line."""
 
 
 class NotFound(Exception):
@@ -85,9 +90,13 @@ def cmd_search(args: argparse.Namespace) -> str:
         found = reader.search(name, args.query, archives=args.archives, limit=sys.maxsize)
         for item in found.items:
             text = " ".join(item.readable.split())
-            lines.append(f"{name}\t{item.source}\t{item.role}\t{item.timestamp}\t{text[:200]}")
+            text = text[:HIT_CHARS] + "…" if len(text) > HIT_CHARS else text
+            number = message_number(item.index)
+            lines.append(f"{name}\t{item.source}\t{number}\t{item.role}\t{item.timestamp}\t{text}")
     if not lines:
-        raise NotFound(f"no message contains {args.query!r}")
+        where = phrase("search where archives" if args.archives else "search where")
+        hint = "" if args.archives else " Add --archives to look in the archives too."
+        raise NotFound(phrase("search none", query=args.query, where=where, among="", hint=hint))
     return "\n".join(lines)
 
 
@@ -120,22 +129,13 @@ def cmd_compact(args: argparse.Namespace) -> str:
         then = f"nbmemory compact {args.name} writes a summary like it (--keep TERM to keep more)"
         return preview_report(args.name, agent.compact_preview(keep), then)
     archive = agent.compact(args.summary, keep=keep).archive
-    done = reader.compactions(args.name)
-    figures = done[-1].figures if archive and done else "nothing archived"
-    where = f"; raw transcript archived to {archive}" if archive else ""
-    return f"compacted {args.name}: {figures}{where}"
+    done = reader.compactions(args.name) if archive else []
+    return compacted_line(args.name, archive.name if archive else None, done)
 
 
 def cmd_tokens(args: argparse.Namespace) -> str:
     reader = _reader(args)
-    info = reader.agent(args.name)
-    archived = sum(a.messages for a in reader.archives(args.name))
-    return (
-        f"{usage_line(args.name, info.usage)}\n"
-        f"{parts_line(info.usage)}\n"
-        f"{counted(info.messages, 'message')} in MEMORY.md, {number(archived)} in "
-        f"{counted(info.archives, 'archive')}"
-    )
+    return usage_report(reader.agent(args.name), reader.archives(args.name))
 
 
 def cmd_audit(args: argparse.Namespace) -> str:
@@ -151,16 +151,20 @@ def cmd_notes(args: argparse.Namespace) -> str:
     notes = Notes(reader.workspace.agent(args.name))
     by = person("cli")
     if args.history:
-        return "\n".join(c.describe() for c in notes.history()) or f"{args.name}: no changes"
+        return note_history_report(args.name, notes.history(), f"nbmemory notes {args.name}")
     if args.pending:
         waiting = [(c.n, c.describe()) for c in notes.pending()]
         command = f"nbmemory notes {args.name}"
-        return review_words(waiting, command) or f"{args.name}: no pending proposals"
+        return review_words(waiting, command) or f"{args.name}: no note edits wait for your review"
     for n, review in ((args.accept, notes.accept), (args.reject, notes.reject)):
         if n is not None:
             review(n, by=by)
     if args.restore is not None:
-        notes.restore(args.restore, by=by)
+        before = notes.items()
+        after = notes.restore(args.restore, by=by)
+        return (
+            f"{restored_words(args.restore, before, after)}\n\n{_notes_listing(reader, args.name)}"
+        )
     if args.approval is not None:
         notes.set_approval(args.approval, by=by)
         return f"{args.name}: the model's note edits are now {args.approval!r}"
@@ -168,10 +172,14 @@ def cmd_notes(args: argparse.Namespace) -> str:
         notes.remove(args.unpin, by=by)
     if args.pin is not None:
         notes.add(args.pin, by=by)
-    shown = listing(reader.notes(args.name)) or f"{args.name} has no pinned notes"
+    return _notes_listing(reader, args.name)
+
+
+def _notes_listing(reader: ReadModel, name: str) -> str:
+    """The notes, numbered, then the model's edits waiting for review."""
+    shown = listing(reader.notes(name)) or f"{name} has no pinned notes"
     waiting = review_words(
-        [(c.n, c.describe()) for c in reader.waiting_notes(args.name)],
-        f"nbmemory notes {args.name}",
+        [(c.n, c.describe()) for c in reader.waiting_notes(name)], f"nbmemory notes {name}"
     )
     return f"{shown}\n\n{waiting}" if waiting else shown
 
@@ -388,7 +396,9 @@ def parser() -> argparse.ArgumentParser:
     notes.add_argument("--pin", metavar="NOTE", help="pin a note: every request carries it")
     notes.add_argument("--unpin", metavar="NOTE", help="a note's number, or words found in it")
     shown = notes.add_mutually_exclusive_group()
-    shown.add_argument("--history", action="store_true", help="every change: when, who, what")
+    shown.add_argument(
+        "--history", action="store_true", help="every change, newest first: when, who, what"
+    )
     shown.add_argument(
         "--pending", action="store_true", help="the model's edits waiting for review"
     )

@@ -16,7 +16,10 @@ same engine as every other view:
   client that subscribes to one is sent ``notifications/resources/updated`` when it changes,
   whoever changes it: the documents' stamps are polled, as the panel polls the read model.
 
-What memory holds is someone else's text: it is returned as text, as stored. Every failure is
+What memory holds is someone else's text: it is returned as text, never as markup. A tool's
+text answer shows its invisible characters (controls, zero-width characters, bidirectional
+overrides) as ``⟨U+202E⟩``, as the CLI prints them, so that none hides or reorders what a reader
+sees; its structured answer and the resources keep the text as stored. Every failure is
 one line: a tool's as an error result (``isError``), a resource's as a JSON-RPC error; the
 database's password is never in it, and the server goes on serving.
 """
@@ -60,8 +63,8 @@ from nbmemory.store.docs import check_size
 from nbmemory.store.folders import ARCHIVE_DIR, MEMORY_FILE, validate_agent_name
 from nbmemory.store.masked_url import hide_password
 from nbmemory.views.read_model import ReadModel
-from nbmemory.views.report import AgentTable, parts_line, usage_line
-from nbmemory.wording import counted
+from nbmemory.views.report import AgentTable, compacted_line, usage_line, usage_report
+from nbmemory.wording import counted, reveal, review_words
 
 SCHEME = "memory"
 ROLE = "MCP"
@@ -185,7 +188,8 @@ TOOLS = (
     ToolSpec(
         "read_notes",
         "An agent's pinned notes (NOTES.md), numbered: every request of the agent carries "
-        "them and no compaction removes them. Says the tokens they take of their budget.",
+        "them and no compaction removes them. Says the tokens they take of their budget, and "
+        "lists the edits waiting for a person's review.",
     ),
     ToolSpec(
         "edit_notes",
@@ -358,7 +362,8 @@ class MemoryServer:
         return [spec.tool(self.agent) for spec in self.specs()]
 
     def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-        """Call tool ``name``: its answer as text, and as data for the tools that have some."""
+        """Call tool ``name``: its answer as text (invisible characters shown, as
+        :func:`nbmemory.wording.reveal` shows them), and as data for the tools that have some."""
         spec = next((s for s in self.specs() if s.name == name), None)
         if spec is None:
             why = f": {self.why_read_only}" if self.read_only and name in WRITERS else ""
@@ -370,7 +375,8 @@ class MemoryServer:
             arguments["agent"] = self.agent
         elif spec.per_agent:
             validate_agent_name(_text_argument(arguments, "agent"))
-        return getattr(self, f"_{name}")(arguments)
+        text, data = getattr(self, f"_{name}")(arguments)
+        return reveal(text), data
 
     def _recall_memory(self, arguments: dict[str, Any]) -> tuple[str, None]:
         name, query = arguments["agent"], _text_argument(arguments, "query")
@@ -445,9 +451,15 @@ class MemoryServer:
         return text, data
 
     def _read_notes(self, arguments: dict[str, Any]) -> tuple[str, dict]:
+        """The notes, then the edits waiting for a person's review (which no client can
+        settle: it reads them as the CLI and the views list them)."""
         name = arguments["agent"]
         notes = self._notes(name)
-        return self._notes_answer(name, notes, self.model.notes(name))
+        text, data = self._notes_answer(name, notes, self.model.notes(name))
+        waiting = [(change.n, change.describe()) for change in self.model.waiting_notes(name)]
+        review = review_words(waiting, None)
+        data["waiting"] = [{"n": n, "said": said} for n, said in waiting]
+        return (f"{text}\n\n{review}" if review else text), data
 
     def _edit_notes(self, arguments: dict[str, Any]) -> tuple[str, dict]:
         name = arguments["agent"]
@@ -474,11 +486,7 @@ class MemoryServer:
     def _memory_usage(self, arguments: dict[str, Any]) -> tuple[str, dict]:
         name = arguments["agent"]
         info = self.model.agent(name)
-        text = (
-            f"{usage_line(name, info.usage)}\n{parts_line(info.usage)}\n"
-            f"{counted(info.messages, 'message')} in MEMORY.md, {counted(info.archives, 'archive')}"
-        )
-        return text, info.to_json()
+        return usage_report(info, self.model.archives(name)), info.to_json()
 
     def _compact(self, arguments: dict[str, Any]) -> tuple[str, dict]:
         name = arguments["agent"]
@@ -496,10 +504,11 @@ class MemoryServer:
         finally:
             agent.short_memory.close()
         done = self.model.compactions(name) if archive else []
-        figures = done[-1].figures if done else "nothing archived"
-        where = f"; raw transcript archived to {archive.name}" if archive else ""
-        data = {"name": name, "archive": archive.name if archive else None, "figures": figures}
-        return f"compacted {name}: {figures}{where}", data
+        named = archive.name if archive else None
+        record = next((c for c in done if c.archive == named), None)
+        figures = record.figures if record else "nothing archived"
+        data = {"name": name, "archive": named, "figures": figures}
+        return compacted_line(name, named, done), data
 
     # Resources --------------------------------------------------------------------------------
 

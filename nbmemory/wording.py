@@ -223,22 +223,25 @@ def counted(value: int, word: str) -> str:
     return f"{number(value)} {word}{'' if value == 1 else 's'}"
 
 
-def review_head(count: int) -> str:
-    """``1 note edit waits for your review (not pinned yet):``."""
+def review_head(count: int, reviewer: str = "your") -> str:
+    """``1 note edit waits for your review (not pinned yet):`` (``reviewer``: whose review it
+    waits for, as the reader knows them: ``a person's`` for a model)."""
     verb = "waits" if count == 1 else "wait"
-    return f"{counted(count, 'note edit')} {verb} for your review (not pinned yet):"
+    return f"{counted(count, 'note edit')} {verb} for {reviewer} review (not pinned yet):"
 
 
-def review_words(waiting: list[tuple[int, str]], command: str) -> str:
+def review_words(waiting: list[tuple[int, str]], command: str | None) -> str:
     """What a text view says of the note edits waiting for a person's review: each ``(n,
     said)`` as the record says it, with the commands (``command`` and ``--accept N`` or
-    ``--reject N``) that settle it; ``""`` when none waits."""
+    ``--reject N``) that settle it; ``""`` when none waits. Without ``command`` (an MCP
+    client, which cannot settle them), the edits alone, waiting for a person's review."""
     if not waiting:
         return ""
-    lines = [review_head(len(waiting))]
+    lines = [review_head(len(waiting), "your" if command else "a person's")]
     for n, said in waiting:
         lines.append(f"  {said}")
-        lines.append(f"    accept: {command} --accept {n}    reject: {command} --reject {n}")
+        if command:
+            lines.append(f"    accept: {command} --accept {n}    reject: {command} --reject {n}")
     return "\n".join(lines)
 
 

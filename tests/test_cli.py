@@ -159,7 +159,7 @@ def test_the_workspace_option_wins_over_the_environment(prepared, tmp_path):
     ("args", "code", "message"),
     [
         (["show", "Nobody"], 1, "no agent named 'Nobody'"),
-        (["search", "zeppelin"], 1, "no message contains 'zeppelin'"),
+        (["search", "zeppelin"], 1, "No results for “zeppelin” in MEMORY.md. Add --archives"),
         (["path", "../etc"], 2, "must not contain '/'"),
         (["compact", "Scout", "--summary", " "], 2, "--summary must not be empty"),
         (["export", "Scout", "--format", "pdf"], 2, "invalid choice: 'pdf'"),
@@ -287,7 +287,7 @@ def test_audit_lists_compactions_and_what_they_dropped(workspace, capsys):
     out = capsys.readouterr().out
     assert out.startswith("Auditor: 1 compaction\n1. ")
     assert "summary: The launch is on 2027-03-14." in out
-    assert "dropped 1: ACME-42" in out
+    assert "   1 term dropped: ACME-42" in out
     assert main(["audit", "Auditor", "--json"]) == 0
     [listed] = json.loads(capsys.readouterr().out)
     assert listed["dropped"] == ["ACME-42"] and listed["recorded"] is True
@@ -464,7 +464,7 @@ def test_compact_labels_both_figures_as_every_view_does(capsys: pytest.CaptureFi
         convo.add("User", f"Line {i} about the Lyon depot.")
     assert main(["compact", "Labelled", "--summary", "Five lines about the depot."]) == 0
     out = capsys.readouterr().out
-    assert "compacted Labelled: memory " in out and " · next request " in out
+    assert "Compacted Labelled: memory " in out and " · next request " in out
     assert main(["compact", "Nobody", "--summary", "x"]) == 1
     assert not memory_path("Nobody").parent.exists()
 
@@ -480,7 +480,7 @@ def test_notes_arguments_that_are_no_number_or_no_text_end_in_one_line(prepared,
         (["notes", "Scout", "--unpin", "9" * 5000], 1, "no note"),
         (["notes", "Scout", "--pin", "caf\udce9"], 2, "lone surrogate"),
         (["notes", "Sc\udcffout", "--pin", "x"], 2, "lone surrogate"),
-        (["search", "caf\udce9"], 1, "no message contains"),
+        (["search", "caf\udce9"], 1, "No results for “caf\\udce9”"),
     ]:
         assert main(argv) == code, argv
         out, err = capsys.readouterr()
@@ -555,7 +555,7 @@ def test_compact_previews_the_models_summary_and_keeps_what_is_asked(capsys: pyt
     assert stored("Depot") == before and ReadModel().archives("Depot") == []
 
     assert main(["compact", "Depot", "--keep", "Lyon"]) == 0  # the model's summary
-    assert "compacted Depot: memory " in capsys.readouterr().out
+    assert "Compacted Depot: memory " in capsys.readouterr().out
     (summary,) = stored_messages("Depot")
     assert "Kept word for word:\n- " in summary["content"] and "QX-7704" in summary["content"]
     assert main(["compact", "Nobody", "--preview"]) == 1
@@ -588,3 +588,101 @@ def test_show_prints_a_tool_call_and_its_result_as_lines():
     assert "Calls fetch\n  url: https://news.test/\n  note:\n    one\n    two\n" in shown
     assert "Result of fetch\nPage title\nBody" in shown
     assert "\\n" not in shown
+
+
+# ----------------------------------------------------------------------------------------------
+# Every answer as the views say it: numbered from 1, plurals by count, newest first
+
+
+def test_search_shows_each_hits_message_number_as_the_views_number_it(prepared, capsys):
+    assert main(["search", "deadline"]) == 0
+    assert capsys.readouterr().out.split("\t")[:4] == ["Scout", "MEMORY.md", "#2", "User"]
+    assert main(["search", "noted", "--archives"]) == 0
+    [hit] = capsys.readouterr().out.splitlines()
+    assert hit.split("\t")[2:4] == ["#2", "Scout"]  # the archive's second message
+
+
+def test_search_says_where_a_hit_was_cut(workspace, capsys):
+    Conversation(name="Long", memory_md_path=memory_path("Long")).add("User", "x " * 400 + "end")
+    assert main(["search", "end"]) == 0
+    text = capsys.readouterr().out.rstrip("\n").split("\t")[-1]
+    assert text.endswith("…") and len(text) == 201
+
+
+def test_tokens_says_no_archives_yet_before_a_first_compaction(prepared, capsys):
+    assert main(["tokens", "Writer"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 message in MEMORY.md, no archives yet"
+
+
+def test_audit_words_compactions_as_the_views_do(workspace, capsys):
+    convo = Conversation(name="Auditor", memory_md_path=memory_path("Auditor"))
+    convo.add("User", "The launch is on 2027-03-14.")
+    assert main(["audit", "Auditor"]) == 0
+    assert capsys.readouterr().out == "Auditor: No compactions yet.\n"
+    convo.compact("The launch is on 2027-03-14.")
+    assert main(["audit", "Auditor"]) == 0
+    out = capsys.readouterr().out
+    assert " · 1 message archived to history_" in out.splitlines()[1]
+    assert out.splitlines()[-1] == "   nothing dropped"
+    assert "dropped 0" not in out
+
+
+def test_notes_history_is_newest_first_with_the_edits_waiting_above_it(prepared, capsys):
+    """As the panel and the widget list it: a proposal waiting for review is listed once, above
+    the history, with the commands that settle it; the history reads newest first."""
+    assert main(["notes", "Scout", "--history"]) == 0
+    assert capsys.readouterr().out == "Scout: no changes to the notes yet\n"
+    notes = Notes(agent_docs("Scout"))
+    assert main(["notes", "Scout", "--pin", "Budget: 40k EUR."]) == 0
+    assert main(["notes", "Scout", "--pin", "Deadline: May."]) == 0
+    notes.propose(add="The vault code rotates on Mondays.")
+    capsys.readouterr()
+    assert main(["notes", "Scout", "--history"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "1 note edit waits for your review (not pinned yet):"
+    assert lines[1].startswith("  #3 ") and "vault code" in lines[1]
+    assert (
+        lines[2]
+        == "    accept: nbmemory notes Scout --accept 3    reject: nbmemory notes Scout --reject 3"
+    )
+    assert lines[4] == "History of the notes, newest first:"
+    assert [line.split()[0] for line in lines[5:]] == ["#2", "#1"]
+    assert "pinned “Deadline: May.”" in lines[5] and " — by person " in lines[5]
+
+
+def test_compact_names_its_archive_as_the_audit_and_mcp_do(prepared, capsys):
+    assert main(["compact", "Writer", "--summary", "Memo drafted."]) == 0
+    said = capsys.readouterr().out
+    [done] = ReadModel(prepared).compactions("Writer")
+    assert said == f"Compacted Writer: {done.figures}; raw transcript archived to {done.archive}\n"
+
+
+def test_restore_says_what_it_unpinned_and_refuses_a_proposal(prepared, capsys):
+    """As the views' confirmation says it: the notes pinned since that a restore unpins. A
+    proposal made no version of the notes: the views offer no Restore beside it."""
+    assert main(["notes", "Scout", "--pin", "Budget: 40k EUR."]) == 0
+    assert main(["notes", "Scout", "--pin", "Deadline: May."]) == 0
+    proposal = Notes(agent_docs("Scout")).propose(add="The vault code rotates on Mondays.")
+    capsys.readouterr()
+    assert main(["notes", "Scout", "--restore", str(proposal.n)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "made no version of the notes: nothing to restore" in err
+    assert main(["notes", "Scout", "--restore", "1"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(
+        "Restored the notes as they were after #1.\n"
+        "Unpinned 1 note pinned since:\n- Deadline: May.\n\n1. Budget: 40k EUR.\n\n"
+        "1 note edit waits for your review"
+    )
+
+
+def test_a_note_not_found_and_no_edit_waiting_read_as_sentences(prepared, capsys):
+    assert main(["notes", "Scout", "--pin", "Budget: 40k EUR."]) == 0
+    assert main(["notes", "Scout", "--pin", "Budget: 45k EUR."]) == 0
+    capsys.readouterr()
+    assert main(["notes", "Scout", "--unpin", "Lyon"]) == 1
+    assert capsys.readouterr().err.startswith("nbmemory: no note matches 'Lyon' in ")
+    assert main(["notes", "Scout", "--unpin", "Budget"]) == 1
+    assert capsys.readouterr().err.startswith("nbmemory: 2 notes match 'Budget' in ")
+    assert main(["notes", "Scout", "--pending"]) == 0
+    assert capsys.readouterr().out == "Scout: no note edits wait for your review\n"

@@ -264,8 +264,8 @@ class Notes:
             i for i, forms in enumerate(shown) if any(match.lower() in f.lower() for f in forms)
         ]
         if len(found) != 1:
-            what = "no note" if not found else f"{len(found)} notes"
-            raise NoteNotFoundError(f"{what} of {self.path} match {match!r}")
+            what = "no note matches" if not found else f"{len(found)} notes match"
+            raise NoteNotFoundError(f"{what} {match!r} in {self.path}")
         return found[0]
 
     def add(self, note: str, by: Author | None = None) -> list[str]:
@@ -413,10 +413,17 @@ class Notes:
         return self._change(edit, by, note_history.REJECT, ref=n)
 
     def restore(self, n: int, by: Author | None = None) -> list[str]:
-        """Make the notes what they were after change ``n`` of :meth:`history`."""
+        """Make the notes what they were after change ``n`` of :meth:`history`, a version of
+        them (``NoteNotFoundError`` for a proposal, a rejection or an approval setting, which
+        left the notes as they were: the views offer no Restore beside those)."""
 
         def edit(notes: list[str]) -> list[str]:
             for change in note_history.read(self.docs):
+                if change.n == n and change.change not in note_history.VERSIONS:
+                    raise NoteNotFoundError(
+                        f"change #{n} ({change.change}) made no version of the notes: "
+                        "nothing to restore"
+                    )
                 if change.n == n:
                     return list(change.notes)
             raise NoteNotFoundError(f"{self.path}: no recorded change #{n}")

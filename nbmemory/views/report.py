@@ -11,15 +11,19 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from nbmemory.agent.compressor import CompactionPlan
-from nbmemory.views.answers import AgentInfo, CompactionInfo, Item, Usage
+from nbmemory.memory.note_history import Change, pending
+from nbmemory.views.answers import AgentInfo, ArchiveInfo, CompactionInfo, Item, Usage
 from nbmemory.wording import (
     LABELS,
     byte_size,
     counted,
+    dropped_words,
     message_number,
+    number,
     percent,
     preview_words,
     reveal,
+    review_words,
 )
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|<>&~]|:(?=//))")
@@ -65,6 +69,68 @@ def usage_line(name: str, usage: Usage) -> str:
 def parts_line(usage: Usage) -> str:
     """What the next request carries, part by part (the parts add up to ``usage.tokens``)."""
     return " + ".join(f"{name} {tokens:,}" for name, tokens in usage.parts if tokens)
+
+
+def counts_line(messages: int, archives: list[ArchiveInfo]) -> str:
+    """Where an agent's messages are: ``3 messages in MEMORY.md, 9 in 1 archive``, or ``…, no
+    archives yet`` before its first compaction."""
+    archived = sum(archive.messages for archive in archives)
+    where = f"{number(archived)} in {counted(len(archives), 'archive')}"
+    return (
+        f"{counted(messages, 'message')} in MEMORY.md, {where if archives else 'no archives yet'}"
+    )
+
+
+def usage_report(info: AgentInfo, archives: list[ArchiveInfo]) -> str:
+    """An agent's next request in three lines: its figures (:func:`usage_line`), its parts, and
+    where its messages are; what ``nbmemory tokens`` prints and MCP's ``memory_usage`` answers."""
+    return "\n".join(
+        [
+            usage_line(info.name, info.usage),
+            parts_line(info.usage),
+            counts_line(info.messages, archives),
+        ]
+    )
+
+
+def compacted_line(name: str, archive: str | None, compactions: list[CompactionInfo]) -> str:
+    """What a compaction that wrote ``archive`` (a file name) did, by its figures among the
+    agent's ``compactions``: what ``nbmemory compact`` prints and MCP's ``compact`` answers."""
+    done = next((c for c in compactions if c.archive == archive), None)
+    if archive is None or done is None:
+        return f"Compacted {name}: nothing archived"
+    return f"Compacted {name}: {done.figures}; raw transcript archived to {archive}"
+
+
+def note_history_report(name: str, changes: list[Change], command: str) -> str:
+    """The record of an agent's notes as the views show it: the model's edits waiting for
+    review first (with ``command``'s ``--accept N`` and ``--reject N``), then every other
+    change, newest first, one a line (under a heading when edits wait above them)."""
+    waiting = pending(changes)
+    waits = {change.n for change in waiting}
+    settled = [change.describe() for change in reversed(changes) if change.n not in waits]
+    review = review_words([(change.n, change.describe()) for change in waiting], command)
+    if review and settled:
+        settled.insert(0, "History of the notes, newest first:")
+    said = "\n\n".join(filter(None, [review, "\n".join(settled)]))
+    return said or f"{name}: no changes to the notes yet"
+
+
+def restored_words(n: int, before: list[str], after: list[str]) -> str:
+    """What restoring version ``n`` of the notes did, in the words the views' confirmation
+    uses: the notes it unpinned (pinned since) and those it brought back."""
+    lines = [f"Restored the notes as they were after #{n}."]
+    unpinned = [note for note in before if note not in after]
+    brought = [note for note in after if note not in before]
+    if unpinned:
+        lines += [f"Unpinned {counted(len(unpinned), 'note')} pinned since:"]
+        lines += [f"- {note}" for note in unpinned]
+    if brought:
+        lines += [f"Brought back {counted(len(brought), 'note')}:"]
+        lines += [f"- {note}" for note in brought]
+    if not unpinned and not brought:
+        lines.append("Only the notes' order of then is back.")
+    return "\n".join(lines)
 
 
 def preview_report(name: str, plan: CompactionPlan, then: str) -> str:
@@ -205,7 +271,8 @@ class AgentTable:
 
 
 class Audit:
-    """An agent's compactions, oldest first: what each archived, its summary, what it dropped."""
+    """An agent's compactions, oldest first and numbered from 1, as the views word them: when,
+    both figures, what each archived, its summary and the terms it dropped."""
 
     SUMMARY_CHARS = 300
 
@@ -214,44 +281,44 @@ class Audit:
         self.compactions = compactions
 
     def _title(self) -> str:
+        if not self.compactions:
+            return f"{self.name}: {LABELS['no compactions']}"
         return f"{self.name}: {counted(len(self.compactions), 'compaction')}"
 
-    def _parts(self, compaction: CompactionInfo) -> tuple[str, str, str, str]:
-        """Heading, figures, summary and dropped terms of one compaction, as plain text."""
+    def _parts(self, compaction: CompactionInfo) -> tuple[str, str, str]:
+        """Heading, summary and dropped terms of one compaction, as plain text."""
         kept = compaction.kept_messages
-        figures = (
-            f"{counted(compaction.messages, 'message')} archived; {compaction.figures}"
-            + (f"; {kept} kept word for word" if kept else "")
-            + ("" if compaction.recorded else f" ({LABELS['no record']})")
+        heading = (
+            f"{compaction.time or '?'} · {compaction.figures} · "
+            f"{counted(compaction.messages, 'message')} archived to {compaction.archive}"
+            + (f", then {counted(kept, 'message')} kept word for word" if kept else "")
         )
         summary = " ".join(compaction.summary.split())
         if len(summary) > self.SUMMARY_CHARS:
             summary = summary[: self.SUMMARY_CHARS] + "…"
-        dropped = ", ".join(compaction.dropped) if compaction.dropped else "nothing"
+        dropped = dropped_words(compaction.dropped_total)
+        if compaction.dropped:
+            dropped += ": " + ", ".join(compaction.dropped)
         more = compaction.dropped_total - len(compaction.dropped)
-        if more > 0:
-            dropped += f" and {more:,} more"
-        heading = f"{compaction.time or '?'}  {compaction.archive}"
-        return heading, figures, summary or "(none found)", f"{compaction.dropped_total}: {dropped}"
+        if compaction.dropped and more > 0:
+            dropped += f" and {number(more)} more"
+        if not compaction.recorded:
+            dropped += f" ({LABELS['no record']})"
+        return heading, summary or "(none found)", dropped
 
     def __repr__(self) -> str:
         lines = [self._title()]
         for n, compaction in enumerate(self.compactions, 1):
-            heading, figures, summary, dropped = self._parts(compaction)
-            lines += [
-                f"{n}. {heading}",
-                f"   {figures}",
-                f"   summary: {summary}",
-                f"   dropped {dropped}",
-            ]
+            heading, summary, dropped = self._parts(compaction)
+            lines += [f"{n}. {heading}", f"   summary: {summary}", f"   {dropped}"]
         return visible("\n".join(lines))
 
     def _repr_markdown_(self) -> str:
         parts = [f"**{markdown_escape(self._title())}**"]
         for n, compaction in enumerate(self.compactions, 1):
-            heading, figures, summary, dropped = self._parts(compaction)
+            heading, summary, dropped = self._parts(compaction)
             parts.append(
-                f"{n}. *{markdown_escape(heading)}* — {markdown_escape(figures)}\n\n"
-                f"{fenced(summary)}\n\nDropped {markdown_escape(dropped)}"
+                f"{n}. *{markdown_escape(heading)}*\n\n"
+                f"{fenced(summary)}\n\n{markdown_escape(dropped)}"
             )
         return "\n\n".join(parts)

@@ -166,10 +166,11 @@ def test_a_page_fetched_by_a_tool_cannot_pin_its_instruction_unreviewed(openai_s
     assert agent.notes.items() == ["Budget: 40k EUR.", INJECTED]
     assert main(["notes", "Reader", "--restore", "1"]) == 0
     assert agent.notes.items() == ["Budget: 40k EUR."]
+    capsys.readouterr()
     assert main(["notes", "Reader", "--history"]) == 0
-    history = capsys.readouterr().out.splitlines()
-    assert [line.split()[2] for line in history[-3:]] == ["proposed", "accepted", "restored"]
-    assert "by person" in history[-1] and "(cli)" in history[-1]
+    history = capsys.readouterr().out.splitlines()  # newest first, as the views list it
+    assert [line.split()[2] for line in history[:3]] == ["restored", "accepted", "proposed"]
+    assert "by person" in history[0] and "(cli)" in history[0]
 
 
 def test_a_note_taken_after_a_run_ended_names_no_run(openai_server):
@@ -367,6 +368,7 @@ def test_a_proposal_that_cannot_be_accepted_is_never_shown_as_waiting(docs, prop
     capsys.readouterr()
     assert main(["notes", "Keeper", "--pending"]) == 0
     out, err = capsys.readouterr()
-    assert out == "Keeper: no pending proposals\n" and "line 2 could not be read" in err
+    assert out == "Keeper: no note edits wait for your review\n"
+    assert "line 2 could not be read" in err
     assert main(["notes", "Keeper", "--accept", "2"]) == 1
     assert notes.items() == ["Budget: 40k EUR."]
