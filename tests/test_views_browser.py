@@ -417,6 +417,8 @@ def test_every_view_agrees_across_a_restart_and_follows_other_writers(
 
 MIRRORED = "Pay invoice\u202efdp.exe today, then file it."
 SHOWN_MIRRORED = "Pay invoice⟨U+202E⟩fdp.exe today, then file it."
+QUERY = "invoice\u202efdp"
+SHOWN_QUERY = "invoice⟨U+202E⟩fdp"
 
 
 def test_bidirectional_controls_never_reorder_text_in_the_widget_or_the_panel(
@@ -450,6 +452,9 @@ def test_bidirectional_controls_never_reorder_text_in_the_widget_or_the_panel(
         expect(widget).to_be_visible(timeout=WAIT_MS)
         message = widget.get_by_test_id("message").filter(has_text="Pay invoice")
         expect(message.locator(".content")).to_have_text(SHOWN_MIRRORED, timeout=WAIT_MS)
+        widget.get_by_label("Search messages").fill(QUERY)
+        expect(widget.get_by_test_id("listing")).to_contain_text(SHOWN_QUERY, timeout=WAIT_MS)
+        widget.get_by_label("Search messages").fill("")
 
         # The panel's message list, and its compaction dialog's box.
         page.locator(PANEL_TAB).click()
@@ -459,6 +464,15 @@ def test_bidirectional_controls_never_reorder_text_in_the_widget_or_the_panel(
         expect(card.get_by_test_id("nbmemory-message-body")).to_have_text(
             SHOWN_MIRRORED, timeout=WAIT_MS
         )
+        # Short labels too: a search for the mirrored words quotes them as shown.
+        search = panel.get_by_test_id("nbmemory-search")
+        search.fill(QUERY)
+        search.press("Enter")
+        expect(panel.get_by_test_id("nbmemory-search-section")).to_contain_text(
+            f"Search results for “{SHOWN_QUERY}”", timeout=WAIT_MS
+        )
+        expect(panel.get_by_test_id("nbmemory-search-caption")).to_contain_text(SHOWN_QUERY)
+        panel.get_by_role("button", name="Close search").click()
         panel.locator('[data-command="nbmemory:compact"]').click()
         dialog = page.locator(".jp-Dialog")
         box = dialog.get_by_test_id("nbmemory-compact-summary")

@@ -6,7 +6,7 @@
 import type { IPage } from './api';
 import { MessageCards, PagedCards } from './cards';
 import { button } from './dom';
-import { el } from './views/dom';
+import { el, setText } from './views/dom';
 import { counted, number } from './views/format';
 import { label, phrase } from './views/vocabulary';
 
@@ -114,14 +114,10 @@ export class SearchSection extends PagedCards<ISearchView> {
     }
     this.items = found.items;
     const { total, offset, items } = found;
-    this.title.textContent = `Search results for “${view.query}”`;
-    this.caption.textContent = searchWords(
-      view.query,
-      total,
-      offset,
-      items.length,
-      view.archives,
-      role
+    setText(this.title, `Search results for “${view.query}”`);
+    setText(
+      this.caption,
+      searchWords(view.query, total, offset, items.length, view.archives, role)
     );
     this.node.dataset.total = String(total);
     this.total = total;

@@ -5,7 +5,7 @@
  * comm) carries out what a person asks and hands back the new notes. Note text is untrusted:
  * the frame renders it as it renders messages.
  */
-import { el } from './dom';
+import { el, setText } from './dom';
 import { number } from './format';
 import { INotes, NoteAction, noteButton } from './noteData';
 import { NoteReview } from './noteReview';
@@ -125,7 +125,7 @@ export class NotesView {
 
   /** Say `text` under the notes (what a change did, or why it was not made). */
   say(text: string): void {
-    this.status.textContent = text;
+    setText(this.status, text);
   }
 
   /** The answer to the last action is in: the buttons work again; a pinned note leaves the

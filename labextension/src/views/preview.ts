@@ -9,7 +9,7 @@
  * summary and the terms are the memory's text: put in as text, their bidirectional controls
  * shown, never applied.
  */
-import { el } from './dom';
+import { el, setText } from './dom';
 import { counted, number } from './format';
 import { showBidi, unshowBidi } from './vocabulary';
 
@@ -120,7 +120,7 @@ export class CompactPreview {
 
   /** Say `text` above the summary (a problem, or that the model is asked); '' clears it. */
   say(text: string): void {
-    this.problem.textContent = text;
+    setText(this.problem, text);
   }
 
   /** The summary as Compact writes it. */

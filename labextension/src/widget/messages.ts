@@ -1,7 +1,7 @@
 // The message list: the memory, an archive or search results, a page at a time, each message
 // the views' card (views/message.ts); search hits and an archive's dropped terms are marked in
 // it. Whole texts of folded messages and copies come from the kernel.
-import { el } from "../views/dom";
+import { el, setText } from "../views/dom";
 import { number } from "../views/format";
 import { type Finder, anyCase, wholeWord } from "../views/marks";
 import { type IMessage, type IToolMessage, messageCard } from "../views/message";
@@ -44,7 +44,7 @@ function drawMessages(s, current) {
   const { model, heading, list } = s;
   let items;
   if (current === "search") {
-    heading.textContent = model.get("search_caption");
+    setText(heading, model.get("search_caption")); // it quotes the query
     items = model.get("search_results");
   } else if (current === "archive") {
     const role = model.get("role");
