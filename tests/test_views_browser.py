@@ -579,7 +579,8 @@ def test_the_panel_and_the_widget_say_the_same_of_each_compaction(
 ) -> None:
     """The compaction timeline and an opened compaction's head are one component: for the same
     agent the panel and the widget list the same rows in the same order, in the same words,
-    and open a compaction with the same line, Back, dropped terms and summary."""
+    and open a compaction with the same line, Back, dropped terms and summary; in the panel
+    too, Back or Escape gives the focus back to the row."""
     require("jupyterlab", "playwright", "nbformat", "anywidget")
     from playwright.sync_api import expect
 
@@ -615,3 +616,16 @@ def test_the_panel_and_the_widget_say_the_same_of_each_compaction(
         in_panel = compaction_words(panel, page.get_by_test_id("nbmemory-compaction-view"))
         assert in_panel == in_widget
         assert "ACME-42" in str(in_panel["opened"]) and len(in_panel["rows"]) == 2
+
+        # From the keyboard, as in the widget: Back, or Escape, closes it and the focus is back
+        # on its row.
+        view = page.get_by_test_id("nbmemory-compaction-view")
+        view.get_by_test_id("nbmemory-close-compaction").click()
+        expect(view).to_have_count(0)
+        expect(rows.first).to_be_focused()
+        rows.nth(1).focus()
+        page.keyboard.press("Enter")
+        expect(view.get_by_test_id("nbmemory-compaction-title")).to_have_text("Compaction 2 of 2")
+        page.keyboard.press("Escape")
+        expect(view).to_have_count(0)
+        expect(rows.nth(1)).to_be_focused()
