@@ -573,3 +573,29 @@ def check_note_review(pinned: Locator, notes: Any, who: str) -> None:
     assert notes.items() == PINNED_THEN_PROPOSED[:1]
     expect(proposals).to_have_count(1)
     expect(changes.first).to_contain_text(f"restored the notes as they were after #1 — by {who}")
+
+
+_WORDS = """(node) => [node, ...node.querySelectorAll('*')]
+    .filter((n) => !n.children.length || n.getAttribute('aria-label'))
+    .map((n) => [n.getAttribute('aria-label') || '', n.children.length ? '' :
+                 n.textContent.replace(/\\s+/g, ' ').trim()])
+    .filter(([name, text]) => name || text)"""
+
+
+def compaction_words(timeline: Locator, opened: Locator) -> dict[str, Any]:
+    """What a view (the panel or the widget) says of an agent's compactions, styles aside:
+    the timeline's title, each row's name and words in order (``timeline``: where the rows
+    are; a row's own controls of the frame, the panel's "Show archive", aside), and the head
+    of the compaction open in ``opened``: which it is, its line, Back, the dropped terms and
+    the summary. Both views must give the same for the same agent."""
+    from playwright.sync_api import expect
+
+    rows = timeline.get_by_test_id("nbmemory-compaction-open")
+    head = opened.get_by_test_id("nbmemory-compaction-head")
+    expect(head).to_be_visible(timeout=WAIT_MS)
+    expect(head.get_by_test_id("nbmemory-summary")).not_to_be_empty()
+    return {
+        "title": timeline.get_by_test_id("nbmemory-timeline-title").text_content(),
+        "rows": [row.evaluate(_WORDS) for row in rows.all()],
+        "opened": head.evaluate(_WORDS),
+    }

@@ -15,6 +15,7 @@ import pytest
 
 from browser import (
     WAIT_MS,
+    compaction_words,
     counting_server,
     jupyter_lab,
     lab_args,
@@ -485,7 +486,7 @@ def test_bidirectional_controls_never_reorder_text_in_the_widget_or_the_panel(
         box = widget.get_by_test_id("nbmemory-compact-summary")
         expect(box).to_have_value(re.compile("^Pay invoice⟨U\\+202E⟩fdp"), timeout=WAIT_MS)
         widget.get_by_test_id("nbmemory-compact-confirm").click()
-        expect(widget.get_by_test_id("compaction")).to_have_count(1, timeout=WAIT_MS)
+        expect(widget.get_by_test_id("nbmemory-compaction")).to_have_count(1, timeout=WAIT_MS)
         (written,) = ReadModel(workspace).records("Mirror")
         assert MIRRORED in written["content"] and "⟨U+" not in written["content"], written
         summary = widget.get_by_test_id("message").filter(has_text="Pay invoice")
@@ -585,3 +586,60 @@ def test_a_tool_call_an_empty_search_and_the_lists_controls_alike_in_the_panel_a
         )
         expect(results.get_by_test_id("nbmemory-search-results")).to_have_text("")
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+
+def test_the_panel_and_the_widget_say_the_same_of_each_compaction(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The compaction timeline and an opened compaction's head are one component: for the same
+    agent the panel and the widget list the same rows in the same order, in the same words,
+    and open a compaction with the same line, Back, dropped terms and summary; in the panel
+    too, Back or Escape gives the focus back to the row."""
+    require("jupyterlab", "playwright", "nbformat", "anywidget")
+    from playwright.sync_api import expect
+
+    from nbmemory import Conversation
+    from nbmemory.store import memory_path
+
+    convo = Conversation(name="Ledger", memory_md_path=memory_path("Ledger"))
+    convo.add("User", "Ticket ACME-42 blocks the release in Lyon.")
+    convo.add("Ledger", "Noted: the budget is 40k EUR.")
+    convo.compact("The budget is **40k EUR**.")  # ACME-42 and Lyon dropped
+    convo.add("User", "Invoice PO-7781 is due on 2027-03-14.")
+    convo.compact("Budget 40k EUR; an invoice is due.")
+    root = tmp_path / "lab"
+    root.mkdir()
+    write_notebook(root / "ledger.ipynb", "%load_ext nbmemory", "%memory Ledger --widget")
+    with (
+        jupyter_lab(root, extra_args=lab_args(tmp_path)) as server,
+        open_notebook(server, "ledger.ipynb", height=1600) as page,
+    ):
+        run_all_cells(page)
+        widget = page.get_by_test_id("nbmemory-widget")
+        rows = widget.get_by_test_id("nbmemory-compaction-open")
+        expect(rows).to_have_count(2, timeout=WAIT_MS)
+        rows.first.click()
+        in_widget = compaction_words(widget, widget)
+
+        page.locator(PANEL_TAB).click()
+        panel = page.get_by_test_id("nbmemory-panel")
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Ledger").click()
+        rows = panel.get_by_test_id("nbmemory-compaction-open")
+        expect(rows).to_have_count(2, timeout=WAIT_MS)
+        rows.first.click()
+        in_panel = compaction_words(panel, page.get_by_test_id("nbmemory-compaction-view"))
+        assert in_panel == in_widget
+        assert "ACME-42" in str(in_panel["opened"]) and len(in_panel["rows"]) == 2
+
+        # From the keyboard, as in the widget: Back, or Escape, closes it and the focus is back
+        # on its row.
+        view = page.get_by_test_id("nbmemory-compaction-view")
+        view.get_by_test_id("nbmemory-close-compaction").click()
+        expect(view).to_have_count(0)
+        expect(rows.first).to_be_focused()
+        rows.nth(1).focus()
+        page.keyboard.press("Enter")
+        expect(view.get_by_test_id("nbmemory-compaction-title")).to_have_text("Compaction 2 of 2")
+        page.keyboard.press("Escape")
+        expect(view).to_have_count(0)
+        expect(rows.nth(1)).to_be_focused()

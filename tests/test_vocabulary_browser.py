@@ -148,12 +148,14 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         expect(exact.nth(2)).to_have_text(REVEALED)
         call = exact.nth(0).inner_text()  # the tool call as stored: its arguments a JSON string
         assert '"arguments": "{\\"query\\": \\"Lyon\\"}"' in call
-        rows = widget.get_by_test_id("compaction")
+        rows = widget.get_by_test_id("nbmemory-compaction")
         for row, compaction in zip(rows.all(), compactions, strict=True):
             expect(row).to_contain_text(compaction.figures)
-        expect(widget.get_by_test_id("timeline")).to_contain_text(LABELS["compactions"])
-        rows.nth(0).click()  # the older compaction: its summary is not what the memory holds
-        expect(widget.locator(".summary-title")).to_have_text(
+        expect(widget.get_by_test_id("nbmemory-timeline")).to_contain_text(LABELS["compactions"])
+        rows.nth(0).get_by_test_id(
+            "nbmemory-compaction-open"
+        ).click()  # the older compaction: its summary is not what the memory holds
+        expect(widget.get_by_test_id("nbmemory-summary-title")).to_have_text(
             "The summary this compaction wrote (a later one replaced it)"
         )
         dropped = len(compactions[0].dropped)
@@ -165,7 +167,7 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         expect(widget.get_by_test_id("nbmemory-dropped-title")).to_have_text(dropped_words)
         terms = widget.get_by_test_id("nbmemory-dropped-term").all_inner_texts()
         assert "ResearchAgent" not in terms, terms
-        widget.get_by_test_id("close-compaction").click()
+        widget.get_by_test_id("nbmemory-close-compaction").click()
         found = reader.search("ResearchAgent", "bold")
         caption = search_words("bold", found.total, 0, len(found.items[:20]), False, None)
         widget.get_by_label("Search messages").fill("bold")
@@ -200,7 +202,7 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         assert "ResearchAgent" not in terms, terms
         expect(view.get_by_test_id("nbmemory-dropped-title")).to_have_text(dropped_words)
         expect(view).to_contain_text(LABELS["transcript"])
-        expect(panel.locator(".jp-nbmemory-compactions h4")).to_have_text(LABELS["compactions"])
+        expect(panel.get_by_test_id("nbmemory-timeline-title")).to_have_text(LABELS["compactions"])
 
         # One search caption: the same search, worded alike.
         panel.get_by_test_id("nbmemory-search").fill("bold")

@@ -255,7 +255,7 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path, app: str) -> 
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         run_all_cells(page)
         widget = page.locator(WIDGET)
-        rows = widget.locator('[data-testid="compaction"]')
+        rows = widget.get_by_test_id("nbmemory-compaction-open")
         expect(rows).to_have_count(1, timeout=WAIT_MS)
         row = rows.first
         expect(row).to_contain_text(compaction.time)
@@ -267,11 +267,11 @@ def test_the_timeline_shows_what_a_summary_dropped(tmp_path: Path, app: str) -> 
         row.click()
         view = widget.locator('[data-testid="compaction-view"]')
         expect(view).to_be_visible()
-        expect(view.locator('[data-testid="summary"]')).to_have_text(compaction.summary)
+        expect(view.get_by_test_id("nbmemory-summary")).to_have_text(compaction.summary)
         terms = view.get_by_test_id("nbmemory-dropped-term")
         expect(terms).to_have_count(len(compaction.dropped))
         assert terms.all_text_contents() == compaction.dropped
-        expect(view.locator('[data-testid="summary"]')).not_to_contain_text("ZX-4471")
+        expect(view.get_by_test_id("nbmemory-summary")).not_to_contain_text("ZX-4471")
         listing = widget.locator('[data-testid="listing"]')
         expect(listing).to_have_text(f"Archive {compaction.archive}: 28 messages")
         summary_box, list_box = view.bounding_box(), listing.bounding_box()
@@ -628,12 +628,12 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         light = check_contrast(widget, "light")
         search.fill("")
 
-        row = widget.locator('[data-testid="compaction"]').first
+        row = widget.get_by_test_id("nbmemory-compaction-open").first
         row.focus()
         page.keyboard.press("Enter")
         view = widget.locator('[data-testid="compaction-view"]')
         expect(view).to_be_visible()
-        expect(widget.locator('[data-testid="compaction-head"]')).to_be_focused()
+        expect(widget.get_by_test_id("nbmemory-compaction-title")).to_be_focused()
         expect(widget.locator('[data-testid="messages"] mark.dropped').first).to_be_visible()
         assert widget.evaluate(_UNNAMED) == []
         light += check_contrast(widget, "light")

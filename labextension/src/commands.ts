@@ -44,7 +44,7 @@ import { messageNumber } from './views/vocabulary';
 import { CompactPreview, ICompactPreview } from './views/preview';
 import { MemoryPanel } from './panel';
 import { IArchiveRef, IMessageRef, MEMORY_FILE } from './targets';
-import { CompactionView } from './timeline';
+import { CompactionView } from './compactionView';
 
 export const CATEGORY = 'Agent Memory';
 
@@ -612,7 +612,7 @@ export function addCommands(
     ['.jp-nbmemory-agent', CommandIDs.exportMemory, { format: 'json' }],
     ['.jp-nbmemory-agent', CommandIDs.exportMemory, { format: 'yaml' }],
     ['.jp-nbmemory-agent', CommandIDs.exportMemory, { format: 'md' }],
-    ['.jp-nbmemory-compaction', CommandIDs.openArchive]
+    ['.jp-nbmemory-panel .nbmemory-compaction', CommandIDs.openArchive]
   ];
   menus.forEach(([selector, command, args], rank) =>
     app.contextMenu.addItem({ selector, command, args, rank: 10 + rank })

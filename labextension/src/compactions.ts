@@ -11,7 +11,7 @@ import type { Api, ICompaction } from './api';
 import type { CellOpener } from './cells';
 import type { TextRenderer } from './render';
 import type { Targets } from './targets';
-import { CompactionView } from './timeline';
+import { CompactionView } from './compactionView';
 
 /**
  * Give `widget` half the height of the vertical split it is in if its area there is under a
@@ -44,6 +44,7 @@ export class CompactionViews {
     private readonly api: Api,
     private readonly renderer: TextRenderer,
     private readonly targets: Targets,
+    private readonly back: (agent: string, archive: string) => void,
     private readonly openCell: CellOpener | null = null
   ) {}
 
@@ -63,6 +64,10 @@ export class CompactionViews {
       compaction,
       position,
       count,
+      () => {
+        main.dispose();
+        this.back(agent, compaction.archive);
+      },
       this.openCell
     );
     this.targets.watch(view.node);

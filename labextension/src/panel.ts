@@ -24,8 +24,10 @@ import { label, setVocabulary } from './views/vocabulary';
 import { AgentList } from './agents';
 import { MessageCards } from './cards';
 import { CellOpener } from './cells';
+import { button } from './dom';
 import { CompactionViews } from './compactions';
 import { el } from './views/dom';
+import { CompactionTimeline } from './views/timeline';
 import { IRolePage, MessageList } from './messages';
 import { PinnedNotes } from './notes';
 import { INotes } from './views/noteData';
@@ -35,7 +37,6 @@ import { TextRenderer } from './render';
 import { SearchSection } from './search';
 import { IMessageRef, Targets } from './targets';
 import { pageCount } from './views/paging';
-import { CompactionTimeline } from './timeline';
 import { ContextXray } from './views/xray';
 
 export const PANEL_ID = 'nbmemory-panel';
@@ -80,8 +81,8 @@ interface IDetail {
 /**
  * The sidebar: the agent list (`agents.ts`) and, for the selected agent, its context X-ray
  * (`views/xray.ts`), pinned notes (`notes.ts`), search (`search.ts`), message list (`messages.ts`,
- * its cards `cards.ts`) and compactions (`timeline.ts`, opened by `compactions.ts`), kept up to
- * date by polling (`polling.ts`). The panel holds what is selected and shown, and refreshes.
+ * its cards `cards.ts`) and compactions (`views/timeline.ts`, opened by `compactions.ts`), kept
+ * up to date by polling (`polling.ts`). The panel holds what is selected and shown, and refreshes.
  */
 export class MemoryPanel extends Panel {
   constructor(options: IPanelOptions) {
@@ -333,12 +334,27 @@ export class MemoryPanel extends Panel {
       this.api,
       options.renderer,
       this.targets,
+      (agent, archive) => {
+        if (agent === this.shownAgent) {
+          this.timeline.focusRow(archive);
+        }
+      },
       options.openCell ?? null
     );
-    this.timeline = new CompactionTimeline(
-      (compaction, position, count) => views.open(this.shownAgent, compaction, position, count),
-      archive => this.showArchive(archive)
-    );
+    this.timeline = new CompactionTimeline<ICompaction>({
+      open: (compaction, position, count) =>
+        views.open(this.shownAgent, compaction, position, count),
+      extras: ({ archive }) => {
+        const show = button(
+          'Show archive',
+          `Show ${archive} in the message list`,
+          () => this.showArchive(archive),
+          `Show archive ${archive}`
+        );
+        show.dataset.key = `show:${archive}`;
+        return [show];
+      }
+    });
     this.notes = new PinnedNotes(
       this.api,
       options.renderer,
@@ -454,7 +470,7 @@ export class MemoryPanel extends Panel {
   private search!: SearchSection;
   private messages!: MessageList;
   private cards!: MessageCards;
-  private timeline!: CompactionTimeline;
+  private timeline!: CompactionTimeline<ICompaction>;
   private agents: IAgent[] = [];
   private options: IPanelSettings = { ...DEFAULT_SETTINGS };
   /** The agent selected, and the one whose detail is drawn. */

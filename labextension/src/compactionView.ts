@@ -1,9 +1,8 @@
 /**
- * The compaction timeline ("what did it forget?"): every compaction of the selected agent, with
- * its time, the tokens before and after, and its archive; opening one shows, in the main area,
- * the summary beside the transcript it replaced (the archive, a page at a time), with each
- * dropped term (a name, number, date or identifier of the transcript that neither the summary
- * nor the pinned notes hold) listed and marked in the transcript.
+ * A compaction opened from the panel's timeline, in the main area: the views' compaction head
+ * (its line, dropped terms, summary and Back) beside the transcript it replaced (the archive, a
+ * page at a time), each dropped term (a name, number, date or identifier of the transcript that
+ * neither the summary nor the pinned notes hold) marked in the transcript.
  *
  * Summaries, transcripts and terms are untrusted text: they are rendered like messages
  * (sanitized Markdown or exact text) and marked by splitting text nodes, never as HTML.
@@ -17,86 +16,15 @@ import { el, setText } from './views/dom';
 import { number } from './views/format';
 import { shownNumbers } from './views/paging';
 import { markText, wholeWord } from './views/marks';
-import { archivedLine, compactionLine, droppedSection } from './views/compactions';
+import { CompactionHead, backOnEscape } from './views/compactionHead';
 import { TextRenderer } from './render';
 import { label, messageNumber } from './views/vocabulary';
 
 const PAGE_SIZE = 20;
 
-/** The compaction list of the sidebar; a compaction opens with `onOpen`. */
-export class CompactionTimeline {
-  constructor(
-    private readonly onOpen: (compaction: ICompaction, position: number, count: number) => void,
-    private readonly onShowArchive: (archive: string) => void
-  ) {
-    this.list = el('ol', 'jp-nbmemory-timeline', undefined, {
-      'aria-label': 'Compactions',
-      'data-testid': 'nbmemory-timeline'
-    });
-    const title = label('compactions', 'Compactions: what did it forget?');
-    this.node = el('section', 'jp-nbmemory-compactions', undefined, { 'aria-label': title });
-    this.node.append(el('h4', 'jp-nbmemory-section-title', title), this.list);
-  }
-
-  /** Show agent `agent`'s `compactions` (oldest first); `current` is the archive open in the
-   * message list. */
-  update(agent: string, compactions: ICompaction[], current: string | null): void {
-    const count = compactions.length;
-    this.list.replaceChildren(
-      ...compactions.map((compaction, position) => {
-        const row = el('li', 'jp-nbmemory-compaction', undefined, {
-          'data-testid': 'nbmemory-compaction',
-          'data-agent': agent,
-          'data-archive': compaction.archive,
-          'aria-current': String(compaction.archive === current)
-        });
-        const head = el('div', 'jp-nbmemory-compaction-head');
-        head.append(
-          el('span', 'jp-nbmemory-compaction-number', `#${position + 1}`),
-          el('time', 'jp-nbmemory-compaction-time', compaction.time, {
-            datetime: compaction.time
-          })
-        );
-        const figures = el('div', 'jp-nbmemory-agent-figures', compactionLine(compaction), {
-          'data-testid': 'nbmemory-compaction-figures'
-        });
-        const actions = el('div', 'jp-nbmemory-compaction-actions');
-        const open = button(
-          'What did it forget?',
-          'Open the summary beside the transcript it replaced',
-          () => this.onOpen(compaction, position, count),
-          `What did compaction ${position + 1} forget?`
-        );
-        open.dataset.key = `open:${compaction.archive}`;
-        const show = button(
-          'Show archive',
-          `Show ${compaction.archive} in the message list`,
-          () => this.onShowArchive(compaction.archive),
-          `Show archive ${compaction.archive}`
-        );
-        show.dataset.key = `show:${compaction.archive}`;
-        actions.append(open, show);
-        const archive = el('div', 'jp-nbmemory-compaction-archive', compaction.archive, {
-          title: 'The archive of this compaction: the transcript as it was'
-        });
-        row.append(head, figures, archive, actions);
-        return row;
-      })
-    );
-    if (!count) {
-      this.list.append(
-        el('li', 'jp-nbmemory-empty', label('no compactions', 'No compactions yet.'))
-      );
-    }
-  }
-
-  readonly node: HTMLElement;
-  private readonly list: HTMLOListElement;
-}
-
 /**
- * A compaction in the main area: the summary (left) beside the transcript it replaced (right,
- * paged), and the dropped terms, listed and marked wherever they occur in the transcript.
+ * A compaction in the main area: its head (left) beside the transcript it replaced (right,
+ * paged); Back and Escape close it.
  */
 export class CompactionView extends Widget {
   constructor(
@@ -106,6 +34,7 @@ export class CompactionView extends Widget {
     readonly compaction: ICompaction,
     position: number,
     count: number,
+    onBack: () => void,
     private readonly openCell: CellOpener | null = null
   ) {
     super();
@@ -120,66 +49,50 @@ export class CompactionView extends Widget {
       `${agent}: what compaction ${position + 1} of ${count} forgot (${compaction.archive})`;
     this.title.closable = true;
 
-    this.exact = el('input', '', undefined, { type: 'checkbox' });
-    this.exact.addEventListener('change', () => void this.renderAll());
-    const exactLabel = el('label', 'jp-nbmemory-exact', undefined, {
-      title: 'Show the summary and the transcript exactly as stored, with no Markdown'
-    });
-    exactLabel.append(this.exact, ' Exact text');
-
-    const header = el('header', 'jp-nbmemory-view-header');
-    header.append(
-      el('h2', 'jp-nbmemory-view-title', `${agent}: compaction ${position + 1} of ${count}`),
-      el('div', 'jp-nbmemory-view-figures', archivedLine(compaction), {
-        'data-testid': 'nbmemory-view-figures'
-      }),
-      exactLabel
-    );
-    const dropped = droppedSection(
-      compaction,
-      term => void this.find(term),
+    this.head = new CompactionHead(
+      {
+        render: (body, text) => this.renderer.render(body, text, this.exact.checked),
+        find: term => void this.find(term),
+        back: onBack
+      },
       'jp-nbmemory-dropped-mark'
     );
-
-    this.summary = el('div', 'jp-nbmemory-message-body jp-nbmemory-summary-body', undefined, {
-      'data-testid': 'nbmemory-summary'
-    });
-    const summary = el('section', 'jp-nbmemory-view-column', undefined, {
-      'aria-label': 'Summary'
-    });
-    summary.append(
-      el(
-        'h3',
-        'jp-nbmemory-section-title',
-        position + 1 === count
-          ? label('summary now', 'What the memory holds now')
-          : label('summary then', 'The summary this compaction wrote (a later one replaced it)')
-      ),
-      this.summary
-    );
-
+    this.head.node.classList.add('jp-nbmemory-view-column');
+    this.exact = el('input', '', undefined, { type: 'checkbox' });
+    this.exact.addEventListener('change', () => void this.renderAll());
     this.caption = el('span', 'jp-nbmemory-caption', '', { role: 'status' });
     this.pager = el('div', 'jp-nbmemory-viewbar');
     this.transcript = el('ol', 'jp-nbmemory-messages', undefined, {
       'aria-label': 'Transcript replaced',
       'data-testid': 'nbmemory-transcript'
     });
-    const transcript = el('section', 'jp-nbmemory-view-column', undefined, {
+    const columns = el('div', 'jp-nbmemory-view-columns');
+    columns.append(this.head.node, this.transcriptColumn());
+    this.node.append(columns);
+    backOnEscape(this.node, () => true, onBack);
+    void this.head.show(compaction, position, count);
+  }
+
+  /** The transcript it replaced: its title, "Exact text", the pager and the cards. */
+  private transcriptColumn(): HTMLElement {
+    const exactLabel = el('label', 'jp-nbmemory-exact', undefined, {
+      title: 'Show the summary and the transcript exactly as stored, with no Markdown'
+    });
+    exactLabel.append(this.exact, ' Exact text');
+    const column = el('section', 'jp-nbmemory-view-column', undefined, {
       'aria-label': 'Transcript replaced'
     });
-    transcript.append(
+    column.append(
       el(
         'h3',
         'jp-nbmemory-section-title',
         label('transcript', 'Transcript it replaced (the archive)')
       ),
+      exactLabel,
       this.pager,
       this.transcript
     );
-    const columns = el('div', 'jp-nbmemory-view-columns');
-    columns.append(summary, transcript);
-    this.node.append(header, dropped, columns);
-
+    return column;
   }
 
   static idFor(agent: string, archive: string): string {
@@ -214,7 +127,7 @@ export class CompactionView extends Widget {
 
   private async renderAll(): Promise<void> {
     const exact = this.exact.checked;
-    await this.renderer.render(this.summary, this.compaction.summary, exact);
+    await this.head.rerender();
     const page = this.page;
     if (!page) {
       return;
@@ -324,8 +237,8 @@ export class CompactionView extends Widget {
     }
   }
 
+  private readonly head: CompactionHead;
   private readonly exact: HTMLInputElement;
-  private readonly summary: HTMLElement;
   private readonly caption: HTMLElement;
   private readonly pager: HTMLElement;
   private readonly transcript: HTMLOListElement;
