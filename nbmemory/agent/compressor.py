@@ -239,6 +239,10 @@ class ContextCompressor:
         else:
             plan.check(agent)
         memory = agent.short_memory
+        if _unchanged(memory, plan):
+            return self._give_up(
+                agent, "the memory holds only its summary, and it would be written again"
+            )
         again = [*plan.kept, *plan.current]
         origins = _origins(memory, again)
         archive = memory.compact(plan.written, record=False)
@@ -486,6 +490,19 @@ def _origins(memory: Any, messages: list[dict[str, Any]]) -> list[Provenance | N
     lineage = provenance.lineage(docs) if docs is not None else provenance.EMPTY
     found = [lineage.provenance_of(message) for message in messages]
     return [replace(origin, copied=True) if origin else None for origin in found]
+
+
+def _unchanged(memory: Any, plan: CompactionPlan) -> bool:
+    """Whether carrying out ``plan`` would leave ``memory`` as it is: it holds only a summary,
+    and the plan writes the same one (its archive would be a copy of the memory)."""
+    static = getattr(memory, "static_messages", None)
+    history = memory.conversation_history[len(static()) if static else 0 :]
+    return (
+        not plan.kept
+        and not plan.current
+        and len(history) == 1
+        and content_text(history[0]["content"]).strip() == plan.written.strip()
+    )
 
 
 def _tokens_after(

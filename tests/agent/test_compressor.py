@@ -505,3 +505,19 @@ def test_a_summary_edited_after_the_preview_drops_what_its_measure_said():
     assert read_record(memory.docs, done.archive).missing == measured.missing
     assert done.tokens_after == measured.tokens_after == agent.next_request_tokens()
     assert [m["content"] for m in stored_messages("Edited")] == [edited]
+
+
+def test_a_memory_holding_only_its_summary_is_not_compacted_into_the_same_summary(workspace):
+    """Compacting again right after a compaction would archive a copy of the memory as it stays:
+    refused, with the reason, and nothing is written (no archive the views cannot list)."""
+    agent = Agent(agent_name="Twice", model_name=OFFLINE_MODEL, persistent_memory=True)
+    agent.run("The launch is on 2027-03-14.")
+    agent.compact()
+    before = stored("Twice")
+    with pytest.raises(CompactionError, match="only its summary"):
+        agent.compact()
+    assert stored("Twice") == before
+    archives = memory_path("Twice").parent / "archive"
+    assert len(list(archives.glob("*.md"))) == len(ReadModel().archives("Twice")) == 1
+    agent.run("And the budget is 40k EUR.")
+    assert agent.compact().archive is not None  # something new: compacted again
