@@ -13,7 +13,7 @@ from typing import Any
 from nbmemory.memory.note_history import VERSIONS, Change
 from nbmemory.memory.provenance import Cell
 from nbmemory.memory.run_settings import RunSettings, compaction_floor
-from nbmemory.views.tools import ToolMessage, tool_text
+from nbmemory.views.tool_calls import ToolMessage, tool_text
 from nbmemory.wording import (
     cell_words,
     compaction_words,

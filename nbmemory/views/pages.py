@@ -13,7 +13,7 @@ from typing import Any
 from nbmemory.memory.provenance import EMPTY as NO_LINEAGE
 from nbmemory.memory.provenance import Lineage
 from nbmemory.views.answers import Item, Page
-from nbmemory.views.tools import tool_message
+from nbmemory.views.tool_calls import tool_message
 
 
 def stored_text(content: Any) -> str:

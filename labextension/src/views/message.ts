@@ -19,7 +19,7 @@ import { shownText } from './text';
 import { label, messageNumber, showBidi } from './vocabulary';
 
 /** A tool call (`calls`, what the model `said` beside them) or a tool's `result` from `name`
- * (`nbmemory.views.tools.ToolMessage.to_json`). */
+ * (`nbmemory.views.tool_calls.ToolMessage.to_json`). */
 export interface IToolMessage {
   said?: string;
   calls?: { name: string; arguments: [string, string][] }[];

@@ -1,10 +1,10 @@
-"""Tool calls and results as people read them (nbmemory.views.tools)."""
+"""Tool calls and results as people read them (nbmemory.views.tool_calls)."""
 
 from __future__ import annotations
 
 import json
 
-from nbmemory.views.tools import ToolCall, ToolMessage, tool_message, tool_text
+from nbmemory.views.tool_calls import ToolCall, ToolMessage, tool_message, tool_text
 
 
 def call_of(name: str, arguments: object) -> dict:
