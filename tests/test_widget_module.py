@@ -21,8 +21,9 @@ term first), exact text, bidirectional controls, fold note, numbering, page butt
 maths come from views/; 92.73 KB once the views' context X-ray (each part's share, the
 window's end), the compaction preview (an edit measured again and kept through Preview again),
 the notes with their review (the approval setting, the headings, the restore's confirmation)
-and the message card (tool calls read as a name, arguments and a result) are the panel's too.
-benchmarks/run.py reports it."""
+and the message card (tool calls read as a name, arguments and a result) are the panel's too;
+93.15 KB once the page controls ("Page [n] of N" between the page buttons) and the list's
+caption are. benchmarks/run.py reports it."""
 
 SRC = ROOT / "labextension" / "src"
 
