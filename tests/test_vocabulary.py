@@ -168,14 +168,15 @@ READS = {
 
 def widget_words() -> dict[str, set[str]]:
     """The vocabulary's top-level keys, labels and phrases the widget's modules read: through
-    views/vocabulary.ts's functions (``label("back")``, ``phrase("page", ...)``,
+    views/vocabulary.ts's functions (``label("back")``, ``phrase("dropped", ...)``,
+    ``phraseAround("page", ...)``,
     ``pagerLabels(...)``, ``partStyle(...)``, ``reveal(...)``)."""
     text = "\n".join(path.read_text() for path in WIDGET if path.name != "vocabulary.ts")
     called = re.findall(rf"\b({'|'.join(READS)})\(", text)
     return {
         "keys": set().union(*(READS[name] for name in called)),
         "labels": set(re.findall(r"""\blabel\(\s*["']([^"']+)["']""", text)),
-        "phrases": set(re.findall(r"""\bphrase\(\s*["']([^"']+)["']""", text)),
+        "phrases": set(re.findall(r"""\bphrase(?:Around)?\(\s*["']([^"']+)["']""", text)),
     }
 
 

@@ -8,13 +8,17 @@
 import { Api, IItem, IMessageTokens, agentPath, query, reason } from './api';
 import { CellOpener, cellLine } from './cells';
 import { listMove } from './dom';
-import { el } from './views/dom';
+import { el, keepingFocus } from './views/dom';
 import { counted } from './views/format';
 import { anyCase } from './views/marks';
+import { pageControls } from './views/pager';
+import { pageCount } from './views/paging';
 import { IToolMessage, messageCard } from './views/message';
-import { IPagerOptions, PAGE_SIZE, keepingFocus, pager } from './pager';
 import { label } from './views/vocabulary';
 import { IMessageRef, MEMORY_FILE } from './targets';
+
+/** The panel's lists, a page at a time: the message list and the search results. */
+export const PAGE_SIZE = 20;
 
 export interface ICardsOptions {
   api: Api;
@@ -295,10 +299,15 @@ export abstract class PagedCards<V extends { offset: number }> {
     this.changed();
   }
 
-  /** The pager, at `offset` of `total`: what it pages in which order (`pager`), `go` to turn. */
-  protected showPager(options: Omit<IPagerOptions, 'size' | 'total'>): void {
+  /** The pager at `offset`: what it pages in which order (`pager`), `go` to an offset. */
+  protected showPager(options: { offset: number; pager: string; go: (offset: number) => void }): void {
+    const { offset, pager, go } = options;
+    const page = Math.floor(offset / PAGE_SIZE) + 1;
+    const pages = pageCount(this.total, PAGE_SIZE);
     keepingFocus(this.pager, () =>
-      this.pager.replaceChildren(pager({ ...options, total: this.total, size: PAGE_SIZE }))
+      this.pager.replaceChildren(
+        pageControls({ page, pages, pager, go: to => go((to - 1) * PAGE_SIZE) })
+      )
     );
   }
 

@@ -5,10 +5,9 @@
 import type { IPage } from './api';
 import { MessageCards, PagedCards } from './cards';
 import { button } from './dom';
-import { el } from './views/dom';
-import { counted, number } from './views/format';
-import { shownNumbers } from './views/paging';
-import { keepingFocus } from './pager';
+import { el, keepingFocus } from './views/dom';
+import { number } from './views/format';
+import { listCaption } from './views/paging';
 import { label } from './views/vocabulary';
 
 /** The message list: MEMORY.md or one archive, a page at a time, maybe one role only. */
@@ -67,14 +66,8 @@ export class MessageList extends PagedCards<IListView> {
     this.items = page.items;
     this.title.textContent = list.archive ? `Archive ${list.archive}` : 'Memory (MEMORY.md)';
     this.backToMemory.hidden = list.archive === null;
-    const order = newestFirst ? 'newest first' : 'oldest first';
-    const { total, offset, items } = page;
-    const role = list.role ? ` by ${list.role}` : '';
-    this.caption.textContent = items.length
-      ? `${shownNumbers(items)} of ${counted(total, 'message')}${role}, ${order}`
-      : list.role
-        ? `No messages by ${list.role}.`
-        : 'No messages.';
+    const { offset, items } = page;
+    this.caption.textContent = listCaption(items, page.total, list.role, newestFirst);
     // Roles: the file's, with counts; the chosen one stays even when it has none left.
     const roles = page.roles ?? [];
     const options = [el('option', '', 'All roles', { value: '' })];

@@ -22,16 +22,15 @@ import { Panel, Widget } from '@lumino/widgets';
 import { Api, IAgent, IAgents, ICompaction, IPage, agentPath, query, reason } from './api';
 import { label, setVocabulary } from './views/vocabulary';
 import { AgentList } from './agents';
-import { MessageCards } from './cards';
+import { MessageCards, PAGE_SIZE } from './cards';
 import { CellOpener } from './cells';
 import { button } from './dom';
 import { CompactionViews } from './compactions';
-import { el } from './views/dom';
+import { el, keepingFocus } from './views/dom';
 import { CompactionTimeline } from './views/timeline';
 import { IRolePage, MessageList } from './messages';
 import { PinnedNotes } from './notes';
 import { INotes } from './views/noteData';
-import { PAGE_SIZE, keepingFocus } from './pager';
 import { Poller } from './polling';
 import { TextRenderer } from './render';
 import { SearchSection } from './search';
@@ -40,7 +39,6 @@ import { pageCount } from './views/paging';
 import { ContextXray } from './views/xray';
 
 export const PANEL_ID = 'nbmemory-panel';
-export { PAGE_SIZE };
 
 /** The panel's settings (the `nbmemory:plugin` settings of JupyterLab). */
 export interface IPanelSettings {

@@ -30,3 +30,27 @@ export function el<K extends keyof HTMLElementTagNameMap>(
 export function setText(node: HTMLElement, text: string): void {
   node.textContent = showBidi(text);
 }
+
+/**
+ * Run `draw`, which replaces what is inside `container`, and put the focus back on the element
+ * with the same `data-key` if it was inside before, so a redraw never takes the focus away. When
+ * that element is disabled now (a page button at the end it turned to), the focus goes to the
+ * one its `data-focus-instead` names.
+ */
+export function keepingFocus(container: HTMLElement, draw: () => void): void {
+  const active = document.activeElement as HTMLElement | null;
+  const inside = active && container.contains(active);
+  const key = inside ? active.dataset.key : undefined;
+  const instead = inside ? active.dataset.focusInstead : undefined;
+  draw();
+  if (key === undefined) {
+    return;
+  }
+  const find = (k: string) => container.querySelector<HTMLElement>(`[data-key="${CSS.escape(k)}"]`);
+  const again = find(key);
+  if (again && (again as HTMLButtonElement).disabled && instead !== undefined) {
+    find(instead)?.focus();
+  } else {
+    again?.focus();
+  }
+}

@@ -2,6 +2,7 @@
  * Paging every paged list shares: how many pages, a wanted page kept within them, the page
  * buttons' words, and which messages a page shows.
  */
+import { counted } from './format';
 import { messageNumber, pagerLabels } from './vocabulary';
 
 /** The pages `total` items fill at `size` a page: at least one, even for none. */
@@ -33,4 +34,21 @@ export function shownNumbers(items: { index: number }[]): string {
 export function pageButtons(pager: string): { what: string; buttons: string[] } {
   const what = pager === 'results' ? 'results' : 'messages';
   return { what, buttons: pagerLabels(pager).map(label => `${label} ${what}`) };
+}
+
+/**
+ * What a page of a message list shows, said the same in every view: "#20–#1 of 10,000
+ * messages, newest first", "… by Finder" for one role's, "No messages." for none.
+ */
+export function listCaption(
+  items: { index: number }[],
+  total: number,
+  role: string,
+  newestFirst: boolean
+): string {
+  if (!items.length) {
+    return role ? `No messages by ${role}.` : 'No messages.';
+  }
+  const by = role ? ` by ${role}` : '';
+  return `${shownNumbers(items)} of ${counted(total, 'message')}${by}, ${newestFirst ? 'newest' : 'oldest'} first`;
 }

@@ -3,6 +3,7 @@
 // it. Whole texts of folded messages and copies come from the kernel.
 import { el, setText } from "../views/dom";
 import { number } from "../views/format";
+import { listCaption } from "../views/paging";
 import { type Finder, anyCase, wholeWord } from "../views/marks";
 import { type IMessage, type IToolMessage, messageCard } from "../views/message";
 import { label, messageNumber } from "../views/vocabulary";
@@ -46,15 +47,11 @@ function drawMessages(s, current) {
   if (current === "search") {
     setText(heading, model.get("search_caption")); // it quotes the query
     items = model.get("search_results");
-  } else if (current === "archive") {
-    const role = model.get("role");
-    heading.textContent = `Archive ${model.get("open_archive")}: ${number(model.get("archive_total"))} messages`
-      + (role ? ` from ${role}` : "");
-    items = model.get("archive_messages");
   } else {
-    const role = model.get("role");
-    heading.textContent = role ? `${number(model.get("listed_total"))} messages from ${role}` : "";
-    items = model.get("messages");
+    const archive = current === "archive";
+    items = model.get(archive ? "archive_messages" : "messages");
+    const total = model.get(archive ? "archive_total" : "listed_total");
+    heading.textContent = listCaption(items, total, model.get("role"), model.get("newest_first"));
   }
   list.replaceChildren(...items.map((item) => messageNode(s, item, current)));
   // An empty search says so in its caption, once.
