@@ -182,7 +182,7 @@ def test_the_xray_adds_up_to_the_engine_and_to_what_the_model_receives(
 
             # Tokens per message on demand: each message's own figure from the read model.
             widget.get_by_label("Tokens per message").check()
-            counts = widget.locator('[data-testid="message-tokens"]')
+            counts = widget.locator('[data-testid="message-tokens"][data-tokens]')  # counted
             expect(counts).to_have_count(6, timeout=WAIT_MS)
             expected = ReadModel().message_tokens("Xray", range(6)).tokens
             got = counts.evaluate_all("(nodes) => nodes.map((n) => Number(n.dataset.tokens))")

@@ -517,7 +517,6 @@ def test_a_memory_holding_only_its_summary_is_not_compacted_into_the_same_summar
     with pytest.raises(CompactionError, match="only its summary"):
         agent.compact()
     assert stored("Twice") == before
-    archives = memory_path("Twice").parent / "archive"
-    assert len(list(archives.glob("*.md"))) == len(ReadModel().archives("Twice")) == 1
+    assert len(ReadModel().archives("Twice")) == 1
     agent.run("And the budget is 40k EUR.")
     assert agent.compact().archive is not None  # something new: compacted again

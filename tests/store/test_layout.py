@@ -130,7 +130,7 @@ def test_the_command_imports_in_a_real_process(tmp_path: Path, database: str):
         "import",
         str(tmp_path / "swarms"),
     )
-    assert "imported 1 agent(s)" in done.stdout and "SwarmsAgent" in done.stdout
+    assert "imported 1 agent into" in done.stdout and "SwarmsAgent" in done.stdout
     assert (
         Workspace("x", database).agent("SwarmsAgent").read("MEMORY.md")
         == (FIXTURES / "swarms_16_memory.md").read_bytes()
