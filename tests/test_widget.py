@@ -777,6 +777,24 @@ def test_it_shows_as_a_static_summary_then_the_view(widgets, monkeypatch):
     assert shown == [{"nbmemory": where}, {}]
 
 
+def test_its_summary_reads_a_tool_call_as_the_views_do(widgets):
+    """The static summary lists a tool call and its result as every view reads them (name,
+    arguments, result), not as the JSON they are stored as."""
+    convo = persistent("Tooled")
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "weather", "arguments": '{"city": "Lyon"}'},
+    }
+    convo.add("Tooled", {"content": "", "tool_calls": [call]})
+    convo.add("Tool", {"tool_call_id": "c1", "name": "weather", "content": "Sunny"})
+    widget = settled(MemoryWidget(convo))
+    widgets.append(widget)
+    for form in (widget._static_bundle()["text/plain"], widget._static_bundle()["text/html"]):
+        assert "Calls weather" in form and "city: Lyon" in form and "Result of weather" in form
+        assert "tool_call_id" not in form and "tool_calls" not in form
+
+
 def test_on_the_database_it_shows_and_follows_the_same(widgets, database):
     agent = Agent(agent_name="Scribe", persistent_memory=True, context_length=3000)
     for i in range(3):

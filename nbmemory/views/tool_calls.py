@@ -44,6 +44,17 @@ class ToolMessage:
             return {"said": self.said, "calls": calls}
         return {"name": self.name, "result": self.result}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolMessage:
+        """The message :meth:`to_json` gave (a widget's ``messages`` trait holds it)."""
+        if "result" in data:
+            return cls(name=str(data.get("name", "")), result=str(data["result"]))
+        calls = tuple(
+            ToolCall(str(c["name"]), tuple((str(k), str(v)) for k, v in c["arguments"]))
+            for c in data.get("calls", [])
+        )
+        return cls(calls, said=str(data.get("said", "")))
+
     def cut(self, chars: int) -> ToolMessage:
         """This message with each text in it cut to its first ``chars`` characters."""
         calls = tuple(

@@ -15,6 +15,7 @@ from nbmemory.errors import AgentNotFoundError
 from nbmemory.jupyter.widget.state import compaction_rows
 from nbmemory.views.read_model import ReadModel
 from nbmemory.views.report import markdown_escape, visible
+from nbmemory.views.tool_calls import ToolMessage, tool_text
 from nbmemory.wording import counted
 
 if TYPE_CHECKING:
@@ -108,8 +109,14 @@ def summary_of(view: MemoryTraits | Figures) -> Summary:
         lines.append(
             f"{counted(len(pinned['notes']), 'pinned note')} ({pinned['tokens']:,} tokens)"
         )
-    newest = [(m["role"], m["timestamp"], m["text"]) for m in view.messages[:NEWEST_SHOWN]]
+    newest = [(m["role"], m["timestamp"], _readable(m)) for m in view.messages[:NEWEST_SHOWN]]
     return Summary(title, usage, lines, newest)
+
+
+def _readable(message: dict[str, Any]) -> str:
+    """A listed message's text as every view reads it: a tool call or result by name."""
+    tool = message.get("tool")
+    return message["text"] if not tool else tool_text(ToolMessage.from_json(tool))
 
 
 def figures_now(reader: ReadModel, name: str) -> Figures:
