@@ -419,13 +419,14 @@ class Notes:
 
         def edit(notes: list[str]) -> list[str]:
             for change in note_history.read(self.docs):
-                if change.n == n and change.change not in note_history.VERSIONS:
+                if change.n != n:
+                    continue
+                if change.change not in note_history.VERSIONS:
                     raise NoteNotFoundError(
                         f"change #{n} ({change.change}) made no version of the notes: "
                         "nothing to restore"
                     )
-                if change.n == n:
-                    return list(change.notes)
+                return list(change.notes)
             raise NoteNotFoundError(f"{self.path}: no recorded change #{n}")
 
         return self._change(edit, by, note_history.RESTORE, ref=n)
