@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import cache
@@ -599,3 +599,46 @@ def compaction_words(timeline: Locator, opened: Locator) -> dict[str, Any]:
         "rows": [row.evaluate(_WORDS) for row in rows.all()],
         "opened": head.evaluate(_WORDS),
     }
+
+
+EDIT_FACTS = (
+    "Crate QX-7781 leaves Lyon on 2024-05-02; Dana signs for it.",
+    "The budget for crate QX-7781 is 40k EUR.",
+)
+"""A memory whose summary by the offline model names Dana."""
+EDITED = "Crate QX-7781 leaves Lyon."
+"""A person's edit of that summary: it leaves Dana out."""
+
+
+def check_edited_preview(preview: Locator, again: Callable[[], None]) -> list[str]:
+    """What the panel's dialog and the widget both do with a person's edit of the model's
+    summary of ``EDIT_FACTS``: the edit is measured again (Dana is now dropped) without the
+    model, kept through Preview again (``again`` presses it and waits for the answer) until the
+    person discards it. Returns the terms listed once the summary is edited again, which
+    Compact must drop exactly."""
+    from playwright.sync_api import expect
+
+    summary = preview.get_by_test_id("nbmemory-compact-summary")
+    expect(summary).not_to_have_value("", timeout=WAIT_MS)
+    drafted = summary.input_value()
+    terms = preview.get_by_test_id("nbmemory-compact-term")
+    dana = terms.filter(has_text="Dana")
+    edited = preview.get_by_test_id("nbmemory-compact-edited")
+    expect(dana).to_have_count(0)  # the model's summary keeps it
+
+    summary.fill(EDITED)
+    expect(dana).to_have_count(1, timeout=WAIT_MS)
+    expect(preview.get_by_test_id("nbmemory-compact-tokens")).to_contain_text("dropped")
+    expect(edited).to_be_visible()
+
+    again()
+    expect(summary).to_have_value(EDITED)
+    expect(dana).to_have_count(1)
+    preview.get_by_test_id("nbmemory-compact-discard").click()
+    expect(summary).to_have_value(drafted)
+    expect(dana).to_have_count(0, timeout=WAIT_MS)
+    expect(edited).to_be_hidden()
+
+    summary.fill(EDITED)
+    expect(dana).to_have_count(1, timeout=WAIT_MS)
+    return [t.strip() for t in terms.all_inner_texts()]

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from browser import (
+    EDIT_FACTS,
     PINNED_THEN_PROPOSED,
     WAIT_MS,
+    check_edited_preview,
     check_note_review,
     jupyter_lab,
     lab_args,
@@ -651,8 +653,8 @@ def test_an_edited_summary_is_measured_and_kept_through_preview_again(
     from playwright.sync_api import expect
 
     convo = Conversation(name="Edit", memory_md_path=memory_path("Edit"))
-    convo.add("User", "Crate QX-7781 leaves Lyon on 2024-05-02; Dana signs for it.")
-    convo.add("User", "The budget for crate QX-7781 is 40k EUR.")
+    for fact in EDIT_FACTS:
+        convo.add("User", fact)
     root = tmp_path / "lab"
     root.mkdir()
     with jupyter_lab(root, extra_args=lab_args(tmp_path)) as server, open_lab(server) as page:
@@ -661,37 +663,19 @@ def test_an_edited_summary_is_measured_and_kept_through_preview_again(
         panel.get_by_test_id("nbmemory-agent").filter(has_text="Edit").click()
         panel.locator('[data-command="nbmemory:compact"]').click()
         dialog = page.locator(".jp-Dialog")
-        summary = dialog.get_by_test_id("nbmemory-compact-summary")
-        expect(summary).not_to_have_value("", timeout=WAIT_MS)
-        drafted = summary.input_value()
-        terms = dialog.get_by_test_id("nbmemory-compact-term")
-        expect(terms.filter(has_text="Dana")).to_have_count(0)  # the model's summary keeps it
         # It starts from the gauge's figure, for a memory no agent has run on yet.
         gauge = panel.get_by_test_id("nbmemory-agent").filter(has_text="Edit")
         before = f"{int(gauge.get_attribute('data-tokens') or 0):,} →"
-        expect(dialog.get_by_test_id("nbmemory-compact-tokens")).to_contain_text(before)
+        expect(dialog.get_by_test_id("nbmemory-compact-tokens")).to_contain_text(
+            before, timeout=WAIT_MS
+        )
 
-        # Edited: what it drops is measured for the edit, without asking the model.
-        summary.fill("Crate QX-7781 leaves Lyon.")
-        expect(terms.filter(has_text="Dana")).to_have_count(1, timeout=WAIT_MS)
-        expect(dialog.get_by_test_id("nbmemory-compact-tokens")).to_contain_text("dropped")
-        expect(dialog.get_by_test_id("nbmemory-compact-edited")).to_be_visible()
+        def again() -> None:  # the server answers the model's new summary beside the edit
+            with page.expect_response(lambda r: "keep" in (r.request.post_data or "")) as answer:
+                dialog.get_by_test_id("nbmemory-compact-again").click()
+            assert answer.value.json()["drafted"] and answer.value.json()["edited"]
 
-        # Preview again keeps the edit, and what it drops, until the person discards it.
-        with page.expect_response(lambda r: "keep" in (r.request.post_data or "")) as answered:
-            dialog.get_by_test_id("nbmemory-compact-again").click()
-        assert answered.value.json()["drafted"] and answered.value.json()["edited"]
-        expect(summary).to_have_value("Crate QX-7781 leaves Lyon.")
-        expect(terms.filter(has_text="Dana")).to_have_count(1)
-        dialog.get_by_test_id("nbmemory-compact-discard").click()
-        expect(summary).to_have_value(drafted)
-        expect(terms.filter(has_text="Dana")).to_have_count(0, timeout=WAIT_MS)
-        expect(dialog.get_by_test_id("nbmemory-compact-edited")).to_be_hidden()
-
-        # Compact with an edit drops exactly what the dialog listed.
-        summary.fill("Crate QX-7781 leaves Lyon.")
-        expect(terms.filter(has_text="Dana")).to_have_count(1, timeout=WAIT_MS)
-        listed = [t.strip() for t in terms.all_inner_texts()]
+        listed = check_edited_preview(dialog, again)
         dialog.get_by_test_id("nbmemory-compact-confirm").click()
         expect(dialog).to_have_count(0)
         toast = page.locator(".Toastify__toast").filter(has_text="Compacted Edit")

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from browser import (
+    EDIT_FACTS,
     PINNED_THEN_PROPOSED,
     WAIT_MS,
+    check_edited_preview,
     check_note_review,
     counting_server,
     execute,
@@ -309,11 +311,7 @@ def test_an_edited_summary_is_measured_and_kept_through_preview_again(tmp_path: 
 
     root = tmp_path / "lab"
     root.mkdir()
-    write_memory(
-        "Edit",
-        "Crate QX-7781 leaves Lyon on 2024-05-02; Dana signs for it.",
-        "The budget for crate QX-7781 is 40k EUR.",
-    )
+    write_memory("Edit", *EDIT_FACTS)
     write_notebook(root / "edit.ipynb", IMPORT, 'MemoryWidget("Edit")')
     with jupyter_lab(root) as server, open_notebook(server, "edit.ipynb", height=1600) as page:
         run_all_cells(page)
@@ -322,30 +320,12 @@ def test_an_edited_summary_is_measured_and_kept_through_preview_again(tmp_path: 
         status = widget.get_by_test_id("status")
         widget.get_by_test_id("compact").click()
         preview = widget.get_by_test_id("nbmemory-compact-preview")
-        summary = preview.get_by_test_id("nbmemory-compact-summary")
-        expect(summary).not_to_have_value("", timeout=WAIT_MS)
-        drafted = summary.input_value()
-        terms = preview.get_by_test_id("nbmemory-compact-term")
-        expect(terms.filter(has_text="Dana")).to_have_count(0)  # the model's summary keeps it
 
-        # Edited: what it drops is measured for the edit, without asking the model.
-        summary.fill("Crate QX-7781 leaves Lyon.")
-        expect(terms.filter(has_text="Dana")).to_have_count(1, timeout=WAIT_MS)
-        expect(preview.get_by_test_id("nbmemory-compact-edited")).to_be_visible()
+        def again() -> None:  # Python answers the model's new summary beside the edit
+            preview.get_by_test_id("nbmemory-compact-again").click()
+            expect(status).to_contain_text("Your edit is kept", timeout=WAIT_MS)
 
-        # Preview again keeps the edit, and what it drops, until the person discards it.
-        preview.get_by_test_id("nbmemory-compact-again").click()
-        expect(status).to_contain_text("Your edit is kept", timeout=WAIT_MS)
-        expect(summary).to_have_value("Crate QX-7781 leaves Lyon.")
-        expect(terms.filter(has_text="Dana")).to_have_count(1)
-        preview.get_by_test_id("nbmemory-compact-discard").click()
-        expect(summary).to_have_value(drafted)
-        expect(terms.filter(has_text="Dana")).to_have_count(0, timeout=WAIT_MS)
-
-        # Compact with an edit drops exactly what the preview listed.
-        summary.fill("Crate QX-7781 leaves Lyon.")
-        expect(terms.filter(has_text="Dana")).to_have_count(1, timeout=WAIT_MS)
-        listed = [t.strip() for t in terms.all_inner_texts()]
+        listed = check_edited_preview(preview, again)
         preview.get_by_test_id("nbmemory-compact-confirm").click()
         expect(status).to_contain_text("Compacted: ", timeout=WAIT_MS)
         [compaction] = ReadModel().compactions("Edit")
