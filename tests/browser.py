@@ -642,3 +642,35 @@ def check_edited_preview(preview: Locator, again: Callable[[], None]) -> list[st
     summary.fill(EDITED)
     expect(dana).to_have_count(1, timeout=WAIT_MS)
     return [t.strip() for t in terms.all_inner_texts()]
+
+
+def check_search_form(
+    scope: Locator, caption: Locator, ended: Callable[[], None], said: Callable[[bool], str]
+) -> None:
+    """The views' one search form, used in the panel or the widget as a person would: Enter
+    searches for "budget"; ticking "archives too" searches again, in the archives; an emptied
+    field ends the search (``ended`` checks that the view shows none) and the next search keeps
+    the tick; clearing the tick searches the memory alone again. ``caption`` is where the view
+    says what was found, and ``said(archives)`` what it must say."""
+    from playwright.sync_api import expect
+
+    field = scope.get_by_role("searchbox", name="Search messages", exact=True)
+    expect(field).to_have_attribute("placeholder", "Search messages (Enter)")
+    archives = scope.get_by_role("checkbox", name="archives too", exact=True)
+    expect(archives).not_to_be_checked()
+
+    field.fill("budget")
+    field.press("Enter")
+    expect(caption).to_have_text(said(False), timeout=WAIT_MS)
+    archives.check()
+    expect(caption).to_have_text(said(True), timeout=WAIT_MS)
+    field.fill("")
+    ended()
+    expect(archives).to_be_checked()
+    field.fill("budget")
+    field.press("Enter")
+    expect(caption).to_have_text(said(True), timeout=WAIT_MS)
+    archives.uncheck()
+    expect(caption).to_have_text(said(False), timeout=WAIT_MS)
+    field.fill("")
+    ended()

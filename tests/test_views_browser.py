@@ -15,6 +15,7 @@ import pytest
 
 from browser import (
     WAIT_MS,
+    check_search_form,
     compaction_words,
     counting_server,
     jupyter_lab,
@@ -31,6 +32,7 @@ from browser import (
 )
 from fake_openai import FakeOpenAI
 from nbmemory.views.read_model import ReadModel
+from nbmemory.wording import search_words
 
 pytestmark = pytest.mark.browser
 
@@ -454,6 +456,7 @@ def test_bidirectional_controls_never_reorder_text_in_the_widget_or_the_panel(
         message = widget.get_by_test_id("message").filter(has_text="Pay invoice")
         expect(message.locator(".content")).to_have_text(SHOWN_MIRRORED, timeout=WAIT_MS)
         widget.get_by_label("Search messages").fill(QUERY)
+        widget.get_by_label("Search messages").press("Enter")
         expect(widget.get_by_test_id("listing")).to_contain_text(SHOWN_QUERY, timeout=WAIT_MS)
         widget.get_by_label("Search messages").fill("")
 
@@ -577,7 +580,8 @@ def test_a_tool_call_an_empty_search_and_the_lists_controls_alike_in_the_panel_a
         expect(order).to_have_accessible_name(order.inner_text())  # "Newest first"
         for name in ("Exact text", "Tokens per message", "archives too"):
             expect(widget.get_by_role("checkbox", name=name, exact=True)).to_have_count(1)
-        widget.get_by_test_id("search").fill("zebra")
+        widget.get_by_test_id("nbmemory-search").fill("zebra")
+        widget.get_by_test_id("nbmemory-search").press("Enter")
         expect(widget.get_by_test_id("listing")).to_have_text(
             "No results for “zebra” in MEMORY.md. Tick “archives too” to look in the archives.",
             timeout=WAIT_MS,
@@ -606,16 +610,9 @@ def test_a_tool_call_an_empty_search_and_the_lists_controls_alike_in_the_panel_a
         assert page.evaluate("() => typeof window.__pwned") == "undefined"
 
 
-def test_the_panel_and_the_widget_say_the_same_of_each_compaction(
-    tmp_path: Path, workspace: Path
-) -> None:
-    """The compaction timeline and an opened compaction's head are one component: for the same
-    agent the panel and the widget list the same rows in the same order, in the same words,
-    and open a compaction with the same line, Back, dropped terms and summary; in the panel
-    too, Back or Escape gives the focus back to the row."""
-    require("jupyterlab", "playwright", "nbformat", "anywidget")
-    from playwright.sync_api import expect
-
+def ledger_notebook(tmp_path: Path) -> Path:
+    """A folder with a notebook showing the widget of agent Ledger, compacted twice: its memory
+    holds the last summary, its two archives what came before."""
     from nbmemory import Conversation
     from nbmemory.store import memory_path
 
@@ -628,6 +625,20 @@ def test_the_panel_and_the_widget_say_the_same_of_each_compaction(
     root = tmp_path / "lab"
     root.mkdir()
     write_notebook(root / "ledger.ipynb", "%load_ext nbmemory", "%memory Ledger --widget")
+    return root
+
+
+def test_the_panel_and_the_widget_say_the_same_of_each_compaction(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The compaction timeline and an opened compaction's head are one component: for the same
+    agent the panel and the widget list the same rows in the same order, in the same words,
+    and open a compaction with the same line, Back, dropped terms and summary; in the panel
+    too, Back or Escape gives the focus back to the row."""
+    require("jupyterlab", "playwright", "nbformat", "anywidget")
+    from playwright.sync_api import expect
+
+    root = ledger_notebook(tmp_path)
     with (
         jupyter_lab(root, extra_args=lab_args(tmp_path)) as server,
         open_notebook(server, "ledger.ipynb", height=1600) as page,
@@ -661,3 +672,46 @@ def test_the_panel_and_the_widget_say_the_same_of_each_compaction(
         page.keyboard.press("Escape")
         expect(view).to_have_count(0)
         expect(rows.nth(1)).to_be_focused()
+
+
+def test_the_panel_and_the_widget_search_through_one_form(tmp_path: Path, workspace: Path) -> None:
+    """The search form is one component: in the widget and in the panel, Enter searches, ticking
+    "archives too" searches again, an emptied field ends the search and the tick is kept for the
+    next one; both say what was found in the read model's figures."""
+    require("jupyterlab", "playwright", "nbformat", "anywidget")
+    from playwright.sync_api import expect
+
+    root = ledger_notebook(tmp_path)
+    reader = ReadModel(workspace)
+
+    def said(archives: bool) -> str:
+        found = reader.search("Ledger", "budget", archives=archives)
+        assert found.total >= (3 if archives else 1)
+        return search_words("budget", found.total, 0, len(found.items), archives, None)
+
+    with (
+        jupyter_lab(root, extra_args=lab_args(tmp_path)) as server,
+        open_notebook(server, "ledger.ipynb", height=1600) as page,
+    ):
+        run_all_cells(page)
+        widget = page.get_by_test_id("nbmemory-widget")
+        listing = widget.get_by_test_id("listing")
+        expect(listing).to_have_text("#1 of 1 message, newest first", timeout=WAIT_MS)
+        check_search_form(
+            widget,
+            listing,
+            lambda: expect(listing).to_have_text("#1 of 1 message, newest first"),
+            said,
+        )
+
+        page.locator(PANEL_TAB).click()
+        panel = page.get_by_test_id("nbmemory-panel")
+        panel.get_by_test_id("nbmemory-agent").filter(has_text="Ledger").click()
+        expect(panel.get_by_test_id("nbmemory-message")).to_have_count(1, timeout=WAIT_MS)
+        results = panel.get_by_test_id("nbmemory-search-section")
+        check_search_form(
+            panel,
+            panel.get_by_test_id("nbmemory-search-caption"),
+            lambda: expect(results).to_be_hidden(),
+            said,
+        )

@@ -170,6 +170,7 @@ def test_the_widget_the_panel_and_memory_say_the_same_thing(
         found = reader.search("ResearchAgent", "bold")
         caption = search_words("bold", found.total, 0, len(found.items[:20]), False, None)
         widget.get_by_label("Search messages").fill("bold")
+        widget.get_by_label("Search messages").press("Enter")
         expect(widget.get_by_test_id("listing")).to_have_text(caption)
 
         # The panel: Show Agent Memory puts the focus on the agent list, as the README says;

@@ -350,6 +350,7 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
 
         # Search: the hit count, every page reachable (no stop at 100), matches marked.
         widget.get_by_label("Search messages").fill("budget")
+        widget.get_by_label("Search messages").press("Enter")
         expect(listing).to_have_text(search_words("budget", 150, 0, 20, False, None))
         expect(pager).to_have_value("1")
         expect(pages).to_have_text("Page  of 8")
@@ -373,12 +374,14 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
         expect(widget.locator("img")).to_have_count(0)
         expect(widget.locator(".content b")).to_have_count(0)
         widget.get_by_label("Search messages").fill("no such words")
+        widget.get_by_label("Search messages").press("Enter")
         expect(listing).to_have_text(search_words("no such words", 0, 0, 0, False, None))
         expect(messages).to_have_count(0)
         expect(pager).to_be_hidden()  # one page: nothing to turn
 
         # A role: its messages only, searched and paged alone.
         widget.get_by_label("Search messages").fill("budget")
+        widget.get_by_label("Search messages").press("Enter")
         widget.get_by_label("Show the messages of one role").select_option("Finder")
         expect(listing).to_contain_text(
             "74 messages with “budget” in MEMORY.md among Finder's messages"
@@ -401,6 +404,22 @@ def test_search_paging_roles_jumps_and_copy(tmp_path: Path, app: str) -> None:
         expect(messages.first).to_have_attribute("data-index", "0")
         widget.get_by_role("button", name="Newest messages").click()
         expect(messages.last).to_have_attribute("data-index", "154")
+        widget.get_by_role("button", name="Oldest messages").click()
+
+        # A page number being typed stays through a redraw (a message written by another
+        # object arrives), and Enter then turns to it.
+        pager.fill("3")
+        execute(
+            page,
+            "from nbmemory import Conversation\nfrom nbmemory.store import memory_path\n"
+            "Conversation(name='Finder', memory_md_path=memory_path('Finder'))"
+            ".add('User', 'A late budget line.')",
+        )
+        expect(listing).to_have_text("#1\u2013#20 of 156 messages, oldest first")
+        expect(pager).to_have_value("3")
+        expect(pager).to_be_focused()
+        pager.press("Enter")
+        expect(messages.first).to_have_attribute("data-index", "40")
         widget.get_by_role("button", name="Oldest messages").click()
 
         # Copy: the stored text exactly, the whole of a folded message too.
@@ -612,6 +631,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
         search = widget.get_by_label("Search messages")
         search.focus()
         page.keyboard.type("line")
+        page.keyboard.press("Enter")
         expect(widget.locator('[data-testid="listing"]')).to_contain_text("5 messages with")
         page.keyboard.press("Tab")
         expect(widget.get_by_label("archives too")).to_be_focused()
@@ -665,6 +685,7 @@ def test_every_control_is_named_usable_by_keyboard_and_every_mark_contrasts(
             timeout=WAIT_MS,
         )
         search.fill("line")
+        search.press("Enter")
         expect(widget.locator('[data-testid="messages"] mark.hit').first).to_be_visible()
         dark = check_contrast(widget, "dark")
         search.fill("")

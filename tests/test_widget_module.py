@@ -13,7 +13,7 @@ import pytest
 from nbmemory.jupyter.widget import MemoryWidget, es_module
 from support import ROOT
 
-MAX_KB = 95.3
+MAX_KB = 95.7
 """The built module's size. The hand-written modules inlined at import time weighed 95.15 KB
 (95.3 KB allowed, issue 24); built from TypeScript, minified, with marked 18.2.1 inside, it is
 79.85 KB (issue 38); 81.57 KB once its marks (the panel's: through inline elements, longest
@@ -24,7 +24,9 @@ the notes with their review (the approval setting, the headings, the restore's c
 and the message card (tool calls read as a name, arguments and a result) are the panel's too;
 94.43 KB once the compaction timeline and an opened compaction's head are the views' too;
 94.82 KB once the page controls ("Page [n] of N" between the page buttons) and the list's
-caption are. benchmarks/run.py reports it."""
+caption are; 95.54 KB once the search form (Enter searches, "archives too" searches again) is
+the views' too, 0.4 KB above the hand-written module that had none of these. benchmarks/run.py
+reports it."""
 
 SRC = ROOT / "labextension" / "src"
 

@@ -154,8 +154,8 @@ export class MemoryPanel extends Panel {
   set settings(value: IPanelSettings) {
     const before = this.options;
     this.options = { ...value };
-    if (before.searchArchives !== value.searchArchives && !this.search.view) {
-      this.search.archivesToo.checked = value.searchArchives;
+    if (before.searchArchives !== value.searchArchives) {
+      this.search.archivesDefault = value.searchArchives;
     }
     if (before.pollInterval !== value.pollInterval) {
       this.poller.start();

@@ -1,5 +1,5 @@
 /**
- * The panel's search: a form of its own (the field, "archives too"), and its results, a
+ * The panel's search: the views' search form (`views/searchForm.ts`), and its results, a
  * section apart from the message list with a hit count and pages. Its cards are
  * `MessageCards'`, with the matches marked.
  */
@@ -8,7 +8,8 @@ import { MessageCards, PagedCards } from './cards';
 import { button } from './dom';
 import { el, setText } from './views/dom';
 import { counted, number } from './views/format';
-import { label, phrase } from './views/vocabulary';
+import { ISearchForm, searchForm } from './views/searchForm';
+import { phrase } from './views/vocabulary';
 
 /** What a search found, as every view says it (`wording.search_words`). */
 export function searchWords(
@@ -46,21 +47,21 @@ export class SearchSection extends PagedCards<ISearchView> {
   /** `changed()` is called when the search shown changes. */
   constructor(cards: MessageCards, changed: () => void) {
     super(cards, 'Search results', 'nbmemory-search-results', changed);
-    this.input = el('input', 'jp-mod-styled jp-nbmemory-search-input', undefined, {
-      type: 'search',
-      placeholder: `${label('search placeholder', 'Search messages')} (Enter)`,
-      'aria-label': 'Search messages',
-      'data-testid': 'nbmemory-search'
+    this.searchForm = searchForm({
+      search: (query, archives) => {
+        this.archives = archives;
+        if (query) {
+          this.go({ query, archives, offset: 0 });
+        } else {
+          this.close();
+        }
+      },
+      shown: () => this.view !== null,
+      archives: checked => {
+        this.archives = checked;
+      }
     });
-    this.archivesToo = el('input', '', undefined, { type: 'checkbox' });
-    const archivesToo = el('label', 'jp-nbmemory-archives-too');
-    archivesToo.append(this.archivesToo, ' archives too');
-    this.form = el('form', 'jp-nbmemory-search', undefined, { role: 'search' });
-    this.form.append(this.input, archivesToo);
-    this.form.addEventListener('submit', event => {
-      event.preventDefault();
-      this.run(this.input.value);
-    });
+    this.form = this.searchForm.node;
     this.title = el('h4', 'jp-nbmemory-section-title', 'Search results');
     this.caption = el('div', 'jp-nbmemory-caption', '', {
       role: 'status',
@@ -69,7 +70,10 @@ export class SearchSection extends PagedCards<ISearchView> {
     const closeSearch = button(
       'Close search',
       'Close the search results',
-      () => this.close(),
+      () => {
+        this.close();
+        this.searchForm.focus();
+      },
       'Close search'
     );
     const searchHead = el('div', 'jp-nbmemory-section-bar');
@@ -86,22 +90,27 @@ export class SearchSection extends PagedCards<ISearchView> {
   readonly form: HTMLFormElement;
   /** The results. */
   readonly node: HTMLElement;
-  /** "archives too": whether a new search looks in the archives. */
-  readonly archivesToo: HTMLInputElement;
   /** The search shown, if any. */
   view: ISearchView | null = null;
 
+  /** "archives too" as `archives` for the next search, unless a search is shown. */
+  set archivesDefault(archives: boolean) {
+    if (!this.view) {
+      this.archives = archives;
+      this.searchForm.show('', archives);
+    }
+  }
+
   /** No search, and "archives too" as `archives` (another agent was selected). */
   reset(archives: boolean): void {
-    this.input.value = '';
     this.view = null;
-    this.archivesToo.checked = archives;
+    this.archives = archives;
+    this.searchForm.show('', archives);
   }
 
   /** Put the focus in the search field. */
   focus(): void {
-    this.input.focus();
-    this.input.select();
+    this.searchForm.focus();
   }
 
   /** The results: `found`, for the search shown, among the messages of `role` (or all). */
@@ -128,23 +137,14 @@ export class SearchSection extends PagedCards<ISearchView> {
     });
   }
 
-  private run(text: string): void {
-    const q = text.trim();
-    if (!q) {
-      this.close();
-      return;
-    }
-    this.go({ query: q, archives: this.archivesToo.checked, offset: 0 });
-  }
-
   private close(): void {
-    this.input.value = '';
     this.view = null;
+    this.searchForm.show('', this.archives);
     this.changed();
-    this.input.focus();
   }
 
-  private readonly input: HTMLInputElement;
+  private readonly searchForm: ISearchForm;
+  private archives = false;
   private readonly title: HTMLElement;
   private readonly caption: HTMLElement;
 }

@@ -35,13 +35,16 @@ export function setText(node: HTMLElement, text: string): void {
  * Run `draw`, which replaces what is inside `container`, and put the focus back on the element
  * with the same `data-key` if it was inside before, so a redraw never takes the focus away. When
  * that element is disabled now (a page button at the end it turned to), the focus goes to the
- * one its `data-focus-instead` names.
+ * one its `data-focus-instead` names. A field someone was typing in keeps what they typed, unless
+ * the redraw shows another value in it (the page they asked for has come).
  */
 export function keepingFocus(container: HTMLElement, draw: () => void): void {
   const active = document.activeElement as HTMLElement | null;
   const inside = active && container.contains(active);
   const key = inside ? active.dataset.key : undefined;
   const instead = inside ? active.dataset.focusInstead : undefined;
+  const typing = active instanceof HTMLInputElement && active.value !== active.defaultValue;
+  const typed = typing ? { value: active.value, shown: active.defaultValue } : null;
   draw();
   if (key === undefined) {
     return;
@@ -50,7 +53,10 @@ export function keepingFocus(container: HTMLElement, draw: () => void): void {
   const again = find(key);
   if (again && (again as HTMLButtonElement).disabled && instead !== undefined) {
     find(instead)?.focus();
-  } else {
-    again?.focus();
+    return;
   }
+  if (typed && again instanceof HTMLInputElement && again.defaultValue === typed.shown) {
+    again.value = typed.value;
+  }
+  again?.focus();
 }

@@ -1,6 +1,6 @@
 // The display bar's own controls (the role filter, "Exact text", "Tokens per message"; the
-// search field before them is search.js's) and the navigation bar: the order, the pages, the
-// archives and the Compact button (a preview first: preview.js).
+// search form before them is search.ts's) and the navigation bar: the order, the pages, the
+// archives and the Compact button (a preview first: preview.ts).
 import { el, keepingFocus } from "../views/dom";
 import { number } from "../views/format";
 import { pageControls } from "../views/pager";

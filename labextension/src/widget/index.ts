@@ -72,7 +72,7 @@ async function render({ model, el: root }: { model: Model; el: HTMLElement }) {
   const head = el("div", "head", undefined, { "data-testid": "summary-line" });
   head.append(live.toggle, gauge.name, gauge.miniGauge, gauge.usage, gauge.brief);
   const bar = el("div", "bar", undefined, { role: "group", "aria-label": "Search and display" });
-  bar.append(search.search, search.archivesLabel, controls.roleFilter, controls.exactLabel, controls.perMessageLabel);
+  bar.append(search.form, controls.roleFilter, controls.exactLabel, controls.perMessageLabel);
   details.append(gauge.xray.node, gauge.counts, gauge.notes, notes.pinned, compactions.timeline, bar, controls.nav,
     preview.area, status, streaming, inspect);
   widget.append(head, live.offline, details);

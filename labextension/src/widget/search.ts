@@ -1,20 +1,24 @@
-// Search: the field and "archives too" (at the start of the display bar). What it found is
-// worded in Python (the `search_caption` trait, as the panel words it).
-import { el } from "../views/dom";
-import { label } from "../views/vocabulary";
+// Search: the views' search form (../views/searchForm.ts) bound to the `query` and
+// `search_archives` traits. What it found is worded in Python (the `search_caption` trait, as
+// the panel words it) and listed by messages.ts.
+import { searchForm } from "../views/searchForm";
+import type { Model } from "./model";
 
-function searchView(model) {
-  const search = el("input", "", undefined, { type: "search", placeholder: label("search placeholder"), "data-testid": "search", "aria-label": label("search placeholder") });
-  const inArchives = el("input", "", undefined, { type: "checkbox", "data-testid": "search-archives" });
-  const archivesLabel = el("label", "", " archives too");
-  archivesLabel.prepend(inArchives);
-  search.oninput = () => { model.set("query", search.value); model.save_changes(); };
-  inArchives.onchange = () => { model.set("search_archives", inArchives.checked); model.save_changes(); };
-  function draw() {
-    inArchives.checked = model.get("search_archives");
-    if (document.activeElement !== search) search.value = model.get("query");
-  }
-  return { search, archivesLabel, draw };
+function searchView(model: Model) {
+  const form = searchForm({
+    search: (query, archives) => {
+      model.set("query", query);
+      model.set("search_archives", archives);
+      model.save_changes();
+    },
+    shown: () => Boolean(model.get("query").trim()),
+    archives: (checked) => {
+      model.set("search_archives", checked);
+      model.save_changes();
+    },
+  });
+  const draw = () => form.show(model.get("query"), model.get("search_archives"));
+  return { form: form.node, draw };
 }
 
 export { searchView };
