@@ -39,7 +39,14 @@ from nbmemory.store.atomic import write_atomic
 from nbmemory.views.in_ram import usage_in_ram
 from nbmemory.views.pages import to_items
 from nbmemory.views.read_model import ReadModel
-from nbmemory.views.report import AgentTable, MessageList, TextBlock, preview_report, usage_line
+from nbmemory.views.report import (
+    AgentTable,
+    MessageList,
+    TextBlock,
+    compacted_line,
+    preview_report,
+    usage_line,
+)
 from nbmemory.wording import FOLD_CHARS, counted, review_words
 
 _UPDATE_EVERY = 0.05  # seconds between redraws of a streaming answer
@@ -577,10 +584,8 @@ class NbMemoryMagics(Magics):
     def _compacted(self, name: str, compaction: Compaction, what: str) -> TextBlock:
         """What a compaction did, as ``%compact`` and a run that compacted report it."""
         archive, left_out = compaction.archive, compaction.missing
-        done = self._reader().compactions(name)
-        figures = done[-1].figures if archive and done else "nothing archived"
-        where = f"; raw transcript archived to {archive}" if archive else ""
-        report = f"{what} {name}: {figures}{where}"
+        done = self._reader().compactions(name) if archive else []
+        report = compacted_line(name, archive.name if archive else None, done, what)
         if left_out:
             shown = ", ".join(left_out[:12]) + (", …" if len(left_out) > 12 else "")
             report += f"\nLeft out of the summary (still in the archive): {shown}"

@@ -93,13 +93,16 @@ def usage_report(info: AgentInfo, archives: list[ArchiveInfo]) -> str:
     )
 
 
-def compacted_line(name: str, archive: str | None, compactions: list[CompactionInfo]) -> str:
+def compacted_line(
+    name: str, archive: str | None, compactions: list[CompactionInfo], what: str = "Compacted"
+) -> str:
     """What a compaction that wrote ``archive`` (a file name) did, by its figures among the
-    agent's ``compactions``: what ``nbmemory compact`` prints and MCP's ``compact`` answers."""
+    agent's ``compactions``: what ``nbmemory compact`` and ``%compact`` print and MCP's
+    ``compact`` answers (``what`` says who compacted: "Compacted", "Compacted on the way")."""
     done = next((c for c in compactions if c.archive == archive), None)
     if archive is None or done is None:
-        return f"Compacted {name}: nothing archived"
-    return f"Compacted {name}: {done.figures}; raw transcript archived to {archive}"
+        return f"{what} {name}: nothing archived"
+    return f"{what} {name}: {done.figures}; raw transcript archived to {archive}"
 
 
 def note_history_report(name: str, changes: list[Change], command: str) -> str:
