@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import re
 import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -41,6 +42,9 @@ VERSIONS = (PIN, UNPIN, REPLACE, RESTORE, ACCEPT, OUTSIDE)
 """The changes that made a version of the notes: what a person may restore. A proposal, a
 rejection or an approval setting left the notes as they were."""
 
+_ANONYMOUS_ID = re.compile(r"[0-9a-f]{32}")
+"""jupyter_server's username for an anonymous user: a random UUID's 32 hex digits."""
+
 
 @dataclass(frozen=True)
 class Author:
@@ -56,8 +60,11 @@ class Author:
     after: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """``person (cli)``, ``model in run "…" after fetch_page``: as every view says it."""
-        said = f"{self.who}{f' {self.user}' if self.user else ''} ({self.via})"
+        """``person ada (cli)``, ``model in run "…" after fetch_page``: as every view says it.
+        The random id an earlier panel recorded for an anonymous Jupyter user names no one,
+        so it is left out."""
+        user = None if self.user and _ANONYMOUS_ID.fullmatch(self.user) else self.user
+        said = f"{self.who}{f' {user}' if user else ''} ({self.via})"
         if self.run:
             said += f" in run {_quoted(self.run)}"
         if self.after:

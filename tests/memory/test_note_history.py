@@ -88,6 +88,20 @@ def test_a_change_made_outside_nbmemory_is_shown_and_then_recorded(docs):
     assert notes.restore(1) == ["Budget: 40k EUR."]
 
 
+def test_a_person_is_named_and_an_old_panels_random_id_is_not_shown(docs):
+    notes = Notes(docs)
+    notes.add("Budget: 40k EUR.", by=Author("person", "panel", user="Anonymous Io"))
+    # An earlier panel recorded jupyter_server's random username of an anonymous user.
+    notes.add(
+        "Office: Lyon.", by=Author("person", "panel", user="6b18b9ed256149d7bd46e7300fdb0bbc")
+    )
+    notes.add("Desk: 4.", by=Author("person", "cli", user="deadbeef"))
+    said = [change.describe() for change in read(docs)]
+    assert "person Anonymous Io (panel)" in said[0]
+    assert "person (panel)" in said[1] and "6b18b9ed" not in said[1]
+    assert "person deadbeef (cli)" in said[2]  # a login is a name, whatever its letters
+
+
 def test_a_proposal_changes_nothing_until_a_person_accepts_it(docs):
     notes = Notes(docs)
     notes.add("Budget: 40k EUR.")
