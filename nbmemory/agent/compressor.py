@@ -250,7 +250,7 @@ class ContextCompressor:
         try:
             for message, origin in zip(again, origins, strict=True):
                 memory.provenance = origin
-                memory.add(message["role"], message["content"])
+                memory.add(message["role"], message["content"], timestamp=message.get("timestamp"))
         finally:
             memory.provenance = running
         self._wait_until = None

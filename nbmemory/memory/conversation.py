@@ -23,7 +23,7 @@ from nbmemory.errors import MemoryFormatError, MemoryWarning, NbmemoryError
 from nbmemory.memory import provenance, search
 from nbmemory.memory.block_counts import BlockCounts
 from nbmemory.memory.compactions import compaction_of, write_record
-from nbmemory.memory.messages import check_role, exported_messages, is_blank
+from nbmemory.memory.messages import check_role, check_timestamp, exported_messages, is_blank
 from nbmemory.memory.notes import Notes
 from nbmemory.memory.preload import (
     PRELOAD_MARKER,
@@ -334,15 +334,24 @@ class Conversation(SwarmsConversation):
         content: Any,
         metadata: dict[str, Any] | None = None,
         category: str | None = None,
+        *,
+        timestamp: str | None = None,
     ) -> dict[str, Any]:
         """Add a message; with a memory file it is on disk before this returns (but for empty
         or blank text and ``None``, which swarms keeps out of MEMORY.md too).
 
-        Raises ``ValueError`` for a bad role and ``OSError`` if the disk write fails, in which
-        case the message is not added. A ``KeyboardInterrupt`` once the message is stored
-        leaves it in the history too: the history and the memory agree.
+        ``timestamp`` (ISO 8601, as the block headings show it) is when the message was said,
+        for one added again (a compaction keeps it word for word); by default, now.
+
+        Raises ``ValueError`` for a bad role or timestamp and ``OSError`` if the disk write
+        fails, in which case the message is not added. A ``KeyboardInterrupt`` once the message
+        is stored leaves it in the history too: the history and the memory agree.
         """
-        message = {"role": check_role(role), "content": content, "timestamp": now_iso()}
+        message = {
+            "role": check_role(role),
+            "content": content,
+            "timestamp": now_iso() if timestamp is None else check_timestamp(timestamp),
+        }
         if metadata:
             message["metadata"] = metadata
         if category:

@@ -7,6 +7,7 @@ history but, as in swarms, is never written to MEMORY.md.
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,18 @@ def check_role(role: object) -> str:
     if "\n" in role or "\r" in role:
         raise ValueError(f"role must be one line, not {role!r}")
     return role
+
+
+def check_timestamp(timestamp: object) -> str:
+    """``timestamp``, if it is an ISO 8601 date and time that heads a block as it is; else
+    ``ValueError``."""
+    try:
+        if isinstance(timestamp, str) and timestamp == timestamp.strip():
+            datetime.datetime.fromisoformat(timestamp)
+            return timestamp
+    except ValueError:
+        pass
+    raise ValueError(f"timestamp must be an ISO 8601 date and time, not {timestamp!r}")
 
 
 def is_blank(content: Any) -> bool:

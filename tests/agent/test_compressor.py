@@ -120,6 +120,44 @@ def test_the_last_exchange_is_kept_word_for_word_and_the_loss_is_recorded(openai
     assert read_record(agent.short_memory.docs, compaction.archive) == compaction
 
 
+def test_a_message_kept_word_for_word_keeps_the_time_it_was_said(openai_server, monkeypatch):
+    from nbmemory.memory import conversation
+
+    clock = ["2024-01-05T09:00:00"]
+    monkeypatch.setattr(conversation, "now_iso", lambda: clock[0])
+    agent = http_agent(openai_server)
+    agent._context_compressor = ContextCompressor(keep_dropped=False)
+    fill_to_just_below_threshold(agent)
+    agent.run("short task about the Zephyr account")
+    clock[0] = "2024-01-06T17:30:00"  # the next day's run compacts
+    openai_server.reply("Budget lines were recorded.")
+    openai_server.reply("Done.")
+    agent.run(LONG_TASK)
+    then, now = "2024-01-05T09:00:00", "2024-01-06T17:30:00"
+    said = [(m["content"], m["timestamp"]) for m in stored_messages("Worker")]
+    assert said[0][1] == now  # the summary is written now
+    assert said[1:] == [
+        ("short task about the Zephyr account", then),
+        ("ok", then),
+        (LONG_TASK, now),
+        ("Done.", now),
+    ]
+    kept = [m["timestamp"] for m in agent.short_memory.conversation_history[-4:]]
+    assert kept == [then, then, now, now]
+
+
+def test_a_message_added_with_a_time_keeps_it_and_a_bad_time_is_refused(workspace):
+    from nbmemory import Conversation
+
+    convo = Conversation(name="Clock", memory_md_path=memory_path("Clock"))
+    convo.add("User", "Said yesterday.", timestamp="2024-01-05T09:00:00")
+    assert stored_messages("Clock")[-1]["timestamp"] == "2024-01-05T09:00:00"
+    for bad in ("yesterday", "2024-01-05T09:00:00\n### User", " 2024-01-05", 20240105):
+        with pytest.raises(ValueError, match="timestamp must be an ISO 8601"):
+            convo.add("User", "Never written.", timestamp=bad)
+    assert [m["content"] for m in stored_messages("Clock")] == ["Said yesterday."]
+
+
 @pytest.mark.parametrize(
     "failure",
     [
