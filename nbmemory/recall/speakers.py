@@ -42,7 +42,8 @@ _ECHOED = 20
 
 
 _LABEL = re.compile(
-    r"(?:[\[(][^\])\n]{1,60}[\])][ \t]*)?([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}): (?=\S)"
+    r"(?:[\[(][^\])\n]{1,60}[\])][ \t]*)?"
+    r"([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[a-z][a-z'-]{2,19}): (?=\S)"
 )
 _HEADINGS = frozenset(
     "note notes update reminder summary answer question decision todo warning error edit ps fyi "
@@ -80,8 +81,9 @@ def answered_text(messages: list[dict[str, Any]], k: int, agent: str) -> str | N
 
 def teller_and_text(role: str, text: str | None) -> tuple[str, str | None]:
     """Who says a message, and what they say: the name it opens with and the rest, as a line
-    of a transcript ("Maya: I play the cello", up to three capitalized words, perhaps after a
-    time in brackets: "[8 May 2023] Maya: ..."); else its role and its text. The name is its
+    of a transcript ("Maya: I play the cello", up to three capitalized words or one word in
+    lower case, as chat exports write some names: "elise: ...", perhaps after a time in
+    brackets: "[8 May 2023] Maya: ..."); else its role and its text. The name is its
     speaker's, as a role is, not a word said."""
     found = _LABEL.match(text) if text else None
     if found is None or text is None or _HEADINGS.intersection(found[1].lower().split()):
