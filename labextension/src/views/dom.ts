@@ -43,8 +43,10 @@ export function keepingFocus(container: HTMLElement, draw: () => void): void {
   const inside = active && container.contains(active);
   const key = inside ? active.dataset.key : undefined;
   const instead = inside ? active.dataset.focusInstead : undefined;
-  const typing = active instanceof HTMLInputElement && active.value !== active.defaultValue;
-  const typed = typing ? { value: active.value, shown: active.defaultValue } : null;
+  const typed =
+    active instanceof HTMLInputElement && active.value !== active.defaultValue
+      ? { value: active.value, shown: active.defaultValue }
+      : null;
   draw();
   if (key === undefined) {
     return;
