@@ -24,6 +24,14 @@ def test_words_meet_across_forms():
     assert words("code-named") == words("code name")
 
 
+def test_a_possessive_is_its_name_and_a_typographic_apostrophe_is_an_apostrophe():
+    assert words("Nicolas's cat") == words("Nicolas cat") == ["nicola", "cat"]
+    assert words("Kevin's") == words("Kevin")
+    # Phones and word processors write a typographic apostrophe (U+2019): no stray "s" or "t".
+    typed = "Paola\u2019s plan, don\u2019t"
+    assert words(typed) == words("Paola's plan, don't") == ["paola", "plan", "dont"]
+
+
 def test_words_are_stemmed_as_snowball_stems_them_without_its_other_languages():
     text = "studies studying running generously organizational relational fairly"
     answer = json.loads(run_python(STEMS_IN_A_NEW_PROCESS, text).stdout)

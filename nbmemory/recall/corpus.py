@@ -112,6 +112,7 @@ class _Archived:
         self._terms: dict[str, tuple[int, int, tuple[int, ...]]] = {}
         self._near: dict[Any, list[tuple[int | None, frozenset[str], frozenset[str]] | None]] = {}
         self._lock = threading.Lock()
+        self.speakers = frozenset().union(*(index.spoken for _, index in files))
         self.meaning: tuple[Any, ...] | None = None
         """The messages ranked by meaning, after what they were worked out for: the reach,
         ``MEMORY.md``'s index and how many messages it held (``within_reach``)."""
@@ -215,6 +216,11 @@ class Corpus(Sequence[tuple[Path, Index]]):
         """How many messages the person ``term`` names says."""
         found = self.archived.term(term)[1]
         return found if self.memory is None else found + self.memory.spoken.get(term, 0)
+
+    def speakers(self) -> frozenset[str]:
+        """The words of the names of everyone who says a message."""
+        found = self.archived.speakers
+        return found if self.memory is None else found.union(self.memory.spoken)
 
     def beside(self, index: Index, i: int) -> int | None:
         """``beside(index, i)``, found once for an archive's message."""

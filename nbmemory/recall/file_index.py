@@ -13,7 +13,7 @@ import functools
 import re
 import threading
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -329,6 +329,9 @@ class _Summed:
 
     def get(self, key: str, default: int = 0) -> int:
         return self.first.get(key, 0) + self.second.get(key, 0) or default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.first.keys() | self.second.keys())
 
 
 def built_archive(docs: AgentDocs, path: Path) -> Built | None:

@@ -26,6 +26,7 @@ from nbmemory.recall.corpus import Corpus, corpus_of, within_reach
 from nbmemory.recall.days import named_days
 from nbmemory.recall.exchanges import SAID_BY_NAMED_GAIN, Index
 from nbmemory.recall.kept_indexes import read_trusted
+from nbmemory.recall.speakers import spelled_like
 from nbmemory.recall.text import (
     DEFAULT_PASSAGES,
     QUERY_CHARS,
@@ -120,8 +121,9 @@ def recall(
     counts more for a question asking when (``DATED``), and one said on a day the query names
     (``ON_THE_DAY``); of messages that match the same words, said by the same, the newest ranks
     first; and a passage carries the message that goes with its own (``exchanges.beside``). A
-    question asking several things (``sub_queries``) is asked whole and one part at a time, the
-    rankings taken in turn.
+    name the memory holds nowhere is taken for the speaker's it is another spelling of
+    ("Mohammed" for "Muhhamed": ``speakers.spelled_like``). A question asking several things
+    (``sub_queries``) is asked whole and one part at a time, the rankings taken in turn.
 
     With ``semantic`` (an agent's embeddings; by default, as an agent's recall tool ranks:
     ``DEFAULT_MODEL``), the ranking by words and the ranking by meaning are fused (reciprocal
@@ -224,7 +226,7 @@ def _ranked(
 ) -> tuple[list[tuple[Any, ...]], int]:
     """The matches of ``query``, best first (newer files and messages win ties), and how
     many messages matched."""
-    asked = set(query_terms(query))
+    asked = _asked(indexes, query)
     ranked, matched = _lexical(indexes, query, asked, limit)
     if semantic is not None:
         by_meaning = _by_meaning(semantic, indexes, query, asked, limit)
@@ -236,6 +238,24 @@ def _ranked(
     if len(lineage):
         ranked = _current_first(ranked, lineage)
     return sorted(ranked, key=lambda item: item[:3], reverse=True), matched
+
+
+_NAME = re.compile(r"\b[A-Z][a-z']+")
+
+
+def _asked(indexes: Corpus, query: str) -> set[str]:
+    """The query's words (``query_terms``), a name that nothing in the memory holds taken
+    for the speaker it is another spelling of (``speakers.spelled_like``)."""
+    asked = set(query_terms(query))
+    names = {w for found in _NAME.findall(query[:QUERY_CHARS]) for w in words(found)}
+    for term in names & asked:
+        if indexes.frequency(term) or indexes.spoken(term):
+            continue
+        speaker = spelled_like(term, indexes.speakers())
+        if speaker is not None:
+            asked.discard(term)
+            asked.add(speaker)
+    return asked
 
 
 def _held(indexes: Corpus, asked: set[str], best: tuple[Any, ...]) -> float:
@@ -253,23 +273,29 @@ def _interleaved(rankings: list[list[tuple[Any, ...]]], limit: int) -> list[tupl
     ``limit`` passages hold what each part asks.
 
     A message kept word for word across a compaction is in two files, and a question and its
-    answer may each be found: each is returned once (but a question asked twice, answered
-    differently, is two passages)."""
+    answer may each be found: each is returned once, and a passage whose own message an
+    earlier one holds (or its copy in another file) is left out; but a question asked twice,
+    answered differently, is two passages."""
     best: list[tuple[Any, ...]] = []
     seen: set[str | None] = set()
+    shown: dict[tuple[str | None, str], set[tuple[int, int]]] = {}  # by words and time: where
     places = [0] * len(rankings)
     while len(best) < limit and any(p < len(r) for p, r in zip(places, rankings, strict=True)):
         for n, ranked in enumerate(rankings):
             while places[n] < len(ranked) and len(best) < limit:
                 item = ranked[places[n]]
                 places[n] += 1
-                index = item[4]
-                held = [item[2]] if item[5] is None else [item[2], item[5]]
+                rank, i, index = item[1], item[2], item[4]
+                held = [i] if item[5] is None else [i, item[5]]
                 said = {index.text(k) for k in held}
-                if not said <= seen:
-                    seen |= said
-                    best.append(item)
-                    break
+                where = shown.get((index.text(i), index.timestamp(i)), set())
+                if said <= seen or (rank, i) in where or any(r != rank for r, _ in where):
+                    continue
+                seen |= said
+                for k in held:
+                    shown.setdefault((index.text(k), index.timestamp(k)), set()).add((rank, k))
+                best.append(item)
+                break
     return best
 
 

@@ -5,13 +5,16 @@ to call tools and compaction summaries are never returned (``recallable``); an a
 counts for what it says of its own, not for what it quotes or repeats of the message it
 answers (``own_words``, ``answered_text``); and a line that opens with a name ("Maya: I play
 the cello", as a transcript fed to an agent does) is that person's (``teller_and_text``): the
-name says who, not what. ``speaker_words`` are the words a speaker's name is searched as.
+name says who, not what. ``speaker_words`` are the words a speaker's name is searched as, and
+``spelled_like`` finds the speaker a name spelled another way means ("Mohammed", "Muhhamed").
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
+from collections.abc import Collection
 from typing import Any
 
 from nbmemory.memory.preload import SUMMARY_MARKER
@@ -95,6 +98,30 @@ def teller_and_text(role: str, text: str | None) -> tuple[str, str | None]:
 def speaker_words(role: str) -> frozenset[str]:
     """The words of a speaker's role ("User", a person's or agent's name)."""
     return frozenset(words(role))
+
+
+SPELLING = 0.7
+"""How alike (``difflib``'s ratio of two names' letters, 1 when the same) a name must be
+spelled to a speaker's to be taken for it: "Aqib" and "Akib" are 0.75 alike, "Mohammed" and
+"Muhhamed" (as stemmed) 0.73, "Kevin" and "Karen" 0.6."""
+
+
+def spelled_like(name: str, speakers: Collection[str]) -> str | None:
+    """The one of ``speakers`` (their ``speaker_words``) that ``name`` (a stemmed word) is
+    another spelling of, as people spell names differently: the one spelled most alike, if it
+    starts with the same letter and is alike enough (``SPELLING``); ``None`` if none is, or
+    if two are equally alike."""
+    alike = sorted(
+        (
+            (difflib.SequenceMatcher(None, name, speaker).ratio(), speaker)
+            for speaker in speakers
+            if speaker[:1] == name[:1] and speaker != name
+        ),
+        reverse=True,
+    )
+    if not alike or alike[0][0] < SPELLING or (len(alike) > 1 and alike[1][0] == alike[0][0]):
+        return None
+    return alike[0][1]
 
 
 BETWEEN = 6

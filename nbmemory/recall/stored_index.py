@@ -39,7 +39,7 @@ def text_key(text: str) -> bytes:
     return hashlib.sha256(text[:EMBEDDED_CHARS].encode("utf-8", "surrogatepass")).digest()[:16]
 
 
-MAGIC = b"nbmemory recall index 6\n"
+MAGIC = b"nbmemory recall index 7\n"
 _POSTINGS_KEPT = 256
 """Terms whose postings one index keeps decoded (a query has at most ``ranking.QUERY_TERMS``)."""
 

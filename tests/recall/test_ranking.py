@@ -469,3 +469,55 @@ def test_a_megabyte_run_of_one_letter_is_indexed_as_one_term_and_recall_goes_on(
     [archive] = agent_docs("Long").archives()
     kept = kept_indexes._kept[f"{agent_docs('Long')!r}\n{archive}"][1]
     assert kept.postings(run) == ([0], [1])  # the run as it is, its own term
+
+
+def test_a_name_spelled_another_way_finds_what_that_speaker_said(workspace):
+    convo = Conversation(name="Chat", memory_md_path=memory_path("Chat"))
+    muhhamed = "Muhhamed: I finished the new Zelda game last night."
+    akib = "Akib: I finished that Zelda game last night too."
+    convo.add("User", muhhamed)
+    convo.add("User", akib)
+    docs = agent_docs("Chat")
+
+    def best(query: str) -> str:
+        return recall(docs, query, 1, semantic=None)[0].text
+
+    # Equal by their words, the newer first; the name, spelled as the asker spells it, decides.
+    assert best("Which game did someone finish?") == akib
+    assert best("Which game did Mohammed finish?") == muhhamed
+    assert best("Which game did Aqib finish?") == akib
+
+
+def test_a_name_the_memory_holds_is_not_taken_for_a_speaker(workspace):
+    convo = Conversation(name="Pets", memory_md_path=memory_path("Pets"))
+    convo.add("User", "Maxine: Max the dog eats salmon.")
+    convo.add("User", "Maxine: I eat rice.")
+    [best] = recall(agent_docs("Pets"), "What does Max eat?", 1, semantic=None)
+    assert best.text == "Maxine: Max the dog eats salmon."
+
+
+def test_a_message_a_compaction_kept_is_one_passage_not_two(workspace):
+    convo = Conversation(name="Kept", memory_md_path=memory_path("Kept"))
+    convo.add("User", "Vanessa: I saw my toxic ex at work today.")
+    convo.add("User", "Vanessa: He did not notice me, thankfully.")
+    said = convo.conversation_history[-1]
+    convo.compact("Vanessa talked about work.")
+    # As the compressor does: the last message kept word for word, with its time.
+    convo.add(said["role"], said["content"], timestamp=said["timestamp"])
+    convo.add("User", "Nicolas: My cat caught a mouse.")
+    found = recall(agent_docs("Kept"), "Did Vanessa notice her ex?", 5, semantic=None)
+    texts = [p.text for passage in found for p in (passage, *passage.beside)]
+    assert texts.count("Vanessa: He did not notice me, thankfully.") == 1
+    assert "Vanessa: I saw my toxic ex at work today." in texts
+
+
+def test_a_question_asked_twice_and_answered_differently_is_two_passages(workspace):
+    convo = Conversation(name="Asked", memory_md_path=memory_path("Asked"))
+    for answer in ("At the Lisbon office.", "At the Porto office now."):
+        convo.add("User", "Where do we meet the client for the budget review?")
+        convo.add("Asked", answer)
+    found = recall(agent_docs("Asked"), "budget review", 5, semantic=None)
+    assert [p.text for passage in found for p in passage.beside] == [
+        "At the Porto office now.",
+        "At the Lisbon office.",
+    ]

@@ -2,7 +2,8 @@
 
 import pytest
 
-from nbmemory.recall.speakers import teller_and_text
+from nbmemory.recall.speakers import spelled_like, teller_and_text
+from nbmemory.terms import words
 
 
 @pytest.mark.parametrize(
@@ -34,3 +35,29 @@ def test_a_line_opening_with_a_name_is_that_persons(text, teller, said):
 )
 def test_a_line_opening_otherwise_is_its_roles(text):
     assert teller_and_text("User", text) == ("User", text)
+
+
+def _name(word: str) -> str:
+    [stem] = words(word)
+    return stem
+
+
+@pytest.mark.parametrize(
+    ("asked", "speaker"),
+    [("Aqib", "Akib"), ("Mohammed", "Muhhamed"), ("Muhammad", "Muhhamed"), ("Paula", "Paola")],
+)
+def test_a_name_spelled_another_way_is_the_speakers(asked, speaker):
+    speakers = {_name(speaker), _name("Emi"), "user"}
+    assert spelled_like(_name(asked), speakers) == _name(speaker)
+
+
+@pytest.mark.parametrize(
+    ("asked", "speakers"),
+    [
+        ("Kevin", ["Karen"]),  # alike, but not enough
+        ("Vanessa", ["Nebraas"]),  # another first letter
+        ("Jon", ["Joan", "John"]),  # as alike to two: neither is taken
+    ],
+)
+def test_a_name_spelled_unlike_any_speakers_is_nobodys(asked, speakers):
+    assert spelled_like(_name(asked), {_name(s) for s in speakers}) is None
