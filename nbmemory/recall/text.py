@@ -87,7 +87,8 @@ def _asks(text: str) -> bool:
 def _things(question: str) -> list[str]:
     """One question about several things as one per thing: a list of single words ("Maya,
     Tomas and Ines"), or the words either side of its first "and" ("the budget and the
-    deadline"), which stand for each other."""
+    deadline"; a name of several words before a name: "Fahim Khan and Akib"), which stand for
+    each other."""
     listed = _LISTED.search(question)
     if listed is not None:
         items = [item for item in re.split(r",?\s+(?:and|or)\s+|\s*,\s*", listed[0]) if item]
@@ -101,7 +102,13 @@ def _things(question: str) -> list[str]:
     first = min((i for i, w in enumerate(behind) if words(w)), default=None)
     if last is None or first is None:
         return [question]
-    return [" ".join(ahead + behind[first + 1 :]), " ".join(ahead[:last] + behind)]
+    end = first
+    if ahead[last][:1].isupper() and behind[first][:1].isupper():  # names, of several words
+        while last > 1 and ahead[last - 1][:1].isupper():
+            last -= 1
+        while end + 1 < len(behind) and behind[end + 1][:1].isupper():
+            end += 1
+    return [" ".join(ahead + behind[end + 1 :]), " ".join(ahead[:last] + behind)]
 
 
 DEFAULT_BUDGET = 800

@@ -27,6 +27,17 @@ def test_a_question_about_several_things_is_asked_one_thing_at_a_time():
     assert sub_queries("Which warehouse did we pick?") == ["Which warehouse did we pick?"]
 
 
+def test_a_name_of_several_words_is_asked_whole():
+    assert sub_queries("What games do Fahim Khan and Akib play together?") == [
+        "What games do Fahim Khan play together?",
+        "What games do Akib play together?",
+    ]
+    assert sub_queries("What did Maya Lopez and Tomas Berg plant?") == [
+        "What did Maya Lopez plant?",
+        "What did Tomas Berg plant?",
+    ]
+
+
 def test_the_answer_reads_back_as_the_passages_it_describes():
     passages = [
         Passage("history_1.md", 4, "User", "2026-04-20T14:30:45", "Budget: 40k EUR.", 2.5),
