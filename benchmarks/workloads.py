@@ -292,7 +292,7 @@ def conversation_recall(root: Path, repeats: int) -> dict[str, float]:
     import retrieval
 
     from nbmemory.memory import conversation
-    from nbmemory.recall import corpus, embeddings, kept_indexes, ranking, word_vectors
+    from nbmemory.recall import corpus, embeddings, kept_indexes, word_vectors
     from nbmemory.recall import recall as recall_passages
     from nbmemory.store import follow
 
@@ -325,7 +325,6 @@ def conversation_recall(root: Path, repeats: int) -> dict[str, float]:
         kept_indexes._kept.clear()
         corpus._archive_lists.clear()
         corpus._archived_kept.clear()
-        ranking._counted.cache_clear()
         word_vectors._loaded = None
         embeddings._shared.clear()
         return ask(question)
