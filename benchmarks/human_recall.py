@@ -122,6 +122,7 @@ RULES = (
         (("file_index", "teller_and_text", _as_said), ("corpus", "teller_and_text", _as_said)),
         reindexed=True,
     ),
+    Rule("the message beside counts (BESIDE)", (("ranking", "BESIDE", 0.0),)),
     Rule("a name spelled otherwise (SPELLING)", (("speakers", "SPELLING", 2.0),)),
     Rule("word vectors fused (FUSION_K)", vectors=False),
 )

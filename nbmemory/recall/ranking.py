@@ -50,6 +50,10 @@ _ASKS_WHEN = re.compile(
 )
 
 
+BESIDE = 0.5
+"""What the message a passage carries beside its own (``exchanges.beside``) adds of how well it
+matches the query: a passage is read whole, and two messages about what is asked say more
+than one (human_recall.py: multi-hop questions gain most)."""
 DATED = 1.0
 """How much more a message that carries a date counts for a "when" question."""
 ON_THE_DAY = 2.0
@@ -120,10 +124,11 @@ def recall(
     them) less (``OTHER_EXCHANGE_WEIGHT``), as an agent may hear several people; one that says when
     counts more for a question asking when (``DATED``), and one said on a day the query names
     (``ON_THE_DAY``); of messages that match the same words, said by the same, the newest ranks
-    first; and a passage carries the message that goes with its own (``exchanges.beside``). A
-    name the memory holds nowhere is taken for the speaker's it is another spelling of
-    ("Mohammed" for "Muhhamed": ``speakers.spelled_like``). A question asking several things
-    (``sub_queries``) is asked whole and one part at a time, the rankings taken in turn.
+    first; and a passage carries the message that goes with its own (``exchanges.beside``),
+    whose match counts too (``BESIDE``). A name the memory holds nowhere is taken for the
+    speaker's it is another spelling of ("Mohammed" for "Muhhamed": ``speakers.spelled_like``).
+    A question asking several things (``sub_queries``) is asked whole and one part at a time,
+    the rankings taken in turn.
 
     With ``semantic`` (an agent's embeddings; by default, as an agent's recall tool ranks:
     ``DEFAULT_MODEL``), the ranking by words and the ranking by meaning are fused (reciprocal
@@ -339,6 +344,7 @@ def _lexical(
     rare = [t for t, count in frequency.items() if 0 < count <= max(_RARE_FLOOR, documents // 20)]
     others = asked.difference(rare)
     scored: list[tuple[Any, ...]] = []
+    matches: dict[tuple[int, int], float] = {}  # those that only repeat the query too
     found: dict[tuple[int, int], dict[str, int]] = {}  # the query's words in a message
     for rank in indexes.holding(rare or asked):  # the others hold none of the words
         path, index = indexes[rank]
@@ -368,6 +374,7 @@ def _lexical(
                     gain = weight * bm25_term(count, lengths[i], average)
                     scores[i] = scores.get(i, 0.0) + gain
                     held[i] = held.get(i, 0) + 1
+        matches.update(((rank, i), score) for i, score in scores.items())
         # A message with nothing the query does not already say (the question itself, an
         # earlier asking of it) answers nothing.
         scored.extend(
@@ -393,6 +400,8 @@ def _lexical(
         if counts is None:
             counts = index.asked(i, asked)
         j = indexes.beside(index, i)
+        if j is not None:
+            score += BESIDE * matches.get((rank, j), 0.0)
         # Whose fact it is: the answer's speaker when a question carries its answer.
         teller = j if j is not None and j > i else i
         said_by = index.speaker(teller) & named

@@ -521,3 +521,17 @@ def test_a_question_asked_twice_and_answered_differently_is_two_passages(workspa
         "At the Porto office now.",
         "At the Lisbon office.",
     ]
+
+
+def test_a_passage_whose_two_messages_match_ranks_above_one_whose_one_does(workspace):
+    convo = Conversation(name="Rental", memory_md_path=memory_path("Rental"))
+    convo.add("User", "Maya: The harp rental is booked.")
+    convo.add("User", "Maya: The harp costs 40 EUR a week.")
+    convo.add("User", "Tomas: Lunch ran long.")
+    convo.add("User", "Ines: The harp rental is booked.")  # as good a match, and newer
+    convo.add("User", "Ines: Then I went home.")
+    [best] = recall(agent_docs("Rental"), "harp rental", 1, semantic=None)
+    assert [best.text, *(p.text for p in best.beside)] == [
+        "Maya: The harp rental is booked.",
+        "Maya: The harp costs 40 EUR a week.",
+    ]
