@@ -322,7 +322,7 @@ class _Split(Sequence[Any]):
 
 
 class _Summed:
-    """Two counts of speakers' words as one (``get`` only, as recall asks)."""
+    """Two counts of speakers' words as one (``get`` and the words, as recall asks)."""
 
     def __init__(self, first: Mapping[str, int], second: Mapping[str, int]) -> None:
         self.first, self.second = first, second

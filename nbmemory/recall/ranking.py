@@ -283,7 +283,8 @@ def _interleaved(rankings: list[list[tuple[Any, ...]]], limit: int) -> list[tupl
     answered differently, is two passages."""
     best: list[tuple[Any, ...]] = []
     seen: set[str | None] = set()
-    shown: dict[tuple[str | None, str], set[tuple[int, int]]] = {}  # by words and time: where
+    # Each message shown, by its words and time: the places (file, message) it was shown from.
+    shown: dict[tuple[str | None, str], set[tuple[int, int]]] = {}
     places = [0] * len(rankings)
     while len(best) < limit and any(p < len(r) for p, r in zip(places, rankings, strict=True)):
         for n, ranked in enumerate(rankings):
@@ -344,7 +345,7 @@ def _lexical(
     rare = [t for t, count in frequency.items() if 0 < count <= max(_RARE_FLOOR, documents // 20)]
     others = asked.difference(rare)
     scored: list[tuple[Any, ...]] = []
-    matches: dict[tuple[int, int], float] = {}  # those that only repeat the query too
+    matches: dict[tuple[int, int], float] = {}  # each message's score, the query's repeats too
     found: dict[tuple[int, int], dict[str, int]] = {}  # the query's words in a message
     for rank in indexes.holding(rare or asked):  # the others hold none of the words
         path, index = indexes[rank]
