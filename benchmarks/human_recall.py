@@ -1,6 +1,7 @@
 """Recall on conversations people wrote: how many of the turns that answer a question it finds.
 
-    python benchmarks/human_recall.py DATA [--limit-conversations N] [--library | --ablate]
+    python benchmarks/human_recall.py DATA [--limit-conversations N]
+        [--library | --ablate | --follow-up]
 
 The development benchmark of human-written conversations. ``DATA`` is the ``data/`` folder of
 REALTALK (Lee et al., "REALTALK: A 21-Day Real-World Dataset for Long-Term Conversation",
@@ -36,6 +37,11 @@ of the conversation is dropped, and a question left with no evidence is not aske
 counted). With ``--library``, a plain BM25 library (``retrieval.Library``) ranks
 the same messages beside it.
 
+With ``--follow-up``, one table instead: what a second call adds to the first 5 passages,
+as a model recalling in two steps makes it: ``recall_around`` the best passage (3 messages
+either side, as the tool gives them), or the same query again for the next passages, taken
+until they hold as many messages as ``recall_around`` added; the share of evidence found.
+
 With ``--ablate``, one table instead: the evidence found with all of recall's ranking rules,
 then with each rule off in turn (``RULES``), each conversation fed once and asked under each.
 A rule is switched off from outside the package, for the while: its weight set to its
@@ -67,11 +73,15 @@ from typing import Any
 HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
-from retrieval import KS, Dialogue, Library, Question, kind_rows, ours, write  # noqa: E402
+from retrieval import KS, Dialogue, Library, Question, kind_rows, ours, said, write  # noqa: E402
 from run import print_table  # noqa: E402
 
 KINDS = {1: "multi-hop", 2: "temporal", 3: "commonsense"}
 """REALTALK's categories of question, by number."""
+FIRST = 5
+"""Passages of the first call, with ``--follow-up``."""
+SECOND = {"first": "5 passages", "around": "+ recall_around", "next": "+ next passages"}
+"""The columns of ``--follow-up``: the first call, and each second call after it."""
 HELD_OUT = "locomo"
 """The folder name of the held-out set's copy in REALTALK's repository."""
 _EVIDENCE = re.compile(r"D?\s*(\d+):(\d+)(?:\s*-\s*D?\s*(\d+):(\d+))?")
@@ -224,9 +234,10 @@ def main() -> None:
     parser.add_argument("--limit-conversations", type=int, metavar="N", help="the first N only")
     parser.add_argument("--library", action="store_true", help="a BM25 library beside recall")
     parser.add_argument("--ablate", action="store_true", help="each ranking rule off in turn")
+    parser.add_argument("--follow-up", action="store_true", help="what a second call adds")
     args = parser.parse_args()
-    if args.library and args.ablate:
-        parser.error("--ablate prints its own table: not with --library")
+    if args.library + args.ablate + args.follow_up > 1:
+        parser.error("--library, --ablate and --follow-up each print their own table: one of them")
     files = conversation_files(args.data)[: args.limit_conversations]
     os.environ["NBMEMORY_MODEL"] = "nbmemory/offline"
     os.environ.pop("NBMEMORY_EMBEDDING_MODEL", None)
@@ -276,12 +287,18 @@ def main() -> None:
                 began = time.perf_counter()
                 ranked = ours(docs, made, q.text, max(KS), search)
                 asking += time.perf_counter() - began
+                if args.follow_up:
+                    for who, held in followed_up(docs, made, q.text, ranked).items():
+                        share = sum(a in held for a in q.answers) / len(q.answers)
+                        for row in ("all questions", q.kind):
+                            tally.setdefault((row, who, FIRST), []).append(share)
+                    continue
                 count(q, "recall", ranked)
                 if library is not None:
                     count(q, "library", library.ranked(q.text, max(KS)))
 
-    baseline = ALL_RULES.name if args.ablate else "recall"
-    questions = len(tally[("all questions", baseline, KS[0])])
+    baseline = ALL_RULES.name if args.ablate else "first" if args.follow_up else "recall"
+    questions = len(tally[("all questions", baseline, FIRST if args.follow_up else KS[0])])
     print(
         f"\n{len(files)} REALTALK conversations, {turns:,} messages, {questions} questions "
         f"({unanswered} with no evidence message left, {dropped} evidence ids naming none); "
@@ -289,12 +306,59 @@ def main() -> None:
             "share of evidence messages in k passages (%), each ranking rule off in turn, and "
             "the difference it makes at 5 (points)\n"
             if args.ablate
+            else f"share of evidence messages in {FIRST} passages, and after a second call\n"
+            if args.follow_up
             else "share of evidence messages in k passages, and of questions with all of it\n"
         )
     )
-    print_table(ablation(tally) if args.ablate else kinds(tally, whos))
+    if args.follow_up:
+        print_table(second_calls(tally))
+    else:
+        print_table(ablation(tally) if args.ablate else kinds(tally, whos))
     askings = questions * (1 + len(RULES) if args.ablate else 1)
     print(f"\nfed in {feeding:.1f} s; recall {1000 * asking / max(askings, 1):.1f} ms per question")
+
+
+def followed_up(
+    docs: Any, made: Dialogue, question: str, ranked: list[list[int]]
+) -> dict[str, set[int]]:
+    """The turns held after the first ``FIRST`` passages of ``ranked`` (recall's, as ``ours``
+    numbers them), and after each second call (``SECOND``)."""
+    from nbmemory.recall import find
+    from nbmemory.recall.follow_up import around
+    from nbmemory.recall.text import described
+
+    first = {n for passage in ranked[:FIRST] for n in passage}
+    near = set(first)
+    best = find(docs, question, 1).passages
+    if best:
+        told = {}
+        for n, (who, text, stamp) in enumerate(made.turns):
+            told.setdefault(stamp, []).append((n, (text, said(who, text))))
+        for shown in described(around(docs, best[0].source, best[0].index + 1)):
+            head = shown.text[:40]  # a long text is shown cut
+            near |= {
+                n
+                for n, texts in told.get(shown.timestamp, [])
+                if any(text.startswith(head) for text in texts)
+            }
+    following = set(first)
+    for passage in ranked[FIRST:]:
+        if len(following) >= len(near):
+            break
+        following |= set(passage)
+    return {"first": first, "around": near, "next": following}
+
+
+def second_calls(tally: dict[tuple[str, str, int], list[float]]) -> list[list[str]]:
+    """The ``--follow-up`` table: by kind of question, the share of evidence found by the first
+    call and after each second call."""
+    rows = [["kind", "questions", *SECOND.values()]]
+    for kind in ("all questions", *KINDS.values()):
+        if (kind, "first", FIRST) in tally:
+            shares = [tally[(kind, who, FIRST)] for who in SECOND]
+            rows.append([kind, str(len(shares[0])), *(f"{_share(s):.1f} %" for s in shares)])
+    return rows
 
 
 def _share(shares: list[float]) -> float:
