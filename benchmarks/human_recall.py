@@ -80,7 +80,7 @@ KINDS = {1: "multi-hop", 2: "temporal", 3: "commonsense"}
 """REALTALK's categories of question, by number."""
 FIRST = 5
 """Passages of the first call, with ``--follow-up``."""
-SECOND = {"first": "5 passages", "around": "+ recall_around", "next": "+ next passages"}
+SECOND = {"first": f"{FIRST} passages", "around": "+ recall_around", "next": "+ next passages"}
 """The columns of ``--follow-up``: the first call, and each second call after it."""
 HELD_OUT = "locomo"
 """The folder name of the held-out set's copy in REALTALK's repository."""
@@ -274,6 +274,7 @@ def main() -> None:
             docs = write(made, Path(tmp) / f"c{c}", "Listener", run=True)
             feeding += time.perf_counter() - began
             library = Library(made) if args.library else None
+            told = said_when(made)
             if args.ablate:  # the memory is the same whatever ranks it: fed once, asked under each
                 for n, rule in enumerate((ALL_RULES, *RULES)):
                     with without(rule, docs, Path(tmp) / f"c{c}-{n}") as asked:
@@ -288,7 +289,7 @@ def main() -> None:
                 ranked = ours(docs, made, q.text, max(KS), search)
                 asking += time.perf_counter() - began
                 if args.follow_up:
-                    for who, held in followed_up(docs, made, q.text, ranked).items():
+                    for who, held in followed_up(docs, told, q.text, ranked).items():
                         share = sum(a in held for a in q.answers) / len(q.answers)
                         for row in ("all questions", q.kind):
                             tally.setdefault((row, who, FIRST), []).append(share)
@@ -319,22 +320,29 @@ def main() -> None:
     print(f"\nfed in {feeding:.1f} s; recall {1000 * asking / max(askings, 1):.1f} ms per question")
 
 
+def said_when(made: Dialogue) -> dict[str, list[tuple[int, tuple[str, str]]]]:
+    """The turns of ``made`` by their time: each one's number and its text, alone and as fed
+    (``retrieval.said``)."""
+    told: dict[str, list[tuple[int, tuple[str, str]]]] = {}
+    for n, (who, text, stamp) in enumerate(made.turns):
+        told.setdefault(stamp, []).append((n, (text, said(who, text))))
+    return told
+
+
 def followed_up(
-    docs: Any, made: Dialogue, question: str, ranked: list[list[int]]
+    docs: Any, told: dict[str, list[tuple[int, tuple[str, str]]]], question: str, ranked: list
 ) -> dict[str, set[int]]:
-    """The turns held after the first ``FIRST`` passages of ``ranked`` (recall's, as ``ours``
-    numbers them), and after each second call (``SECOND``)."""
+    """The turns held after the first ``FIRST`` passages of ``ranked`` (recall's ``max(KS)``,
+    as ``ours`` numbers them), and after each second call (``SECOND``); ``told``: the
+    conversation's turns by time (``said_when``)."""
     from nbmemory.recall import find
     from nbmemory.recall.follow_up import around
     from nbmemory.recall.text import described
 
     first = {n for passage in ranked[:FIRST] for n in passage}
     near = set(first)
-    best = find(docs, question, 1).passages
+    best = find(docs, question, max(KS)).passages[:1]  # the first of ``ranked``
     if best:
-        told = {}
-        for n, (who, text, stamp) in enumerate(made.turns):
-            told.setdefault(stamp, []).append((n, (text, said(who, text))))
         for shown in described(around(docs, best[0].source, best[0].index + 1)):
             head = shown.text[:40]  # a long text is shown cut
             near |= {
