@@ -345,7 +345,7 @@ def _lexical(
     rare = [t for t, count in frequency.items() if 0 < count <= max(_RARE_FLOOR, documents // 20)]
     others = asked.difference(rare)
     scored: list[tuple[Any, ...]] = []
-    matches: dict[tuple[int, int], float] = {}  # each message's score, the query's repeats too
+    matches: dict[int, dict[int, float]] = {}  # each file's scores, the query's repeats too
     found: dict[tuple[int, int], dict[str, int]] = {}  # the query's words in a message
     for rank in indexes.holding(rare or asked):  # the others hold none of the words
         path, index = indexes[rank]
@@ -375,7 +375,7 @@ def _lexical(
                     gain = weight * bm25_term(count, lengths[i], average)
                     scores[i] = scores.get(i, 0.0) + gain
                     held[i] = held.get(i, 0) + 1
-        matches.update(((rank, i), score) for i, score in scores.items())
+        matches[rank] = scores
         # A message with nothing the query does not already say (the question itself, an
         # earlier asking of it) answers nothing.
         scored.extend(
@@ -402,7 +402,7 @@ def _lexical(
             counts = index.asked(i, asked)
         j = indexes.beside(index, i)
         if j is not None:
-            score += BESIDE * matches.get((rank, j), 0.0)
+            score += BESIDE * matches.get(rank, {}).get(j, 0.0)
         # Whose fact it is: the answer's speaker when a question carries its answer.
         teller = j if j is not None and j > i else i
         said_by = index.speaker(teller) & named
