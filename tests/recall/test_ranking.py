@@ -513,9 +513,11 @@ def test_a_message_a_compaction_kept_is_one_passage_not_two(workspace):
 
 def test_a_question_asked_twice_and_answered_differently_is_two_passages(workspace):
     convo = Conversation(name="Asked", memory_md_path=memory_path("Asked"))
-    for answer in ("At the Lisbon office.", "At the Porto office now."):
-        convo.add("User", "Where do we meet the client for the budget review?")
-        convo.add("Asked", answer)
+    for day, answer in (("03", "At the Lisbon office."), ("10", "At the Porto office now.")):
+        asked = f"2026-03-{day}T09:00:00"
+        convo.add("User", "Where do we meet the client for the budget review?", timestamp=asked)
+        convo.add("Asked", answer, timestamp=asked)
+        convo.compact("The client meeting was discussed.")  # each asking in its own file
     found = recall(agent_docs("Asked"), "budget review", 5, semantic=None)
     assert [p.text for passage in found for p in passage.beside] == [
         "At the Porto office now.",
