@@ -376,12 +376,10 @@ def _lexical(
                     scores[i] = scores.get(i, 0.0) + gain
                     held[i] = held.get(i, 0) + 1
         matches[rank] = scores
-        # A message with nothing the query does not already say (the question itself, an
-        # earlier asking of it) answers nothing.
         scored.extend(
             (score, rank, i, path, index)
             for i, score in scores.items()
-            if index.distinct(i) > held[i]
+            if _may_answer(index, i, held[i], len(asked))
         )
     # Who said it, when, and what goes with it re-rank the best by their words alone, so that
     # a query costs no more than before on a long history. A query that names people takes
@@ -441,6 +439,14 @@ def _lexical(
     return sorted(ranked, key=lambda item: item[:3], reverse=True), len(scored)
 
 
+def _may_answer(index: Index, i: int, held: int, asked: int) -> bool:
+    """Whether message ``i``, holding ``held`` of the query's ``asked`` words, may answer it:
+    it says something the query does not, or it tells (not asks) part of what the query asks
+    ("I just watched Spongebob for the first time" for "When did Fahim watch Spongebob for the
+    first time?"). The question itself, and an earlier asking of it, answer nothing."""
+    return index.distinct(i) > held or (held < asked and not index.asks[i])
+
+
 def _by_meaning(
     semantic: SemanticIndex,
     indexes: Corpus,
@@ -450,8 +456,8 @@ def _by_meaning(
 ) -> list[tuple[int, int]] | None:
     """The best matches by meaning, best first, as ``(file rank, message)``, among the newest
     ``semantic.reach`` messages (all if ``None``); ``None`` if the provider failed. Messages
-    recall never returns, those with nothing the query does not already say, and another
-    exchange's are left out."""
+    recall never returns, those that answer nothing (``_may_answer``), and another exchange's
+    are left out."""
     parts, keys, starts, texts = within_reach(indexes, semantic.reach)
     if not any(keys):
         return []
@@ -468,8 +474,7 @@ def _by_meaning(
         index, i = indexes[rank][1], n - starts[part] + first
         if not index.is_recallable(i):
             continue
-        distinct = index.distinct(i)  # it holds no more of the query's words than it asks
-        if distinct <= len(asked) and distinct <= len(index.asked(i, asked)):
+        if not _may_answer(index, i, len(index.asked(i, asked)), len(asked)):
             continue
         if named:
             toward = indexes.toward(index, i, named)

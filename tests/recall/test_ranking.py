@@ -58,6 +58,16 @@ def test_the_question_itself_and_recalls_own_results_are_never_recalled(workspac
     assert [p.text for p in recall(agent_docs("Echo"), QUESTION)] == [FACT]
 
 
+def test_a_fact_told_in_the_questions_own_words_is_recalled_the_question_is_not(workspace):
+    convo = Conversation(name="Echo", memory_md_path=memory_path("Echo"))
+    convo.add("User", "Fahim: I just watched Spongebob for the first time")
+    convo.add("User", "Fahim: Spongebob is better than the show I watched before")
+    convo.add("User", "When did I watch Spongebob for the first time?")
+    found = recall(agent_docs("Echo"), "When did Fahim watch Spongebob for the first time?")
+    assert [p.text for p in found][0] == "Fahim: I just watched Spongebob for the first time"
+    assert "When did I watch Spongebob for the first time?" not in [p.text for p in found]
+
+
 def test_a_compaction_summary_is_not_recalled_the_message_it_kept_is(workspace):
     convo = Conversation(name="Keeper", memory_md_path=memory_path("Keeper"))
     convo.add("Maya", FACT)
