@@ -116,7 +116,6 @@ RULES = (
     ),
     Rule("says when (DATED)", (("ranking", "DATED", 0.0),)),
     Rule("said on the day asked about (ON_THE_DAY)", (("ranking", "ON_THE_DAY", 0.0),)),
-    Rule("asked in parts (sub_queries)", (("text", "MAX_PARTS", 1),)),
     Rule(
         "question and answer paired (_answered)",
         (("exchanges", "_answered", lambda *_: None),),

@@ -5,14 +5,13 @@ in ``archive/``, so an agent with persistent memory gets a tool to search them: 
 that best match the query (BM25 over MEMORY.md and every archive, words Snowball-stemmed,
 re-ranked by who said it, whether it says when, and which is newer), each with who said it,
 when, and where it is kept, and with the message that goes with it (its question or answer, or
-what its speaker said next). A question that asks several things ("What do Maya and Tomas
-play?") is also asked one part at a time, and the passages hold the best of each part. Each
-archive is indexed once and its index kept beside the memory (``kept_indexes``), as is the index
-of MEMORY.md's messages; in a process, a grown MEMORY.md is indexed for its new messages only,
-and what the archives hold taken together (each word's figures across them, the messages ranked
-by meaning) is worked out once, until an archive is added, removed or indexed again. A query's
-cost is bounded: only its first ``QUERY_TERMS`` distinct words (of its first ``QUERY_CHARS``
-characters) count, and only its best matches by words are re-ranked.
+what its speaker said next). Each archive is indexed once and its index kept beside the
+memory (``kept_indexes``), as is the index of MEMORY.md's messages; in a process, a grown
+MEMORY.md is indexed for its new messages only, and what the archives hold taken together (each
+word's figures across them, the messages ranked by meaning) is worked out once, until an archive
+is added, removed or indexed again. A query's cost is bounded: only its first ``QUERY_TERMS``
+distinct words (of its first ``QUERY_CHARS`` characters) count, and only its best matches by
+words are re-ranked.
 
 With an agent's embedding model (``embeddings.SemanticIndex``: by default the offline word
 vectors of ``word_vectors``), a second ranking by meaning is fused with the ranking by words

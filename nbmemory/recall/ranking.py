@@ -3,8 +3,8 @@
 :func:`recall` and :func:`find` rank the messages of an agent's ``Corpus``: BM25 over stemmed
 words, re-ranked by who said it, whether it says when and which is newer (``_lexical``); fused
 with a ranking by meaning when an embedding model is given (``_by_meaning``, ``_fused``); a
-cell's superseded runs counted less. A question asking several things is asked one part at a
-time too, the rankings taken in turn. The weights of the re-ranking are named here."""
+cell's superseded runs counted less; each message shown once, however many files keep it
+(``_shown_once``). The weights of the re-ranking are named here."""
 
 from __future__ import annotations
 
@@ -27,12 +27,7 @@ from nbmemory.recall.days import named_days
 from nbmemory.recall.exchanges import SAID_BY_NAMED_GAIN, Index
 from nbmemory.recall.kept_indexes import read_trusted
 from nbmemory.recall.speakers import spelled_like
-from nbmemory.recall.text import (
-    DEFAULT_PASSAGES,
-    QUERY_CHARS,
-    Passage,
-    sub_queries,
-)
+from nbmemory.recall.text import DEFAULT_PASSAGES, QUERY_CHARS, Passage
 from nbmemory.store.docs import AgentDocs, FileDocs
 from nbmemory.store.folders import MEMORY_FILE, as_path, holds_memory
 from nbmemory.terms import bm25_term, idf, words
@@ -127,8 +122,8 @@ def recall(
     first; and a passage carries the message that goes with its own (``exchanges.beside``),
     whose match counts too (``BESIDE``). A name the memory holds nowhere is taken for the
     speaker's it is another spelling of ("Mohammed" for "Muhhamed": ``speakers.spelled_like``).
-    A question asking several things (``sub_queries``) is asked whole and one part at a time,
-    the rankings taken in turn.
+    A question that asks several things is ranked whole: the tool's description invites one
+    call per fact, and the offline model makes one per part (``text.sub_queries``).
 
     With ``semantic`` (an agent's embeddings; by default, as an agent's recall tool ranks:
     ``DEFAULT_MODEL``), the ranking by words and the ranking by meaning are fused (reciprocal
@@ -204,10 +199,7 @@ def _find(docs: AgentDocs, query: str, limit: int, semantic: SemanticIndex | Non
     if not indexes.documents:
         return Found([], 0)
     lineage = provenance.lineage(docs)
-    parts = sub_queries(query)
-    asked = [query, *parts] if len(parts) > 1 else [query]
-    rankings = [_ranked(indexes, q, limit, semantic, lineage) for q in asked]
-    matched = max(count for _, count in rankings)
+    ranked, matched = _ranked(indexes, query, limit, semantic, lineage)
     passages = [
         _passage(
             path,
@@ -217,7 +209,7 @@ def _find(docs: AgentDocs, query: str, limit: int, semantic: SemanticIndex | Non
             () if j is None else (_passage(path, index, j, 0.0, lineage=lineage),),
             lineage,
         )
-        for score, _, i, path, index, j, _ in _interleaved([r for r, _ in rankings], limit)
+        for score, _, i, path, index, j, _ in _shown_once(ranked, limit)
     ]
     return Found(passages, max(matched, len(passages)))
 
@@ -272,10 +264,8 @@ def _held(indexes: Corpus, asked: set[str], best: tuple[Any, ...]) -> float:
     return sum(weights[t] for t in asked & (matched | speaker)) / total if total else 0.0
 
 
-def _interleaved(rankings: list[list[tuple[Any, ...]]], limit: int) -> list[tuple[Any, ...]]:
-    """The best ``limit`` matches of one ranking, or of several (a question and each of its
-    parts) taken in turn: the best of each comes before the second best of any, so that
-    ``limit`` passages hold what each part asks.
+def _shown_once(ranked: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
+    """The best ``limit`` matches, each message shown once.
 
     A message kept word for word across a compaction is in two files, and a question and its
     answer may each be found: each is returned once, and a passage whose own message an
@@ -285,23 +275,19 @@ def _interleaved(rankings: list[list[tuple[Any, ...]]], limit: int) -> list[tupl
     seen: set[str | None] = set()
     # Each message shown, by its words and time: the places (file, message) it was shown from.
     shown: dict[tuple[str | None, str], set[tuple[int, int]]] = {}
-    places = [0] * len(rankings)
-    while len(best) < limit and any(p < len(r) for p, r in zip(places, rankings, strict=True)):
-        for n, ranked in enumerate(rankings):
-            while places[n] < len(ranked) and len(best) < limit:
-                item = ranked[places[n]]
-                places[n] += 1
-                rank, i, index = item[1], item[2], item[4]
-                held = [i] if item[5] is None else [i, item[5]]
-                said = {index.text(k) for k in held}
-                where = shown.get((index.text(i), index.timestamp(i)), set())
-                if said <= seen or (rank, i) in where or any(r != rank for r, _ in where):
-                    continue
-                seen |= said
-                for k in held:
-                    shown.setdefault((index.text(k), index.timestamp(k)), set()).add((rank, k))
-                best.append(item)
-                break
+    for item in ranked:
+        if len(best) == limit:
+            break
+        rank, i, index = item[1], item[2], item[4]
+        held = [i] if item[5] is None else [i, item[5]]
+        said = {index.text(k) for k in held}
+        where = shown.get((index.text(i), index.timestamp(i)), set())
+        if said <= seen or (rank, i) in where or any(r != rank for r, _ in where):
+            continue
+        seen |= said
+        for k in held:
+            shown.setdefault((index.text(k), index.timestamp(k)), set()).add((rank, k))
+        best.append(item)
     return best
 
 
