@@ -50,7 +50,8 @@ BESIDE = 0.5
 matches the query: a passage is read whole, and two messages about what is asked say more
 than one (human_recall.py: multi-hop questions gain most)."""
 DATED = 1.0
-"""How much more a message that carries a date counts for a "when" question."""
+"""How much more a message that carries a date (or asks, and its answer does) counts for a
+"when" question."""
 ON_THE_DAY = 2.0
 """How much more a message said on a day the query names counts ("on 21.01.2024", a day
 either side: ``days.named_days``)."""
@@ -401,7 +402,9 @@ def _lexical(
             score *= 1 + SAID_BY_NAMED_GAIN
         elif named and not named & set(counts):
             score *= indexes.toward(index, teller, named)
-        dated = when and (index.dated[i] or (j is not None and index.dated[j]))
+        # A question's answer says when for it; the next message's "today" is about its own day.
+        answer_dated = j is not None and j > i and index.asks[i] and index.dated[j]
+        dated = when and (index.dated[i] or answer_dated)
         if dated:
             score *= 1 + DATED
         if days and index.timestamp(i)[:10] in days:

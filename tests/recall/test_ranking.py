@@ -253,6 +253,26 @@ def test_a_when_question_finds_the_turn_that_says_when(workspace):
     assert best.text == "We moved to Lyon last spring." and best.timestamp
 
 
+def test_a_when_question_counts_an_answers_date_not_the_next_messages(workspace):
+    said(
+        "Books",
+        ("Fahim", "The book is called Pachinko after the game parlours in it."),
+        ("Fahim", "Pachinko is still huge in Japan today."),
+        ("Akib", "I finished the dishes and finished my tea."),
+        ("Fahim", "I finished Pachinko, a wonderful story."),
+        ("Akib", "When did you start reading the Pachinko book?"),
+        ("Fahim", "On New Year's Day."),
+        ("Akib", "Did you start reading the Pachinko book for the club?"),
+        ("Fahim", "No, for myself."),
+    )
+    # "today" in the message after the first is about its own day, not the book's end.
+    [best] = recall(agent_docs("Books"), "When did Fahim finish Pachinko?", limit=1)
+    assert best.text == "I finished Pachinko, a wonderful story."
+    # A question's answer says when for the question: of two askings, the one answered so.
+    [best] = recall(agent_docs("Books"), "When did Fahim start the Pachinko book?", limit=1)
+    assert [p.text for p in best.beside] == ["On New Year's Day."]
+
+
 def test_a_question_naming_a_day_favours_what_was_said_that_day(workspace, monkeypatch):
     from nbmemory.memory import conversation
 
