@@ -123,6 +123,7 @@ def recall(
     first; and a passage carries the message that goes with its own (``exchanges.beside``),
     whose match counts too (``BESIDE``). A name the memory holds nowhere is taken for the
     speaker's it is another spelling of ("Mohammed" for "Muhhamed": ``speakers.spelled_like``).
+    The question itself is never a passage; asked before, it brings the answer it got then.
     A question that asks several things is ranked whole: the tool's description invites one
     call per fact, and the offline model makes one per part (``text.sub_queries``).
 
@@ -363,11 +364,16 @@ def _lexical(
                     scores[i] = scores.get(i, 0.0) + gain
                     held[i] = held.get(i, 0) + 1
         matches[rank] = scores
-        scored.extend(
-            (score, rank, i, path, index)
-            for i, score in scores.items()
-            if _may_answer(index, i, held[i], len(asked))
-        )
+        answered: set[int] = set()
+        for i, score in scores.items():
+            if _may_answer(index, i, held[i], len(asked)):
+                scored.append((score, rank, i, path, index))
+            elif index.asks[i]:
+                # The query asked before: what answered it then is what it asks for now.
+                j = indexes.beside(index, i)
+                if j is not None and j > i and j not in scores and j not in answered:
+                    answered.add(j)
+                    scored.append((score, rank, j, path, index))
     # Who said it, when, and what goes with it re-rank the best by their words alone, so that
     # a query costs no more than before on a long history. A query that names people takes
     # what they said, or was said to them, first.

@@ -58,6 +58,20 @@ def test_the_question_itself_and_recalls_own_results_are_never_recalled(workspac
     assert [p.text for p in recall(agent_docs("Echo"), QUESTION)] == [FACT]
 
 
+def test_a_question_asked_before_is_recalled_by_the_answer_it_got(workspace):
+    convo = Conversation(name="Again", memory_md_path=memory_path("Again"))
+    convo.add("User", "What is the wifi password?")
+    convo.add("Again", "It is hunter2, on the sticker under the router.")
+    convo.add("User", "The wifi at the office is slow.")
+    convo.add("User", "I changed the password of my email.")
+    convo.add("User", "What is the wifi password?")  # asked again: no answer yet
+    [best, *_] = recall(agent_docs("Again"), "What is the wifi password?", semantic=None)
+    assert (best.text, [p.text for p in best.beside]) == (
+        "It is hunter2, on the sticker under the router.",
+        ["What is the wifi password?"],
+    )
+
+
 def test_a_fact_told_in_the_questions_own_words_is_recalled_the_question_is_not(workspace):
     convo = Conversation(name="Echo", memory_md_path=memory_path("Echo"))
     convo.add("User", "Fahim: I just watched Spongebob for the first time")
