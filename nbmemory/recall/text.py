@@ -24,7 +24,9 @@ BETWEEN_TOOL = "recall_between"
 RECALL_TOOLS = frozenset({TOOL_NAME, AROUND_TOOL, BETWEEN_TOOL})
 """The tools whose results are recall's: what they return was said elsewhere, so their results
 are never recalled, summarized or taken for something said."""
-DEFAULT_PASSAGES = 3
+DEFAULT_PASSAGES = 5
+"""Passages recall returns, and its tool shows, by default: five of two chat messages fit the
+tool's budget (``DEFAULT_BUDGET``) four times in five (``benchmarks/human_recall.py``)."""
 QUERY_CHARS = 1_000
 PASSAGE_CHARS = 600
 
@@ -113,7 +115,7 @@ def _things(question: str) -> list[str]:
 
 DEFAULT_BUDGET = 800
 """Tokens the tool's answer takes at most, by default (``Agent(recall_budget=...)``)."""
-LISTED = 5
+LISTED = 8
 """Passages the tool asks for: those that fit the budget are shown (at most
 ``DEFAULT_PASSAGES``), the others are listed by where they are kept."""
 SHORTEST = 80

@@ -97,6 +97,19 @@ def test_a_runs_recall_answers_share_a_budget_until_it_is_spent(openai_server):
     assert FACT_B in openai_server.requests[4]["messages"][-1]["content"]
 
 
+def test_the_tool_shows_five_passages_when_they_fit_its_budget():
+    from nbmemory.recall.text import described
+
+    convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
+    for n in range(24):
+        convo.add("User" if n % 2 else "Scout", f"Budget review {n}: line {n} was revised.")
+    convo.close()
+    agent = Agent(agent_name="Scout", persistent_memory=True, embedding_model="none")
+    answer = agent.tools.call(TOOL_NAME, {"query": "budget review"})
+    assert len(described(answer)) == 5 and "next best:\n- " in answer
+    assert TokenCounter().count(answer) <= agent.recall_budget
+
+
 def test_the_same_query_again_gives_the_next_best_passages():
     convo = Conversation(name="Scout", memory_md_path=memory_path("Scout"))
     for n in range(12):
