@@ -1,7 +1,7 @@
 """Recall on conversations people wrote: how many of the turns that answer a question it finds.
 
     python benchmarks/human_recall.py DATA [--limit-conversations N]
-        [--library | --ablate | --follow-up]
+        [--library | --ablate | --follow-up | --tool]
 
 The development benchmark of human-written conversations. ``DATA`` is the ``data/`` folder of
 REALTALK (Lee et al., "REALTALK: A 21-Day Real-World Dataset for Long-Term Conversation",
@@ -41,6 +41,11 @@ With ``--follow-up``, one table instead: what a second call adds to the first 5 
 as a model recalling in two steps makes it: ``recall_around`` the best passage (3 messages
 either side, as the tool gives them), or the same query again for the next passages, taken
 until they hold as many messages as ``recall_around`` added; the share of evidence found.
+
+With ``--tool``, one table instead: what reaches the model through the recall tool, whose
+answer shows as many passages as fit its budget (``DEFAULT_BUDGET`` tokens), at most 3, 5 (its
+default) or 8 (``CAPS``), and lists where three more are kept: the share of evidence in the
+passages shown, how many are shown, and the answer's tokens, on average.
 
 With ``--ablate``, one table instead: the evidence found with all of recall's ranking rules,
 then with each rule off in turn (``RULES``), each conversation fed once and asked under each.
@@ -82,6 +87,8 @@ FIRST = 5
 """Passages of the first call, with ``--follow-up``."""
 SECOND = {"first": f"{FIRST} passages", "around": "+ recall_around", "next": "+ next passages"}
 """The columns of ``--follow-up``: the first call, and each second call after it."""
+CAPS = (3, 5, 8)
+"""The most passages the tool's answer shows, compared with ``--tool``; 5 is its default."""
 HELD_OUT = "locomo"
 """The folder name of the held-out set's copy in REALTALK's repository."""
 _EVIDENCE = re.compile(r"D?\s*(\d+):(\d+)(?:\s*-\s*D?\s*(\d+):(\d+))?")
@@ -234,9 +241,10 @@ def main() -> None:
     parser.add_argument("--library", action="store_true", help="a BM25 library beside recall")
     parser.add_argument("--ablate", action="store_true", help="each ranking rule off in turn")
     parser.add_argument("--follow-up", action="store_true", help="what a second call adds")
+    parser.add_argument("--tool", action="store_true", help="what the tool's answer shows")
     args = parser.parse_args()
-    if args.library + args.ablate + args.follow_up > 1:
-        parser.error("--library, --ablate and --follow-up each print their own table: one of them")
+    if args.library + args.ablate + args.follow_up + args.tool > 1:
+        parser.error("--library, --ablate, --follow-up and --tool print their own table: one")
     files = conversation_files(args.data)[: args.limit_conversations]
     os.environ["NBMEMORY_MODEL"] = "nbmemory/offline"
     os.environ.pop("NBMEMORY_EMBEDDING_MODEL", None)
@@ -287,6 +295,15 @@ def main() -> None:
                 began = time.perf_counter()
                 ranked = ours(docs, made, q.text, max(KS), search)
                 asking += time.perf_counter() - began
+                if args.tool:
+                    for cap, (shown, tokens) in shown_by_tool(docs, made, q.text).items():
+                        held = {n for passage in shown for n in passage}
+                        share = sum(a in held for a in q.answers) / len(q.answers)
+                        for row in ("all questions", q.kind):
+                            for what, value in (("share", share), ("shown", len(shown))):
+                                tally.setdefault((row, what, cap), []).append(value)
+                            tally.setdefault((row, "tokens", cap), []).append(tokens)
+                    continue
                 if args.follow_up:
                     for who, held in followed_up(docs, told, q.text, ranked).items():
                         share = sum(a in held for a in q.answers) / len(q.answers)
@@ -298,7 +315,9 @@ def main() -> None:
                     count(q, "library", library.ranked(q.text, max(KS)))
 
     baseline = ALL_RULES.name if args.ablate else "first" if args.follow_up else "recall"
-    questions = len(tally[("all questions", baseline, FIRST if args.follow_up else KS[0])])
+    baseline = "share" if args.tool else baseline
+    k = FIRST if args.follow_up else CAPS[0] if args.tool else KS[0]
+    questions = len(tally[("all questions", baseline, k)])
     print(
         f"\n{len(files)} REALTALK conversations, {turns:,} messages, {questions} questions "
         f"({unanswered} with no evidence message left, {dropped} evidence ids naming none); "
@@ -308,11 +327,15 @@ def main() -> None:
             if args.ablate
             else f"share of evidence messages in {FIRST} passages, and after a second call\n"
             if args.follow_up
+            else "what the recall tool's answer shows within its budget, by the most it shows\n"
+            if args.tool
             else "share of evidence messages in k passages, and of questions with all of it\n"
         )
     )
     if args.follow_up:
         print_table(second_calls(tally))
+    elif args.tool:
+        print_table(tool_table(tally))
     else:
         print_table(ablation(tally) if args.ablate else kinds(tally, whos))
     askings = questions * (1 + len(RULES) if args.ablate else 1)
@@ -355,6 +378,52 @@ def followed_up(
             break
         following |= set(passage)
     return {"first": first, "around": near, "next": following}
+
+
+def shown_by_tool(docs: Any, made: Dialogue, question: str) -> dict[int, tuple[list, int]]:
+    """For each of ``CAPS``: the turns of the passages the recall tool's answer shows (as
+    ``ours`` numbers them) when it shows that many at most, and the answer's tokens."""
+    from nbmemory.recall import DEFAULT_BUDGET, describe, find
+    from nbmemory.recall.text import described
+    from nbmemory.tokens import TokenCounter
+
+    count = TokenCounter().count
+    shown = {}
+    for cap in CAPS:
+        found = find(docs, question, cap + 3)  # as the tool asks: three more to list
+        ranked = ours(docs, made, question, cap + 3, lambda *_, f=found: f.passages)
+        answer = describe(
+            question,
+            found.passages,
+            matched=found.matched,
+            budget=DEFAULT_BUDGET,
+            count=count,
+            shown=cap,
+        )
+        shown[cap] = (ranked[: len(described(answer))], count(answer))
+    return shown
+
+
+def tool_table(tally: dict[tuple[str, str, int], list[float]]) -> list[list[str]]:
+    """The ``--tool`` table: by kind of question and the most passages shown, the share of
+    evidence in what the answer shows, the passages it shows and its tokens, on average."""
+    rows = [["kind", "questions"]]
+    for cap in CAPS:
+        rows[0] += [f"evidence shown, ≤ {cap}", f"passages, ≤ {cap}", f"tokens, ≤ {cap}"]
+    for kind in ("all questions", *KINDS.values()):
+        if (kind, "share", CAPS[0]) in tally:
+            row = [kind, str(len(tally[(kind, "share", CAPS[0])]))]
+            for cap in CAPS:
+                mean = [
+                    sum(v) / len(v) for v in (tally[(kind, w, cap)] for w in ("shown", "tokens"))
+                ]
+                row += [
+                    f"{_share(tally[(kind, 'share', cap)]):.1f} %",
+                    f"{mean[0]:.1f}",
+                    f"{mean[1]:.0f}",
+                ]
+            rows.append(row)
+    return rows
 
 
 def second_calls(tally: dict[tuple[str, str, int], list[float]]) -> list[list[str]]:
