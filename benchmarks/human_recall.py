@@ -44,7 +44,7 @@ until they hold as many messages as ``recall_around`` added; the share of eviden
 
 With ``--tool``, one table instead: what reaches the model through the recall tool, whose
 answer shows as many passages as fit its budget (``DEFAULT_BUDGET`` tokens), at most 3, 5 (its
-default) or 8 (``CAPS``), and lists where three more are kept: the share of evidence in the
+default) or 8 (``CAPS``), and lists where the next are kept: the share of evidence in the
 passages shown, how many are shown, and the answer's tokens, on average.
 
 With ``--ablate``, one table instead: the evidence found with all of recall's ranking rules,
@@ -89,6 +89,8 @@ SECOND = {"first": f"{FIRST} passages", "around": "+ recall_around", "next": "+ 
 """The columns of ``--follow-up``: the first call, and each second call after it."""
 CAPS = (3, 5, 8)
 """The most passages the tool's answer shows, compared with ``--tool``; 5 is its default."""
+TOOL_FIGURES = ("share", "shown", "tokens")
+"""What ``--tool`` tallies of each answer: the share of evidence shown, passages, tokens."""
 HELD_OUT = "locomo"
 """The folder name of the held-out set's copy in REALTALK's repository."""
 _EVIDENCE = re.compile(r"D?\s*(\d+):(\d+)(?:\s*-\s*D?\s*(\d+):(\d+))?")
@@ -299,10 +301,10 @@ def main() -> None:
                     for cap, (shown, tokens) in shown_by_tool(docs, made, q.text).items():
                         held = {n for passage in shown for n in passage}
                         share = sum(a in held for a in q.answers) / len(q.answers)
-                        for row in ("all questions", q.kind):
-                            for what, value in (("share", share), ("shown", len(shown))):
+                        figures = zip(TOOL_FIGURES, (share, len(shown), tokens), strict=True)
+                        for what, value in figures:
+                            for row in ("all questions", q.kind):
                                 tally.setdefault((row, what, cap), []).append(value)
-                            tally.setdefault((row, "tokens", cap), []).append(tokens)
                     continue
                 if args.follow_up:
                     for who, held in followed_up(docs, told, q.text, ranked).items():
@@ -383,15 +385,16 @@ def followed_up(
 def shown_by_tool(docs: Any, made: Dialogue, question: str) -> dict[int, tuple[list, int]]:
     """For each of ``CAPS``: the turns of the passages the recall tool's answer shows (as
     ``ours`` numbers them) when it shows that many at most, and the answer's tokens."""
-    from nbmemory.recall import DEFAULT_BUDGET, describe, find
+    from nbmemory.recall import DEFAULT_BUDGET, DEFAULT_PASSAGES, LISTED, describe, find
     from nbmemory.recall.text import described
     from nbmemory.tokens import TokenCounter
 
     count = TokenCounter().count
     shown = {}
     for cap in CAPS:
-        found = find(docs, question, cap + 3)  # as the tool asks: three more to list
-        ranked = ours(docs, made, question, cap + 3, lambda *_, f=found: f.passages)
+        asked = cap + LISTED - DEFAULT_PASSAGES  # as the tool asks: some more, to list
+        found = find(docs, question, asked)
+        ranked = ours(docs, made, question, asked, lambda *_, f=found: f.passages)
         answer = describe(
             question,
             found.passages,
@@ -414,14 +417,9 @@ def tool_table(tally: dict[tuple[str, str, int], list[float]]) -> list[list[str]
         if (kind, "share", CAPS[0]) in tally:
             row = [kind, str(len(tally[(kind, "share", CAPS[0])]))]
             for cap in CAPS:
-                mean = [
-                    sum(v) / len(v) for v in (tally[(kind, w, cap)] for w in ("shown", "tokens"))
-                ]
-                row += [
-                    f"{_share(tally[(kind, 'share', cap)]):.1f} %",
-                    f"{mean[0]:.1f}",
-                    f"{mean[1]:.0f}",
-                ]
+                share, shown, tokens = (tally[(kind, what, cap)] for what in TOOL_FIGURES)
+                mean = sum(shown) / len(shown), sum(tokens) / len(tokens)
+                row += [f"{_share(share):.1f} %", f"{mean[0]:.1f}", f"{mean[1]:.0f}"]
             rows.append(row)
     return rows
 
