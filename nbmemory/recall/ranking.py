@@ -232,7 +232,7 @@ def _ranked(
         if by_meaning is not None:
             # The more of the question the best match by words says, the less meaning reorders.
             held = _held(indexes, asked, ranked[0]) if ranked else 0.0
-            ranked = _fused(indexes, ranked, by_meaning, semantic.weight * (1 - held))
+            ranked = _fused(indexes, asked, ranked, by_meaning, semantic.weight * (1 - held))
             matched = max(matched, len(ranked))
     if len(lineage):
         ranked = _current_first(ranked, lineage)
@@ -391,7 +391,7 @@ def _lexical(
         counts = found.get((rank, i))
         if counts is None:
             counts = index.asked(i, asked)
-        j = indexes.beside(index, i)
+        j = _beside(indexes, index, i, asked)
         if j is not None:
             score += BESIDE * matches.get(rank, {}).get(j, 0.0)
         # Whose fact it is: the answer's speaker when a question carries its answer.
@@ -432,6 +432,20 @@ def _lexical(
         if sum(weights[t] for t in same[0]) >= topic / 2 and ranked[n][0] >= best_of[same] / 2:
             ranked[n] = (best_of[same], *ranked[n][1:])
     return sorted(ranked, key=lambda item: item[:3], reverse=True), len(scored)
+
+
+def _beside(indexes: Corpus, index: Index, i: int, asked: set[str]) -> int | None:
+    """The message a passage of message ``i`` carries (``Corpus.beside``), unless it comes
+    after and answers nothing (``_may_answer``): the question being asked, just said, is not
+    shown beside what its asker said before it."""
+    j = indexes.beside(index, i)
+    if (
+        j is not None
+        and j > i
+        and not _may_answer(index, j, len(index.asked(j, asked)), len(asked))
+    ):
+        return None
+    return j
 
 
 def _may_answer(index: Index, i: int, held: int, asked: int) -> bool:
@@ -488,6 +502,7 @@ rankings by words and by meaning (the latter times the index's ``weight``)."""
 
 def _fused(
     indexes: Corpus,
+    asked: set[str],
     lexical: list[tuple[Any, ...]],
     by_meaning: list[tuple[int, int]],
     weight: float,
@@ -502,7 +517,7 @@ def _fused(
         entry = items.get((rank, i))
         if entry is None:
             path, index = indexes[rank]
-            j = indexes.beside(index, i)
+            j = _beside(indexes, index, i, asked)
             entry = items[rank, i] = [0.0, (0.0, rank, i, path, index, j, None)]
         entry[0] += weight / (FUSION_K + place)
     fused = [(score, *item[1:]) for score, item in items.values()]

@@ -7,7 +7,7 @@ import pytest
 from nbmemory import Agent, Conversation
 from nbmemory.errors import AgentNotFoundError
 from nbmemory.memory.preload import SUMMARY_MARKER
-from nbmemory.recall import PROMPT_LINE, recall
+from nbmemory.recall import DEFAULT_MODEL, PROMPT_LINE, recall
 from nbmemory.recall.text import TOOL_NAME, describe, sub_queries
 from nbmemory.store import memory_path
 from support import agent_docs, run_python, stored, stored_messages, text_lengths
@@ -70,6 +70,18 @@ def test_a_question_asked_before_is_recalled_by_the_answer_it_got(workspace):
         "It is hunter2, on the sticker under the router.",
         ["What is the wifi password?"],
     )
+
+
+def test_the_question_just_asked_is_not_shown_beside_what_was_said_before_it(workspace):
+    asked = "Remind me which warehouse we use for the dashboards."
+    convo = Conversation(name="Echo", memory_md_path=memory_path("Echo"))
+    convo.add("User", "Our warehouse is ClickHouse, for the dashboards.")
+    convo.add("User", "The dashboards load slowly on Mondays.")
+    convo.add("User", asked)
+    for semantic in (None, DEFAULT_MODEL):
+        found = recall(agent_docs("Echo"), asked, semantic=semantic)
+        shown = [p.text for passage in found for p in (passage, *passage.beside)]
+        assert "The dashboards load slowly on Mondays." in shown and asked not in shown
 
 
 def test_a_fact_told_in_the_questions_own_words_is_recalled_the_question_is_not(workspace):
