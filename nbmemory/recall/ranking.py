@@ -439,13 +439,9 @@ def _beside(indexes: Corpus, index: Index, i: int, asked: set[str]) -> int | Non
     after and answers nothing (``_may_answer``): the question being asked, just said, is not
     shown beside what its asker said before it."""
     j = indexes.beside(index, i)
-    if (
-        j is not None
-        and j > i
-        and not _may_answer(index, j, len(index.asked(j, asked)), len(asked))
-    ):
-        return None
-    return j
+    if j is None or j < i or index.distinct(j) > len(asked):  # the last: it says more
+        return j
+    return j if _may_answer(index, j, len(index.asked(j, asked)), len(asked)) else None
 
 
 def _may_answer(index: Index, i: int, held: int, asked: int) -> bool:
