@@ -259,7 +259,7 @@ def main() -> None:
         return find(docs, question, limit, semantic=None).passages
 
     tally: dict[tuple[str, str, int], list[float]] = {}
-    turns = dropped = unanswered = 0
+    turns = questions = dropped = unanswered = 0
     feeding = asking = 0.0
     whos = ("recall", "whole", *(("library",) if args.library else ()))
 
@@ -277,6 +277,7 @@ def main() -> None:
         for c, path in enumerate(files):
             made, missing, skipped = conversation(path)
             turns += len(made.turns)
+            questions += len(made.questions)
             dropped += missing
             unanswered += skipped
             began = time.perf_counter()
@@ -316,10 +317,6 @@ def main() -> None:
                 if library is not None:
                     count(q, "library", library.ranked(q.text, max(KS)))
 
-    baseline = ALL_RULES.name if args.ablate else "first" if args.follow_up else "recall"
-    baseline = "share" if args.tool else baseline
-    k = FIRST if args.follow_up else CAPS[0] if args.tool else KS[0]
-    questions = len(tally[("all questions", baseline, k)])
     print(
         f"\n{len(files)} REALTALK conversations, {turns:,} messages, {questions} questions "
         f"({unanswered} with no evidence message left, {dropped} evidence ids naming none); "
