@@ -211,7 +211,7 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
         return elapsed
 
     def by_meaning(cold: bool) -> float:
-        from nbmemory.recall import embeddings, kept_indexes, word_vectors
+        from nbmemory.recall import embeddings, kept_indexes, piece_vectors, word_vectors
         from nbmemory.recall import recall as recall_passages
         from nbmemory.store.docs import FileDocs
 
@@ -219,6 +219,7 @@ def archive_search(root: Path, repeats: int, conversation_class) -> dict[str, fl
             follow._followed.clear()
             kept_indexes._kept.clear()
             word_vectors._loaded = None
+            piece_vectors._loaded = None
             embeddings._shared.clear()
         start = time.perf_counter()
         passages = recall_passages(FileDocs(folder), "which budgets mention a zeppelin?")
@@ -292,7 +293,7 @@ def conversation_recall(root: Path, repeats: int) -> dict[str, float]:
     import retrieval
 
     from nbmemory.memory import conversation
-    from nbmemory.recall import corpus, embeddings, kept_indexes, word_vectors
+    from nbmemory.recall import corpus, embeddings, kept_indexes, piece_vectors, word_vectors
     from nbmemory.recall import recall as recall_passages
     from nbmemory.store import follow
 
@@ -326,6 +327,7 @@ def conversation_recall(root: Path, repeats: int) -> dict[str, float]:
         corpus._archive_lists.clear()
         corpus._archived_kept.clear()
         word_vectors._loaded = None
+        piece_vectors._loaded = None
         embeddings._shared.clear()
         return ask(question)
 

@@ -42,7 +42,8 @@ The modules, from a message up to the tool:
 - ``corpus``: the indexes one recall searches, with the archives' figures worked out once;
 - ``days``: the days a question names ("on 21.01.2024");
 - ``ranking``: :func:`recall` and :func:`find`, by words, fused with meaning;
-- ``embeddings`` and ``word_vectors``: the ranking by meaning (numpy, imported at first use);
+- ``embeddings``, ``word_vectors`` and ``piece_vectors``: the ranking by meaning (numpy,
+  imported at first use);
 - ``follow_up``: the messages said around one recall cited, or in a span of time;
 - ``text`` and ``tool``: what recall writes and reads back, and the agent's recall tools.
 """

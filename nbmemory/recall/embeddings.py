@@ -32,7 +32,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -45,7 +45,7 @@ except ImportError:  # Windows: filelock takes over, as for MEMORY.md (store.fol
 
 from nbmemory.errors import MemoryWarning, ModelError, StoreError
 from nbmemory.models import llm
-from nbmemory.recall import word_vectors
+from nbmemory.recall import piece_vectors, word_vectors
 from nbmemory.recall.stored_index import EMBEDDED_CHARS, text_key
 from nbmemory.store.docs import AgentDocs
 from nbmemory.store.folders import EMBEDDINGS_DIR, file_of, open_index_folder, open_into
@@ -294,6 +294,9 @@ class SemanticIndex:
         )
         self._table = _Table()
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._pieces: dict[bytes, np.ndarray] = {}
+        """The word pieces' vectors of the local model's best texts, by key (``_with_pieces``):
+        1 KiB each, at most twice ``word_vectors.REACH`` of them."""
         self._rows: tuple[tuple[bytes | None, ...], int, np.ndarray, Any] | None = None
         """The last keys ranked, the version of the vectors then, their rows, and their
         vectors gathered (``_rows_of``, ``_gathered``)."""
@@ -312,16 +315,54 @@ class SemanticIndex:
         position)`` (``keys[n]`` is the key of ``texts[n]``, oldest first; ties go to the
         later); ``None`` if the provider failed (warned once). Up to ``PER_RECALL`` texts with
         no vector are embedded first, newest first; one not embedded yet, or with a cosine of
-        0 or less (``word_vectors.FLOOR`` for the word vectors), is not ranked."""
+        0 or less (``word_vectors.FLOOR`` for the word vectors), is not ranked. The word
+        vectors' best ``count`` are ranked again with their word pieces (``_with_pieces``)."""
         scores = self.similarities(query, keys, texts)
         if scores is None:
             return None
+        if self.local and piece_vectors.installed():
+            # The best by their words ranked again with their pieces: the cosines joined.
+            found = np.flatnonzero(~np.isnan(scores))
+            if len(found) > count:
+                found = found[np.argpartition(-scores[found], count)[:count]]
+            joined = self._with_pieces(query, keys, texts, found, scores[found])
+            if joined is None:
+                return None
+            scores = np.full(len(keys), np.nan, dtype=np.float32)
+            scores[found] = joined
         found = np.flatnonzero(scores > self._floor)  # NaN (no vector) is left out too
         if len(found) > count:
             found = found[np.argpartition(-scores[found], count)[:count]]
         best = scores[found]
         order = np.lexsort((found, best))[::-1]  # by cosine, then the later, as tuples sort
         return list(zip(best[order].tolist(), found[order].tolist(), strict=True))
+
+    def _with_pieces(
+        self,
+        query: str,
+        keys: Sequence[bytes | None],
+        texts: Sequence[str | None],
+        found: np.ndarray,
+        words: np.ndarray,
+    ) -> np.ndarray | None:
+        """The cosines of the texts at ``found`` (``words``: by their words' vectors) by their
+        words' and pieces' vectors joined (``word_vectors.joined``); ``None`` if the pieces
+        could not be read (warned once). A text's pieces' vector is made once, kept by key."""
+        with self._lock:
+            if len(self._pieces) + len(found) > 2 * word_vectors.REACH:
+                self._pieces.clear()  # messages gone out of reach: made again if they come back
+            missing = [n for n in found.tolist() if keys[n] not in self._pieces]
+            inputs = [query, *((texts[n] or "")[:EMBEDDED_CHARS] for n in missing)]
+            made = self._offline(piece_vectors.encode, inputs)
+            if made is None:
+                return None
+            for n, vector in zip(missing, made[1:], strict=True):
+                self._pieces[keys[n]] = vector  # type: ignore[index]
+            rows = np.array([self._pieces[keys[n]] for n in found.tolist()])  # type: ignore[index]
+        pieces = rows @ made[0] if len(rows) else np.zeros(0, np.float32)
+        asked = self._queries.get(query)
+        query_words = float(asked is not None and bool(asked.any()))
+        return word_vectors.joined(words, pieces, query_words, float(made[0].any()))
 
     def similarities(
         self, query: str, keys: Sequence[bytes | None], texts: Sequence[str | None]
@@ -406,12 +447,8 @@ class SemanticIndex:
         inputs = [query, *(text[:EMBEDDED_CHARS] for text in texts)]
         made: Any = []
         if self.local:
-            try:
-                made = word_vectors.encode(inputs)
-            except (OSError, ValueError) as exc:  # the install's file missing or damaged
-                self._paused_until = time.monotonic() + RETRY_AFTER
-                message = f"recall of {self.docs.name} is lexical only: {self.model}: {exc}"
-                _warn_once(self.docs, self.model, "embed", message)
+            made = self._offline(word_vectors.encode, inputs)
+            if made is None:
                 return None
             self._keep(keys, made[1:])
             return self._remember(query, made[0])
@@ -432,6 +469,19 @@ class SemanticIndex:
             return None
         self._keep(keys, made[1:])
         return self._remember(query, made[0])
+
+    def _offline(
+        self, encode: Callable[[Sequence[str]], np.ndarray], inputs: Sequence[str]
+    ) -> np.ndarray | None:
+        """``encode(inputs)`` with the offline vectors; ``None`` if a file of theirs is
+        missing or damaged (warned once, then tried again after ``RETRY_AFTER``)."""
+        try:
+            return encode(inputs)
+        except (OSError, ValueError) as exc:
+            self._paused_until = time.monotonic() + RETRY_AFTER
+            message = f"recall of {self.docs.name} is lexical only: {self.model}: {exc}"
+            _warn_once(self.docs, self.model, "embed", message)
+            return None
 
     def _remember(self, query: str, made: Any) -> np.ndarray:
         """The query's vector, unit length, kept for the next recall of the same query."""

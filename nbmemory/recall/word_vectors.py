@@ -1,12 +1,15 @@
-"""Offline vectors for recall's ranking by meaning: one per English word, nothing downloaded.
+"""Offline vectors for recall's ranking by meaning: whole words, then word pieces, nothing fetched.
 
 ``encode(texts)`` gives each text the mean of its content words' vectors, as a unit vector, so that
 "brought home from the rescue" lands near "adopted from the animal shelter" without an embedding
 service. The vectors ship beside this module in ``word_vectors.bin`` (about 22,000 words, 256
 dimensions, int8 with a scale per word, 5.8 MB), distilled from all-MiniLM-L6-v2 (Apache-2.0) by
-``benchmarks/make_word_vectors.py``. They are weaker than a sentence model's, so recall gives their
-ranking ``WEIGHT`` of a provider's in the fusion. ``MODEL`` is their name wherever an embedding
-model is named (``Agent(embedding_model=...)``); it is the default.
+``benchmarks/make_word_vectors.py``. Recall ranks the newest ``REACH`` messages by them, then
+ranks the best again by these joined to their word pieces' vectors (``piece_vectors``,
+``joined``), so that a name, a number or a word the table lacks counts too: the pieces cost
+more to make, and only the best need them. They are weaker than a sentence model's, so recall
+gives their ranking ``WEIGHT`` of a provider's in the fusion. ``MODEL`` is their name wherever
+an embedding model is named (``Agent(embedding_model=...)``); it is the default.
 """
 
 from __future__ import annotations
@@ -30,16 +33,19 @@ a provider's sentence embeddings (benchmarks/retrieval.py: more weight loses upd
 FLOOR = 0.1
 """The cosine a text needs to be ranked at all: unrelated sentences meet at about 0 ± 0.1
 (benchmarks/retrieval.py: a higher floor loses questions that ask two things)."""
+PIECES = 0.5
+"""The share of a joined cosine that the word pieces' vectors give, the whole words' the rest
+(human_recall.py: without the pieces, less evidence is found, open-ended questions' most;
+retrieval.py: the pieces alone lose questions in other words)."""
 REACH = 4_096
 """The newest messages recall ranks by these vectors (older ones by words alone; those recall
 never returns do not count), so that a recall costs the same on any history: the vectors are
-made in each process (about 9 µs a message, 1 KiB of RAM), never stored, since they cost less
-to make than to read."""
+made in each process (about 12 µs a message of 200 characters, 1 KiB of RAM), never stored,
+since they cost less to make than to read."""
 PATH = Path(__file__).parent / "word_vectors.bin"
 """The vectors, beside this module."""
 _MAGIC = b"nbmemory-word-vectors 1"
 _WORD = re.compile(r"[a-z]+")
-_CHUNK = 256  # texts whose word rows are gathered at once: they stay in the cache
 _lock = threading.Lock()
 _loaded: tuple[dict[str, int], np.ndarray] | None = None
 
@@ -93,17 +99,23 @@ def encode(texts: Sequence[str]) -> np.ndarray:
 
     index, matrix = _table()
     found = np.zeros((len(texts), matrix.shape[1]), np.float32)
-    for first in range(0, len(texts), _CHUNK):
-        rows: list[int] = []
-        starts = []
-        for text in texts[first : first + _CHUNK]:
-            starts.append(len(rows))
-            rows += [index[w] for w in _WORD.findall(text.lower()) if w in index]
-        if not rows:
-            continue
-        some = [start < end for start, end in zip(starts, [*starts[1:], len(rows)], strict=True)]
-        held = [start for start, has in zip(starts, some, strict=True) if has]
-        sums = np.add.reduceat(matrix[rows], held, axis=0)
-        lengths = np.linalg.norm(sums, axis=1, keepdims=True)
-        found[first : first + len(starts)][some] = sums / np.where(lengths == 0, 1, lengths)
-    return found
+    for n, text in enumerate(texts):
+        rows = [index[w] for w in _WORD.findall(text.lower()) if w in index]
+        if rows:
+            found[n] = matrix[rows].sum(0)
+    lengths = np.linalg.norm(found, axis=1, keepdims=True)
+    return found / np.where(lengths == 0, 1, lengths)
+
+
+def joined(
+    words: np.ndarray, pieces: np.ndarray, query_words: float, query_pieces: float
+) -> np.ndarray:
+    """The cosines of texts to a query by their words' and pieces' vectors joined (``PIECES``
+    of it the pieces'), from the cosines by each: ``words`` and ``pieces``, 0 where a text has
+    no such vector; ``query_words`` and ``query_pieces``: 1 if the query has one, else 0."""
+    import numpy as np
+
+    share = (1 - PIECES) * (words != 0) + PIECES * (pieces != 0)
+    asked = (1 - PIECES) * query_words + PIECES * query_pieces
+    lengths = np.sqrt(share * asked)
+    return ((1 - PIECES) * words + PIECES * pieces) / np.where(lengths == 0, 1, lengths)

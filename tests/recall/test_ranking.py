@@ -282,8 +282,8 @@ def test_a_when_question_finds_the_turn_that_says_when(workspace):
 def test_a_when_question_counts_an_answers_date_not_the_next_messages(workspace):
     said(
         "Books",
-        ("Fahim", "The book is called Pachinko after the game parlours in it."),
-        ("Fahim", "Pachinko is still huge in Japan today."),
+        ("Fahim", "The book is Pachinko."),
+        ("Fahim", "Pachinko is still huge in Japan today, and the parlours are full every night."),
         ("Akib", "I finished the dishes and finished my tea."),
         ("Fahim", "I finished Pachinko, a wonderful story."),
         ("Akib", "When did you start reading the Pachinko book?"),

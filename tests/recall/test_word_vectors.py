@@ -33,7 +33,7 @@ def test_each_text_gets_a_unit_vector_in_order():
     assert found.shape == (4, 256) and found.dtype == np.float32
     assert np.allclose(np.linalg.norm(found, axis=1), [1, 0, 0, 1], atol=1e-5)
     assert np.array_equal(found, word_vectors.encode([FACT, "", "zzzq xqj", OTHERS[3]]))
-    assert np.array_equal(word_vectors.encode([FACT] * 300)[299], found[0])  # across chunks
+    assert np.array_equal(word_vectors.encode([FACT] * 300)[299], found[0])
 
 
 def test_words_of_one_topic_are_nearer_than_unrelated_ones():
