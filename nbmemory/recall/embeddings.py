@@ -1,5 +1,6 @@
 """Recall's semantic side: an agent's messages embedded through litellm, any provider's model,
-or by the offline word vectors (``word_vectors``, the default: made in RAM, never stored).
+or by the offline word vectors (``word_vectors``, the default: made in RAM, never stored),
+whose best are ranked again with their word pieces' vectors (``piece_vectors``).
 
 A :class:`SemanticIndex` belongs to one agent and one embedding model. Messages are embedded
 when recall runs, never when they are added: a recall first embeds the messages that have no
