@@ -101,7 +101,7 @@ class Rule:
     """One of recall's ranking rules and how to switch it off: ``off`` sets names of
     ``nbmemory.recall``'s modules (``"module", "name"``, a dotted name for a class's) to
     neutral values; ``reindexed``: read as an index is made or kept with an archive's
-    figures, or as the vectors are made, so asked of a fresh copy;
+    figures, so asked of a fresh copy;
     ``vectors``: ``False`` for the ranking by meaning, off as ``semantic=None``."""
 
     name: str
@@ -142,7 +142,7 @@ RULES = (
     ),
     Rule("the message beside counts (BESIDE)", (("ranking", "BESIDE", 0.0),)),
     Rule("a name spelled otherwise (SPELLING)", (("speakers", "SPELLING", 2.0),)),
-    Rule("word pieces' vectors (PIECES)", (("word_vectors", "PIECES", 0.0),), reindexed=True),
+    Rule("word pieces' vectors (PIECES)", (("word_vectors", "PIECES", 0.0),)),
     Rule("word vectors fused (FUSION_K)", vectors=False),
 )
 """The ranking rules ``--ablate`` switches off, one at a time."""
