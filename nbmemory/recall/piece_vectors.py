@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 PACKAGE = "wordllama"
 TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 VECTORS = "weights/l2_supercat_256.safetensors"
-"""Where the wheel keeps the two files; looked for anywhere in it if they moved."""
+"""Where the wheel keeps the two files (wordllama 0.4)."""
 TENSOR = "embedding.weight"
 _lock = threading.Lock()
 _loaded: tuple[Any, np.ndarray] | None = None
@@ -47,12 +47,9 @@ def folder() -> Path:
 
 
 def _found(root: Path, name: str) -> Path:
-    if (root / name).is_file():
-        return root / name
-    found = sorted(root.rglob(Path(name).name))
-    if not found:
+    if not (root / name).is_file():
         raise FileNotFoundError(f"{root} holds no {name}: reinstall {PACKAGE}")
-    return found[0]
+    return root / name
 
 
 def _vectors(path: Path) -> np.ndarray:
@@ -106,7 +103,7 @@ def encode(texts: Sequence[str]) -> np.ndarray:
 
     tokenizer, matrix = _table()
     found = np.zeros((len(texts), matrix.shape[1]), np.float32)
-    for n, encoded in enumerate(tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)):
+    for n, encoded in enumerate(tokenizer.encode_batch(list(texts), add_special_tokens=False)):
         if encoded.ids:
             found[n] = matrix[encoded.ids].sum(0, dtype=np.float32)
     lengths = np.linalg.norm(found, axis=1, keepdims=True)
