@@ -31,6 +31,13 @@ def search_knowledge_base(query: str) -> str:
     return "\n".join(hits) if hits else "No matching documents."
 
 
+def told(agent, texts):
+    """``agent``, each of ``texts`` added to its memory as the user's, in order."""
+    for text in texts:
+        agent.short_memory.add("User", text)
+    return agent
+
+
 def agent_docs(name: str):
     """The documents of agent ``name`` in the test's workspace (its folder on its store)."""
     from nbmemory import Workspace

@@ -15,7 +15,7 @@ from nbmemory.recall import recall
 from nbmemory.recall.stored_index import text_key
 from nbmemory.store.folders import EMBEDDINGS_DIR
 from nbmemory.store.workspace import database_at
-from support import run_python
+from support import run_python, told
 
 FACT = "Lena got a red car last week."
 ASKED = "Which automobile was purchased?"
@@ -36,10 +36,7 @@ def embedder(server, name: str = "Maya", model: str = "openai/fake-embed") -> Ag
 
 
 def seeded(server, **options) -> Agent:
-    agent = embedder(server, **options)
-    for text in [FACT, *FILLER]:
-        agent.short_memory.add("User", text)
-    return agent
+    return told(embedder(server, **options), [FACT, *FILLER])
 
 
 def inputs(server) -> list[list[str]]:

@@ -11,6 +11,7 @@ import pytest
 from nbmemory import Agent
 from nbmemory.errors import MemoryWarning
 from nbmemory.recall import embeddings, piece_vectors, recall, word_vectors
+from support import told
 
 FACT = "The k8s cluster moves to 1.30 next week."
 OTHERS = [
@@ -23,10 +24,7 @@ ASKED = "When is the Kubernetes upgrade?"
 
 
 def ops() -> Agent:
-    agent = Agent("Ops", persistent_memory=True)
-    for text in [FACT, *OTHERS]:
-        agent.short_memory.add("User", text)
-    return agent
+    return told(Agent("Ops", persistent_memory=True), [FACT, *OTHERS])
 
 
 def test_every_text_but_an_empty_one_gets_a_unit_vector_in_order():

@@ -9,7 +9,7 @@ from nbmemory import Agent
 from nbmemory.errors import MemoryWarning
 from nbmemory.recall import embeddings, recall, word_vectors
 from nbmemory.store.folders import EMBEDDINGS_DIR
-from support import run_python
+from support import run_python, told
 
 FACT = "We adopted a beagle from the animal shelter yesterday, and the kids already adore it."
 OTHERS = [
@@ -22,10 +22,7 @@ ASKED = "Did they get a puppy?"
 
 
 def nora() -> Agent:
-    agent = Agent("Nora", persistent_memory=True)
-    for text in [FACT, *OTHERS]:
-        agent.short_memory.add("User", text)
-    return agent
+    return told(Agent("Nora", persistent_memory=True), [FACT, *OTHERS])
 
 
 def test_each_text_gets_a_unit_vector_in_order():
