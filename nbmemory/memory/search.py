@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import json
 import operator
@@ -86,6 +87,12 @@ _TOO_MANY = 128
 here, and ``str.find`` looks for the whole query."""
 
 
+@functools.lru_cache(maxsize=64)
+def _rarest(needle: str) -> int:
+    """Where ``needle``'s rarest character is (the first of them)."""
+    return max(range(len(needle)), key=lambda i: _RANK.get(needle[i], len(_COMMON)))
+
+
 def find(text: str, needle: str, start: int = 0, end: int | None = None) -> int:
     """``text.find(needle, start, end)``, faster where ``needle`` holds a character rare in
     ``text``: a name, a number, a code (CPython finds a single character by ``memchr``, a
@@ -93,7 +100,7 @@ def find(text: str, needle: str, start: int = 0, end: int | None = None) -> int:
     if len(needle) < 2:
         return text.find(needle, start, end)
     start, end, _ = slice(start, end).indices(len(text))
-    at = max(range(len(needle)), key=lambda i: _RANK.get(needle[i], len(_COMMON)))
+    at = _rarest(needle)
     rare, last = needle[at], end - len(needle) + at + 1
     pos, checks = start + at, 0
     while pos < last:
