@@ -205,8 +205,9 @@ def measure(python: Path | str, library: str, repeats: int) -> dict[str, float |
         env=env,
         capture_output=True,
         text=True,
-        check=True,
     )
+    if out.returncode:
+        sys.exit(f"{library}'s workloads failed (exit {out.returncode}):\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
