@@ -82,8 +82,11 @@ def test_the_pieces_kept_are_bounded_and_made_again_when_needed(monkeypatch):
     agent = ops()
     index = agent.semantic_index()
     docs = agent.short_memory.docs
-    monkeypatch.setattr(word_vectors, "REACH", 2)  # keeps at most 4: fewer than the 5 messages
-    for asked in (ASKED, "Which instrument lessons?", ASKED):
-        assert recall(docs, asked, semantic=index)
-        assert len(index._pieces) <= 5
+    monkeypatch.setattr(word_vectors, "REACH", 2)  # at most 4 kept
+    index.reach = 2  # the two newest messages ranked by meaning: each new one moves one out
+    for n in range(6):
+        agent.short_memory.add("User", f"Cello lesson {n} went well.")
+        assert recall(docs, "Which instrument lessons?", semantic=index)
+        assert 2 <= len(index._pieces) <= 4
+    index.reach = None  # every message again, the fact's pieces among those made again
     assert recall(docs, ASKED, semantic=index)[0].text == FACT
